@@ -1,0 +1,3 @@
+module github.com/netdoctor/netdoctor
+
+go 1.26.8

@@ -1,0 +1,237 @@
+package evidence
+
+import "time"
+
+// BundleVersion is the version of the bundle file format written by
+// `netdoctor collect`. Readers reject bundles with a newer major version.
+const BundleVersion = 1
+
+// Bundle is a series of snapshots taken from one network namespace. It is
+// what `netdoctor collect` writes and `netdoctor diagnose` reads.
+type Bundle struct {
+	Version   int        `json:"version"`
+	Host      Host       `json:"host"`
+	Start     time.Time  `json:"start"`
+	Snapshots []Snapshot `json:"snapshots"`
+}
+
+// Host identifies where a bundle was taken.
+type Host struct {
+	Hostname string `json:"hostname"`
+	Kernel   string `json:"kernel"` // uname -r
+	CPUs     int    `json:"cpus"`
+	// NetNS is the namespace observed: "" for the caller's own, else the
+	// name or path given with --netns.
+	NetNS      string `json:"netns,omitempty"`
+	NetNSInode uint64 `json:"netns_inode,omitempty"`
+	// UserHZ is the unit of the CPU tick counters (USER_HZ, 100 on Linux).
+	UserHZ int `json:"user_hz"`
+}
+
+// Status is the outcome of one collector in one snapshot.
+type Status struct {
+	Collector string `json:"collector"`
+	// State is "ok", "partial" (some data, some missing), "unavailable"
+	// (the kernel interface or permission is missing) or "error".
+	State    string        `json:"state"`
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Collector states.
+const (
+	StateOK          = "ok"
+	StatePartial     = "partial"
+	StateUnavailable = "unavailable"
+	StateError       = "error"
+)
+
+// Snapshot is everything the collectors saw at one instant. A nil pointer
+// or empty map means the collector did not produce that part; its Status
+// entry says why.
+type Snapshot struct {
+	Time   time.Time `json:"time"`
+	Status []Status  `json:"status"`
+
+	// Counters holds every counter of /proc/net/snmp, /proc/net/netstat and
+	// /proc/net/snmp6, keyed "Group.Name": "TcpExt.ListenOverflows",
+	// "Tcp.RetransSegs", "Ip6.InReceives". Gauges such as Tcp.CurrEstab are
+	// included as they appear in the files.
+	Counters map[string]uint64 `json:"counters,omitempty"`
+	// Sockstat holds /proc/net/sockstat and sockstat6, keyed "TCP.inuse",
+	// "TCP.tw", "TCP.mem" (pages), "sockets.used", "TCP6.inuse".
+	Sockstat map[string]int64 `json:"sockstat,omitempty"`
+	// Sysctls holds selected sysctls by dotted name, values as the kernel
+	// prints them with runs of white space folded to one space.
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+
+	Softnet    []Softnet   `json:"softnet,omitempty"`
+	CPU        []CPU       `json:"cpu,omitempty"`
+	Interfaces []Interface `json:"interfaces,omitempty"`
+	Conntrack  *Conntrack  `json:"conntrack,omitempty"`
+	Sockets    *Sockets    `json:"sockets,omitempty"`
+	Processes  []Process   `json:"processes,omitempty"`
+	Kmsg       []KernelMsg `json:"kmsg,omitempty"`
+	Resolver   *Resolver   `json:"resolver,omitempty"`
+}
+
+// Softnet is one CPU's line of /proc/net/softnet_stat.
+type Softnet struct {
+	CPU            int    `json:"cpu"`
+	Processed      uint64 `json:"processed"`
+	Dropped        uint64 `json:"dropped"`
+	TimeSqueeze    uint64 `json:"time_squeeze"`
+	ReceivedRPS    uint64 `json:"received_rps"`
+	FlowLimitCount uint64 `json:"flow_limit_count"`
+	// BacklogLen is the current input queue length (kernel 5.10+), a gauge.
+	BacklogLen uint64 `json:"backlog_len"`
+}
+
+// CPU is one line of /proc/stat, in USER_HZ ticks. CPU is -1 for the
+// aggregate "cpu" line.
+type CPU struct {
+	CPU     int    `json:"cpu"`
+	User    uint64 `json:"user"`
+	Nice    uint64 `json:"nice"`
+	System  uint64 `json:"system"`
+	Idle    uint64 `json:"idle"`
+	IOWait  uint64 `json:"iowait"`
+	IRQ     uint64 `json:"irq"`
+	SoftIRQ uint64 `json:"softirq"`
+	Steal   uint64 `json:"steal"`
+}
+
+// Total is the sum of all tick fields.
+func (c CPU) Total() uint64 {
+	return c.User + c.Nice + c.System + c.Idle + c.IOWait + c.IRQ + c.SoftIRQ + c.Steal
+}
+
+// Interface is one network device: /proc/net/dev counters plus link
+// attributes from rtnetlink and ethtool.
+type Interface struct {
+	Name      string `json:"name"`
+	OperState string `json:"oper_state,omitempty"` // "up", "down", "unknown"…
+	MTU       int    `json:"mtu,omitempty"`
+	SpeedMbps int    `json:"speed_mbps,omitempty"` // 0 when the driver reports none
+	Qdisc     string `json:"qdisc,omitempty"`
+	RxBytes   uint64 `json:"rx_bytes"`
+	RxPackets uint64 `json:"rx_packets"`
+	RxErrs    uint64 `json:"rx_errs"`
+	RxDrop    uint64 `json:"rx_drop"`
+	RxFifo    uint64 `json:"rx_fifo"`
+	RxFrame   uint64 `json:"rx_frame"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	TxPackets uint64 `json:"tx_packets"`
+	TxErrs    uint64 `json:"tx_errs"`
+	TxDrop    uint64 `json:"tx_drop"`
+	TxFifo    uint64 `json:"tx_fifo"`
+	TxColls   uint64 `json:"tx_colls"`
+	TxCarrier uint64 `json:"tx_carrier"`
+}
+
+// Conntrack is the connection-tracking table of the observed namespace.
+type Conntrack struct {
+	Count   uint64 `json:"count"`
+	Max     uint64 `json:"max"`
+	Buckets uint64 `json:"buckets"`
+	// Stats sums the per-CPU columns of /proc/net/stat/nf_conntrack by
+	// column name: "drop", "early_drop", "insert_failed", "search_restart"…
+	Stats map[string]uint64 `json:"stats,omitempty"`
+}
+
+// TCP states as the kernel numbers them (include/net/tcp_states.h).
+var TCPStates = [...]string{
+	1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",
+	6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK", 10: "LISTEN",
+	11: "CLOSING", 12: "NEW_SYN_RECV",
+}
+
+// Sockets is what a sock_diag dump showed.
+type Sockets struct {
+	// TCP counts TCP sockets (v4 and v6) per state name.
+	TCP map[string]int `json:"tcp"`
+	// Unix counts unix stream sockets per state name.
+	Unix      map[string]int `json:"unix,omitempty"`
+	Listeners []Listener     `json:"listeners"`
+	// Remotes counts connections per remote address:port, busiest first,
+	// at most MaxRemotes entries.
+	Remotes []Remote `json:"remotes,omitempty"`
+}
+
+// MaxRemotes bounds Sockets.Remotes.
+const MaxRemotes = 64
+
+// Listener is one listening socket.
+type Listener struct {
+	Proto string `json:"proto"` // "tcp", "tcp6" or "unix"
+	Addr  string `json:"addr"`  // "10.0.0.1:80", "[::]:443" or a unix path
+	Port  int    `json:"port,omitempty"`
+	// RecvQ is the accept queue length: connections established but not
+	// yet accept()ed. SendQ is the effective backlog, min(listen() backlog,
+	// net.core.somaxconn). The queue is full when RecvQ > SendQ.
+	RecvQ uint32 `json:"recv_q"`
+	SendQ uint32 `json:"send_q"`
+	Inode uint64 `json:"inode"`
+	// PIDs owning the socket (a forking server shares it), lowest first.
+	PIDs    []int  `json:"pids,omitempty"`
+	Process string `json:"process,omitempty"`
+}
+
+// Remote counts TCP connections to one remote address and port.
+type Remote struct {
+	Addr        string `json:"addr"` // "10.0.0.2:9000"
+	Established int    `json:"established"`
+	TimeWait    int    `json:"time_wait"`
+	Other       int    `json:"other"`
+	// Ephemeral counts those whose local port is in ip_local_port_range:
+	// the outgoing connections that compete for local ports.
+	Ephemeral int `json:"ephemeral"`
+}
+
+// Process is a process of interest: one that owns a listener, or one the
+// user named.
+type Process struct {
+	PID        int    `json:"pid"`
+	Comm       string `json:"comm"`
+	Threads    int    `json:"threads"`
+	OpenFDs    int    `json:"open_fds"`
+	NofileSoft uint64 `json:"nofile_soft"` // 0 means unlimited
+	NofileHard uint64 `json:"nofile_hard"`
+	UTime      uint64 `json:"utime"` // USER_HZ ticks
+	STime      uint64 `json:"stime"`
+	Role       string `json:"role,omitempty"` // e.g. "listener :80"
+}
+
+// KernelMsg is one /dev/kmsg record written after the collection started.
+type KernelMsg struct {
+	// Time is the wall-clock time, derived from the record's monotonic
+	// timestamp and the boot time.
+	Time     time.Time `json:"time"`
+	Priority int       `json:"priority"`
+	Text     string    `json:"text"`
+	// Class names what the message means, e.g. "conntrack-table-full",
+	// "syn-flooding", "timewait-overflow", "out-of-socket-memory"; "" if
+	// unclassified.
+	Class string `json:"class,omitempty"`
+}
+
+// Resolver is the DNS configuration and a probe of each nameserver.
+type Resolver struct {
+	ConfPath    string     `json:"conf_path"`
+	Nameservers []string   `json:"nameservers"`
+	Search      []string   `json:"search,omitempty"`
+	Options     []string   `json:"options,omitempty"`
+	Probes      []DNSProbe `json:"probes,omitempty"`
+}
+
+// DNSProbe is one query sent straight to one nameserver.
+type DNSProbe struct {
+	Server   string        `json:"server"`
+	Type     string        `json:"type"` // "A" or "PTR"
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"duration_ns"`
+	// Rcode is the DNS response code ("NOERROR", "NXDOMAIN", "SERVFAIL"…);
+	// empty when no answer came.
+	Rcode string `json:"rcode,omitempty"`
+	Err   string `json:"error,omitempty"` // "timeout", "connection refused"…
+}
