@@ -156,6 +156,9 @@ type Sockets struct {
 	// Remotes counts connections per remote address:port, busiest first,
 	// at most MaxRemotes entries.
 	Remotes []Remote `json:"remotes,omitempty"`
+	// Note says what was estimated rather than dumped, e.g. ESTABLISHED
+	// taken from Tcp.CurrEstab when there were too many to list cheaply.
+	Note string `json:"note,omitempty"`
 }
 
 // MaxRemotes bounds Sockets.Remotes.
@@ -177,7 +180,9 @@ type Listener struct {
 	Process string `json:"process,omitempty"`
 }
 
-// Remote counts TCP connections to one remote address and port.
+// Remote counts outgoing TCP connections to one remote address and port:
+// sockets whose local port is not a listening port. Connections accepted
+// by a local listener are not counted here (their remotes are clients).
 type Remote struct {
 	Addr        string `json:"addr"` // "10.0.0.2:9000"
 	Established int    `json:"established"`

@@ -1,0 +1,189 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/collect"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+type sourceOpts struct {
+	netns   string
+	noDNS   bool
+	dnsName string
+}
+
+func (o *sourceOpts) register(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.StringVar(&o.netns, "netns", "", "observe this network namespace (a name from `ip netns list` or a path such as /proc/PID/ns/net)")
+	fs.BoolVar(&o.noDNS, "no-dns", false, "do not send probe queries to the configured nameservers")
+	fs.StringVar(&o.dnsName, "dns-name", "", "name to look up in the DNS probe (default: this host's name)")
+}
+
+func (o *sourceOpts) snapshotter(dnsEvery int) (*collect.Snapshotter, error) {
+	return collect.New(collect.Config{NetNS: o.netns, DNS: !o.noDNS, DNSName: o.dnsName, DNSEvery: dnsEvery})
+}
+
+func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("check", stderr)
+	var src sourceOpts
+	src.register(fs)
+	window := fs.Duration("window", 5*time.Second, "time between the two snapshots; counters must rise within it to count as active")
+	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout, replacing the text report)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("check takes no arguments, got %q", pos)
+	}
+	if *window < 100*time.Millisecond || *window > time.Hour {
+		return badInput("--window %v: must be between 100ms and 1h", *window)
+	}
+	s, err := src.snapshotter(1000000) // probe DNS once, on the first snapshot
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: s.Host, Start: time.Now()}
+	b.Snapshots = append(b.Snapshots, s.Snapshot(ctx))
+	select {
+	case <-time.After(*window):
+	case <-ctx.Done():
+		fmt.Fprintln(stderr, "netdoctor: interrupted, reporting on the shorter window")
+	}
+	// The second snapshot is taken even after Ctrl-C: a short window is
+	// still evidence.
+	b.Snapshots = append(b.Snapshots, s.Snapshot(context.WithoutCancel(ctx)))
+	return finish("check", b, *jsonOut, stdout, stderr)
+}
+
+// finish runs the rules and writes the reports.
+func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr io.Writer) error {
+	r := report.New(command, b, rules.Run(b, rules.All))
+	if jsonOut != "-" {
+		if err := report.Text(stdout, r); err != nil {
+			return err
+		}
+	}
+	if jsonOut != "" {
+		if err := writeJSON(jsonOut, stdout, r); err != nil {
+			return err
+		}
+	}
+	if r.Partial {
+		fmt.Fprintln(stderr, "netdoctor: partial evidence: some collectors failed (see \"collectors\" in the report)")
+	}
+	for _, f := range r.Findings {
+		if f.Status == rules.Active && f.Severity == rules.Critical {
+			return errFindings
+		}
+	}
+	return nil
+}
+
+func writeJSON(path string, stdout io.Writer, r *report.Report) error {
+	if path == "-" {
+		return report.JSON(stdout, r)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := report.JSON(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("write report %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("collect", stderr)
+	var src sourceOpts
+	src.register(fs)
+	window := fs.Duration("window", 10*time.Second, "how long to sample")
+	interval := fs.Duration("interval", time.Second, "time between snapshots")
+	out := fs.String("o", "", "bundle file to write (required; - for stdout)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return badInput("collect takes no arguments, got %q", pos)
+	case *out == "":
+		return badInput("collect needs -o FILE")
+	case *interval < 10*time.Millisecond:
+		return badInput("--interval %v: must be at least 10ms", *interval)
+	case *window < 0 || *window > 24*time.Hour:
+		return badInput("--window %v: must be between 0 and 24h", *window)
+	}
+	count := int(*window / *interval) + 1
+	s, err := src.snapshotter(count) // probe DNS on the first snapshot only
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	b := s.Bundle(ctx, *interval, count)
+	w := stdout
+	if *out != "-" {
+		f, err := os.Create(*out)
+		if err != nil {
+			return fmt.Errorf("write bundle: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	if err := json.NewEncoder(w).Encode(b); err != nil {
+		return fmt.Errorf("write bundle: %w", err)
+	}
+	if *out != "-" {
+		fmt.Fprintf(stderr, "netdoctor: %d snapshots written to %s\n", len(b.Snapshots), *out)
+	}
+	return nil
+}
+
+func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("diagnose", stderr)
+	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInput("diagnose needs exactly one bundle file")
+	}
+	b, err := readBundle(pos[0])
+	if err != nil {
+		return err
+	}
+	return finish("diagnose", b, *jsonOut, stdout, stderr)
+}
+
+func readBundle(path string) (*evidence.Bundle, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, badInput("read bundle: %v", err)
+	}
+	defer f.Close()
+	var b evidence.Bundle
+	if err := json.NewDecoder(f).Decode(&b); err != nil {
+		return nil, badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
+	}
+	if b.Version < 1 || b.Version > evidence.BundleVersion {
+		return nil, badInput("read bundle %s: version %d, this netdoctor reads version %d", path, b.Version, evidence.BundleVersion)
+	}
+	if len(b.Snapshots) == 0 {
+		return nil, badInput("read bundle %s: no snapshots", path)
+	}
+	return &b, nil
+}

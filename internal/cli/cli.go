@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+// Exit codes, documented in docs/report.md.
+const (
+	ExitOK       = 0 // ran; no active critical finding
+	ExitFindings = 1 // ran; at least one active critical finding
+	ExitUsage    = 2 // bad flags or input: unknown namespace, unreadable bundle
+	ExitDenied   = 3 // not permitted: observing another namespace needs root
+	ExitFailed   = 4 // could not produce a report at all
+)
+
+// Version is set at build time with -ldflags "-X ...cli.Version=v".
+var Version = "dev"
+
+type command struct {
+	name, usage string
+	run         func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"check", "audit this host (or --netns NS) over a short window: active problems and latent risks", runCheck},
+		{"collect", "sample every collector each second and save the snapshots as a bundle", runCollect},
+		{"diagnose", "run the rules on a saved bundle", runDiagnose},
+		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer, _ io.Writer) error {
+			_, err := fmt.Fprintln(w, "netdoctor", Version)
+			return err
+		}},
+	}
+}
+
+// Run executes one netdoctor command line and returns the exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "netdoctor: unknown command %q (try: netdoctor help)\n", args[0])
+	return ExitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "netdoctor: find why a Linux service is slow under load\n\nusage: netdoctor COMMAND [flags]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.usage)
+	}
+	fmt.Fprintln(w, "\nRun 'netdoctor COMMAND -h' for a command's flags.")
+}
+
+// usageError marks bad input; findingsError marks a report with an active
+// critical finding (not a failure, but a non-zero exit for scripts).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+var errFindings = errors.New("active critical findings")
+
+func badInput(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+func exitCode(err error, stderr io.Writer) int {
+	var u usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, flag.ErrHelp):
+		return ExitOK
+	case errors.Is(err, errFindings):
+		return ExitFindings
+	case errors.Is(err, netns.ErrPermission):
+		fmt.Fprintf(stderr, "netdoctor: %v\n", err)
+		return ExitDenied
+	case errors.As(err, &u), errors.Is(err, netns.ErrNotFound):
+		fmt.Fprintf(stderr, "netdoctor: %v\n", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(stderr, "netdoctor: %v\n", err)
+	return ExitFailed
+}
+
+// newFlags returns a FlagSet that reports errors as usage errors instead
+// of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("netdoctor "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parse parses flags, allowing flags after positional arguments
+// (`diagnose bundle.json --json out.json`), and wraps errors as usage
+// errors.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+		if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+			pos = append(pos, args...)
+			return pos, nil
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kmsg"
+	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/procnet"
+	"github.com/netdoctor/netdoctor/internal/sockdiag"
+)
+
+// ErrUnavailable marks a collector whose kernel interface, module or
+// permission is missing: a status, not a failure of netdoctor.
+var ErrUnavailable = errors.New("unavailable")
+
+// Collector fills its part of a snapshot. Collectors run in order on one
+// thread inside the observed namespace, so a later collector may read what
+// an earlier one stored (sockdiag reads Tcp.CurrEstab and the port range).
+type Collector interface {
+	Name() string
+	Collect(ctx context.Context, s *evidence.Snapshot) error
+}
+
+// Config says what to observe.
+type Config struct {
+	// NetNS is the namespace to observe, a name under /run/netns or a
+	// path; "" is the caller's own.
+	NetNS string
+	// PIDs are extra processes of interest besides listener owners.
+	PIDs []int
+	// DNS enables the resolver probe; DNSEvery probes on every Nth
+	// snapshot only (0 or 1: every snapshot).
+	DNS      bool
+	DNSName  string
+	DNSEvery int
+	// Proc overrides the procfs root (tests).
+	Proc *procnet.Proc
+	Log  *slog.Logger
+}
+
+// Snapshotter takes snapshots of one namespace.
+type Snapshotter struct {
+	cfg        Config
+	path       string
+	Host       evidence.Host
+	collectors []Collector
+	kmsg       *kmsgCollector
+}
+
+// New resolves the namespace and prepares the collectors. It fails only
+// when the namespace itself cannot be observed; every other problem shows
+// up later as a collector status. Callers must Close the Snapshotter.
+func New(cfg Config) (*Snapshotter, error) {
+	path, err := netns.Resolve(cfg.NetNS)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	p := procnet.Default()
+	if cfg.Proc != nil {
+		p = *cfg.Proc
+	}
+	s := &Snapshotter{cfg: cfg, path: path}
+	s.Host = hostInfo(cfg.NetNS)
+	// Entering the namespace once here turns a permission problem into a
+	// clear error before any sampling starts.
+	err = netns.Do(path, func() error {
+		ino, err := netns.Inode("")
+		s.Host.NetNSInode = ino
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.NetNS == "" {
+		s.Host.NetNSInode = 0
+	}
+	s.kmsg = newKmsg()
+	s.collectors = Default(cfg, p, s.Host.NetNSInode, s.kmsg)
+	return s, nil
+}
+
+// Close releases the kernel log reader.
+func (s *Snapshotter) Close() { s.kmsg.close() }
+
+// Snapshot runs every collector once. It never fails: each collector's
+// outcome is in the snapshot's Status.
+func (s *Snapshotter) Snapshot(ctx context.Context) evidence.Snapshot {
+	snap := evidence.Snapshot{Time: time.Now()}
+	err := netns.Do(s.path, func() error {
+		for _, c := range s.collectors {
+			start := time.Now()
+			err := c.Collect(ctx, &snap)
+			snap.Status = append(snap.Status, status(c.Name(), err, time.Since(start)))
+		}
+		return nil
+	})
+	if err != nil {
+		// The namespace vanished between snapshots.
+		snap.Status = append(snap.Status, evidence.Status{Collector: "netns", State: evidence.StateError, Error: err.Error()})
+	}
+	return snap
+}
+
+// partial marks an error that came with usable data.
+type partial struct{ err error }
+
+func (p partial) Error() string { return p.err.Error() }
+func (p partial) Unwrap() error { return p.err }
+
+func status(name string, err error, d time.Duration) evidence.Status {
+	st := evidence.Status{Collector: name, State: evidence.StateOK, Duration: d}
+	if err == nil {
+		return st
+	}
+	st.Error = err.Error()
+	var p partial
+	switch {
+	case errors.As(err, &p):
+		st.State = evidence.StatePartial
+	case errors.Is(err, ErrUnavailable), errors.Is(err, fs.ErrNotExist), errors.Is(err, fs.ErrPermission),
+		errors.Is(err, kmsg.ErrUnavailable):
+		st.State = evidence.StateUnavailable
+	case errors.Is(err, procnet.ErrParse), errors.Is(err, sockdiag.ErrPartial):
+		st.State = evidence.StatePartial
+	default:
+		st.State = evidence.StateError
+	}
+	return st
+}
+
+func hostInfo(ns string) evidence.Host {
+	h := evidence.Host{NetNS: ns, CPUs: numCPU(), UserHZ: 100}
+	h.Hostname, _ = os.Hostname()
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h.Kernel = string(trimSpace(b))
+	}
+	return h
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

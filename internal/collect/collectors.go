@@ -1,0 +1,176 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/procnet"
+	"github.com/netdoctor/netdoctor/internal/sockdiag"
+)
+
+// funcCollector adapts a function to Collector.
+type funcCollector struct {
+	name string
+	fn   func(ctx context.Context, s *evidence.Snapshot) error
+}
+
+func (f funcCollector) Name() string { return f.name }
+func (f funcCollector) Collect(ctx context.Context, s *evidence.Snapshot) error {
+	return f.fn(ctx, s)
+}
+
+// Sysctls are the settings the rules read. Per-namespace ones come from
+// the observed namespace; net.core.* and fs.* mix global and per-netns.
+var Sysctls = []string{
+	"net.core.somaxconn", "net.core.netdev_max_backlog", "net.core.netdev_budget",
+	"net.core.rmem_default", "net.core.rmem_max", "net.core.wmem_default", "net.core.wmem_max",
+	"net.ipv4.tcp_max_syn_backlog", "net.ipv4.tcp_syncookies", "net.ipv4.tcp_synack_retries",
+	"net.ipv4.tcp_syn_retries", "net.ipv4.ip_local_port_range", "net.ipv4.ip_local_reserved_ports",
+	"net.ipv4.tcp_tw_reuse", "net.ipv4.tcp_tw_recycle", "net.ipv4.tcp_max_tw_buckets",
+	"net.ipv4.tcp_fin_timeout", "net.ipv4.tcp_abort_on_overflow", "net.ipv4.tcp_timestamps",
+	"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem", "net.ipv4.tcp_moderate_rcvbuf",
+	"net.ipv4.tcp_low_latency", "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_max_orphans",
+	"net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat",
+	"net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets", "net.netfilter.nf_conntrack_count",
+	"net.netfilter.nf_conntrack_tcp_timeout_established", "net.netfilter.nf_conntrack_tcp_timeout_time_wait",
+	"net.netfilter.nf_conntrack_tcp_timeout_close_wait", "net.netfilter.nf_conntrack_udp_timeout",
+	"fs.file-max", "fs.nr_open", "fs.file-nr",
+}
+
+// Default returns the collectors in the order they must run.
+func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector) []Collector {
+	own := newOwners("/proc", nsInode)
+	return []Collector{
+		funcCollector{"counters", func(_ context.Context, s *evidence.Snapshot) error {
+			m, err := p.Counters()
+			s.Counters = m
+			return partialIf(len(m) > 0, err)
+		}},
+		funcCollector{"sockstat", func(_ context.Context, s *evidence.Snapshot) error {
+			m, err := p.Sockstat()
+			s.Sockstat = m
+			return partialIf(len(m) > 0, err)
+		}},
+		funcCollector{"sysctl", func(_ context.Context, s *evidence.Snapshot) error {
+			m, err := p.Sysctls(Sysctls)
+			s.Sysctls = m
+			return partialIf(len(m) > 0, err)
+		}},
+		funcCollector{"softnet", func(_ context.Context, s *evidence.Snapshot) error {
+			v, err := p.Softnet()
+			s.Softnet = v
+			return partialIf(len(v) > 0, err)
+		}},
+		funcCollector{"cpu", func(_ context.Context, s *evidence.Snapshot) error {
+			v, err := p.CPU()
+			s.CPU = v
+			return partialIf(len(v) > 0, err)
+		}},
+		funcCollector{"interfaces", func(_ context.Context, s *evidence.Snapshot) error {
+			v, err := interfaces(p)
+			s.Interfaces = v
+			return err
+		}},
+		funcCollector{"conntrack", func(_ context.Context, s *evidence.Snapshot) error {
+			c, err := conntrack(p)
+			s.Conntrack = c
+			return err
+		}},
+		funcCollector{"sockdiag", func(_ context.Context, s *evidence.Snapshot) error {
+			return sockets(s, own)
+		}},
+		funcCollector{"processes", func(_ context.Context, s *evidence.Snapshot) error {
+			return processes(p, s, cfg.PIDs)
+		}},
+		funcCollector{"kmsg", k.collect},
+		newResolver(cfg),
+	}
+}
+
+// partialIf turns err into a partial-data error when data came with it.
+func partialIf(haveData bool, err error) error {
+	if err != nil && haveData && !errors.Is(err, fs.ErrNotExist) {
+		return partial{err}
+	}
+	return err
+}
+
+func conntrack(p procnet.Proc) (*evidence.Conntrack, error) {
+	max, err := p.Sysctl("net.netfilter.nf_conntrack_max")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no nf_conntrack in this kernel", ErrUnavailable)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &evidence.Conntrack{}
+	c.Max, _ = strconv.ParseUint(max, 10, 64)
+	var errs []error
+	for name, dst := range map[string]*uint64{"nf_conntrack_count": &c.Count, "nf_conntrack_buckets": &c.Buckets} {
+		v, err := p.Sysctl("net.netfilter." + name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*dst, _ = strconv.ParseUint(v, 10, 64)
+	}
+	st, err := p.ConntrackStat()
+	c.Stats = st
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, partial{err}
+	}
+	return c, nil
+}
+
+func sockets(s *evidence.Snapshot, own *owners) error {
+	o := sockdiag.Options{Unix: true}
+	if lo, hi, ok := portRange(s.Sysctls["net.ipv4.ip_local_port_range"]); ok {
+		o.PortLow, o.PortHigh = lo, hi
+	}
+	if v, ok := s.Counters["Tcp.CurrEstab"]; ok {
+		o.CurrEstab, o.HaveCurrEstab = v, true
+	}
+	socks, err := sockdiag.Collect(o)
+	if socks == nil {
+		return err
+	}
+	s.Sockets = socks
+	inodes := make([]uint64, 0, len(socks.Listeners))
+	for _, l := range socks.Listeners {
+		inodes = append(inodes, l.Inode)
+	}
+	found := own.lookup(inodes, s.Time)
+	for i := range socks.Listeners {
+		l := &socks.Listeners[i]
+		l.PIDs = found[l.Inode]
+		if len(l.PIDs) > 0 {
+			l.Process = comm(l.PIDs[0])
+		}
+	}
+	if err != nil {
+		return partial{err}
+	}
+	return nil
+}
+
+// portRange parses "32768 60999".
+func portRange(v string) (lo, hi uint16, ok bool) {
+	f := strings.Fields(v)
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	a, err1 := strconv.ParseUint(f[0], 10, 16)
+	b, err2 := strconv.ParseUint(f[1], 10, 16)
+	return uint16(a), uint16(b), err1 == nil && err2 == nil && a <= b
+}
+
+func numCPU() int { return runtime.NumCPU() }

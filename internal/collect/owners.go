@@ -1,0 +1,135 @@
+package collect
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ownerRef is one file descriptor that refers to a socket.
+type ownerRef struct{ pid, fd int }
+
+// owners maps socket inodes to the processes holding them, by reading the
+// links in /proc/PID/fd as ss -p does. A full scan costs one readlink per
+// open file on the host, so results are cached: a cached owner is checked
+// with one readlink, and inodes nobody owned are looked for again only
+// after retryAfter.
+type owners struct {
+	procDir    string // "/proc"
+	netnsInode uint64 // only processes in this namespace; 0 means all
+	cache      map[uint64][]ownerRef
+	missing    map[uint64]time.Time
+	retryAfter time.Duration
+}
+
+func newOwners(procDir string, netnsInode uint64) *owners {
+	return &owners{procDir: procDir, netnsInode: netnsInode,
+		cache: map[uint64][]ownerRef{}, missing: map[uint64]time.Time{}, retryAfter: 10 * time.Second}
+}
+
+// lookup returns the PIDs owning each inode, lowest first.
+func (o *owners) lookup(inodes []uint64, now time.Time) map[uint64][]int {
+	out := make(map[uint64][]int, len(inodes))
+	need := map[uint64]bool{}
+	for _, ino := range inodes {
+		if refs := o.verify(ino); len(refs) > 0 {
+			out[ino] = pidsOf(refs)
+			continue
+		}
+		if t, ok := o.missing[ino]; ok && now.Sub(t) < o.retryAfter {
+			continue
+		}
+		need[ino] = true
+	}
+	if len(need) > 0 {
+		found := o.scan(need)
+		for ino := range need {
+			if refs := found[ino]; len(refs) > 0 {
+				o.cache[ino] = refs
+				delete(o.missing, ino)
+				out[ino] = pidsOf(refs)
+			} else {
+				delete(o.cache, ino)
+				o.missing[ino] = now
+			}
+		}
+	}
+	return out
+}
+
+// verify keeps the cached references to ino that still point at it.
+func (o *owners) verify(ino uint64) []ownerRef {
+	refs := o.cache[ino]
+	if len(refs) == 0 {
+		return nil
+	}
+	want := "socket:[" + strconv.FormatUint(ino, 10) + "]"
+	kept := refs[:0]
+	for _, r := range refs {
+		l, err := os.Readlink(filepath.Join(o.procDir, strconv.Itoa(r.pid), "fd", strconv.Itoa(r.fd)))
+		if err == nil && l == want {
+			kept = append(kept, r)
+		}
+	}
+	// A new worker forked since the scan would be missed; rescan when any
+	// reference went stale, since the process set has changed.
+	if len(kept) != len(refs) {
+		delete(o.cache, ino)
+		return nil
+	}
+	return kept
+}
+
+// scan walks every process (in the namespace, if set) for the inodes.
+func (o *owners) scan(need map[uint64]bool) map[uint64][]ownerRef {
+	found := map[uint64][]ownerRef{}
+	ents, err := os.ReadDir(o.procDir)
+	if err != nil {
+		return found
+	}
+	wantNS := ""
+	if o.netnsInode != 0 {
+		wantNS = "net:[" + strconv.FormatUint(o.netnsInode, 10) + "]"
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join(o.procDir, e.Name())
+		if wantNS != "" {
+			if l, err := os.Readlink(filepath.Join(dir, "ns", "net")); err != nil || l != wantNS {
+				continue
+			}
+		}
+		fds, err := os.ReadDir(filepath.Join(dir, "fd"))
+		if err != nil {
+			continue // exited, or not ours to read
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			ino, err := strconv.ParseUint(l[len("socket:["):len(l)-1], 10, 64)
+			if err != nil || !need[ino] {
+				continue
+			}
+			n, _ := strconv.Atoi(fd.Name())
+			found[ino] = append(found[ino], ownerRef{pid: pid, fd: n})
+		}
+	}
+	return found
+}
+
+func pidsOf(refs []ownerRef) []int {
+	pids := make([]int, 0, len(refs))
+	for _, r := range refs {
+		pids = append(pids, r.pid)
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids)
+}

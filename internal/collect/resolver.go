@@ -1,0 +1,81 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/resolver"
+)
+
+// resolverCollector reads the resolver configuration the observed
+// namespace's programs use and, when enabled, probes each nameserver with
+// an A and a PTR query.
+type resolverCollector struct {
+	cfg   Config
+	calls int
+}
+
+func newResolver(cfg Config) *resolverCollector { return &resolverCollector{cfg: cfg} }
+
+func (r *resolverCollector) Name() string { return "resolver" }
+
+func (r *resolverCollector) Collect(ctx context.Context, s *evidence.Snapshot) error {
+	path := resolver.ConfPath(nsName(r.cfg.NetNS))
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	conf, err := resolver.ParseConf(f)
+	conf.ConfPath = path
+	s.Resolver = &conf
+	if err != nil {
+		return partial{fmt.Errorf("%s: %w", path, err)}
+	}
+	r.calls++
+	every := max(r.cfg.DNSEvery, 1)
+	if !r.cfg.DNS || (r.calls-1)%every != 0 || len(conf.Nameservers) == 0 {
+		return nil
+	}
+	name := r.cfg.DNSName
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	conf.Probes = resolver.Prober{}.ProbeAll(ctx, conf, name, ptrTarget())
+	return nil
+}
+
+// nsName returns the `ip netns` name of a namespace given by name or by a
+// path under /run/netns, whose /etc/netns/NAME files `ip netns exec`
+// would bind-mount.
+func nsName(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	if !strings.ContainsRune(ns, '/') {
+		return ns
+	}
+	if filepath.Dir(ns) == "/run/netns" {
+		return filepath.Base(ns)
+	}
+	return ""
+}
+
+// ptrTarget picks the address whose reverse lookup a server here would
+// most likely make: the first global IPv4 address of the namespace.
+func ptrTarget() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLoopback() {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}

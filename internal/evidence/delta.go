@@ -1,0 +1,78 @@
+package evidence
+
+import "time"
+
+// Window is the change between two snapshots of one bundle.
+type Window struct {
+	First, Last *Snapshot
+}
+
+// Window returns the span from the first to the last snapshot, or false
+// when the bundle has fewer than two.
+func (b *Bundle) Window() (Window, bool) {
+	if len(b.Snapshots) < 2 {
+		return Window{}, false
+	}
+	return Window{First: &b.Snapshots[0], Last: &b.Snapshots[len(b.Snapshots)-1]}, true
+}
+
+// Duration is the time between the two snapshots.
+func (w Window) Duration() time.Duration { return w.Last.Time.Sub(w.First.Time) }
+
+// Counter returns how much a counter rose in the window. ok is false when
+// either snapshot lacks it; a counter that went down (the namespace was
+// recreated, a counter reset) counts as 0.
+func (w Window) Counter(name string) (d uint64, ok bool) {
+	a, ok1 := w.First.Counters[name]
+	b, ok2 := w.Last.Counters[name]
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	if b < a {
+		return 0, true
+	}
+	return b - a, true
+}
+
+// Rate is Counter per second.
+func (w Window) Rate(name string) float64 {
+	d, _ := w.Counter(name)
+	s := w.Duration().Seconds()
+	if s <= 0 {
+		return 0
+	}
+	return float64(d) / s
+}
+
+// ConntrackStat returns the rise of a conntrack statistic ("drop").
+func (w Window) ConntrackStat(name string) uint64 {
+	if w.First.Conntrack == nil || w.Last.Conntrack == nil {
+		return 0
+	}
+	a, b := w.First.Conntrack.Stats[name], w.Last.Conntrack.Stats[name]
+	if b < a {
+		return 0
+	}
+	return b - a
+}
+
+// Kmsg returns every kernel message in the bundle. The reader starts at
+// the end of the log when collection begins, so all of them were written
+// during the bundle.
+func (b *Bundle) Kmsg() []KernelMsg {
+	var out []KernelMsg
+	for i := range b.Snapshots {
+		out = append(out, b.Snapshots[i].Kmsg...)
+	}
+	return out
+}
+
+// Status returns a collector's status in a snapshot.
+func (s *Snapshot) StatusOf(collector string) (Status, bool) {
+	for _, st := range s.Status {
+		if st.Collector == collector {
+			return st, true
+		}
+	}
+	return Status{}, false
+}

@@ -1,0 +1,104 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotFound reports a namespace name or path that does not exist or is
+// not a network namespace.
+var ErrNotFound = errors.New("no such network namespace")
+
+// ErrPermission reports that entering a namespace needs privileges the
+// process lacks (CAP_SYS_ADMIN, in practice root).
+var ErrPermission = errors.New("entering a network namespace needs root (CAP_SYS_ADMIN)")
+
+// Resolve turns a name as `ip netns` knows it (a file under /run/netns) or
+// a path (/proc/PID/ns/net, a bind mount) into a path, and checks that it
+// is a network namespace. "" stays "", meaning the caller's own namespace.
+func Resolve(nameOrPath string) (string, error) {
+	if nameOrPath == "" {
+		return "", nil
+	}
+	path := nameOrPath
+	if !strings.ContainsRune(nameOrPath, '/') {
+		path = filepath.Join("/run/netns", nameOrPath)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return "", fmt.Errorf("%w: %s (not in /run/netns, see `ip netns list`)", ErrNotFound, nameOrPath)
+		}
+		return "", fmt.Errorf("open netns %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	typ, err := unix.IoctlRetInt(fd, unix.NS_GET_NSTYPE)
+	if err != nil || typ != unix.CLONE_NEWNET {
+		return "", fmt.Errorf("%w: %s is not a network namespace file", ErrNotFound, path)
+	}
+	return path, nil
+}
+
+// Inode returns the namespace's inode number, the id the kernel prints
+// (e.g. "table full in netns 4026532246") and /proc/PID/ns/net links to.
+// An empty path means the calling thread's namespace.
+func Inode(path string) (uint64, error) {
+	if path == "" {
+		path = "/proc/thread-self/ns/net"
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, fmt.Errorf("stat netns %s: %w", path, err)
+	}
+	return st.Ino, nil
+}
+
+// Do runs fn on an OS thread inside the network namespace at path, as
+// returned by Resolve, and waits for it. With an empty path fn runs on a
+// locked thread in the current namespace. The thread exits afterwards.
+func Do(path string, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: when this goroutine returns, the runtime
+		// terminates the thread instead of reusing it in the wrong
+		// namespace.
+		runtime.LockOSThread()
+		if path != "" {
+			if err := enter(path); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+func enter(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("%w: %s", ErrNotFound, path)
+		}
+		return fmt.Errorf("open netns %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return fmt.Errorf("%w: setns %s: %v", ErrPermission, path, err)
+		}
+		return fmt.Errorf("setns %s: %w", path, err)
+	}
+	return nil
+}
+
+// Current reports the namespace of the process (not the thread), for
+// comparisons with /proc/PID/ns/net.
+func Current() (uint64, error) {
+	return Inode("/proc/self/ns/net")
+}

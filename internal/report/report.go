@@ -1,0 +1,269 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// Version is the JSON report format version (docs/report.md).
+const Version = 1
+
+// Report is the outcome of `check` or `diagnose`: the JSON contract.
+type Report struct {
+	Version  int             `json:"version"`
+	Command  string          `json:"command"`
+	Verdict  string          `json:"verdict"`
+	Host     evidence.Host   `json:"host"`
+	Window   WindowInfo      `json:"window"`
+	Findings []rules.Finding `json:"findings"`
+	// Collectors lists, per collector, the worst state seen and why, so a
+	// partial report says what is missing.
+	Collectors []evidence.Status `json:"collectors"`
+	Partial    bool              `json:"partial"`
+	Summary    Summary           `json:"summary"`
+}
+
+// WindowInfo is the span the findings rest on.
+type WindowInfo struct {
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+	Seconds   float64   `json:"seconds"`
+	Snapshots int       `json:"snapshots"`
+}
+
+// Summary is the host picture printed after the findings.
+type Summary struct {
+	TCPStates map[string]int      `json:"tcp_states,omitempty"`
+	Listeners []evidence.Listener `json:"listeners,omitempty"`
+	Conntrack *evidence.Conntrack `json:"conntrack,omitempty"`
+	Sysctls   map[string]string   `json:"sysctls,omitempty"`
+	Resolver  *evidence.Resolver  `json:"resolver,omitempty"`
+	Rates     map[string]float64  `json:"rates,omitempty"`
+	Sockets   string              `json:"sockets_note,omitempty"`
+}
+
+// keyRates are the counters whose per-second rate the summary shows.
+var keyRates = []string{"Tcp.ActiveOpens", "Tcp.PassiveOpens", "Tcp.InSegs", "Tcp.OutSegs", "Tcp.RetransSegs",
+	"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPTimeWaitOverflow"}
+
+// New builds a report from a bundle and the findings of the rules.
+func New(command string, b *evidence.Bundle, findings []rules.Finding) *Report {
+	r := &Report{Version: Version, Command: command, Host: b.Host, Findings: findings}
+	if r.Findings == nil {
+		r.Findings = []rules.Finding{}
+	}
+	if n := len(b.Snapshots); n > 0 {
+		first, last := &b.Snapshots[0], &b.Snapshots[n-1]
+		r.Window = WindowInfo{Start: first.Time, End: last.Time, Seconds: last.Time.Sub(first.Time).Seconds(), Snapshots: n}
+		r.Summary.Sysctls = last.Sysctls
+		r.Summary.Conntrack = last.Conntrack
+		r.Summary.Resolver = last.Resolver
+		for i := range b.Snapshots {
+			if p := b.Snapshots[i].Resolver; p != nil && len(p.Probes) > 0 {
+				r.Summary.Resolver = p
+			}
+		}
+		if last.Sockets != nil {
+			r.Summary.TCPStates = last.Sockets.TCP
+			r.Summary.Listeners = last.Sockets.Listeners
+			r.Summary.Sockets = last.Sockets.Note
+		}
+		if w, ok := b.Window(); ok {
+			r.Summary.Rates = map[string]float64{}
+			for _, c := range keyRates {
+				if _, ok := w.Counter(c); ok {
+					r.Summary.Rates[c] = w.Rate(c)
+				}
+			}
+		}
+	}
+	r.Collectors = worstStatus(b)
+	for _, st := range r.Collectors {
+		if st.State != evidence.StateOK {
+			r.Partial = true
+		}
+	}
+	r.Verdict = verdict(r.Findings, len(b.Snapshots))
+	return r
+}
+
+// worstStatus keeps, per collector, its worst state over all snapshots.
+func worstStatus(b *evidence.Bundle) []evidence.Status {
+	rank := map[string]int{evidence.StateOK: 0, evidence.StatePartial: 1, evidence.StateUnavailable: 2, evidence.StateError: 3}
+	var out []evidence.Status
+	idx := map[string]int{}
+	for _, s := range b.Snapshots {
+		for _, st := range s.Status {
+			i, ok := idx[st.Collector]
+			if !ok {
+				idx[st.Collector] = len(out)
+				out = append(out, st)
+				continue
+			}
+			if rank[st.State] > rank[out[i].State] {
+				d := out[i].Duration
+				out[i] = st
+				out[i].Duration = max(d, st.Duration)
+			} else {
+				out[i].Duration = max(out[i].Duration, st.Duration)
+			}
+		}
+	}
+	return out
+}
+
+func verdict(fs []rules.Finding, snapshots int) string {
+	if snapshots < 2 {
+		return "incomplete: fewer than two snapshots, nothing could be measured over time"
+	}
+	var crit, warn, latent int
+	for _, f := range fs {
+		switch {
+		case f.Status == rules.Latent:
+			latent++
+		case f.Severity == rules.Critical:
+			crit++
+		case f.Severity == rules.Warning:
+			warn++
+		}
+	}
+	switch {
+	case crit > 0:
+		return fmt.Sprintf("UNHEALTHY: %s", fs[0].Title)
+	case warn > 0:
+		return fmt.Sprintf("DEGRADED: %s", fs[0].Title)
+	case latent > 0:
+		return fmt.Sprintf("OK now, %d latent risk(s) that will hurt at scale", latent)
+	}
+	return "HEALTHY: no problem found"
+}
+
+// JSON writes the report as indented JSON.
+func JSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Text writes the human report: verdict first, then each finding with its
+// evidence and fix, then the host picture and the collectors' health.
+func Text(w io.Writer, r *Report) error {
+	p := &printer{w: w}
+	ns := "host namespace"
+	if r.Host.NetNS != "" {
+		ns = "netns " + r.Host.NetNS
+	}
+	p.f("netdoctor %s — %s (%s), kernel %s, %.1fs window\n\n", r.Command, r.Host.Hostname, ns, r.Host.Kernel, r.Window.Seconds)
+	p.f("%s\n", r.Verdict)
+	if r.Partial {
+		p.f("(partial evidence: some collectors failed, see the end)\n")
+	}
+	for i, f := range r.Findings {
+		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(f.Severity), f.Status, f.Title, f.ID)
+		for _, e := range f.Evidence {
+			mark := " "
+			if e.Window {
+				mark = "*"
+			}
+			p.f("   %s %s\n", mark, e.Text)
+		}
+		for _, fx := range f.Fix {
+			p.f("   fix: %s\n", fx)
+		}
+	}
+	if len(r.Findings) > 0 {
+		p.f("\n(* = observed during the window)\n")
+	}
+	p.summary(r)
+	return p.err
+}
+
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) summary(r *Report) {
+	s := r.Summary
+	p.f("\nTCP sockets: %s\n", states(s.TCPStates))
+	if s.Sockets != "" {
+		p.f("  (%s)\n", s.Sockets)
+	}
+	if len(s.Listeners) > 0 {
+		p.f("\nListeners:\n")
+		tw := tabwriter.NewWriter(p.w, 2, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "  PROTO\tADDRESS\tRECV-Q\tBACKLOG\tPROCESS\n")
+		for _, l := range s.Listeners {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\n", l.Proto, l.Addr, l.RecvQ, l.SendQ, procName(l))
+		}
+		if err := tw.Flush(); err != nil && p.err == nil {
+			p.err = err
+		}
+	}
+	if c := s.Conntrack; c != nil {
+		p.f("\nConntrack: %d of %d entries, %d buckets, drop %d, early_drop %d, insert_failed %d (totals)\n",
+			c.Count, c.Max, c.Buckets, c.Stats["drop"], c.Stats["early_drop"], c.Stats["insert_failed"])
+	}
+	if len(s.Rates) > 0 {
+		p.f("\nRates over the window:")
+		for _, k := range keyRates {
+			if v, ok := s.Rates[k]; ok {
+				p.f(" %s %.1f/s;", k, v)
+			}
+		}
+		p.f("\n")
+	}
+	if res := s.Resolver; res != nil {
+		p.f("\nResolver (%s): nameservers %v\n", res.ConfPath, res.Nameservers)
+		for _, pr := range res.Probes {
+			out := pr.Rcode
+			if pr.Err != "" {
+				out = pr.Err
+			}
+			p.f("  %s %s %s: %s in %s\n", pr.Server, pr.Type, pr.Name, out, pr.Duration.Round(time.Millisecond))
+		}
+	}
+	p.f("\nCollectors:")
+	for _, st := range r.Collectors {
+		p.f(" %s=%s", st.Collector, st.State)
+	}
+	p.f("\n")
+	for _, st := range r.Collectors {
+		if st.State != evidence.StateOK {
+			p.f("  %s %s: %s\n", st.Collector, st.State, st.Error)
+		}
+	}
+}
+
+func procName(l evidence.Listener) string {
+	if len(l.PIDs) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (pid %d)", l.Process, l.PIDs[0])
+}
+
+func states(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, st := range evidence.TCPStates {
+		if st != "" && m[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", st, m[st]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,52 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// checkBuffers finds data dropped because socket buffers or TCP's global
+// memory limit ran out.
+func checkBuffers(b *evidence.Bundle) []Finding {
+	w, ok := b.Window()
+	if !ok {
+		return nil
+	}
+	var items []Item
+	for _, c := range []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
+		"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"} {
+		if it, d := counterItem(w, c); d > 0 {
+			items = append(items, it)
+		}
+	}
+	for _, m := range b.Kmsg() {
+		if m.Class == "out-of-socket-memory" || m.Class == "too-many-orphans" {
+			items = append(items, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+			break
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	last := w.Last
+	if mem, ok := last.Sockstat["TCP.mem"]; ok {
+		if f := strings.Fields(last.Sysctls["net.ipv4.tcp_mem"]); len(f) == 3 {
+			items = append(items, Item{Text: fmt.Sprintf("TCP memory %d pages; tcp_mem (min pressure max) = %s", mem, last.Sysctls["net.ipv4.tcp_mem"]), Source: "sockstat", Window: true})
+		}
+	}
+	fix := []string{
+		"a receiver that reads too slowly fills its buffer: find the slow reader first (Recv-Q in `ss -tn`)",
+		"size tcp_rmem/tcp_wmem maxima by bandwidth × RTT and keep autotuning on (tcp_moderate_rcvbuf=1); do not set fixed SO_RCVBUF in applications",
+	}
+	if v := last.Sysctls["net.core.rmem_max"]; v != "" {
+		if n, _ := strconv.Atoi(v); n < 4<<20 {
+			fix = append(fix, "UDP receivers: "+sysctlFix(b, "net.core.rmem_max", strconv.Itoa(16<<20))[0]+" and a larger SO_RCVBUF in the application")
+		}
+	}
+	return []Finding{{ID: "socket-buffer-limit", Severity: Warning, Status: Active,
+		Title:    "Data dropped for lack of socket buffer or TCP memory",
+		Evidence: items, Fix: fix}}
+}

@@ -1,0 +1,82 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// checkConntrack finds a connection-tracking table that drops new flows
+// (seed 000 stage 1, seed 002) or is close to doing so.
+func checkConntrack(b *evidence.Bundle) []Finding {
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	ct := last.Conntrack
+	if ct == nil || ct.Max == 0 {
+		return nil
+	}
+	peak := ct.Count
+	for _, s := range b.Snapshots {
+		if s.Conntrack != nil && s.Conntrack.Count > peak {
+			peak = s.Conntrack.Count
+		}
+	}
+	var items []Item
+	w, ok := b.Window()
+	if ok {
+		for _, st := range []string{"drop", "early_drop", "insert_failed"} {
+			if d := w.ConntrackStat(st); d > 0 {
+				items = append(items, Item{Text: fmt.Sprintf("nf_conntrack %s +%d in %s", st, d, round(w)), Source: "conntrack." + st, Window: true})
+			}
+		}
+	}
+	var msgs int
+	for _, m := range b.Kmsg() {
+		if m.Class == "conntrack-table-full" {
+			if msgs == 0 {
+				items = append(items, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+			}
+			msgs++
+		}
+	}
+	if msgs > 1 {
+		items = append(items, Item{Text: fmt.Sprintf("%d 'table full' kernel messages in the window", msgs), Source: "kmsg", Window: true})
+	}
+	fill := float64(peak) / float64(ct.Max)
+	level := Item{Text: fmt.Sprintf("nf_conntrack_count peaked at %d of nf_conntrack_max %d (%.0f%%), %d hash buckets", peak, ct.Max, 100*fill, ct.Buckets), Source: "conntrack"}
+	switch {
+	case len(items) > 0:
+		level.Window = true
+		f := Finding{ID: "conntrack-table-full", Severity: Critical, Status: Active,
+			Title:    "Connection tracking table full: new connections are dropped",
+			Evidence: append(items, level), Fix: conntrackFix(b, ct, peak)}
+		return []Finding{f}
+	case fill >= 0.8:
+		return []Finding{{ID: "conntrack-table-full", Severity: Warning, Status: Latent,
+			Title:    fmt.Sprintf("Connection tracking table %.0f%% full: it will drop new connections when it fills", 100*fill),
+			Evidence: []Item{level}, Fix: conntrackFix(b, ct, peak)}}
+	}
+	return nil
+}
+
+func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []string {
+	want := uint64(262144)
+	for want < 4*peak {
+		want *= 2
+	}
+	if want <= ct.Max {
+		want = ct.Max * 4
+	}
+	v := strconv.FormatUint(want, 10)
+	fix := []string{
+		"sysctl -w net.netfilter.nf_conntrack_max=" + v + "  (global: set it in the initial namespace)",
+		"echo " + v + " > /sys/module/nf_conntrack/parameters/hashsize  (grow the hash with the table, or chains get long)",
+		"persist: echo 'net.netfilter.nf_conntrack_max = " + v + "' >> /etc/sysctl.d/90-netdoctor.conf",
+		"for high-rate stateless traffic, skip tracking: nft add rule inet raw prerouting tcp dport <port> notrack (and the output direction)",
+		"entries in TIME_WAIT last net.netfilter.nf_conntrack_tcp_timeout_time_wait (120 s); reusing connections cuts their number",
+	}
+	if b.Host.NetNS != "" {
+		fix = append(fix, "note: nf_conntrack_max is shared by every namespace and read-only inside "+b.Host.NetNS)
+	}
+	return fix
+}

@@ -1,0 +1,70 @@
+package rules
+
+import (
+	"fmt"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// checkCPU finds CPUs with no idle time left in the window. A saturated
+// CPU makes every other number a symptom, so this is reported first among
+// equals; a single saturated CPU among idle ones usually means interrupts
+// or one thread carry all the work.
+func checkCPU(b *evidence.Bundle) []Finding {
+	w, ok := b.Window()
+	if !ok || w.Duration().Seconds() < 0.5 {
+		return nil
+	}
+	first := map[int]evidence.CPU{}
+	for _, c := range w.First.CPU {
+		first[c.CPU] = c
+	}
+	var items []Item
+	var total, busy float64
+	var aggregate struct{ user, sys, soft, total float64 }
+	for _, c := range w.Last.CPU {
+		f, ok := first[c.CPU]
+		if !ok || c.Total() <= f.Total() {
+			continue
+		}
+		t := float64(c.Total() - f.Total())
+		idle := float64((c.Idle + c.IOWait) - (f.Idle + f.IOWait))
+		if c.CPU < 0 {
+			aggregate.total = t
+			aggregate.user = float64((c.User + c.Nice) - (f.User + f.Nice))
+			aggregate.sys = float64(c.System - f.System)
+			aggregate.soft = float64(c.SoftIRQ - f.SoftIRQ)
+			continue
+		}
+		total++
+		if u := 1 - idle/t; u >= 0.9 {
+			busy++
+			items = append(items, Item{
+				Text:   fmt.Sprintf("cpu%d %.0f%% busy (softirq %.0f%%)", c.CPU, 100*u, 100*float64(c.SoftIRQ-f.SoftIRQ)/t),
+				Source: "/proc/stat", Window: true,
+			})
+		}
+	}
+	if busy == 0 {
+		return nil
+	}
+	f := Finding{ID: "cpu-saturated", Severity: Warning, Status: Active, Evidence: items,
+		Fix: []string{
+			"see where the time goes: `perf top` or `perf record -a -g` (sy and si: kernel networking; us: the application)",
+			"high softirq on one CPU: spread receive work (RSS queues, RPS `/sys/class/net/<if>/queues/rx-*/rps_cpus`, irqbalance)",
+		}}
+	// Saturation is a warning, not critical: it explains other findings
+	// but is not by itself a network fault.
+	if busy == total {
+		f.Title = "All CPUs are saturated"
+	} else {
+		f.Title = fmt.Sprintf("%d of %d CPUs are saturated while others have idle time", int(busy), int(total))
+	}
+	if aggregate.total > 0 {
+		f.Evidence = append(f.Evidence, Item{
+			Text:   fmt.Sprintf("all CPUs: user %.0f%%, system %.0f%%, softirq %.0f%%", 100*aggregate.user/aggregate.total, 100*aggregate.sys/aggregate.total, 100*aggregate.soft/aggregate.total),
+			Source: "/proc/stat", Window: true,
+		})
+	}
+	return []Finding{f}
+}

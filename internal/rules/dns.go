@@ -1,0 +1,90 @@
+package rules
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// slowDNS is the lookup time above which every uncached name costs a
+// request noticeable latency; a cache on the host answers in under 1 ms.
+const slowDNS = 100 * time.Millisecond
+
+// checkDNS finds a resolver configuration that cannot work (seed 001 §4:
+// an empty resolv.conf), nameservers that do not answer or answer slowly,
+// and reverse lookups that hang (§5: ping took 11 s on unanswered PTRs).
+func checkDNS(b *evidence.Bundle) []Finding {
+	var r *evidence.Resolver
+	for i := range b.Snapshots {
+		if s := b.Snapshots[i].Resolver; s != nil && (r == nil || len(s.Probes) > 0) {
+			r = s
+		}
+	}
+	if r == nil {
+		return nil
+	}
+	conf := Item{Text: fmt.Sprintf("%s: nameservers %v", r.ConfPath, r.Nameservers), Source: "resolver"}
+	if len(r.Nameservers) == 0 {
+		return []Finding{{ID: "dns-misconfigured", Severity: Critical, Status: Active,
+			Title:    "No nameserver configured: every name lookup fails",
+			Evidence: []Item{{Text: r.ConfPath + " lists no nameserver", Source: "resolver", Window: true}},
+			Fix:      []string{"add `nameserver <address>` to " + r.ConfPath + " (a local cache such as dnsmasq or systemd-resolved answers repeated names in under 1 ms)"}}}
+	}
+	if len(r.Probes) == 0 {
+		return nil
+	}
+	var out []Finding
+	aOK, aFail := 0, 0
+	var failItems, slowItems, ptrItems []Item
+	for _, p := range r.Probes {
+		it := Item{Text: probeText(p), Source: "resolver", Window: true}
+		switch {
+		case p.Type == "PTR" && (p.Err != "" || p.Duration >= slowDNS):
+			ptrItems = append(ptrItems, it)
+		case p.Type == "A" && p.Err != "":
+			aFail++
+			failItems = append(failItems, it)
+		case p.Type == "A" && p.Duration >= slowDNS:
+			aOK++
+			slowItems = append(slowItems, it)
+		case p.Type == "A":
+			aOK++
+		}
+	}
+	if aOK == 0 && aFail > 0 {
+		out = append(out, Finding{ID: "dns-misconfigured", Severity: Critical, Status: Active,
+			Title:    "No configured nameserver answers: name lookups fail",
+			Evidence: append(failItems, conf),
+			Fix:      []string{"point " + r.ConfPath + " at a reachable resolver, or run a local cache (dnsmasq) that forwards to one"}})
+	} else if aFail > 0 {
+		slowItems = append(slowItems, failItems...)
+	}
+	if len(slowItems) > 0 {
+		out = append(out, Finding{ID: "dns-slow", Severity: Warning, Status: Active,
+			Title:    "Name lookups are slow or fail on some nameservers: each uncached lookup adds this delay (glibc waits 5 s per unanswered try)",
+			Evidence: append(slowItems, conf),
+			Fix: []string{
+				"run a local cache (dnsmasq, systemd-resolved, nscd) so repeated names cost under 1 ms",
+				"list the nearest, healthy resolver first in " + r.ConfPath + "; `options timeout:1 attempts:2 rotate` bounds the stall",
+			}})
+	}
+	if len(ptrItems) > 0 {
+		out = append(out, Finding{ID: "reverse-dns-lookup", Severity: Warning, Status: Latent,
+			Title:    "Reverse (PTR) lookups hang: any program that resolves client addresses (logging, access control, ping, ssh) stalls per connection",
+			Evidence: ptrItems,
+			Fix: []string{
+				"turn off reverse lookups in the hot path: nginx has none by default; Apache `HostnameLookups Off`; sshd `UseDNS no`; use `ping -n`, `ss -n`, `netstat -n`",
+				"make the resolver answer PTR for private ranges locally (dnsmasq `bogus-priv`, unbound `local-zone`)",
+			}})
+	}
+	return out
+}
+
+func probeText(p evidence.DNSProbe) string {
+	res := p.Rcode
+	if p.Err != "" {
+		res = p.Err
+	}
+	return fmt.Sprintf("%s %s query for %s: %s after %s", p.Server, p.Type, p.Name, res, p.Duration.Round(time.Millisecond))
+}

@@ -1,0 +1,64 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// checkFD finds processes at or near their open-file limit (seeds 004
+// and the fd-limit fault: accept4() fails with EMFILE, connections wait in
+// the accept queue), and a host near fs.file-max.
+func checkFD(b *evidence.Bundle) []Finding {
+	var out []Finding
+	peak := map[int]evidence.Process{}
+	var order []int
+	for _, s := range b.Snapshots {
+		for _, p := range s.Processes {
+			if prev, ok := peak[p.PID]; !ok || p.OpenFDs > prev.OpenFDs {
+				if !ok {
+					order = append(order, p.PID)
+				}
+				peak[p.PID] = p
+			}
+		}
+	}
+	for _, pid := range order {
+		p := peak[pid]
+		if p.NofileSoft == 0 || p.OpenFDs < 0 {
+			continue
+		}
+		use := float64(p.OpenFDs) / float64(p.NofileSoft)
+		item := Item{Text: fmt.Sprintf("%s pid %d (%s): %d open files, limit %d (soft) / %d (hard)", p.Comm, p.PID, p.Role, p.OpenFDs, p.NofileSoft, p.NofileHard), Source: "process", Window: true}
+		fix := []string{
+			fmt.Sprintf("raise the limit where %s is started: systemd `LimitNOFILE=65535` in its unit, or `ulimit -n 65535` in its start script (a login shell's ulimit does not reach services)", p.Comm),
+			"nginx: `worker_rlimit_nofile 65535;` with `worker_connections` below it (each proxied request uses two descriptors)",
+		}
+		switch {
+		case use >= 0.95:
+			out = append(out, Finding{ID: "fd-limit", Severity: Critical, Status: Active, Subject: strconv.Itoa(p.PID),
+				Title: fmt.Sprintf("%s (pid %d) is out of file descriptors: new connections cannot be accepted", p.Comm, p.PID), Evidence: []Item{item}, Fix: fix})
+		case use >= 0.8:
+			out = append(out, Finding{ID: "fd-limit", Severity: Warning, Status: Active, Subject: strconv.Itoa(p.PID),
+				Title: fmt.Sprintf("%s (pid %d) uses %.0f%% of its file descriptor limit", p.Comm, p.PID, 100*use), Evidence: []Item{item}, Fix: fix})
+		case p.NofileSoft <= 1024 && strings.HasPrefix(p.Role, "listener"):
+			item.Window = false
+			out = append(out, Finding{ID: "fd-limit", Severity: Info, Status: Latent, Subject: strconv.Itoa(p.PID),
+				Title: fmt.Sprintf("%s (pid %d) serves connections with a limit of %d open files", p.Comm, p.PID, p.NofileSoft), Evidence: []Item{item}, Fix: fix})
+		}
+	}
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	if f := strings.Fields(last.Sysctls["fs.file-nr"]); len(f) == 3 {
+		used, _ := strconv.ParseFloat(f[0], 64)
+		max, _ := strconv.ParseFloat(f[2], 64)
+		if max > 0 && used/max >= 0.8 {
+			out = append(out, Finding{ID: "fd-limit", Severity: Critical, Status: Active, Subject: "fs.file-max",
+				Title:    fmt.Sprintf("The host has %.0f%% of fs.file-max open", 100*used/max),
+				Evidence: []Item{{Text: fmt.Sprintf("fs.file-nr: %s allocated of %s", f[0], f[2]), Source: "sysctl", Window: true}},
+				Fix:      sysctlFix(b, "fs.file-max", strconv.FormatFloat(max*4, 'f', 0, 64))})
+		}
+	}
+	return out
+}

@@ -1,0 +1,217 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// tinyBacklog is the effective backlog below which a listener cannot
+// absorb a burst of connections: seed 003 broke at 50, seed 000 at 10.
+const tinyBacklog = 100
+
+// checkListen finds accept-queue and SYN-queue overflows. The accept
+// queue holds handshakes completed but not yet accept()ed; it overflows
+// when the application accepts too slowly for its backlog (ListenOverflows).
+// The SYN queue holds half-open requests; it overflows under SYN floods or
+// when its backlog-derived limit is tiny (TCPReqQFullDrop/DoCookies).
+func checkListen(b *evidence.Bundle) []Finding {
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	if last.Sockets == nil {
+		return nil
+	}
+	somaxconn, _ := sysctlInt(last, "net.core.somaxconn")
+	var out []Finding
+	w, ok := b.Window()
+	overflows := uint64(0)
+	if ok {
+		overflows, _ = w.Counter("TcpExt.ListenOverflows")
+	}
+	full := fullListeners(b)
+	if overflows > 0 || len(full) > 0 {
+		out = append(out, acceptOverflow(b, w, full, somaxconn, overflows))
+	} else {
+		for _, l := range last.Sockets.Listeners {
+			if l.Proto != "unix" && l.SendQ < tinyBacklog {
+				out = append(out, tinyBacklogFinding(b, l, somaxconn))
+			}
+		}
+	}
+	if ok {
+		if f, fired := synOverflow(b, w); fired {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// fullListeners returns, per listener, the fullest sample: a queue at its
+// limit in any snapshot.
+func fullListeners(b *evidence.Bundle) []evidence.Listener {
+	worst := map[string]evidence.Listener{}
+	var order []string
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, l := range s.Sockets.Listeners {
+			if l.SendQ == 0 || l.RecvQ < l.SendQ {
+				continue
+			}
+			k := l.Proto + " " + l.Addr
+			if prev, seen := worst[k]; !seen || l.RecvQ > prev.RecvQ {
+				if !seen {
+					order = append(order, k)
+				}
+				worst[k] = l
+			}
+		}
+	}
+	out := make([]evidence.Listener, 0, len(order))
+	for _, k := range order {
+		out = append(out, worst[k])
+	}
+	return out
+}
+
+func owner(l evidence.Listener) string {
+	if len(l.PIDs) == 0 {
+		return "owner unknown"
+	}
+	ps := make([]string, len(l.PIDs))
+	for i, p := range l.PIDs {
+		ps[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("%s pid %s", l.Process, strings.Join(ps, ","))
+}
+
+// backlogLimit explains the effective backlog: min(listen() backlog,
+// net.core.somaxconn). The application's value is hidden when somaxconn
+// caps it, so both must be raised together.
+func backlogLimit(l evidence.Listener, somaxconn int64) string {
+	if somaxconn > 0 && int64(l.SendQ) >= somaxconn {
+		return fmt.Sprintf("effective backlog %d = net.core.somaxconn %d (the application's listen() backlog is at least as large)", l.SendQ, somaxconn)
+	}
+	return fmt.Sprintf("effective backlog %d = the application's listen() backlog (net.core.somaxconn is %d)", l.SendQ, somaxconn)
+}
+
+func backlogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64) []string {
+	want := int64(4096)
+	var fix []string
+	if somaxconn < want {
+		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10))...)
+	}
+	app := fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: nginx `listen %d backlog=%d;`, php-fpm `listen.backlog = %d`, others their backlog option; then restart it, since the backlog is fixed at listen() time",
+		l.Addr, owner(l), want, l.Port, want, want)
+	fix = append(fix, app)
+	fix = append(fix, "if the queue still fills, the application accepts too slowly: add workers or find what blocks its accept loop")
+	return fix
+}
+
+func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64) Finding {
+	f := Finding{ID: "accept-queue-overflow", Severity: Critical, Status: Active,
+		Title: "Accept queue overflow: connections are dropped because the application does not accept them fast enough"}
+	if overflows > 0 {
+		it, _ := counterItem(w, "TcpExt.ListenOverflows")
+		f.Evidence = append(f.Evidence, it)
+		if d, _ := w.Counter("TcpExt.ListenDrops"); d > 0 {
+			it, _ := counterItem(w, "TcpExt.ListenDrops")
+			f.Evidence = append(f.Evidence, it)
+		}
+	}
+	var subject evidence.Listener
+	for i, l := range full {
+		if i == 0 {
+			subject = l
+		}
+		f.Evidence = append(f.Evidence, Item{
+			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d — full; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
+			Source: "sockdiag", Window: true,
+		})
+	}
+	if len(full) == 0 {
+		// The counter rose but no sample caught a full queue: name the
+		// listener with the smallest backlog as the likely one.
+		last := b.Snapshots[len(b.Snapshots)-1]
+		for _, l := range last.Sockets.Listeners {
+			if l.Proto != "unix" && (subject.Addr == "" || l.SendQ < subject.SendQ) {
+				subject = l
+			}
+		}
+		if subject.Addr != "" {
+			f.Evidence = append(f.Evidence, Item{
+				Text:   fmt.Sprintf("smallest backlog: listener %s (%s), %s", subject.Addr, owner(subject), backlogLimit(subject, somaxconn)),
+				Source: "sockdiag",
+			})
+		}
+	}
+	if subject.Addr != "" {
+		f.Subject = subject.Addr
+		f.Fix = backlogFix(b, subject, somaxconn)
+	} else {
+		f.Fix = []string{"find the listener with `ss -ltn` (Recv-Q > Send-Q) and raise its backlog together with net.core.somaxconn"}
+	}
+	return f
+}
+
+func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64) Finding {
+	return Finding{ID: "accept-queue-overflow", Severity: Warning, Status: Latent, Subject: l.Addr,
+		Title: fmt.Sprintf("Listener %s has an accept queue of only %d: a burst of connections will overflow it", l.Addr, l.SendQ),
+		Evidence: []Item{{
+			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
+			Source: "sockdiag",
+		}},
+		Fix: backlogFix(b, l, somaxconn),
+	}
+}
+
+func synOverflow(b *evidence.Bundle, w evidence.Window) (Finding, bool) {
+	drop, _ := w.Counter("TcpExt.TCPReqQFullDrop")
+	cookies, _ := w.Counter("TcpExt.TCPReqQFullDoCookies")
+	var floods []evidence.KernelMsg
+	for _, m := range b.Kmsg() {
+		if m.Class == "syn-flooding" {
+			floods = append(floods, m)
+		}
+	}
+	if drop == 0 && cookies == 0 && len(floods) == 0 {
+		return Finding{}, false
+	}
+	f := Finding{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+		Title: "SYN queue overflow: half-open connections exceed the listener's SYN backlog"}
+	if drop > 0 {
+		f.Severity = Critical
+		f.Title = "SYN queue overflow: connection requests are dropped"
+		it, _ := counterItem(w, "TcpExt.TCPReqQFullDrop")
+		f.Evidence = append(f.Evidence, it)
+	}
+	if cookies > 0 {
+		it, _ := counterItem(w, "TcpExt.TCPReqQFullDoCookies")
+		it.Text += " (SYN cookies answered instead of queueing: connections survive but lose TCP options such as window scaling)"
+		f.Evidence = append(f.Evidence, it)
+	}
+	for i, m := range floods {
+		if i == 3 {
+			f.Evidence = append(f.Evidence, Item{Text: fmt.Sprintf("… and %d more such kernel messages", len(floods)-3), Source: "kmsg", Window: true})
+			break
+		}
+		f.Evidence = append(f.Evidence, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+	}
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	if last.Sockets != nil {
+		if n := last.Sockets.TCP["SYN_RECV"] + last.Sockets.TCP["NEW_SYN_RECV"]; n > 0 {
+			f.Evidence = append(f.Evidence, Item{Text: fmt.Sprintf("%d half-open (SYN_RECV) sockets at the end of the window", n), Source: "sockdiag", Window: true})
+		}
+	}
+	cookiesOn, _ := sysctlInt(last, "net.ipv4.tcp_syncookies")
+	if cookiesOn == 0 {
+		f.Evidence = append(f.Evidence, settingItem("net.ipv4.tcp_syncookies", "0"))
+		f.Fix = append(f.Fix, sysctlFix(b, "net.ipv4.tcp_syncookies", "1")...)
+	}
+	f.Fix = append(f.Fix,
+		"the SYN queue limit follows the listen() backlog (capped by net.core.somaxconn): raise the application's backlog; net.ipv4.tcp_max_syn_backlog only matters with syncookies off",
+		"if this is a flood, rate-limit new connections per source (nft `ct state new limit rate ...`) or use SYNPROXY; keep tcp_syncookies=1")
+	return f, true
+}

@@ -1,0 +1,117 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// smallPortRange is the size of ip_local_port_range below which a busy
+// client runs out of ports: at 1000 new connections per second and 60 s
+// of TIME_WAIT, 60000 ports are in use.
+const smallPortRange = 10000
+
+func portRange(s *evidence.Snapshot) (lo, hi int, ok bool) {
+	f := strings.Fields(s.Sysctls["net.ipv4.ip_local_port_range"])
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	lo, err1 := strconv.Atoi(f[0])
+	hi, err2 := strconv.Atoi(f[1])
+	return lo, hi, err1 == nil && err2 == nil && hi >= lo
+}
+
+// checkPorts finds outgoing connections that use up the local port range
+// (seed 000 stage 4) and the churn that causes it (seeds 000 and 004).
+func checkPorts(b *evidence.Bundle) []Finding {
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	lo, hi, ok := portRange(last)
+	if !ok {
+		return nil
+	}
+	size := hi - lo + 1
+	rangeItem := settingItem("net.ipv4.ip_local_port_range", fmt.Sprintf("%d %d (%d ports)", lo, hi, size))
+	var out []Finding
+	busiest := busiestRemote(b)
+	switch {
+	case busiest.Ephemeral >= size*9/10:
+		out = append(out, Finding{ID: "ephemeral-port-exhaustion", Severity: Critical, Status: Active, Subject: busiest.Addr,
+			Title: fmt.Sprintf("Local ports exhausted towards %s: new connections fail with EADDRNOTAVAIL", busiest.Addr),
+			Evidence: []Item{
+				{Text: fmt.Sprintf("%d of %d local ports in use towards %s (%d ESTABLISHED, %d TIME_WAIT)", busiest.Ephemeral, size, busiest.Addr, busiest.Established, busiest.TimeWait), Source: "sockdiag", Window: true},
+				rangeItem,
+			},
+			Fix: portFix(b, last, lo, hi),
+		})
+	case size < smallPortRange:
+		out = append(out, Finding{ID: "ephemeral-port-exhaustion", Severity: Warning, Status: Latent,
+			Title:    fmt.Sprintf("Only %d local ports: a client making more than %d connections a minute to one server will run out", size, size),
+			Evidence: []Item{rangeItem},
+			Fix:      portFix(b, last, lo, hi),
+		})
+	}
+	if f, ok := churn(b, busiest, size); ok {
+		out = append(out, f)
+	}
+	return out
+}
+
+// busiestRemote is the remote with the most ephemeral ports in use in any
+// snapshot.
+func busiestRemote(b *evidence.Bundle) evidence.Remote {
+	var best evidence.Remote
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, r := range s.Sockets.Remotes {
+			if r.Ephemeral > best.Ephemeral {
+				best = r
+			}
+		}
+	}
+	return best
+}
+
+func portFix(b *evidence.Bundle, s *evidence.Snapshot, lo, hi int) []string {
+	fix := []string{"reuse connections instead of opening one per request (HTTP keep-alive, nginx `upstream { keepalive 64; }` with `proxy_http_version 1.1; proxy_set_header Connection \"\";`, `fastcgi_keep_conn on;`)"}
+	if hi-lo+1 < 28232 {
+		fix = append(fix, sysctlFix(b, "net.ipv4.ip_local_port_range", "15000 65000")...)
+	}
+	if reuse, _ := sysctlInt(s, "net.ipv4.tcp_tw_reuse"); reuse != 1 {
+		fix = append(fix, "on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): "+
+			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0]+" — the default 2 applies to loopback only")
+	}
+	return fix
+}
+
+// churn reports many short-lived outgoing connections to one upstream: a
+// TIME_WAIT pile-up towards it while new connections keep being opened.
+func churn(b *evidence.Bundle, r evidence.Remote, size int) (Finding, bool) {
+	w, ok := b.Window()
+	if !ok || r.Addr == "" {
+		return Finding{}, false
+	}
+	rate := w.Rate("Tcp.ActiveOpens")
+	if r.TimeWait < 1000 || r.TimeWait < size/4 || rate < 50 {
+		return Finding{}, false
+	}
+	it, _ := counterItem(w, "Tcp.ActiveOpens")
+	f := Finding{ID: "upstream-connection-churn", Severity: Warning, Status: Active, Subject: r.Addr,
+		Title: fmt.Sprintf("A new connection per request to %s: %d in TIME_WAIT, %.0f new connections/s", r.Addr, r.TimeWait, rate),
+		Evidence: []Item{
+			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", r.TimeWait, r.Established, r.Addr), Source: "sockdiag", Window: true},
+			it,
+		},
+		Fix: []string{
+			"keep connections to " + r.Addr + " alive and reuse them: nginx `upstream { server " + r.Addr + "; keepalive 64; }` plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` (or `fastcgi_keep_conn on;`); a connection pool in the client library",
+			"TIME_WAIT itself is cheap (about 200 bytes each); do not shorten it with tcp_fin_timeout (that is FIN_WAIT_2) or tcp_tw_recycle (removed in 4.12)",
+		},
+	}
+	if r.TimeWait >= size/2 {
+		f.Severity = Critical
+	}
+	return f, true
+}

@@ -1,0 +1,58 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// risky is one setting that copy-paste tuning guides recommend and that
+// hurts on current kernels (../shared/docs/advice.md).
+type risky struct {
+	name  string
+	bad   func(v int64) bool
+	why   string
+	value string // what to set instead
+}
+
+var riskySettings = []risky{
+	{"net.ipv4.tcp_tw_recycle", func(v int64) bool { return v != 0 },
+		"drops SYNs from clients behind NAT; broken since 4.10 and removed in 4.12", "0"},
+	{"net.ipv4.tcp_max_tw_buckets", func(v int64) bool { return v < 10000 },
+		"over the limit the kernel destroys sockets instead of keeping TIME_WAIT (TCPTimeWaitOverflow); TIME_WAIT costs about 200 bytes each", "262144"},
+	{"net.ipv4.tcp_abort_on_overflow", func(v int64) bool { return v != 0 },
+		"turns a full accept queue into resets sent to clients, hiding the capacity problem instead of absorbing bursts", "0"},
+	{"net.ipv4.tcp_timestamps", func(v int64) bool { return v == 0 },
+		"disables PAWS and makes tcp_tw_reuse a no-op; RTT estimates get worse", "1"},
+	{"net.ipv4.tcp_syncookies", func(v int64) bool { return v == 0 },
+		"a full SYN queue then drops connection requests instead of answering with cookies", "1"},
+	{"net.core.netdev_max_backlog", func(v int64) bool { return v < 300 },
+		"a tiny per-CPU input backlog drops received packets under any burst", "1000"},
+	{"net.ipv4.tcp_keepalive_time", func(v int64) bool { return v < 60 },
+		"probes every idle connection within seconds, waking peers and middleboxes for nothing", "7200"},
+	{"net.ipv4.tcp_moderate_rcvbuf", func(v int64) bool { return v == 0 },
+		"disables receive-buffer autotuning: connections keep a fixed window", "1"},
+	{"net.ipv4.tcp_low_latency", func(v int64) bool { return v != 0 },
+		"has had no effect since 4.14; latency comes from TCP_NODELAY in the application or busy polling", "0"},
+	{"net.core.somaxconn", func(v int64) bool { return v < 128 },
+		"caps every listener's accept queue, whatever backlog the application asks for (default 4096 since 5.4)", "4096"},
+}
+
+// checkSysctls flags settings known to hurt, whatever the load.
+func checkSysctls(b *evidence.Bundle) []Finding {
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	var out []Finding
+	for _, r := range riskySettings {
+		v, ok := sysctlInt(last, r.name)
+		if !ok || !r.bad(v) {
+			continue
+		}
+		out = append(out, Finding{ID: "risky-sysctl", Severity: Warning, Status: Latent, Subject: r.name,
+			Title:    fmt.Sprintf("%s = %d: %s", r.name, v, strings.SplitN(r.why, ";", 2)[0]),
+			Evidence: []Item{settingItem(r.name, fmt.Sprint(v)), {Text: "why: " + r.why, Source: "advice"}},
+			Fix:      sysctlFix(b, r.name, r.value),
+		})
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// checkTimeWait finds TIME_WAIT sockets destroyed early because the table
+// hit tcp_max_tw_buckets (seed 004). On 6.x only the counter records it;
+// older kernels also log "time wait bucket table overflow".
+func checkTimeWait(b *evidence.Bundle) []Finding {
+	w, ok := b.Window()
+	if !ok {
+		return nil
+	}
+	it, d := counterItem(w, "TcpExt.TCPTimeWaitOverflow")
+	var items []Item
+	if d > 0 {
+		items = append(items, it)
+	}
+	for _, m := range b.Kmsg() {
+		if m.Class == "timewait-overflow" {
+			items = append(items, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+			break
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	twMax, _ := sysctlInt(last, "net.ipv4.tcp_max_tw_buckets")
+	items = append(items, settingItem("net.ipv4.tcp_max_tw_buckets", strconv.FormatInt(twMax, 10)))
+	if tw, ok := last.Sockstat["TCP.tw"]; ok {
+		items = append(items, Item{Text: fmt.Sprintf("%d sockets in TIME_WAIT at the end of the window", tw), Source: "sockstat", Window: true})
+	}
+	want := "262144"
+	return []Finding{{ID: "timewait-bucket-overflow", Severity: Warning, Status: Active,
+		Title:    "TIME_WAIT table overflow: closing connections skip TIME_WAIT, losing protection against stray old segments",
+		Evidence: items,
+		Fix: append(sysctlFix(b, "net.ipv4.tcp_max_tw_buckets", want),
+			"a small tcp_max_tw_buckets does not save memory worth having (40k TIME_WAIT < 10 MiB); the lasting fix is fewer short connections (keep-alive, connection pools)"),
+	}}
+}

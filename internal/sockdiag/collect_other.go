@@ -1,0 +1,21 @@
+//go:build !linux
+
+package sockdiag
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// Options selects what Collect dumps.
+type Options struct {
+	PortLow, PortHigh uint16
+	Unix              bool
+}
+
+// Collect is only implemented on Linux.
+func Collect(Options) (*evidence.Sockets, error) {
+	return nil, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
+}

@@ -1,0 +1,169 @@
+package sockdiag
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+	"strconv"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// Kernel socket state numbers (include/net/tcp_states.h).
+const (
+	stateEstablished = 1
+	stateTimeWait    = 6
+	stateListen      = 10
+	numStates        = 13
+)
+
+const (
+	afInet  = 2
+	afInet6 = 10
+)
+
+// remoteKey identifies a remote endpoint without allocating.
+type remoteKey struct {
+	addr   [16]byte
+	port   uint16
+	family uint8
+}
+
+type remoteCount struct {
+	established, timeWait, other, ephemeral int
+}
+
+// Summary aggregates dumped sockets into the counts netdoctor keeps. It
+// is built to take 100k+ sockets per second: Add does not allocate unless
+// it sees a new remote endpoint or a listener.
+type Summary struct {
+	// PortLow and PortHigh bound the ephemeral port range; sockets whose
+	// local port falls inside count as Remote.Ephemeral. Zero disables it.
+	PortLow, PortHigh uint16
+
+	tcp  [numStates]int
+	unix [numStates]int
+	// listenPorts marks local ports with a TCP listener; a socket on such
+	// a port was accepted, so its remote is a client, not a destination.
+	listenPorts *[65536 / 64]uint64
+	remotes     map[remoteKey]*remoteCount
+	listeners   []evidence.Listener
+}
+
+// AddInet counts one TCP socket.
+func (s *Summary) AddInet(m *InetDiagMsg) {
+	if int(m.State) < numStates {
+		s.tcp[m.State]++
+	}
+	if m.State == stateListen {
+		s.listeners = append(s.listeners, listener(m))
+		if s.listenPorts == nil {
+			s.listenPorts = new([65536 / 64]uint64)
+		}
+		s.listenPorts[m.SPort/64] |= 1 << (m.SPort % 64)
+		return
+	}
+	if s.listenPorts != nil && s.listenPorts[m.SPort/64]&(1<<(m.SPort%64)) != 0 {
+		return // inbound
+	}
+	if s.remotes == nil {
+		s.remotes = make(map[remoteKey]*remoteCount)
+	}
+	k := remoteKey{addr: m.Dst, port: m.DPort, family: m.Family}
+	if m.Family == afInet {
+		clear(k.addr[4:]) // the kernel leaves the tail of an IPv4 address undefined
+	}
+	c := s.remotes[k]
+	if c == nil {
+		c = &remoteCount{}
+		s.remotes[k] = c
+	}
+	switch m.State {
+	case stateEstablished:
+		c.established++
+	case stateTimeWait:
+		c.timeWait++
+	default:
+		c.other++
+	}
+	if s.PortLow != 0 && m.SPort >= s.PortLow && m.SPort <= s.PortHigh {
+		c.ephemeral++
+	}
+}
+
+// AddUnix counts one unix socket; only stream sockets are kept.
+func (s *Summary) AddUnix(m *UnixDiagMsg) {
+	const sockStream = 1
+	if m.Type != sockStream {
+		return
+	}
+	if int(m.State) < numStates {
+		s.unix[m.State]++
+	}
+	if m.State == stateListen {
+		s.listeners = append(s.listeners, evidence.Listener{
+			Proto: "unix", Addr: m.Name, RecvQ: m.RQueue, SendQ: m.WQueue, Inode: uint64(m.Inode),
+		})
+	}
+}
+
+func listener(m *InetDiagMsg) evidence.Listener {
+	l := evidence.Listener{Proto: "tcp", Port: int(m.SPort), RecvQ: m.RQueue, SendQ: m.WQueue, Inode: uint64(m.Inode)}
+	if m.Family == afInet6 {
+		l.Proto = "tcp6"
+	}
+	l.Addr = endpoint(m.Family, m.Src, m.SPort)
+	return l
+}
+
+// endpoint formats an address and port as "10.0.0.1:80" or "[::1]:80".
+func endpoint(family uint8, addr [16]byte, port uint16) string {
+	var a netip.Addr
+	if family == afInet {
+		a = netip.AddrFrom4([4]byte(addr[:4]))
+	} else {
+		a = netip.AddrFrom16(addr)
+	}
+	return netip.AddrPortFrom(a, port).String()
+}
+
+// Sockets returns the aggregate. Listeners are sorted by address; remotes
+// by connection count, busiest first, cut to evidence.MaxRemotes.
+func (s *Summary) Sockets() *evidence.Sockets {
+	out := &evidence.Sockets{TCP: stateMap(s.tcp[:]), Unix: stateMap(s.unix[:]), Listeners: s.listeners}
+	if out.Listeners == nil {
+		out.Listeners = []evidence.Listener{}
+	}
+	slices.SortFunc(out.Listeners, func(a, b evidence.Listener) int {
+		return cmp.Or(cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Addr, b.Addr))
+	})
+	for k, c := range s.remotes {
+		out.Remotes = append(out.Remotes, evidence.Remote{
+			Addr: endpoint(k.family, k.addr, k.port), Established: c.established,
+			TimeWait: c.timeWait, Other: c.other, Ephemeral: c.ephemeral,
+		})
+	}
+	slices.SortFunc(out.Remotes, func(a, b evidence.Remote) int {
+		ta, tb := a.Established+a.TimeWait+a.Other, b.Established+b.TimeWait+b.Other
+		return cmp.Or(cmp.Compare(tb, ta), cmp.Compare(a.Addr, b.Addr))
+	})
+	if len(out.Remotes) > evidence.MaxRemotes {
+		out.Remotes = out.Remotes[:evidence.MaxRemotes]
+	}
+	return out
+}
+
+func stateMap(counts []int) map[string]int {
+	m := make(map[string]int)
+	for st, n := range counts {
+		if n == 0 {
+			continue
+		}
+		name := "STATE_" + strconv.Itoa(st)
+		if st < len(evidence.TCPStates) && evidence.TCPStates[st] != "" {
+			name = evidence.TCPStates[st]
+		}
+		m[name] = n
+	}
+	return m
+}
