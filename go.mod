@@ -1,11 +1,12 @@
 module github.com/netdoctor/netdoctor
 
-go 1.26.8
+go 1.26.0
 
 require (
-	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/vishvananda/netlink v1.3.1 // indirect
-	github.com/vishvananda/netns v0.0.5 // indirect
-	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	github.com/google/go-cmp v0.7.0
+	github.com/vishvananda/netlink v1.3.1
+	golang.org/x/net v0.62.0
+	golang.org/x/sys v0.49.0
 )
+
+require github.com/vishvananda/netns v0.0.5 // indirect

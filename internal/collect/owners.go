@@ -3,9 +3,10 @@ package collect
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
-	"strings"
+	"sync"
 	"time"
 )
 
@@ -83,7 +84,8 @@ func (o *owners) verify(ino uint64) []ownerRef {
 	return kept
 }
 
-// scan walks every process (in the namespace, if set) for the inodes.
+// scan walks every process (in the namespace, if set) for the inodes,
+// one worker per CPU: a host with 100k sockets has 100k links to read.
 func (o *owners) scan(need map[uint64]bool) map[uint64][]ownerRef {
 	found := map[uint64][]ownerRef{}
 	ents, err := os.ReadDir(o.procDir)
@@ -94,35 +96,45 @@ func (o *owners) scan(need map[uint64]bool) map[uint64][]ownerRef {
 	if o.netnsInode != 0 {
 		wantNS = "net:[" + strconv.FormatUint(o.netnsInode, 10) + "]"
 	}
+	pids := make(chan int)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range max(runtime.NumCPU(), 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pid := range pids {
+				refs := scanFDs(filepath.Join(o.procDir, strconv.Itoa(pid), "fd"), pid, need)
+				mu.Lock()
+				for _, r := range refs {
+					found[r.ino] = append(found[r.ino], r.ownerRef)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		dir := filepath.Join(o.procDir, e.Name())
 		if wantNS != "" {
-			if l, err := os.Readlink(filepath.Join(dir, "ns", "net")); err != nil || l != wantNS {
+			l, err := os.Readlink(filepath.Join(o.procDir, e.Name(), "ns", "net"))
+			if err != nil || l != wantNS {
 				continue
 			}
 		}
-		fds, err := os.ReadDir(filepath.Join(dir, "fd"))
-		if err != nil {
-			continue // exited, or not ours to read
-		}
-		for _, fd := range fds {
-			l, err := os.Readlink(filepath.Join(dir, "fd", fd.Name()))
-			if err != nil || !strings.HasPrefix(l, "socket:[") {
-				continue
-			}
-			ino, err := strconv.ParseUint(l[len("socket:["):len(l)-1], 10, 64)
-			if err != nil || !need[ino] {
-				continue
-			}
-			n, _ := strconv.Atoi(fd.Name())
-			found[ino] = append(found[ino], ownerRef{pid: pid, fd: n})
-		}
+		pids <- pid
 	}
+	close(pids)
+	wg.Wait()
 	return found
+}
+
+// inodeRef is a reference found by scanFDs.
+type inodeRef struct {
+	ownerRef
+	ino uint64
 }
 
 func pidsOf(refs []ownerRef) []int {

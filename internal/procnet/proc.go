@@ -21,12 +21,16 @@ type Proc struct {
 	// in production, which follows the calling thread's network
 	// namespace. An empty Net means "net".
 	Net string
+	// FDCountInSize trusts the size of a PID/fd directory as its number
+	// of open files, as procfs reports it since Linux 6.2. Fixtures on a
+	// normal file system must leave it false.
+	FDCountInSize bool
 }
 
 // Default returns a Proc that reads the real /proc, with the net files of
 // the calling thread's network namespace.
 func Default() Proc {
-	return Proc{FS: os.DirFS("/proc"), Net: "thread-self/net"}
+	return Proc{FS: os.DirFS("/proc"), Net: "thread-self/net", FDCountInSize: true}
 }
 
 // netPath returns the path inside p.FS of the net file name.

@@ -44,7 +44,7 @@ func (p Proc) Process(pid int) (evidence.Process, error) {
 	} else if pr.NofileSoft, pr.NofileHard, err = parsePIDLimits(b); err != nil {
 		errs = append(errs, err)
 	}
-	if pr.OpenFDs, err = countDir(p.FS, dir+"/fd"); err != nil {
+	if pr.OpenFDs, err = p.countFDs(dir + "/fd"); err != nil {
 		pr.OpenFDs = -1
 		errs = append(errs, err)
 	}
@@ -180,4 +180,17 @@ func countDir(fsys fs.FS, name string) (int, error) {
 			return n, err
 		}
 	}
+}
+
+// countFDs counts a process's open files. Since Linux 6.2 the size of a
+// /proc/PID/fd directory is its number of open files (commit f1f1f2569901),
+// one stat instead of reading up to a million names; older kernels report
+// 0 there, and then the names are counted.
+func (p Proc) countFDs(dir string) (int, error) {
+	if p.FDCountInSize {
+		if fi, err := fs.Stat(p.FS, dir); err == nil && fi.Size() > 0 {
+			return int(fi.Size()), nil
+		}
+	}
+	return countDir(p.FS, dir)
 }

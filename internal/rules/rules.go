@@ -137,8 +137,12 @@ func sysctlFix(b *evidence.Bundle, name, value string) []string {
 	if b.Host.NetNS != "" && !globalSysctl(name) {
 		prefix = "ip netns exec " + b.Host.NetNS + " "
 	}
+	v := value
+	if strings.ContainsAny(v, " \t") {
+		v = fmt.Sprintf("%q", v)
+	}
 	return []string{
-		fmt.Sprintf("%ssysctl -w %s=%q", prefix, name, value),
+		fmt.Sprintf("%ssysctl -w %s=%s", prefix, name, v),
 		fmt.Sprintf("persist: echo '%s = %s' >> /etc/sysctl.d/90-netdoctor.conf", name, value),
 	}
 }

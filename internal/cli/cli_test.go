@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadInput: every mistake gets one clear line and exit code 2.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.json")
+	os.WriteFile(garbage, []byte("{not json"), 0o644)
+	future := filepath.Join(dir, "future.json")
+	os.WriteFile(future, []byte(`{"version": 99, "snapshots": [{}]}`), 0o644)
+	empty := filepath.Join(dir, "empty.json")
+	os.WriteFile(empty, []byte(`{"version": 1, "snapshots": []}`), 0o644)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"check", "--netns", "no-such-ns-here"}, "no such network namespace: no-such-ns-here"},
+		{[]string{"check", "--netns", "/etc/hostname"}, "is not a network namespace"},
+		{[]string{"check", "--window", "0s"}, "--window 0s: must be between"},
+		{[]string{"check", "--window", "5"}, "invalid value"},
+		{[]string{"check", "extra"}, "check takes no arguments"},
+		{[]string{"check", "--bogus"}, "flag provided but not defined"},
+		{[]string{"collect", "--window", "1s"}, "collect needs -o FILE"},
+		{[]string{"diagnose"}, "diagnose needs exactly one bundle file"},
+		{[]string{"diagnose", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"diagnose", garbage}, "not a netdoctor bundle"},
+		{[]string{"diagnose", future}, "version 99"},
+		{[]string{"diagnose", empty}, "no snapshots"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
+			}
+			if !strings.Contains(stderr, tt.want) {
+				t.Errorf("stderr %q lacks %q", stderr, tt.want)
+			}
+			if stdout != "" {
+				t.Errorf("stdout not empty: %q", stdout)
+			}
+		})
+	}
+}
+
+// TestDiagnoseFixture runs the rules over a bundle captured on a real
+// host: a namespace with somaxconn 8 and a listener that never accepts,
+// flooded with 50 connections (see testdata/bundles/README.md).
+func TestDiagnoseFixture(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := runCLI(t, "diagnose", "../../testdata/bundles/accept-overflow.json", "--json", out)
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, ExitFindings, stdout, stderr)
+	}
+	r := readReport(t, out)
+	if len(r.Findings) == 0 || r.Findings[0].ID != "accept-queue-overflow" || r.Findings[0].Status != "active" {
+		t.Fatalf("first finding = %+v, want active accept-queue-overflow", r.Findings)
+	}
+	if !strings.HasPrefix(r.Verdict, "UNHEALTHY") || !strings.HasPrefix(stdout, "netdoctor diagnose") {
+		t.Errorf("verdict %q; text report starts %q", r.Verdict, stdout[:min(len(stdout), 40)])
+	}
+}

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary double as the helper process that owns
+// sockets inside a test namespace: with ND_HELPER set it runs that role
+// instead of the tests.
+func TestMain(m *testing.M) {
+	switch os.Getenv("ND_HELPER") {
+	case "":
+		os.Exit(m.Run())
+	case "sockets":
+		helperSockets()
+	case "noaccept":
+		helperNoAccept()
+	}
+	os.Exit(0)
+}
+
+// listenFD opens a listener with an exact listen() backlog.
+func listenFD(family int, addr string, port, backlog int) int {
+	fd, err := syscall.Socket(family, syscall.SOCK_STREAM, 0)
+	must(err)
+	must(syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_REUSEADDR, 1))
+	if family == syscall.AF_INET6 {
+		must(syscall.Bind(fd, &syscall.SockaddrInet6{Port: port, Addr: [16]byte{15: 1}}))
+	} else {
+		ip := net.ParseIP(addr).To4()
+		must(syscall.Bind(fd, &syscall.SockaddrInet4{Port: port, Addr: [4]byte(ip)}))
+	}
+	must(syscall.Listen(fd, backlog))
+	return fd
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(3)
+	}
+}
+
+// helperSockets builds a known socket table: three listeners that never
+// accept (backlogs 5, 3, 7), three connections waiting in the first one's
+// queue, one pair in CLOSE_WAIT/FIN_WAIT2 and four client TIME_WAITs.
+func helperSockets() {
+	listenFD(syscall.AF_INET, "127.0.0.1", 7001, 5)
+	listenFD(syscall.AF_INET6, "::1", 7002, 3)
+	listenFD(syscall.AF_INET, "127.0.0.2", 7003, 7)
+	var keep []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", "127.0.0.1:7001")
+		must(err)
+		keep = append(keep, c)
+	}
+	// A server that accepts and closes: the client keeps its end open, so
+	// the client sits in CLOSE_WAIT and the server in FIN_WAIT2.
+	ln, err := net.Listen("tcp", "127.0.0.1:7004")
+	must(err)
+	c, err := net.Dial("tcp", "127.0.0.1:7004")
+	must(err)
+	keep = append(keep, c)
+	s, err := ln.Accept()
+	must(err)
+	s.Close()
+	// Four connections the client closes first: TIME_WAIT on the client
+	// side; the server side closes on EOF and is gone after the last ACK.
+	for range 4 {
+		c, err := net.Dial("tcp", "127.0.0.1:7004")
+		must(err)
+		s, err := ln.Accept()
+		must(err)
+		c.Close()
+		buf := make([]byte, 1)
+		s.Read(buf)
+		s.Close()
+	}
+	ln.Close()
+	time.Sleep(200 * time.Millisecond) // let the last ACKs land
+	fmt.Println("ready")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+	_ = keep
+}
+
+// helperNoAccept listens with backlog 128 on 127.0.0.1:7100 and never
+// accepts; on a "go" line it opens 50 connections to itself without
+// waiting for them, overflowing the queue.
+func helperNoAccept() {
+	listenFD(syscall.AF_INET, "127.0.0.1", 7100, 128)
+	fmt.Println("ready")
+	r := bufio.NewReader(os.Stdin)
+	line, _ := r.ReadString('\n')
+	if strings.TrimSpace(line) != "go" {
+		return
+	}
+	for range 50 {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK, 0)
+		must(err)
+		syscall.Connect(fd, &syscall.SockaddrInet4{Port: 7100, Addr: [4]byte{127, 0, 0, 1}}) // EINPROGRESS
+	}
+	fmt.Println("sent")
+	r.ReadString('\n')
+}
+
+// testNetns creates a named namespace with loopback up and removes it
+// when the test ends.
+func testNetns(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("needs ip(8) from iproute2 to create network namespaces")
+	}
+	name := fmt.Sprintf("ndtest-%d-%d", os.Getpid(), time.Now().UnixNano()%100000)
+	run(t, "ip", "netns", "add", name)
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	run(t, "ip", "-n", name, "link", "set", "lo", "up")
+	run(t, "ip", "-n", name, "addr", "add", "127.0.0.2/8", "dev", "lo")
+	return name
+}
+
+func run(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// helper starts the test binary as a helper inside the namespace and
+// waits for its "ready" line.
+type helperProc struct {
+	cmd   *exec.Cmd
+	stdin interface{ Write([]byte) (int, error) }
+	out   *bufio.Reader
+}
+
+func startHelper(t *testing.T, ns, role string) *helperProc {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
+	cmd.Env = append(os.Environ(), "ND_HELPER="+role)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	h := &helperProc{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+	h.expect(t, "ready")
+	return h
+}
+
+func (h *helperProc) expect(t *testing.T, want string) {
+	t.Helper()
+	line, err := h.out.ReadString('\n')
+	if strings.TrimSpace(line) != want {
+		t.Fatalf("helper said %q (%v), want %q", line, err, want)
+	}
+}

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestNotRoot runs netdoctor as an unprivileged user: observing another
+// namespace must fail with exit 3 and a clear message, and a check of its
+// own namespace must still produce a report, marked partial where it
+// could not read (the kernel log).
+func TestNotRoot(t *testing.T) {
+	if os.Getenv("ND_NOTROOT") != "" {
+		notRootChild(t)
+		return
+	}
+	ns := testNetns(t)
+	// The test binary lives in a directory only root may enter: copy it
+	// somewhere nobody can run it from.
+	dir, err := os.MkdirTemp("", "ndnotroot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "cli.test")
+	exe, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755)
+	cmd := exec.Command(bin, "-test.run=^TestNotRoot$", "-test.v")
+	cmd.Env = append(os.Environ(), "ND_NOTROOT="+ns)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestNotRoot") {
+		t.Fatalf("unprivileged run failed: %v\n%s", err, out)
+	}
+}
+
+func notRootChild(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Fatal("child still root")
+	}
+	code, _, stderr := runCLI(t, "check", "--netns", os.Getenv("ND_NOTROOT"), "--window", "100ms", "--no-dns")
+	if code != ExitDenied || !strings.Contains(stderr, "needs root") {
+		t.Errorf("check --netns as nobody: exit %d, stderr %q; want %d and 'needs root'", code, stderr, ExitDenied)
+	}
+	code, stdout, stderr := runCLI(t, "check", "--window", "100ms", "--no-dns")
+	if code != ExitOK && code != ExitFindings {
+		t.Fatalf("check as nobody: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "kmsg=unavailable") || !strings.Contains(stderr, "partial evidence") {
+		t.Errorf("check as nobody does not report the unreadable kernel log as partial:\n%s\n%s", stdout, stderr)
+	}
+}

@@ -1,0 +1,41 @@
+package collect
+
+import (
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// scanFDs reads the links in one /proc/PID/fd directory and returns those
+// naming a socket in need. readlinkat on the open directory avoids a path
+// walk per descriptor.
+func scanFDs(dir string, pid int, need map[uint64]bool) []inodeRef {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil // exited, or not ours to read
+	}
+	defer d.Close()
+	dfd := int(d.Fd())
+	var out []inodeRef
+	buf := make([]byte, 64)
+	const prefix = "socket:["
+	for {
+		names, err := d.Readdirnames(1024)
+		for _, name := range names {
+			n, err := unix.Readlinkat(dfd, name, buf)
+			if err != nil || n < len(prefix)+2 || string(buf[:len(prefix)]) != prefix {
+				continue
+			}
+			ino, err := strconv.ParseUint(string(buf[len(prefix):n-1]), 10, 64)
+			if err != nil || !need[ino] {
+				continue
+			}
+			fd, _ := strconv.Atoi(name)
+			out = append(out, inodeRef{ownerRef{pid: pid, fd: fd}, ino})
+		}
+		if err != nil || len(names) == 0 {
+			return out
+		}
+	}
+}

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package collect
+
+// scanFDs is Linux-only.
+func scanFDs(string, int, map[uint64]bool) []inodeRef { return nil }
