@@ -95,7 +95,7 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector) []Col
 
 // partialIf turns err into a partial-data error when data came with it.
 func partialIf(haveData bool, err error) error {
-	if err != nil && haveData && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && haveData {
 		return partial{err}
 	}
 	return err

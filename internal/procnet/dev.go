@@ -52,7 +52,7 @@ func parseDev(b []byte) ([]evidence.Interface, error) {
 			}
 			continue
 		}
-		name = bytes.Trim(name, " \t")
+		name = trimSpace(name)
 		if len(name) == 0 || countFields(name) != 1 {
 			pe.addf(lineNo, "bad device name %q", name)
 			continue

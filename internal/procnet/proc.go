@@ -160,3 +160,15 @@ func joinErrs(errs []error) error {
 func countLines(b []byte) int {
 	return bytes.Count(b, []byte{'\n'})
 }
+
+// trimSpace returns b without the white space that isSpace reports
+// around it.
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}

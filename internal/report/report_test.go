@@ -1,0 +1,83 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+func loadBundle(t *testing.T, path string) *evidence.Bundle {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundle evidence.Bundle
+	if err := json.Unmarshal(b, &bundle); err != nil {
+		t.Fatal(err)
+	}
+	return &bundle
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := "testdata/" + name + ".golden"
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/report -update)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
+
+// TestGolden renders the captured accept-overflow bundle in both formats.
+func TestGolden(t *testing.T) {
+	b := loadBundle(t, "../../testdata/bundles/accept-overflow.json")
+	r := New("diagnose", b, rules.Run(b, rules.All))
+	var text, js bytes.Buffer
+	if err := Text(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := JSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "accept-overflow.txt", text.Bytes())
+	golden(t, "accept-overflow.json", js.Bytes())
+}
+
+// TestPartialAndVerdict: a failed collector marks the report partial, and
+// the verdict follows the findings.
+func TestPartialAndVerdict(t *testing.T) {
+	t0 := evidence.Snapshot{Status: []evidence.Status{{Collector: "kmsg", State: "ok"}}}
+	t1 := evidence.Snapshot{Status: []evidence.Status{{Collector: "kmsg", State: "unavailable", Error: "open /dev/kmsg: permission denied"}}}
+	b := &evidence.Bundle{Snapshots: []evidence.Snapshot{t0, t1}}
+	r := New("check", b, nil)
+	if !r.Partial || r.Collectors[0].State != "unavailable" {
+		t.Errorf("partial = %v, collectors = %+v; want partial with kmsg unavailable", r.Partial, r.Collectors)
+	}
+	if r.Verdict != "HEALTHY: no problem found" {
+		t.Errorf("verdict = %q", r.Verdict)
+	}
+	latent := []rules.Finding{{ID: "risky-sysctl", Severity: "warning", Status: "latent", Title: "x"}}
+	if v := New("check", b, latent).Verdict; v != "OK now, 1 latent risk(s) that will hurt at scale" {
+		t.Errorf("verdict with a latent finding = %q", v)
+	}
+	if v := New("check", &evidence.Bundle{Snapshots: []evidence.Snapshot{t0}}, nil).Verdict; v[:10] != "incomplete" {
+		t.Errorf("verdict with one snapshot = %q", v)
+	}
+}
