@@ -80,9 +80,6 @@ func New(cfg Config) (*Snapshotter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.NetNS == "" {
-		s.Host.NetNSInode = 0
-	}
 	s.kmsg = newKmsg()
 	s.collectors = Default(cfg, p, s.Host.NetNSInode, s.kmsg)
 	return s, nil

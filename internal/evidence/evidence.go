@@ -218,6 +218,12 @@ type KernelMsg struct {
 	// "syn-flooding", "timewait-overflow", "out-of-socket-memory"; "" if
 	// unclassified.
 	Class string `json:"class,omitempty"`
+	// NetNS is the namespace inode the message names, if any (6.x
+	// conntrack "table full in netns N"); Port the listening port a SYN
+	// flooding message names. The log is shared by all namespaces, so
+	// rules use these to keep other namespaces' messages out.
+	NetNS uint64 `json:"netns,omitempty"`
+	Port  int    `json:"port,omitempty"`
 }
 
 // Resolver is the DNS configuration and a probe of each nameserver.

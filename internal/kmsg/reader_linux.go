@@ -128,11 +128,14 @@ func (r *Reader) Read() ([]evidence.KernelMsg, error) {
 			return msgs, fmt.Errorf("read %s: %w", devKmsg, err)
 		}
 		r.account(rec.Seq)
+		c := Classify(rec.Text)
 		msgs = append(msgs, evidence.KernelMsg{
 			Time:     r.boot.Add(rec.Monotonic),
 			Priority: rec.Priority,
 			Text:     rec.Text,
-			Class:    Classify(rec.Text).Name,
+			Class:    c.Name,
+			NetNS:    c.NetNS,
+			Port:     c.Port,
 		})
 	}
 	return msgs, nil

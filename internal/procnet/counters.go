@@ -84,7 +84,7 @@ func parsePaired(b []byte, file string, m map[string]uint64) error {
 			}
 			continue
 		}
-		if len(group) == 0 || countFields(group) != 1 || isSpace(group[0]) {
+		if !isWord(group) {
 			pe.addf(lineNo, "bad group name %q", group)
 			continue
 		}

@@ -160,6 +160,7 @@ func TestParsePaired(t *testing.T) {
 		{"no colon", "A: x\nA: 1\ngarbage\n", map[string]uint64{"A.x": 1}, true},
 		{"bad group name", "A B: x\nA B: 1\n", map[string]uint64{}, true},
 		{"empty group name", ": x\n: 1\n", map[string]uint64{}, true},
+		{"space before colon", "A : x\nA : 1\n", map[string]uint64{}, true},
 		{"blank lines", "\nA: x\nA: 1\n\n", map[string]uint64{"A.x": 1}, false},
 		{"truncated value line", "A: x\nA: 1\nB: y\nB: 12", map[string]uint64{"A.x": 1}, true},
 	}

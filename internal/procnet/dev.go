@@ -53,7 +53,7 @@ func parseDev(b []byte) ([]evidence.Interface, error) {
 			continue
 		}
 		name = trimSpace(name)
-		if len(name) == 0 || countFields(name) != 1 {
+		if !isWord(name) {
 			pe.addf(lineNo, "bad device name %q", name)
 			continue
 		}

@@ -172,3 +172,13 @@ func trimSpace(b []byte) []byte {
 	}
 	return b
 }
+
+// isWord reports whether b is one non-empty field with no white space.
+func isWord(b []byte) bool {
+	for _, c := range b {
+		if isSpace(c) {
+			return false
+		}
+	}
+	return len(b) > 0
+}

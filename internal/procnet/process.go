@@ -173,7 +173,7 @@ func countDir(fsys fs.FS, name string) (int, error) {
 	for {
 		entries, err := d.ReadDir(1024)
 		n += len(entries)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return n, nil
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"testing"
+	"testing/fstest"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -145,6 +146,35 @@ func TestParsePIDStatusAndLimits(t *testing.T) {
 		soft, hard, err := parsePIDLimits([]byte(tt.in))
 		if soft != tt.soft || hard != tt.hard || errors.Is(err, ErrParse) != tt.wantParse {
 			t.Errorf("parsePIDLimits(%q) = %d, %d, %v; want %d, %d, ErrParse %v", tt.in, soft, hard, err, tt.soft, tt.hard, tt.wantParse)
+		}
+	}
+}
+
+func TestCountFDs(t *testing.T) {
+	// Since Linux 6.2 the size of PID/fd is the number of open files; a
+	// size of 0 (older kernels) means the names must be counted.
+	fsys := fstest.MapFS{
+		"1/fd":   {Mode: fs.ModeDir | 0o500, Data: make([]byte, 1000)},
+		"1/fd/0": {},
+		"2/fd":   {Mode: fs.ModeDir | 0o500},
+		"2/fd/0": {},
+		"2/fd/1": {},
+	}
+	tests := []struct {
+		name    string
+		inSize  bool
+		dir     string
+		wantFDs int
+	}{
+		{"size trusted", true, "1/fd", 1000},
+		{"size ignored", false, "1/fd", 1},
+		{"size 0 falls back to names", true, "2/fd", 2},
+	}
+	for _, tt := range tests {
+		p := Proc{FS: fsys, FDCountInSize: tt.inSize}
+		got, err := p.countFDs(tt.dir)
+		if err != nil || got != tt.wantFDs {
+			t.Errorf("%s: countFDs(%q) = %d, %v, want %d, nil", tt.name, tt.dir, got, err, tt.wantFDs)
 		}
 	}
 }

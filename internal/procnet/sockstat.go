@@ -64,6 +64,10 @@ func parseSockstat(b []byte, file string, m map[string]int64) error {
 			}
 			continue
 		}
+		if !isWord(proto) {
+			pe.addf(lineNo, "bad protocol name %q", proto)
+			continue
+		}
 		key = append(append(key[:0], proto...), '.')
 		prefix := len(key)
 		for {

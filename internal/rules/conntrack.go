@@ -32,7 +32,7 @@ func checkConntrack(b *evidence.Bundle) []Finding {
 	}
 	var msgs int
 	for _, m := range b.Kmsg() {
-		if m.Class == "conntrack-table-full" {
+		if m.Class == "conntrack-table-full" && (m.NetNS == 0 || b.Host.NetNSInode == 0 || m.NetNS == b.Host.NetNSInode) {
 			if msgs == 0 {
 				items = append(items, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
 			}

@@ -170,9 +170,19 @@ func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64
 func synOverflow(b *evidence.Bundle, w evidence.Window) (Finding, bool) {
 	drop, _ := w.Counter("TcpExt.TCPReqQFullDrop")
 	cookies, _ := w.Counter("TcpExt.TCPReqQFullDoCookies")
+	// The kernel log is shared by every namespace: keep the messages
+	// naming a port that listens here.
+	ports := map[int]bool{}
+	for _, s := range b.Snapshots {
+		if s.Sockets != nil {
+			for _, l := range s.Sockets.Listeners {
+				ports[l.Port] = true
+			}
+		}
+	}
 	var floods []evidence.KernelMsg
 	for _, m := range b.Kmsg() {
-		if m.Class == "syn-flooding" {
+		if m.Class == "syn-flooding" && (m.Port == 0 || ports[m.Port]) {
 			floods = append(floods, m)
 		}
 	}
