@@ -15,8 +15,10 @@ export PATH="/usr/local/go/bin:$PATH"
 tmp=$(mktemp -d)
 fill_pid=
 cleanup() {
-  [ -n "$fill_pid" ] && kill "$fill_pid" 2>/dev/null && wait "$fill_pid" 2>/dev/null
-  ip netns del "$ns" 2>/dev/null || true
+  set +e
+  exec 9>&- 2>/dev/null
+  if [ -n "$fill_pid" ]; then kill "$fill_pid" 2>/dev/null; wait "$fill_pid" 2>/dev/null; fi
+  ip netns del "$ns" 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM

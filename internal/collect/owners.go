@@ -13,6 +13,10 @@ import (
 // ownerRef is one file descriptor that refers to a socket.
 type ownerRef struct{ pid, fd int }
 
+// firstFDs is how many of each process's descriptors the first pass of
+// an owner scan reads.
+const firstFDs = 1024
+
 // owners maps socket inodes to the processes holding them, by reading the
 // links in /proc/PID/fd as ss -p does. A full scan costs one readlink per
 // open file on the host, so results are cached: a cached owner is checked
@@ -46,7 +50,23 @@ func (o *owners) lookup(inodes []uint64, now time.Time) map[uint64][]int {
 		need[ino] = true
 	}
 	if len(need) > 0 {
-		found := o.scan(need)
+		// Listeners are opened early, so they sit among a process's
+		// lowest descriptors (and forked workers inherit the same
+		// numbers). Looking there first costs a few thousand readlinks
+		// instead of one per connection on a busy host; only what is
+		// still missing is looked for in every descriptor.
+		found := o.scan(need, firstFDs)
+		rest := map[uint64]bool{}
+		for ino := range need {
+			if len(found[ino]) == 0 {
+				rest[ino] = true
+			}
+		}
+		if len(rest) > 0 {
+			for ino, refs := range o.scan(rest, 0) {
+				found[ino] = refs
+			}
+		}
 		for ino := range need {
 			if refs := found[ino]; len(refs) > 0 {
 				o.cache[ino] = refs
@@ -86,7 +106,8 @@ func (o *owners) verify(ino uint64) []ownerRef {
 
 // scan walks every process (in the namespace, if set) for the inodes,
 // one worker per CPU: a host with 100k sockets has 100k links to read.
-func (o *owners) scan(need map[uint64]bool) map[uint64][]ownerRef {
+// With limit > 0 only each process's lowest limit descriptors are read.
+func (o *owners) scan(need map[uint64]bool, limit int) map[uint64][]ownerRef {
 	found := map[uint64][]ownerRef{}
 	ents, err := os.ReadDir(o.procDir)
 	if err != nil {
@@ -104,7 +125,7 @@ func (o *owners) scan(need map[uint64]bool) map[uint64][]ownerRef {
 		go func() {
 			defer wg.Done()
 			for pid := range pids {
-				refs := scanFDs(filepath.Join(o.procDir, strconv.Itoa(pid), "fd"), pid, need)
+				refs := scanFDs(filepath.Join(o.procDir, strconv.Itoa(pid), "fd"), pid, need, limit)
 				mu.Lock()
 				for _, r := range refs {
 					found[r.ino] = append(found[r.ino], r.ownerRef)

@@ -8,9 +8,10 @@ import (
 )
 
 // scanFDs reads the links in one /proc/PID/fd directory and returns those
-// naming a socket in need. readlinkat on the open directory avoids a path
+// naming a socket in need; with limit > 0, only the first limit entries,
+// which procfs lists in descriptor order. readlinkat on the open directory avoids a path
 // walk per descriptor.
-func scanFDs(dir string, pid int, need map[uint64]bool) []inodeRef {
+func scanFDs(dir string, pid int, need map[uint64]bool, limit int) []inodeRef {
 	d, err := os.Open(dir)
 	if err != nil {
 		return nil // exited, or not ours to read
@@ -20,8 +21,9 @@ func scanFDs(dir string, pid int, need map[uint64]bool) []inodeRef {
 	var out []inodeRef
 	buf := make([]byte, 64)
 	const prefix = "socket:["
-	for {
+	for read := 0; limit <= 0 || read < limit; {
 		names, err := d.Readdirnames(1024)
+		read += len(names)
 		for _, name := range names {
 			n, err := unix.Readlinkat(dfd, name, buf)
 			if err != nil || n < len(prefix)+2 || string(buf[:len(prefix)]) != prefix {
@@ -35,7 +37,8 @@ func scanFDs(dir string, pid int, need map[uint64]bool) []inodeRef {
 			out = append(out, inodeRef{ownerRef{pid: pid, fd: fd}, ino})
 		}
 		if err != nil || len(names) == 0 {
-			return out
+			break
 		}
 	}
+	return out
 }

@@ -3,4 +3,4 @@
 package collect
 
 // scanFDs is Linux-only.
-func scanFDs(string, int, map[uint64]bool) []inodeRef { return nil }
+func scanFDs(string, int, map[uint64]bool, int) []inodeRef { return nil }

@@ -24,23 +24,28 @@ func checkCPU(b *evidence.Bundle) []Finding {
 	var aggregate struct{ user, sys, soft, total float64 }
 	for _, c := range w.Last.CPU {
 		f, ok := first[c.CPU]
-		if !ok || c.Total() <= f.Total() {
+		if !ok {
 			continue
 		}
-		t := float64(c.Total() - f.Total())
-		idle := float64((c.Idle + c.IOWait) - (f.Idle + f.IOWait))
+		// Ticks may go down (iowait does, see proc(5)): use signed
+		// deltas clamped at zero.
+		t := tickDelta(c.Total(), f.Total())
+		if t <= 0 {
+			continue
+		}
+		idle := tickDelta(c.Idle+c.IOWait, f.Idle+f.IOWait)
 		if c.CPU < 0 {
 			aggregate.total = t
-			aggregate.user = float64((c.User + c.Nice) - (f.User + f.Nice))
-			aggregate.sys = float64(c.System - f.System)
-			aggregate.soft = float64(c.SoftIRQ - f.SoftIRQ)
+			aggregate.user = tickDelta(c.User+c.Nice, f.User+f.Nice)
+			aggregate.sys = tickDelta(c.System, f.System)
+			aggregate.soft = tickDelta(c.SoftIRQ, f.SoftIRQ)
 			continue
 		}
 		total++
 		if u := 1 - idle/t; u >= 0.9 {
 			busy++
 			items = append(items, Item{
-				Text:   fmt.Sprintf("cpu%d %.0f%% busy (softirq %.0f%%)", c.CPU, 100*u, 100*float64(c.SoftIRQ-f.SoftIRQ)/t),
+				Text:   fmt.Sprintf("cpu%d %.0f%% busy (softirq %.0f%%)", c.CPU, 100*u, 100*tickDelta(c.SoftIRQ, f.SoftIRQ)/t),
 				Source: "/proc/stat", Window: true,
 			})
 		}
@@ -67,4 +72,12 @@ func checkCPU(b *evidence.Bundle) []Finding {
 		})
 	}
 	return []Finding{f}
+}
+
+// tick returns b-a as a float, or 0 if the counter went down.
+func tickDelta(b, a uint64) float64 {
+	if b < a {
+		return 0
+	}
+	return float64(b - a)
 }

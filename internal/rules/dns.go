@@ -42,7 +42,7 @@ func checkDNS(b *evidence.Bundle) []Finding {
 		switch {
 		case p.Type == "PTR" && (p.Err != "" || p.Duration >= slowDNS):
 			ptrItems = append(ptrItems, it)
-		case p.Type == "A" && p.Err != "":
+		case p.Type == "A" && (p.Err != "" || p.Rcode == "SERVFAIL" || p.Rcode == "REFUSED"):
 			aFail++
 			failItems = append(failItems, it)
 		case p.Type == "A" && p.Duration >= slowDNS:

@@ -19,10 +19,7 @@ const tinyBacklog = 100
 // when its backlog-derived limit is tiny (TCPReqQFullDrop/DoCookies).
 func checkListen(b *evidence.Bundle) []Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	if last.Sockets == nil {
-		return nil
-	}
-	somaxconn, _ := sysctlInt(last, "net.core.somaxconn")
+	somaxconn, _ := sysctlInt(last, "net.core.somaxconn") // 0: unknown
 	var out []Finding
 	w, ok := b.Window()
 	overflows := uint64(0)
@@ -32,7 +29,7 @@ func checkListen(b *evidence.Bundle) []Finding {
 	full := fullListeners(b)
 	if overflows > 0 || len(full) > 0 {
 		out = append(out, acceptOverflow(b, w, full, somaxconn, overflows))
-	} else {
+	} else if last.Sockets != nil {
 		for _, l := range last.Sockets.Listeners {
 			if l.Proto != "unix" && l.SendQ < tinyBacklog {
 				out = append(out, tinyBacklogFinding(b, l, somaxconn))
@@ -45,6 +42,16 @@ func checkListen(b *evidence.Bundle) []Finding {
 		}
 	}
 	return out
+}
+
+// fullness words a queue at or over its limit. The kernel refuses a
+// connection when Recv-Q > Send-Q (sk_acceptq_is_full); at Recv-Q ==
+// Send-Q the next one still fits, and the one after it is dropped.
+func fullness(l evidence.Listener) string {
+	if l.RecvQ > l.SendQ {
+		return "full"
+	}
+	return "at its limit"
 }
 
 // fullListeners returns, per listener, the fullest sample: a queue at its
@@ -91,7 +98,10 @@ func owner(l evidence.Listener) string {
 // net.core.somaxconn). The application's value is hidden when somaxconn
 // caps it, so both must be raised together.
 func backlogLimit(l evidence.Listener, somaxconn int64) string {
-	if somaxconn > 0 && int64(l.SendQ) >= somaxconn {
+	if somaxconn <= 0 {
+		return fmt.Sprintf("effective backlog %d = min(the application's listen() backlog, net.core.somaxconn, which could not be read)", l.SendQ)
+	}
+	if int64(l.SendQ) >= somaxconn {
 		return fmt.Sprintf("effective backlog %d = net.core.somaxconn %d (the application's listen() backlog is at least as large)", l.SendQ, somaxconn)
 	}
 	return fmt.Sprintf("effective backlog %d = the application's listen() backlog (net.core.somaxconn is %d)", l.SendQ, somaxconn)
@@ -100,8 +110,13 @@ func backlogLimit(l evidence.Listener, somaxconn int64) string {
 func backlogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64) []string {
 	want := int64(4096)
 	var fix []string
-	if somaxconn < want {
+	if somaxconn > 0 && somaxconn < want {
 		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10))...)
+	}
+	if l.Proto == "unix" {
+		fix = append(fix, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: php-fpm `listen.backlog = %d`, others their backlog option; then restart it",
+			l.Addr, owner(l), want, want))
+		return append(fix, "if the queue still fills, the application accepts too slowly: add workers (php-fpm pm.max_children) or find what blocks them")
 	}
 	app := fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: nginx `listen %d backlog=%d;`, php-fpm `listen.backlog = %d`, others their backlog option; then restart it, since the backlog is fixed at listen() time",
 		l.Addr, owner(l), want, l.Port, want, want)
@@ -127,15 +142,18 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 			subject = l
 		}
 		f.Evidence = append(f.Evidence, Item{
-			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d — full; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
+			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d — %s; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, fullness(l), backlogLimit(l, somaxconn)),
 			Source: "sockdiag", Window: true,
 		})
 	}
 	if len(full) == 0 {
 		// The counter rose but no sample caught a full queue: name the
 		// listener with the smallest backlog as the likely one.
-		last := b.Snapshots[len(b.Snapshots)-1]
-		for _, l := range last.Sockets.Listeners {
+		var listeners []evidence.Listener
+		if last := b.Snapshots[len(b.Snapshots)-1]; last.Sockets != nil {
+			listeners = last.Sockets.Listeners
+		}
+		for _, l := range listeners {
 			if l.Proto != "unix" && (subject.Addr == "" || l.SendQ < subject.SendQ) {
 				subject = l
 			}
@@ -215,8 +233,7 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (Finding, bool) {
 			f.Evidence = append(f.Evidence, Item{Text: fmt.Sprintf("%d half-open (SYN_RECV) sockets at the end of the window", n), Source: "sockdiag", Window: true})
 		}
 	}
-	cookiesOn, _ := sysctlInt(last, "net.ipv4.tcp_syncookies")
-	if cookiesOn == 0 {
+	if v, ok := sysctlInt(last, "net.ipv4.tcp_syncookies"); ok && v == 0 {
 		f.Evidence = append(f.Evidence, settingItem("net.ipv4.tcp_syncookies", "0"))
 		f.Fix = append(f.Fix, sysctlFix(b, "net.ipv4.tcp_syncookies", "1")...)
 	}

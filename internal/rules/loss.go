@@ -102,13 +102,16 @@ func checkNIC(b *evidence.Bundle) []Finding {
 		}
 	}
 	if dropped > 0 {
-		backlog, _ := sysctlInt(w.Last, "net.core.netdev_max_backlog")
+		backlog, known := sysctlInt(w.Last, "net.core.netdev_max_backlog")
+		items := []Item{{Text: fmt.Sprintf("softnet_stat dropped +%d in %s", dropped, round(w)), Source: "/proc/net/softnet_stat", Window: true}}
+		if known {
+			items = append(items, settingItem("net.core.netdev_max_backlog", fmt.Sprint(backlog)))
+		} else {
+			backlog = 1000 // the kernel default
+		}
 		out = append(out, Finding{ID: "nic-drops", Severity: Warning, Status: Active, Subject: "softnet",
-			Title: "Per-CPU input backlog overflow: received packets dropped before the protocol stack",
-			Evidence: []Item{
-				{Text: fmt.Sprintf("softnet_stat dropped +%d in %s", dropped, round(w)), Source: "/proc/net/softnet_stat", Window: true},
-				settingItem("net.core.netdev_max_backlog", fmt.Sprint(backlog)),
-			},
+			Title:    "Per-CPU input backlog overflow: received packets dropped before the protocol stack",
+			Evidence: items,
 			Fix: append(sysctlFix(b, "net.core.netdev_max_backlog", fmt.Sprint(max(2*backlog, 2000))),
 				"time_squeeze alone is not a drop; raise the backlog only while this drop counter rises"),
 		})

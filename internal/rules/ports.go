@@ -36,7 +36,7 @@ func checkPorts(b *evidence.Bundle) []Finding {
 	var out []Finding
 	busiest := busiestRemote(b)
 	switch {
-	case busiest.Ephemeral >= size*9/10:
+	case busiest.Ephemeral > 0 && busiest.Ephemeral >= size*9/10:
 		out = append(out, Finding{ID: "ephemeral-port-exhaustion", Severity: Critical, Status: Active, Subject: busiest.Addr,
 			Title: fmt.Sprintf("Local ports exhausted towards %s: new connections fail with EADDRNOTAVAIL", busiest.Addr),
 			Evidence: []Item{

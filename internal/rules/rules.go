@@ -72,8 +72,12 @@ var All = []Rule{
 }
 
 // Run applies the rules and returns the findings ordered by impact:
-// active before latent, then by severity, then by ID and subject.
+// active before latent, then by severity, then by ID and subject. A bundle
+// without snapshots has no findings.
 func Run(b *evidence.Bundle, rules []Rule) []Finding {
+	if len(b.Snapshots) == 0 {
+		return nil
+	}
 	var out []Finding
 	for _, r := range rules {
 		out = append(out, r.Check(b)...)
@@ -134,8 +138,12 @@ func settingItem(name, value string) Item {
 // note when the namespace observed is not the caller's.
 func sysctlFix(b *evidence.Bundle, name, value string) []string {
 	prefix := ""
-	if b.Host.NetNS != "" && !globalSysctl(name) {
-		prefix = "ip netns exec " + b.Host.NetNS + " "
+	if ns := b.Host.NetNS; ns != "" && !globalSysctl(name) {
+		if strings.ContainsRune(ns, '/') {
+			prefix = "nsenter --net=" + ns + " " // ip netns exec takes names only
+		} else {
+			prefix = "ip netns exec " + ns + " "
+		}
 	}
 	v := value
 	if strings.ContainsAny(v, " \t") {

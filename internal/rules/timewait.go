@@ -30,8 +30,9 @@ func checkTimeWait(b *evidence.Bundle) []Finding {
 		return nil
 	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	twMax, _ := sysctlInt(last, "net.ipv4.tcp_max_tw_buckets")
-	items = append(items, settingItem("net.ipv4.tcp_max_tw_buckets", strconv.FormatInt(twMax, 10)))
+	if twMax, ok := sysctlInt(last, "net.ipv4.tcp_max_tw_buckets"); ok {
+		items = append(items, settingItem("net.ipv4.tcp_max_tw_buckets", strconv.FormatInt(twMax, 10)))
+	}
 	if tw, ok := last.Sockstat["TCP.tw"]; ok {
 		items = append(items, Item{Text: fmt.Sprintf("%d sockets in TIME_WAIT at the end of the window", tw), Source: "sockstat", Window: true})
 	}

@@ -28,7 +28,7 @@ func TestCaptureFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	if err := c.request(inetRequest(afInet, ^uint32(0))); err != nil {
+	if err := c.request(sockDiagByFamily, inetRequest(afInet, ^uint32(0))); err != nil {
 		t.Fatal(err)
 	}
 	var out []byte

@@ -40,6 +40,7 @@ const (
 
 type dump struct {
 	name string
+	typ  uint16
 	req  []byte
 	c    *conn
 	sum  Summary
@@ -59,24 +60,36 @@ func Collect(o Options) (*evidence.Sockets, error) {
 	// Listeners first: the kernel answers a LISTEN-only dump from the
 	// listening hash without walking the established one (about 0.1 ms),
 	// and their ports tell inbound connections from outgoing ones.
-	listen := []*dump{
-		{name: "tcp4 listeners", req: inetRequest(afInet, listenBits)},
-		{name: "tcp6 listeners", req: inetRequest(afInet6, listenBits)},
-	}
+	listen := []*dump{{name: "tcp listeners", typ: tcpDiagGetSock, req: compatRequest(listenBits)}}
 	if o.Unix {
-		listen = append(listen, &dump{name: "unix", req: unixRequest()})
+		listen = append(listen, &dump{name: "unix", typ: sockDiagByFamily, req: unixRequest()})
 	}
 	var total Summary
 	errs := runDumps(listen, &total)
+	compat := true
+	if len(errs) > 0 && listen[0].err != nil {
+		// A kernel without the legacy interface: one dump per family.
+		compat = false
+		errs = errs[1:]
+		total = Summary{}
+		listen = append([]*dump{
+			{name: "tcp4 listeners", typ: sockDiagByFamily, req: inetRequest(afInet, listenBits)},
+			{name: "tcp6 listeners", typ: sockDiagByFamily, req: inetRequest(afInet6, listenBits)},
+		}, listen[1:]...)
+		errs = runDumps(listen, &total)
+	}
 
 	states := allStates &^ listenBits
 	skipEstab := o.HaveCurrEstab && o.CurrEstab > uint64(o.MaxEstablishedDetail)
 	if skipEstab {
 		states &^= estabBits
 	}
-	rest := []*dump{
-		{name: "tcp4", req: inetRequest(afInet, states)},
-		{name: "tcp6", req: inetRequest(afInet6, states)},
+	rest := []*dump{{name: "tcp", typ: tcpDiagGetSock, req: compatRequest(states)}}
+	if !compat {
+		rest = []*dump{
+			{name: "tcp4", typ: sockDiagByFamily, req: inetRequest(afInet, states)},
+			{name: "tcp6", typ: sockDiagByFamily, req: inetRequest(afInet6, states)},
+		}
 	}
 	for _, d := range rest {
 		d.sum.PortLow, d.sum.PortHigh = o.PortLow, o.PortHigh
@@ -107,7 +120,7 @@ func runDumps(dumps []*dump, total *Summary) []error {
 			continue
 		}
 		d.c = c
-		if err := c.request(d.req); err != nil {
+		if err := c.request(d.typ, d.req); err != nil {
 			d.err = fmt.Errorf("request: %w", err)
 			continue
 		}

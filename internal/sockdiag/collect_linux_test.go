@@ -116,3 +116,37 @@ func TestCollectUnixListener(t *testing.T) {
 	}
 	_ = os.Remove(path)
 }
+
+// TestCompatDumpBothFamilies checks that the legacy request this package
+// relies on for a single walk still returns IPv6 sockets with IPv4 ones.
+func TestCompatDumpBothFamilies(t *testing.T) {
+	l6, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer l6.Close()
+	_, port4 := listenBacklog(t, 3)
+	c, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	if err := c.request(tcpDiagGetSock, compatRequest(listenBits)); err != nil {
+		t.Fatal(err)
+	}
+	var s Summary
+	var m InetDiagMsg
+	if err := c.receive(func(p []byte) error {
+		if err := DecodeInetDiagMsg(p, &m); err != nil {
+			return err
+		}
+		s.AddInet(&m)
+		return nil
+	}); err != nil {
+		t.Fatalf("compat dump: %v", err)
+	}
+	got := s.Sockets()
+	if findListener(got, l6.Addr().String()) == nil || findListener(got, "127.0.0.1:"+strconv.Itoa(port4)) == nil {
+		t.Errorf("compat dump lacks the v4 or v6 listener: %+v", got.Listeners)
+	}
+}

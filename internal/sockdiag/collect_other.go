@@ -11,8 +11,11 @@ import (
 
 // Options selects what Collect dumps.
 type Options struct {
-	PortLow, PortHigh uint16
-	Unix              bool
+	PortLow, PortHigh    uint16
+	Unix                 bool
+	CurrEstab            uint64
+	HaveCurrEstab        bool
+	MaxEstablishedDetail int
 }
 
 // Collect is only implemented on Linux.

@@ -15,6 +15,7 @@ const (
 	nlmFDump         = 0x300
 	nlmFDumpIntr     = 0x10
 	sockDiagByFamily = 20
+	tcpDiagGetSock   = 18 // legacy TCPDIAG_GETSOCK
 )
 
 // ErrTruncated reports a message shorter than the structure it must hold.
@@ -176,7 +177,7 @@ func Messages(b []byte, fn func(payload []byte) error) (done, intr bool, err err
 			if errno := int32(binary.NativeEndian.Uint32(payload)); errno != 0 {
 				return true, intr, Errno(-errno)
 			}
-		case sockDiagByFamily:
+		case sockDiagByFamily, tcpDiagGetSock:
 			if err := fn(payload); err != nil {
 				return done, intr, err
 			}

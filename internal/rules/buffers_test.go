@@ -1,0 +1,100 @@
+package rules
+
+import (
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+const oomMsg = "TCP: out of memory -- consider tuning tcp_mem"
+
+func buffersCases() []ruleCase {
+	return []ruleCase{
+		{
+			name:   "healthy",
+			bundle: bundle(nil, nil),
+		},
+		{
+			name:   "receive queue drops",
+			bundle: bundle(nil, raise(42, "TcpExt.TCPRcvQDrop")),
+			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+				Evidence: []string{"TcpExt.TCPRcvQDrop +42 in 1s (42.0/s)"}}},
+		},
+		{
+			name: "every counter the rule reads",
+			bundle: bundle(nil, all(raise(1, "TcpExt.TCPRcvQDrop"), raise(2, "TcpExt.TCPBacklogDrop"), raise(3, "TcpExt.PruneCalled"),
+				raise(4, "TcpExt.RcvPruned"), raise(5, "TcpExt.TCPMemoryPressures"), raise(6, "TcpExt.TCPAbortOnMemory"),
+				raise(7, "Udp.RcvbufErrors"), raise(8, "Udp.SndbufErrors"), raise(9, "Udp6.RcvbufErrors"))),
+			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+				Evidence: []string{"TcpExt.TCPRcvQDrop +1", "TcpExt.TCPBacklogDrop +2", "TcpExt.PruneCalled +3", "TcpExt.RcvPruned +4",
+					"TcpExt.TCPMemoryPressures +5", "TcpExt.TCPAbortOnMemory +6", "Udp.RcvbufErrors +7", "Udp.SndbufErrors +8", "Udp6.RcvbufErrors +9"}}},
+		},
+		{
+			name: "TCP out of memory",
+			bundle: bundle(nil, all(raise(12, "TcpExt.TCPAbortOnMemory"), kmsg("out-of-socket-memory", oomMsg, oomMsg),
+				func(s *evidence.Snapshot) { s.Sockstat["TCP.mem"] = 380001 })),
+			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+				Evidence: []string{
+					"TcpExt.TCPAbortOnMemory +12",
+					"kernel: " + oomMsg,
+					"TCP memory 380001 pages; tcp_mem (min pressure max) = 190000 253000 380000",
+				}}},
+		},
+		{
+			name:   "too many orphans message only",
+			bundle: bundle(nil, kmsg("too-many-orphans", "TCP: too many orphaned sockets")),
+			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+				Evidence: []string{"kernel: TCP: too many orphaned sockets"}}},
+		},
+		{
+			name:   "unrelated kernel message",
+			bundle: bundle(nil, kmsg("link-down", "e1000e: eth0 NIC Link is Down")),
+		},
+		{
+			name:   "memory level alone is no finding",
+			bundle: bundle(nil, func(s *evidence.Snapshot) { s.Sockstat["TCP.mem"] = 400000 }),
+		},
+		{
+			name:   "counters went backwards",
+			bundle: bundle(raise(1000, "TcpExt.TCPRcvQDrop", "Udp.RcvbufErrors"), nil),
+		},
+		{
+			name:   "no sockstat or sysctls",
+			bundle: bundle(nil, all(raise(3, "Udp.RcvbufErrors"), func(s *evidence.Snapshot) { s.Sockstat, s.Sysctls = nil, nil })),
+			want:   []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning, Evidence: []string{"Udp.RcvbufErrors +3"}}},
+		},
+		{
+			name:   "one snapshot",
+			bundle: single(kmsg("out-of-socket-memory", oomMsg)),
+		},
+	}
+}
+
+func TestCheckBuffers(t *testing.T) {
+	runCases(t, "checkBuffers", checkBuffers, buffersCases())
+}
+
+// TestBuffersRmemFix checks that a larger rmem_max is advised only while
+// it is under 4 MiB.
+func TestBuffersRmemFix(t *testing.T) {
+	tests := []struct {
+		rmemMax string
+		want    bool
+	}{
+		{"212992", true},
+		{"4194303", true},
+		{"4194304", false},
+		{"16777216", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		b := bundle(nil, all(raise(7, "Udp.RcvbufErrors"), setSysctl("net.core.rmem_max", tt.rmemMax)))
+		got := checkBuffers(b)
+		if len(got) != 1 {
+			t.Fatalf("rmem_max %q: checkBuffers() = %v, want one finding", tt.rmemMax, keys(got))
+		}
+		if g := hasFix(got[0], sysctlFix(b, "net.core.rmem_max", "16777216")[0]); g != tt.want {
+			t.Errorf("rmem_max %q: fix raises rmem_max = %v, want %v; fix %q", tt.rmemMax, g, tt.want, got[0].Fix)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package rules
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// tick returns a change that adds d's ticks to the /proc/stat line of
+// CPU cpu (-1 for the aggregate line).
+func tick(cpu int, d evidence.CPU) func(*evidence.Snapshot) {
+	return func(s *evidence.Snapshot) {
+		for i := range s.CPU {
+			c := &s.CPU[i]
+			if c.CPU != cpu {
+				continue
+			}
+			c.User += d.User
+			c.Nice += d.Nice
+			c.System += d.System
+			c.Idle += d.Idle
+			c.IOWait += d.IOWait
+			c.IRQ += d.IRQ
+			c.SoftIRQ += d.SoftIRQ
+			c.Steal += d.Steal
+		}
+	}
+}
+
+// ticks returns a change that spends one second (100 USER_HZ ticks) on
+// each CPU as given, and the sum on the aggregate line.
+func ticks(per ...evidence.CPU) func(*evidence.Snapshot) {
+	var sum evidence.CPU
+	fs := make([]func(*evidence.Snapshot), 0, len(per)+1)
+	for i, d := range per {
+		fs = append(fs, tick(i, d))
+		sum.User += d.User
+		sum.Nice += d.Nice
+		sum.System += d.System
+		sum.Idle += d.Idle
+		sum.IOWait += d.IOWait
+		sum.IRQ += d.IRQ
+		sum.SoftIRQ += d.SoftIRQ
+		sum.Steal += d.Steal
+	}
+	return all(append(fs, tick(-1, sum))...)
+}
+
+var (
+	cpuIdle = evidence.CPU{User: 15, System: 5, Idle: 80}
+	cpuFull = evidence.CPU{User: 50, System: 30, SoftIRQ: 20}
+)
+
+func cpuCases() []ruleCase {
+	return []ruleCase{
+		{
+			name:   "healthy",
+			bundle: bundle(nil, ticks(cpuIdle, cpuIdle)),
+		},
+		{
+			name:   "no time passed on the CPUs",
+			bundle: bundle(nil, nil),
+		},
+		{
+			name:   "all CPUs saturated",
+			bundle: bundle(nil, ticks(cpuFull, cpuFull)),
+			want: []want{{ID: "cpu-saturated", Status: Active, Severity: Warning,
+				Evidence: []string{"cpu0 100% busy (softirq 20%)", "cpu1 100% busy (softirq 20%)", "all CPUs: user 50%, system 30%, softirq 20%"}}},
+		},
+		{
+			name:   "one CPU does all receive work",
+			bundle: bundle(nil, ticks(evidence.CPU{User: 5, System: 30, SoftIRQ: 60, Idle: 5}, cpuIdle)),
+			want: []want{{ID: "cpu-saturated", Status: Active, Severity: Warning,
+				Evidence: []string{"cpu0 95% busy (softirq 60%)", "all CPUs: user 10%, system 18%, softirq 30%"}}},
+		},
+		{
+			name:   "90% busy is saturated",
+			bundle: bundle(nil, ticks(evidence.CPU{User: 90, Idle: 10}, evidence.CPU{User: 90, Idle: 10})),
+			want:   []want{{ID: "cpu-saturated", Status: Active, Severity: Warning, Evidence: []string{"cpu0 90% busy (softirq 0%)"}}},
+		},
+		{
+			name:   "89% busy is not",
+			bundle: bundle(nil, ticks(evidence.CPU{User: 89, Idle: 11}, evidence.CPU{User: 89, Idle: 11})),
+		},
+		{
+			name:   "I/O wait counts as idle",
+			bundle: bundle(nil, ticks(evidence.CPU{User: 20, IOWait: 80}, evidence.CPU{User: 20, IOWait: 80})),
+		},
+		{
+			name:   "steal and irq count as busy",
+			bundle: bundle(nil, ticks(evidence.CPU{Steal: 50, IRQ: 45, Idle: 5}, cpuIdle)),
+			want:   []want{{ID: "cpu-saturated", Status: Active, Severity: Warning, Evidence: []string{"cpu0 95% busy"}}},
+		},
+		{
+			name: "no aggregate line",
+			bundle: bundle(nil, all(ticks(cpuFull, cpuIdle), func(s *evidence.Snapshot) {
+				s.CPU = s.CPU[1:]
+			})),
+			want: []want{{ID: "cpu-saturated", Status: Active, Severity: Warning, Evidence: []string{"cpu0 100% busy"}}},
+		},
+		{
+			name: "window under half a second",
+			bundle: bundle(nil, all(ticks(evidence.CPU{User: 40}, evidence.CPU{User: 40}), func(s *evidence.Snapshot) {
+				s.Time = t0.Add(400 * time.Millisecond)
+			})),
+		},
+		{
+			name:   "tick counters went backwards",
+			bundle: bundle(ticks(cpuFull, cpuFull), nil),
+		},
+		{
+			name: "a CPU only in the last snapshot",
+			bundle: bundle(nil, func(s *evidence.Snapshot) {
+				s.CPU = append(s.CPU, evidence.CPU{CPU: 2, User: 1000})
+			}),
+		},
+		{
+			name:   "no CPU lines",
+			bundle: bundle(func(s *evidence.Snapshot) { s.CPU = nil }, ticks(cpuFull, cpuFull)),
+		},
+		{
+			name:   "one snapshot",
+			bundle: single(nil),
+		},
+	}
+}
+
+func TestCheckCPU(t *testing.T) {
+	runCases(t, "checkCPU", checkCPU, cpuCases())
+}
+
+// TestCPUTitle checks the title that separates one hot CPU from all.
+func TestCPUTitle(t *testing.T) {
+	tests := []struct {
+		name string
+		b    *evidence.Bundle
+		want string
+	}{
+		{"all", bundle(nil, ticks(cpuFull, cpuFull)), "All CPUs are saturated"},
+		{"one", bundle(nil, ticks(cpuFull, cpuIdle)), "1 of 2 CPUs are saturated while others have idle time"},
+	}
+	for _, tt := range tests {
+		got := checkCPU(tt.b)
+		if len(got) != 1 {
+			t.Fatalf("%s: checkCPU() = %v, want one finding", tt.name, keys(got))
+		}
+		if diff := cmp.Diff(tt.want, got[0].Title); diff != "" {
+			t.Errorf("%s: checkCPU() title mismatch (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

@@ -1,0 +1,311 @@
+package rules
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// nginxFull is the listener of kernel-evidence fault 1: nginx with
+// backlog=10, caught with its accept queue overflowing.
+var nginxFull = evidence.Listener{Proto: "tcp", Addr: "10.77.0.2:80", Port: 80, RecvQ: 11, SendQ: 10, Inode: 7, PIDs: []int{3677}, Process: "nginx"}
+
+// phpTen is php-fpm with listen.backlog = 10, busy but not full.
+var phpTen = evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:9000", Port: 9000, RecvQ: 7, SendQ: 10, Inode: 8, PIDs: []int{200, 201}, Process: "php-fpm8.2"}
+
+func listenCases() []ruleCase {
+	nginxIdle := nginxFull
+	nginxIdle.RecvQ = 0
+	nginxBusy := nginxFull
+	nginxBusy.RecvQ, nginxBusy.SendQ = 400, 511
+	nginxAtLimit := nginxFull
+	nginxAtLimit.RecvQ = 10
+	mock := evidence.Listener{Proto: "tcp6", Addr: "[::]:5000", Port: 5000, SendQ: 50, Inode: 9, PIDs: []int{4242}, Process: "java"}
+	unixTiny := evidence.Listener{Proto: "unix", Addr: "/run/php/php-fpm.sock", SendQ: 10, Inode: 10, PIDs: []int{200}, Process: "php-fpm8.2"}
+	noOwner := evidence.Listener{Proto: "tcp", Addr: "0.0.0.0:8080", Port: 8080, RecvQ: 0, SendQ: 20}
+	php4096 := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:9000", Port: 9000, SendQ: 4096}
+	synFlood := "TCP: request_sock_TCP: Possible SYN flooding on port 10.77.0.2:80. Dropping request.  Check SNMP counters."
+	synCookies := "TCP: request_sock_TCP: Possible SYN flooding on port 10.77.0.2:80. Sending cookies."
+	halfOpen := func(n int) func(*evidence.Snapshot) {
+		return func(s *evidence.Snapshot) { s.Sockets.TCP["SYN_RECV"] = n }
+	}
+
+	return []ruleCase{
+		{
+			name:   "healthy",
+			bundle: bundle(nil, nil),
+		},
+		{
+			name: "accept queue full and ListenOverflows rising (fault 1)",
+			bundle: bundle(listeners(nginxIdle), all(listeners(nginxFull),
+				raise(117, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"))),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+				Evidence: []string{
+					"TcpExt.ListenOverflows +117 in 1s (117.0/s)",
+					"TcpExt.ListenDrops +117",
+					"listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full",
+					"effective backlog 10 = the application's listen() backlog (net.core.somaxconn is 4096)",
+				}}},
+		},
+		{
+			name: "somaxconn caps the backlog (seed 000 stage 3)",
+			bundle: bundle(all(setSysctl("net.core.somaxconn", "10"), listeners(nginxFull, phpTen)),
+				all(setSysctl("net.core.somaxconn", "10"), listeners(nginxAtLimit, phpTen), raise(622, "TcpExt.ListenOverflows"))),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+				Evidence: []string{
+					"TcpExt.ListenOverflows +622",
+					"accept queue 11 of 10 — full",
+					"effective backlog 10 = net.core.somaxconn 10",
+				}}},
+		},
+		{
+			name:   "full queue sampled once, no counter rise",
+			bundle: bundle(listeners(nginxFull), listeners(nginxIdle)),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+				Evidence: []string{"accept queue 11 of 10 — full"}}},
+		},
+		{
+			name: "counter rose, no sample full: the smallest backlog is named",
+			bundle: bundle(nil, all(raise(3104, "TcpExt.ListenOverflows"),
+				listeners(nginxBusy, phpTen, unixTiny))),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+				Evidence: []string{
+					"TcpExt.ListenOverflows +3104",
+					"smallest backlog: listener 127.0.0.1:9000 (php-fpm8.2 pid 200,201), effective backlog 10",
+				}}},
+		},
+		{
+			name:   "counter rose, no listeners at all",
+			bundle: bundle(nil, all(raise(5, "TcpExt.ListenOverflows"), listeners())),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical,
+				Evidence: []string{"TcpExt.ListenOverflows +5"}}},
+		},
+		{
+			name:   "tiny application backlog (seed 003)",
+			bundle: bundle(nil, listeners(nginxBusy, mock, unixTiny)),
+			want: []want{{ID: "accept-queue-overflow", Status: Latent, Severity: Warning, Subject: "[::]:5000",
+				Evidence: []string{"listener [::]:5000 (java pid 4242): accept queue 0 of 50; effective backlog 50 = the application's listen() backlog"}}},
+		},
+		{
+			name:   "tiny backlogs, each listener once",
+			bundle: bundle(nil, listeners(mock, noOwner)),
+			want: []want{
+				{ID: "accept-queue-overflow", Status: Latent, Severity: Warning, Subject: "[::]:5000", Evidence: []string{"accept queue 0 of 50"}},
+				{ID: "accept-queue-overflow", Status: Latent, Severity: Warning, Subject: "0.0.0.0:8080", Evidence: []string{"listener 0.0.0.0:8080 (owner unknown): accept queue 0 of 20"}},
+			},
+		},
+		{
+			name:   "queue at its limit counts as full (seed 000: Recv-Q 10, Send-Q 10)",
+			bundle: bundle(nil, listeners(nginxAtLimit)),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+				Evidence: []string{"accept queue 10 of 10 — at its limit"}}},
+		},
+		{
+			name:   "busy listener below its backlog",
+			bundle: bundle(listeners(nginxBusy), listeners(nginxBusy)),
+		},
+		{
+			name:   "tiny unix socket backlog is not a TCP listener",
+			bundle: bundle(nil, listeners(unixTiny)),
+		},
+		{
+			name: "SYN queue drops with syncookies off (fault 2)",
+			bundle: bundle(setSysctl("net.ipv4.tcp_syncookies", "0"), all(setSysctl("net.ipv4.tcp_syncookies", "0"),
+				raise(4941, "TcpExt.TCPReqQFullDrop", "TcpExt.ListenDrops"), halfOpen(512), kmsg("syn-flooding", synFlood))),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Critical,
+				Evidence: []string{
+					"TcpExt.TCPReqQFullDrop +4941 in 1s",
+					"kernel: " + synFlood,
+					"512 half-open (SYN_RECV) sockets at the end of the window",
+					"net.ipv4.tcp_syncookies = 0",
+				}}},
+		},
+		{
+			name:   "a single dropped SYN is critical",
+			bundle: bundle(nil, raise(1, "TcpExt.TCPReqQFullDrop")),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Critical,
+				Evidence: []string{"TcpExt.TCPReqQFullDrop +1 in 1s"}}},
+		},
+		{
+			name:   "SYN cookies sent (seed 000, fault 1)",
+			bundle: bundle(nil, raise(544, "TcpExt.TCPReqQFullDoCookies")),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+				Evidence: []string{"TcpExt.TCPReqQFullDoCookies +544", "SYN cookies answered instead of queueing"}}},
+		},
+		{
+			name:   "SYN flooding kernel message only (seed 004)",
+			bundle: bundle(nil, kmsg("syn-flooding", "TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies.")),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+				Evidence: []string{"kernel: TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies."}}},
+		},
+		{
+			name: "SYN flooding on a port that listens here",
+			bundle: bundle(nil, messages(evidence.KernelMsg{Class: "syn-flooding", Port: 80,
+				Text: "TCP: request_sock_TCP: Possible SYN flooding on port 0.0.0.0:80. Sending cookies."})),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+				Evidence: []string{"Possible SYN flooding on port 0.0.0.0:80"}}},
+		},
+		{
+			name: "SYN flooding message that names no port is kept",
+			bundle: bundle(listeners(php4096), all(listeners(php4096),
+				messages(evidence.KernelMsg{Class: "syn-flooding",
+					Text: "TCP: request_sock_TCP: Possible SYN flooding on port ?. Sending cookies."}))),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+				Evidence: []string{"Possible SYN flooding on port ?"}}},
+		},
+		{
+			name: "SYN flooding on a port of another namespace",
+			bundle: bundle(nil, messages(evidence.KernelMsg{Class: "syn-flooding", Port: 8443,
+				Text: "TCP: request_sock_TCP: Possible SYN flooding on port 10.1.0.2:8443. Sending cookies."})),
+		},
+		{
+			name:   "many SYN flooding messages are summarised",
+			bundle: bundle(kmsg("syn-flooding", synCookies, synCookies), kmsg("syn-flooding", synCookies, synCookies, synCookies)),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+				Evidence: []string{"… and 2 more such kernel messages"}}},
+		},
+		{
+			name: "accept and SYN queues overflow together",
+			bundle: bundle(nil, all(listeners(nginxFull), raise(3104, "TcpExt.ListenOverflows"),
+				raise(544, "TcpExt.TCPReqQFullDoCookies"))),
+			want: []want{
+				{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80", Evidence: []string{"+3104", "accept queue 11 of 10"}},
+				{ID: "syn-queue-overflow", Status: Active, Severity: Warning, Evidence: []string{"+544"}},
+			},
+		},
+		{
+			name:   "unrelated kernel messages",
+			bundle: bundle(nil, kmsg("timewait-overflow", "TCP: time wait bucket table overflow")),
+		},
+		{
+			name: "counters went backwards",
+			bundle: bundle(raise(5000, "TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop", "TcpExt.TCPReqQFullDoCookies"),
+				raise(10, "TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop", "TcpExt.TCPReqQFullDoCookies")),
+		},
+		{
+			name: "counters missing from the first snapshot",
+			bundle: bundle(func(s *evidence.Snapshot) { s.Counters = nil },
+				raise(100, "TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop")),
+		},
+		{
+			name:   "one snapshot, healthy",
+			bundle: single(nil),
+		},
+		{
+			name:   "one snapshot with a full queue",
+			bundle: single(listeners(nginxFull)),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+				Evidence: []string{"accept queue 11 of 10 — full"}}},
+		},
+		{
+			name:   "one snapshot with a SYN flooding message needs a window",
+			bundle: single(kmsg("syn-flooding", synCookies)),
+		},
+		{
+			name:   "no socket dump",
+			bundle: bundle(func(s *evidence.Snapshot) { s.Sockets = nil }, func(s *evidence.Snapshot) { s.Sockets = nil }),
+		},
+		{
+			name:   "no socket dump in the first snapshot",
+			bundle: bundle(func(s *evidence.Snapshot) { s.Sockets = nil }, listeners(nginxFull)),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+				Evidence: []string{"accept queue 11 of 10"}}},
+		},
+		{
+			name: "no sysctls",
+			bundle: bundle(func(s *evidence.Snapshot) { s.Sysctls = nil },
+				all(func(s *evidence.Snapshot) { s.Sysctls = nil }, listeners(nginxFull), raise(117, "TcpExt.ListenOverflows"))),
+			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+				Evidence: []string{"TcpExt.ListenOverflows +117", "accept queue 11 of 10 — full"}}},
+		},
+	}
+}
+
+func TestCheckListen(t *testing.T) {
+	runCases(t, "checkListen", checkListen, listenCases())
+}
+
+// TestListenFix checks that the fix names the application's backlog, and
+// somaxconn only when it is below 4096.
+func TestListenFix(t *testing.T) {
+	tests := []struct {
+		name       string
+		somaxconn  string
+		wantSysctl bool
+	}{
+		{"somaxconn default", "4096", false},
+		{"somaxconn tiny", "10", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bundle(nil, all(setSysctl("net.core.somaxconn", tt.somaxconn), listeners(nginxFull)))
+			got := checkListen(b)
+			if len(got) != 1 {
+				t.Fatalf("checkListen() = %d findings, want 1", len(got))
+			}
+			if !hasFix(got[0], "nginx `listen 80 backlog=4096;`") || !hasFix(got[0], "10.77.0.2:80 (nginx pid 3677)") {
+				t.Errorf("checkListen() fix does not name the application's backlog: %q", got[0].Fix)
+			}
+			if g := hasFix(got[0], sysctlFix(b, "net.core.somaxconn", "4096")[0]); g != tt.wantSysctl {
+				t.Errorf("checkListen() fix raises somaxconn = %v, want %v: %q", g, tt.wantSysctl, got[0].Fix)
+			}
+		})
+	}
+}
+
+// TestSynFixSyncookies checks that turning syncookies on is advised only
+// when they are off.
+func TestSynFixSyncookies(t *testing.T) {
+	for _, v := range []string{"0", "1"} {
+		b := bundle(nil, all(setSysctl("net.ipv4.tcp_syncookies", v), raise(10, "TcpExt.TCPReqQFullDrop")))
+		got := checkListen(b)
+		if len(got) != 1 || got[0].ID != "syn-queue-overflow" {
+			t.Fatalf("tcp_syncookies=%s: checkListen() = %v, want one syn-queue-overflow", v, keys(got))
+		}
+		want := v == "0"
+		if g := hasFix(got[0], sysctlFix(b, "net.ipv4.tcp_syncookies", "1")[0]); g != want {
+			t.Errorf("tcp_syncookies=%s: fix turns syncookies on = %v, want %v", v, g, want)
+		}
+	}
+}
+
+// TestAcceptOverflowEvidence compares the whole evidence of the fault-1
+// finding.
+func TestAcceptOverflowEvidence(t *testing.T) {
+	b := bundle(nil, all(listeners(nginxFull), raise(117, "TcpExt.ListenOverflows")))
+	got := checkListen(b)
+	if len(got) != 1 {
+		t.Fatalf("checkListen() = %v, want one finding", keys(got))
+	}
+	want := []Item{
+		{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true},
+		{Text: "listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full; effective backlog 10 = the application's listen() backlog (net.core.somaxconn is 4096)",
+			Source: "sockdiag", Window: true},
+	}
+	if diff := cmp.Diff(want, got[0].Evidence); diff != "" {
+		t.Errorf("checkListen() evidence mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestSynFloodMessagesCapped checks that at most three SYN flooding
+// messages are quoted, followed by a count of the rest.
+func TestSynFloodMessagesCapped(t *testing.T) {
+	msg := "TCP: request_sock_TCP: Possible SYN flooding on port 10.77.0.2:80. Sending cookies."
+	b := bundle(kmsg("syn-flooding", msg, msg), kmsg("syn-flooding", msg, msg, msg))
+	got := checkListen(b)
+	if len(got) != 1 {
+		t.Fatalf("checkListen() = %v, want one finding", keys(got))
+	}
+	var texts []string
+	for _, it := range got[0].Evidence {
+		if it.Source == "kmsg" {
+			texts = append(texts, it.Text)
+		}
+	}
+	want := []string{"kernel: " + msg, "kernel: " + msg, "kernel: " + msg, "… and 2 more such kernel messages"}
+	if diff := cmp.Diff(want, texts); diff != "" {
+		t.Errorf("checkListen() kernel evidence mismatch (-want +got):\n%s", diff)
+	}
+}

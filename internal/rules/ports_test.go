@@ -1,0 +1,178 @@
+package rules
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// remotes returns a change that replaces the outgoing connection counts.
+func remotes(rs ...evidence.Remote) func(*evidence.Snapshot) {
+	return func(s *evidence.Snapshot) { s.Sockets.Remotes = rs }
+}
+
+// seed000Range is the port range of seed 000 stage 4: 51 ports.
+var seed000Range = setSysctl("net.ipv4.ip_local_port_range", "20000 20050")
+
+func portsCases() []ruleCase {
+	php := evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 51, Ephemeral: 51}
+	redis := func(tw, est int) evidence.Remote {
+		return evidence.Remote{Addr: "10.0.0.5:6379", Established: est, TimeWait: tw, Ephemeral: tw + est}
+	}
+	return []ruleCase{
+		{
+			name:   "healthy",
+			bundle: bundle(nil, nil),
+		},
+		{
+			name:   "51 ports all used towards php-fpm (seed 000 stage 4)",
+			bundle: bundle(seed000Range, all(seed000Range, remotes(php))),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+				Evidence: []string{
+					"51 of 51 local ports in use towards 127.0.0.1:9000 (0 ESTABLISHED, 51 TIME_WAIT)",
+					"net.ipv4.ip_local_port_range = 20000 20050 (51 ports)",
+				}}},
+		},
+		{
+			name:   "exhaustion seen in the first snapshot only",
+			bundle: bundle(all(seed000Range, remotes(php)), seed000Range),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+				Evidence: []string{"51 of 51 local ports in use"}}},
+		},
+		{
+			name: "90% of a 100-port range",
+			bundle: bundle(nil, all(setSysctl("net.ipv4.ip_local_port_range", "20000 20099"),
+				remotes(evidence.Remote{Addr: "127.0.0.1:9000", Established: 10, TimeWait: 80, Ephemeral: 90}))),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+				Evidence: []string{"90 of 100 local ports in use towards 127.0.0.1:9000 (10 ESTABLISHED, 80 TIME_WAIT)"}}},
+		},
+		{
+			name: "89% of a 100-port range is only a small range",
+			bundle: bundle(nil, all(setSysctl("net.ipv4.ip_local_port_range", "20000 20099"),
+				remotes(evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 89, Ephemeral: 89}))),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+				Evidence: []string{"net.ipv4.ip_local_port_range = 20000 20099 (100 ports)"}}},
+		},
+		{
+			name:   "tiny range, idle",
+			bundle: bundle(seed000Range, seed000Range),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+				Evidence: []string{"net.ipv4.ip_local_port_range = 20000 20050 (51 ports)"}}},
+		},
+		{
+			name:   "9999 ports is small",
+			bundle: bundle(nil, setSysctl("net.ipv4.ip_local_port_range", "50000 59998")),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+				Evidence: []string{"(9999 ports)"}}},
+		},
+		{
+			name:   "10000 ports is enough",
+			bundle: bundle(nil, setSysctl("net.ipv4.ip_local_port_range", "50000 59999")),
+		},
+		{
+			name:   "a new connection per request to redis (seed 004)",
+			bundle: bundle(remotes(redis(7000, 10)), all(remotes(redis(8000, 10)), raise(1200, "Tcp.ActiveOpens"))),
+			want: []want{{ID: "upstream-connection-churn", Status: Active, Severity: Warning, Subject: "10.0.0.5:6379",
+				Evidence: []string{
+					"8000 TIME_WAIT and 10 ESTABLISHED connections to 10.0.0.5:6379",
+					"Tcp.ActiveOpens +1200 in 1s (1200.0/s)",
+				}}},
+		},
+		{
+			name:   "churn filling half the range is critical",
+			bundle: bundle(nil, all(remotes(redis(15000, 10)), raise(1000, "Tcp.ActiveOpens"))),
+			want: []want{{ID: "upstream-connection-churn", Status: Active, Severity: Critical, Subject: "10.0.0.5:6379",
+				Evidence: []string{"15000 TIME_WAIT"}}},
+		},
+		{
+			name:   "ports exhausted by churn (seed 000 stage 5)",
+			bundle: bundle(nil, all(remotes(redis(26000, 0)), raise(1000, "Tcp.ActiveOpens"))),
+			want: []want{
+				{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "10.0.0.5:6379",
+					Evidence: []string{"26000 of 28232 local ports in use towards 10.0.0.5:6379"}},
+				{ID: "upstream-connection-churn", Status: Active, Severity: Critical, Subject: "10.0.0.5:6379",
+					Evidence: []string{"26000 TIME_WAIT", "Tcp.ActiveOpens +1000"}},
+			},
+		},
+		{
+			name:   "churn threshold: a quarter of the range in TIME_WAIT at 50/s",
+			bundle: bundle(nil, all(remotes(redis(7058, 0)), raise(50, "Tcp.ActiveOpens"))),
+			want: []want{{ID: "upstream-connection-churn", Status: Active, Severity: Warning, Subject: "10.0.0.5:6379",
+				Evidence: []string{"Tcp.ActiveOpens +50 in 1s (50.0/s)"}}},
+		},
+		{
+			name:   "TIME_WAIT below a quarter of the range",
+			bundle: bundle(nil, all(remotes(redis(7057, 0)), raise(5000, "Tcp.ActiveOpens"))),
+		},
+		{
+			name:   "few new connections",
+			bundle: bundle(nil, all(remotes(redis(20000, 0)), raise(49, "Tcp.ActiveOpens"))),
+		},
+		{
+			name:   "ActiveOpens went backwards",
+			bundle: bundle(all(remotes(redis(20000, 0)), raise(1e6, "Tcp.ActiveOpens")), remotes(redis(20000, 0))),
+		},
+		{
+			name:   "one snapshot: no rate, no churn",
+			bundle: single(remotes(redis(20000, 0))),
+		},
+		{
+			name:   "one snapshot, ports exhausted",
+			bundle: single(all(seed000Range, remotes(php))),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+				Evidence: []string{"51 of 51 local ports"}}},
+		},
+		{
+			name: "no socket dump",
+			bundle: bundle(func(s *evidence.Snapshot) { s.Sockets = nil },
+				all(seed000Range, func(s *evidence.Snapshot) { s.Sockets = nil }, raise(1000, "Tcp.ActiveOpens"))),
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+				Evidence: []string{"(51 ports)"}}},
+		},
+		{
+			name:   "no port range",
+			bundle: bundle(nil, all(func(s *evidence.Snapshot) { s.Sysctls = nil }, remotes(php))),
+		},
+		{
+			name:   "malformed port range",
+			bundle: bundle(nil, setSysctl("net.ipv4.ip_local_port_range", "60999 32768")),
+		},
+	}
+}
+
+func TestCheckPorts(t *testing.T) {
+	runCases(t, "checkPorts", checkPorts, portsCases())
+}
+
+// TestPortFix checks the advice of the seed 000 stage 4 finding: reuse
+// first, then a wider range, then tcp_tw_reuse on the connecting side.
+func TestPortFix(t *testing.T) {
+	b := inNetNS(bundle(nil, all(seed000Range, setSysctl("net.ipv4.tcp_tw_reuse", "0"),
+		remotes(evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 51, Ephemeral: 51}))), "feas-cli")
+	got := checkPorts(b)
+	if len(got) != 1 {
+		t.Fatalf("checkPorts() = %v, want one finding", keys(got))
+	}
+	want := []string{
+		"reuse connections instead of opening one per request (HTTP keep-alive, nginx `upstream { keepalive 64; }` with `proxy_http_version 1.1; proxy_set_header Connection \"\";`, `fastcgi_keep_conn on;`)",
+		`ip netns exec feas-cli sysctl -w net.ipv4.ip_local_port_range="15000 65000"`,
+		"persist: echo 'net.ipv4.ip_local_port_range = 15000 65000' >> /etc/sysctl.d/90-netdoctor.conf",
+		"on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): " +
+			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0] + " — the default 2 applies to loopback only",
+	}
+	if diff := cmp.Diff(want, got[0].Fix); diff != "" {
+		t.Errorf("checkPorts() fix mismatch (-want +got):\n%s", diff)
+	}
+
+	// A default-sized range with tw_reuse on needs neither change.
+	b = bundle(nil, all(setSysctl("net.ipv4.tcp_tw_reuse", "1"), remotes(evidence.Remote{Addr: "10.0.0.5:6379", TimeWait: 28000, Ephemeral: 28000})))
+	got = checkPorts(b)
+	if len(got) != 1 || got[0].ID != "ephemeral-port-exhaustion" {
+		t.Fatalf("checkPorts() = %v, want one ephemeral-port-exhaustion", keys(got))
+	}
+	if len(got[0].Fix) != 1 {
+		t.Errorf("checkPorts() fix = %q, want only the advice to reuse connections", got[0].Fix)
+	}
+}

@@ -1,0 +1,374 @@
+package rules
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// seed000 is seed 000 with its first, third and fourth faults at once: a
+// conntrack table of 200 that drops, listeners capped at a backlog of 10
+// by somaxconn, and a 51-port local range.
+func seed000() *evidence.Bundle {
+	php := phpTen
+	nginx := nginxFull
+	nginx.RecvQ = 3
+	faults := all(
+		setSysctl("net.core.somaxconn", "10"),
+		seed000Range,
+		setSysctl("net.ipv4.tcp_tw_reuse", "0"),
+		listeners(nginx, php),
+		conntrack(200, 200, map[string]uint64{"drop": 0}),
+	)
+	return bundle(faults, all(faults,
+		listeners(nginxFull, php),
+		conntrack(200, 200, map[string]uint64{"drop": 175}),
+		kmsg("conntrack-table-full", ctTableFull),
+		raise(3104, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"),
+		raise(544, "TcpExt.TCPReqQFullDoCookies"),
+		func(s *evidence.Snapshot) { s.Sockstat["TCP.tw"] = 1178 },
+	))
+}
+
+// checkOrder fails unless active findings come before latent ones and,
+// within each, more severe before less.
+func checkOrder(t *testing.T, fs []Finding) {
+	t.Helper()
+	for i := 1; i < len(fs); i++ {
+		a, b := fs[i-1], fs[i]
+		if a.Status == Latent && b.Status == Active {
+			t.Errorf("latent %s sorts before active %s", a.ID, b.ID)
+		}
+		if a.Status == b.Status && sevRank(a.Severity) > sevRank(b.Severity) {
+			t.Errorf("%s %s sorts before %s %s", a.Severity, a.ID, b.Severity, b.ID)
+		}
+	}
+}
+
+func TestRunSeed000(t *testing.T) {
+	got := Run(seed000(), All)
+	want := []key{
+		{"accept-queue-overflow", Active, Critical, "10.77.0.2:80"},
+		{"conntrack-table-full", Active, Critical, ""},
+		{"syn-queue-overflow", Active, Warning, ""},
+		{"ephemeral-port-exhaustion", Latent, Warning, ""},
+		{"risky-sysctl", Latent, Warning, "net.core.somaxconn"},
+	}
+	if diff := cmp.Diff(want, keys(got)); diff != "" {
+		t.Errorf("Run() mismatch (-want +got):\n%s", diff)
+	}
+	for _, id := range []string{"conntrack-table-full", "accept-queue-overflow", "ephemeral-port-exhaustion"} {
+		if !slices.ContainsFunc(got, func(f Finding) bool { return f.ID == id }) {
+			t.Errorf("Run() lacks %s", id)
+		}
+	}
+	checkOrder(t, got)
+}
+
+// TestRunOrderIndependent checks that the order of the rules does not
+// change the report.
+func TestRunOrderIndependent(t *testing.T) {
+	want := Run(seed000(), All)
+	rev := slices.Clone(All)
+	slices.Reverse(rev)
+	got := Run(seed000(), rev)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Run() with the rules reversed mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestRunSortsEveryCase checks the order of Run over the bundle of every
+// case of every rule.
+func TestRunSortsEveryCase(t *testing.T) {
+	for _, tb := range tables {
+		for _, tc := range tb.cases() {
+			checkOrder(t, Run(tc.bundle, All))
+		}
+	}
+}
+
+func TestRunSortKeys(t *testing.T) {
+	in := []Finding{
+		{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "b"},
+		{ID: "fd-limit", Status: Latent, Severity: Info},
+		{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "a"},
+		{ID: "dns-slow", Status: Active, Severity: Warning},
+		{ID: "packet-loss", Status: Active, Severity: Critical},
+		{ID: "conntrack-table-full", Status: Latent, Severity: Warning},
+		{ID: "cpu-saturated", Status: Active, Severity: Critical},
+	}
+	rule := Rule{Name: "fixed", Check: func(*evidence.Bundle) []Finding { return slices.Clone(in) }}
+	got := Run(bundle(nil, nil), []Rule{rule})
+	want := []key{
+		{"cpu-saturated", Active, Critical, ""},
+		{"packet-loss", Active, Critical, ""},
+		{"dns-slow", Active, Warning, ""},
+		{"conntrack-table-full", Latent, Warning, ""},
+		{"risky-sysctl", Latent, Warning, "a"},
+		{"risky-sysctl", Latent, Warning, "b"},
+		{"fd-limit", Latent, Info, ""},
+	}
+	if diff := cmp.Diff(want, keys(got)); diff != "" {
+		t.Errorf("Run() order mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// busyButHealthy is a web server under steady load with nothing wrong:
+// traffic and CPU time in the window, queues below their limits.
+func busyButHealthy(s *evidence.Snapshot) {
+	all(
+		raise(25000, "Tcp.OutSegs", "Tcp.InSegs"),
+		raise(30, "Tcp.RetransSegs"),
+		raise(4, "TcpExt.TCPSynRetrans"),
+		raise(40, "Tcp.ActiveOpens"),
+		raise(600, "Tcp.PassiveOpens"),
+		raise(12, "TcpExt.TCPLossProbes"),
+		raise(5, "TcpExt.TCPTimeouts"),
+		ticks(evidence.CPU{User: 25, System: 10, SoftIRQ: 5, Idle: 60}, evidence.CPU{User: 20, System: 8, SoftIRQ: 2, Idle: 69, IOWait: 1}),
+		iface("eth0", func(i *evidence.Interface) {
+			i.RxBytes += 3e7
+			i.TxBytes += 9e7
+			i.RxPackets += 3e4
+			i.TxPackets += 6e4
+		}),
+		iface("lo", func(i *evidence.Interface) { i.RxBytes += 1e6; i.TxBytes += 1e6 }),
+		func(s *evidence.Snapshot) {
+			s.Softnet[0].Processed += 20000
+			s.Softnet[0].TimeSqueeze += 2
+			s.Softnet[1].Processed += 15000
+			s.Conntrack.Count = 1200
+			s.Conntrack.Stats["found"] += 50
+			s.Conntrack.Stats["insert"] += 640
+			s.Sockstat["TCP.tw"] = 800
+			s.Sockstat["TCP.inuse"] = 180
+			s.Sockets.TCP = map[string]int{"ESTABLISHED": 170, "LISTEN": 3, "TIME_WAIT": 800, "SYN_RECV": 2}
+			s.Sockets.Listeners[0].RecvQ = 3
+			s.Sockets.Remotes = []evidence.Remote{
+				{Addr: "127.0.0.1:9000", Established: 10, TimeWait: 300, Ephemeral: 310},
+				{Addr: "10.0.0.5:6379", Established: 64, Ephemeral: 64},
+			}
+			s.Processes[0].OpenFDs = 400
+			s.Processes[1].OpenFDs = 90
+			s.Sysctls["fs.file-nr"] = "12000 0 9223372036854775807"
+		},
+	)(s)
+}
+
+func TestHealthyHostQuiet(t *testing.T) {
+	tests := []struct {
+		name string
+		b    *evidence.Bundle
+	}{
+		{"idle", bundle(nil, ticks(cpuIdle, cpuIdle))},
+		{"busy", bundle(nil, busyButHealthy)},
+		{"busy in a namespace", inNetNS(bundle(nil, busyButHealthy), "feas-srv")},
+		{"one snapshot", single(nil)},
+		{"five seconds", bundle(nil, all(busyButHealthy, busyButHealthy, busyButHealthy, busyButHealthy, busyButHealthy,
+			func(s *evidence.Snapshot) { s.Time = t0.Add(5 * time.Second) }))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, f := range Run(tt.b, All) {
+				if f.Severity == Critical || f.Severity == Warning {
+					t.Errorf("Run() on a healthy host: %s %s %s (%s): %s", f.Status, f.Severity, f.ID, f.Subject, f.Title)
+				}
+			}
+		})
+	}
+}
+
+// TestActiveFindingsHaveWindowEvidence checks, over every case of every
+// rule, that an active finding rests on at least one thing observed
+// during the window.
+func TestActiveFindingsHaveWindowEvidence(t *testing.T) {
+	active := 0
+	for _, tb := range tables {
+		for _, tc := range tb.cases() {
+			for _, f := range tb.check(tc.bundle) {
+				if f.Status != Active {
+					continue
+				}
+				active++
+				if !slices.ContainsFunc(f.Evidence, func(it Item) bool { return it.Window }) {
+					t.Errorf("%s %q: active %s (%s) has no evidence with Window = true: %+v", tb.name, tc.name, f.ID, f.Subject, f.Evidence)
+				}
+			}
+		}
+	}
+	if active < 50 {
+		t.Errorf("only %d active findings across all cases; the tables lost their firing cases", active)
+	}
+}
+
+// TestEveryRuleHasFiringAndQuietCases keeps the tables honest.
+func TestEveryRuleHasFiringAndQuietCases(t *testing.T) {
+	for _, tb := range tables {
+		var firing, quiet int
+		for _, tc := range tb.cases() {
+			if len(tc.want) > 0 {
+				firing++
+			} else {
+				quiet++
+			}
+		}
+		if firing == 0 || quiet == 0 {
+			t.Errorf("%s: %d firing and %d quiet cases, want at least one of each", tb.name, firing, quiet)
+		}
+	}
+}
+
+// TestRunDegenerateBundles runs every rule over bundles with missing
+// parts; none may panic, and none of them shows a problem.
+func TestRunDegenerateBundles(t *testing.T) {
+	bare := func(s *evidence.Snapshot) { *s = evidence.Snapshot{Time: s.Time} }
+	backwards := func(s *evidence.Snapshot) {
+		for k := range s.Counters {
+			s.Counters[k] += 1e9
+		}
+		for k := range s.Conntrack.Stats {
+			s.Conntrack.Stats[k] += 1e9
+		}
+		ticks(cpuFull, cpuFull)(s)
+		iface("eth0", func(i *evidence.Interface) { i.RxDrop += 1e6; i.TxDrop += 1e6 })(s)
+		s.Softnet[0].Dropped += 1e6
+	}
+	tests := []struct {
+		name string
+		b    *evidence.Bundle
+	}{
+		{"bare snapshots", bundle(bare, bare)},
+		{"one bare snapshot", single(bare)},
+		{"bare first snapshot", bundle(bare, nil)},
+		{"bare last snapshot", bundle(nil, bare)},
+		{"every counter went backwards", bundle(backwards, nil)},
+		{"same instant", bundle(nil, func(s *evidence.Snapshot) { s.Time = t0 })},
+		{"last before first", bundle(nil, func(s *evidence.Snapshot) { s.Time = t0.Add(-time.Second) })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Run(tt.b, All); len(got) != 0 {
+				t.Errorf("Run() = %v, want no findings", keys(got))
+			}
+		})
+	}
+}
+
+func TestRuleNames(t *testing.T) {
+	var got []string
+	for _, r := range All {
+		if r.Check == nil {
+			t.Errorf("rule %s has no Check", r.Name)
+		}
+		got = append(got, r.Name)
+	}
+	slices.Sort(got)
+	want := []string{"buffers", "conntrack", "cpu", "dns", "fd", "listen", "loss", "nic", "ports", "sysctl", "timewait"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("rule names mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSysctlInt(t *testing.T) {
+	s := &evidence.Snapshot{Sysctls: map[string]string{
+		"a": "4096", "range": "20000 20050", "neg": "-1", "empty": "", "word": "bbr", "big": "9223372036854775807",
+	}}
+	tests := []struct {
+		name   string
+		want   int64
+		wantOK bool
+	}{
+		{"a", 4096, true},
+		{"range", 20000, true},
+		{"neg", -1, true},
+		{"big", 9223372036854775807, true},
+		{"empty", 0, false},
+		{"word", 0, false},
+		{"missing", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := sysctlInt(s, tt.name)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("sysctlInt(%q) = %d, %v, want %d, %v", tt.name, got, ok, tt.want, tt.wantOK)
+		}
+	}
+	if _, ok := sysctlInt(&evidence.Snapshot{}, "a"); ok {
+		t.Error("sysctlInt() on a snapshot without sysctls reports ok")
+	}
+}
+
+func TestSysctlFix(t *testing.T) {
+	tests := []struct {
+		netns, name, value string
+		want               []string
+	}{
+		{"", "net.core.somaxconn", "4096", []string{
+			"sysctl -w net.core.somaxconn=4096",
+			"persist: echo 'net.core.somaxconn = 4096' >> /etc/sysctl.d/90-netdoctor.conf",
+		}},
+		{"feas-srv", "net.core.somaxconn", "4096", []string{
+			"ip netns exec feas-srv sysctl -w net.core.somaxconn=4096",
+			"persist: echo 'net.core.somaxconn = 4096' >> /etc/sysctl.d/90-netdoctor.conf",
+		}},
+		{"feas-cli", "net.ipv4.ip_local_port_range", "15000 65000", []string{
+			`ip netns exec feas-cli sysctl -w net.ipv4.ip_local_port_range="15000 65000"`,
+			"persist: echo 'net.ipv4.ip_local_port_range = 15000 65000' >> /etc/sysctl.d/90-netdoctor.conf",
+		}},
+		{"feas-srv", "fs.file-max", "4000000", []string{
+			"sysctl -w fs.file-max=4000000",
+			"persist: echo 'fs.file-max = 4000000' >> /etc/sysctl.d/90-netdoctor.conf",
+		}},
+		{"feas-srv", "net.ipv4.tcp_mem", "1 2 3", []string{
+			`sysctl -w net.ipv4.tcp_mem="1 2 3"`,
+			"persist: echo 'net.ipv4.tcp_mem = 1 2 3' >> /etc/sysctl.d/90-netdoctor.conf",
+		}},
+	}
+	for _, tt := range tests {
+		b := inNetNS(bundle(nil, nil), tt.netns)
+		if diff := cmp.Diff(tt.want, sysctlFix(b, tt.name, tt.value)); diff != "" {
+			t.Errorf("sysctlFix(%q, %q) in %q mismatch (-want +got):\n%s", tt.name, tt.value, tt.netns, diff)
+		}
+	}
+}
+
+func TestGlobalSysctl(t *testing.T) {
+	for name, want := range map[string]bool{
+		"fs.file-max": true, "fs.nr_open": true, "net.netfilter.nf_conntrack_max": true, "net.netfilter.nf_conntrack_buckets": true,
+		"net.core.netdev_max_backlog": true, "net.core.rmem_max": true, "net.core.wmem_max": true, "net.ipv4.tcp_mem": true,
+		"net.core.somaxconn": false, "net.ipv4.tcp_syncookies": false, "net.ipv4.ip_local_port_range": false, "net.ipv4.tcp_max_tw_buckets": false,
+	} {
+		if got := globalSysctl(name); got != want {
+			t.Errorf("globalSysctl(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestCounterItem(t *testing.T) {
+	tests := []struct {
+		name  string
+		dur   time.Duration
+		first uint64
+		last  uint64
+		want  Item
+		wantD uint64
+	}{
+		{"one second", time.Second, 0, 117, Item{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 117},
+		{"rounded window", 2540 * time.Millisecond, 10, 35, Item{Text: "TcpExt.ListenOverflows +25 in 2.5s (9.8/s)", Source: "TcpExt.ListenOverflows", Window: true}, 25},
+		{"backwards", time.Second, 500, 3, Item{Text: "TcpExt.ListenOverflows +0 in 1s (0.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 0},
+	}
+	for _, tt := range tests {
+		b := bundle(func(s *evidence.Snapshot) { s.Counters["TcpExt.ListenOverflows"] = tt.first },
+			func(s *evidence.Snapshot) { s.Counters["TcpExt.ListenOverflows"] = tt.last; s.Time = t0.Add(tt.dur) })
+		w, ok := b.Window()
+		if !ok {
+			t.Fatal("Window() not ok for two snapshots")
+		}
+		got, d := counterItem(w, "TcpExt.ListenOverflows")
+		if diff := cmp.Diff(tt.want, got); diff != "" || d != tt.wantD {
+			t.Errorf("%s: counterItem() = %d, mismatch (-want +got):\n%s", tt.name, d, diff)
+		}
+	}
+}
