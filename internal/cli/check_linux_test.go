@@ -1,10 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,28 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/report"
 )
-
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = Run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-func readReport(t *testing.T, path string) *report.Report {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r report.Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, b)
-	}
-	return &r
-}
 
 // TestCheckNetnsReportsSocketsExactly builds a known socket table in a
 // fresh namespace and checks that `check --netns` reports it exactly.

@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // TestBadInput: every mistake gets one clear line and exit code 2.
@@ -66,4 +71,24 @@ func TestDiagnoseFixture(t *testing.T) {
 	if !strings.HasPrefix(r.Verdict, "UNHEALTHY") || !strings.HasPrefix(stdout, "netdoctor diagnose") {
 		t.Errorf("verdict %q; text report starts %q", r.Verdict, stdout[:min(len(stdout), 40)])
 	}
+}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = Run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func readReport(t *testing.T, path string) *report.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, b)
+	}
+	return &r
 }

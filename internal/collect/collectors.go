@@ -139,16 +139,30 @@ func sockets(s *evidence.Snapshot, own *owners) error {
 	if v, ok := s.Counters["Tcp.CurrEstab"]; ok {
 		o.CurrEstab, o.HaveCurrEstab = v, true
 	}
+	// Owners are looked up in /proc while the kernel walks the socket
+	// table: on a busy host both take milliseconds.
+	var found map[uint64][]int
+	done := make(chan struct{})
+	called := false
+	o.Listeners = func(ls []evidence.Listener) {
+		called = true
+		inodes := make([]uint64, 0, len(ls))
+		for _, l := range ls {
+			inodes = append(inodes, l.Inode)
+		}
+		go func() {
+			defer close(done)
+			found = own.lookup(inodes, s.Time)
+		}()
+	}
 	socks, err := sockdiag.Collect(o)
+	if called {
+		<-done
+	}
 	if socks == nil {
 		return err
 	}
 	s.Sockets = socks
-	inodes := make([]uint64, 0, len(socks.Listeners))
-	for _, l := range socks.Listeners {
-		inodes = append(inodes, l.Inode)
-	}
-	found := own.lookup(inodes, s.Time)
 	for i := range socks.Listeners {
 		l := &socks.Listeners[i]
 		l.PIDs = found[l.Inode]

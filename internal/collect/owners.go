@@ -15,7 +15,7 @@ type ownerRef struct{ pid, fd int }
 
 // firstFDs is how many of each process's descriptors the first pass of
 // an owner scan reads.
-const firstFDs = 1024
+const firstFDs = 256
 
 // owners maps socket inodes to the processes holding them, by reading the
 // links in /proc/PID/fd as ss -p does. A full scan costs one readlink per

@@ -22,7 +22,7 @@ func scanFDs(dir string, pid int, need map[uint64]bool, limit int) []inodeRef {
 	buf := make([]byte, 64)
 	const prefix = "socket:["
 	for read := 0; limit <= 0 || read < limit; {
-		names, err := d.Readdirnames(1024)
+		names, err := d.Readdirnames(batch(limit))
 		read += len(names)
 		for _, name := range names {
 			n, err := unix.Readlinkat(dfd, name, buf)
@@ -41,4 +41,13 @@ func scanFDs(dir string, pid int, need map[uint64]bool, limit int) []inodeRef {
 		}
 	}
 	return out
+}
+
+// batch is how many names to read at once: no more than a limited scan
+// needs.
+func batch(limit int) int {
+	if limit > 0 && limit < 1024 {
+		return limit
+	}
+	return 1024
 }

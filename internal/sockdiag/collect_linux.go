@@ -29,6 +29,10 @@ type Options struct {
 	CurrEstab            uint64
 	HaveCurrEstab        bool
 	MaxEstablishedDetail int
+	// Listeners, if set, receives the listening sockets as soon as they
+	// are known, before the slower walk of the other states, so a caller
+	// can resolve their owners meanwhile. It must not keep the slice.
+	Listeners func([]evidence.Listener)
 }
 
 const (
@@ -79,6 +83,9 @@ func Collect(o Options) (*evidence.Sockets, error) {
 		errs = runDumps(listen, &total)
 	}
 
+	if o.Listeners != nil {
+		o.Listeners(total.listeners)
+	}
 	states := allStates &^ listenBits
 	skipEstab := o.HaveCurrEstab && o.CurrEstab > uint64(o.MaxEstablishedDetail)
 	if skipEstab {

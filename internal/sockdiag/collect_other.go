@@ -16,6 +16,7 @@ type Options struct {
 	CurrEstab            uint64
 	HaveCurrEstab        bool
 	MaxEstablishedDetail int
+	Listeners            func([]evidence.Listener)
 }
 
 // Collect is only implemented on Linux.
