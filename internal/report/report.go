@@ -218,13 +218,13 @@ func (p *printer) summary(r *Report) {
 			c.Count, c.Max, c.Buckets, c.Stats["drop"], c.Stats["early_drop"], c.Stats["insert_failed"])
 	}
 	if len(s.Rates) > 0 {
-		p.f("\nRates over the window:")
+		var parts []string
 		for _, k := range keyRates {
 			if v, ok := s.Rates[k]; ok {
-				p.f(" %s %.1f/s;", k, v)
+				parts = append(parts, fmt.Sprintf("%s %.1f/s", k, v))
 			}
 		}
-		p.f("\n")
+		p.f("\nRates over the window: %s\n", strings.Join(parts, ", "))
 	}
 	if res := s.Resolver; res != nil {
 		p.f("\nResolver (%s): nameservers %v\n", res.ConfPath, res.Nameservers)
