@@ -9,4 +9,7 @@ require (
 	golang.org/x/sys v0.49.0
 )
 
-require github.com/vishvananda/netns v0.0.5 // indirect
+require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+)

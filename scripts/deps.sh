@@ -11,13 +11,32 @@ fi
 
 need=()
 command -v ip >/dev/null || need+=(iproute2)   # test namespaces; ss for the benchmark
+# nginx: the binary only, started by internal/load/loadtest and bench/loadgen.sh
+# with configs of their own; wrk: the reference in bench/loadgen.sh.
+PATH="$PATH:/usr/sbin:/sbin" command -v nginx >/dev/null || need+=(nginx)
+command -v wrk >/dev/null || need+=(wrk)
+[ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "deps: missing ${need[*]}; run as root or install them with apt-get" >&2
     exit 1
   fi
   echo "deps: installing ${need[*]}"
+  had_nginx_pid=0
+  [ -e /run/nginx.pid ] && had_nginx_pid=1
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
+    >/dev/null 2> >(grep -v 'apt-utils is not installed' >&2)
+  # Debian's postinst starts the nginx service unless policy-rc.d forbids it
+  # (as in most containers). We want the binary only: stop and disable a
+  # service the install started, and leave any nginx that ran before alone.
+  if [ "$had_nginx_pid" -eq 0 ] && [[ " ${need[*]} " == *" nginx "* ]]; then
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now nginx >/dev/null 2>&1 || true
+    fi
+    if [ -s /run/nginx.pid ]; then
+      kill -QUIT "$(cat /run/nginx.pid)" 2>/dev/null || true
+    fi
+  fi
 fi
 go mod download

@@ -33,6 +33,7 @@ func commands() []command {
 		{"check", "audit this host (or --netns NS) over a short window: active problems and latent risks", runCheck},
 		{"collect", "sample every collector each second and save the snapshots as a bundle", runCollect},
 		{"diagnose", "run the rules on a saved bundle", runDiagnose},
+		{"load", "HTTP load generator with wrk's flags, open-loop -R, HDR latency, per-second timeline", runLoad},
 		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer, _ io.Writer) error {
 			_, err := fmt.Fprintln(w, "netdoctor", Version)
 			return err

@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Load-generator benchmark: `netdoctor load` against wrk on 127.0.0.1.
+# Debian's nginx runs one worker pinned to CPU 0 and answers "hello\n";
+# each load tool runs with one thread pinned to CPU 1 (taskset -c 1).
+# The two tools alternate, RUNS runs of SECONDS each, for keep-alive with
+# 50 and with 1000 connections and for a new connection per request with
+# 50. It prints medians of requests/s and of the tool's CPU time
+# (user+sys, from /usr/bin/time) per completed request, and the ratios
+# netdoctor/wrk. It stops nginx and removes its files on exit.
+#
+#   bench/loadgen.sh [SECONDS] [RUNS]      # default 10 s, 3 runs
+#   SKIP_NETDOCTOR=1 bench/loadgen.sh 5    # wrk only
+#   SCENARIOS="ka50 close50" bench/loadgen.sh   # some of: ka50 ka1000 close50
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-10}
+runs=${2:-3}
+skip_nd=${SKIP_NETDOCTOR:-0}
+export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/sbin"
+
+die() { echo "loadgen: $*" >&2; exit 1; }
+for sc in ${SCENARIOS:-}; do
+  [[ $sc =~ ^(ka50|ka1000|close50)$ ]] || die "unknown scenario '$sc' in SCENARIOS: want ka50, ka1000 or close50"
+done
+[[ $secs =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a whole number of seconds, got '$secs'"
+[[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive number, got '$runs'"
+for t in wrk nginx taskset setsid; do
+  command -v "$t" >/dev/null || die "$t not found: run scripts/deps.sh"
+done
+[ -x /usr/bin/time ] || die "/usr/bin/time not found: run scripts/deps.sh"
+if [ "$skip_nd" != 1 ]; then
+  command -v go >/dev/null || die "go not found: install Go or set SKIP_NETDOCTOR=1"
+  if command -v python3 >/dev/null; then json=python3
+  elif command -v jq >/dev/null; then json=jq
+  else die "python3 or jq needed to read netdoctor's JSON"
+  fi
+fi
+{ taskset -c 0 true && taskset -c 1 true; } 2>/dev/null ||
+  die "needs CPUs 0 and 1 (nginx on one, the load tool on the other)"
+ulimit -n "$(ulimit -Hn)"   # 1000 connections plus nginx's side
+[ "$(ulimit -n)" -ge 2100 ] || die "open files limit $(ulimit -n) too low for 1000 connections"
+
+tmp=$(mktemp -d /tmp/loadgen.XXXXXX)
+nginx_pid=
+tool_pid=
+alive() { # alive PID: running and not a zombie
+  local s
+  s=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+  [ "${s:0:1}" != Z ]
+}
+stop_nginx() {
+  [ -n "$nginx_pid" ] || return 0
+  kill -QUIT "$nginx_pid" 2>/dev/null || true
+  for _ in $(seq 60); do alive "$nginx_pid" || break; sleep 0.05; done
+  # Not yet waited for, so its pid is still its process group's id.
+  alive "$nginx_pid" && kill -KILL -- "-$nginx_pid" 2>/dev/null
+  wait "$nginx_pid" 2>/dev/null || true
+  nginx_pid=
+}
+cleanup() {
+  set +e
+  if [ -n "$tool_pid" ]; then # its own process group: time and the tool
+    kill -TERM -- "-$tool_pid" 2>/dev/null
+    wait "$tool_pid" 2>/dev/null
+  fi
+  stop_nginx
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+write_conf() { # write_conf DIR PORT
+  local d=$1 user='' nofile=''
+  [ "$(id -u)" -ne 0 ] || { user='user root;'; nofile='worker_rlimit_nofile 65536;'; }
+  cat >"$d/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+worker_cpu_affinity 01;
+$user
+$nofile
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 20000; }
+http {
+  client_body_temp_path $d/client_body_temp;
+  proxy_temp_path $d/proxy_temp;
+  fastcgi_temp_path $d/fastcgi_temp;
+  uwsgi_temp_path $d/uwsgi_temp;
+  scgi_temp_path $d/scgi_temp;
+  access_log off;
+  keepalive_requests 1000000;
+  default_type text/plain;
+  server {
+    listen 127.0.0.1:$2 backlog=4096;
+    location / { return 200 "hello\n"; }
+  }
+}
+EOF
+}
+
+start_nginx() { # sets port, nginx_pid and worker; retries another port if bind fails
+  local d=$tmp/nginx
+  mkdir -p "$d"
+  for _ in 1 2 3 4 5; do
+    port=$((20000 + RANDOM % 10000)) # below the usual ephemeral range
+    write_conf "$d" "$port"
+    rm -f "$d/nginx.pid"
+    setsid nginx -p "$d/" -c "$d/nginx.conf" -e "$d/error.log" >"$d/stderr" 2>&1 &
+    nginx_pid=$!
+    for _ in $(seq 100); do # 5 s; nginx itself retries a busy port for 2.5 s
+      alive "$nginx_pid" || break
+      if [ -s "$d/nginx.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null &&
+        worker=$(pgrep -P "$nginx_pid"); then
+        return 0
+      fi
+      sleep 0.05
+    done
+    if alive "$nginx_pid"; then
+      stop_nginx
+      die "nginx on port $port not ready after 5 s: $(tail -3 "$d/stderr")"
+    fi
+    wait "$nginx_pid" 2>/dev/null || true
+    nginx_pid=
+    grep -q 'Address already in use' "$d/stderr" ||
+      die "nginx did not start: $(tail -3 "$d/stderr")"
+  done
+  die "no free port for nginx after 5 tries"
+}
+
+json_field() { # json_field FILE NAME
+  if [ "$json" = python3 ]; then
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
+  else
+    jq -er ".$2" "$1"
+  fi
+}
+
+# run_one TOOL SCENARIO RUN: one measured run; appends "RPS US_PER_REQUEST"
+# to $tmp/res.SCENARIO.TOOL.
+run_one() {
+  local tool=$1 sc=$2 i=$3 c cmd requests rps u s
+  case $sc in
+    ka50) c=50 ;;
+    ka1000) c=1000 ;;
+    close50) c=50 ;;
+  esac
+  if [ "$tool" = wrk ]; then
+    cmd=(wrk -t 1 -c "$c" -d "${secs}s" --timeout 2s)
+    [ "$sc" != close50 ] || cmd+=(-H 'Connection: close')
+  else
+    rm -f "$tmp/nd.json"
+    cmd=("$tmp/netdoctor" load -t 1 -c "$c" -d "${secs}s" --timeout 2s --json "$tmp/nd.json")
+    [ "$sc" != close50 ] || cmd+=(--no-keepalive)
+  fi
+  cmd+=("$url")
+  setsid taskset -c 1 /usr/bin/time -f '%U %S' -o "$tmp/time" "${cmd[@]}" >"$tmp/out" 2>&1 &
+  tool_pid=$!
+  if ! wait "$tool_pid"; then
+    tool_pid=
+    echo "loadgen: $tool failed in $sc run $i: ${cmd[*]}" >&2
+    tail -20 "$tmp/out" "$tmp/time" >&2
+    exit 1
+  fi
+  tool_pid=
+  if [ "$tool" = wrk ]; then
+    requests=$(awk '/ requests in /{print $1}' "$tmp/out")
+    rps=$(awk '/^Requests\/sec:/{print $2}' "$tmp/out")
+    if grep -qE '^ *(Socket errors|Non-2xx)' "$tmp/out"; then
+      echo "  warning: wrk $sc run $i: $(grep -E '^ *(Socket errors|Non-2xx)' "$tmp/out" | tr -s ' ' | tr '\n' ' ')" >&2
+    fi
+  else
+    requests=$(json_field "$tmp/nd.json" requests)
+    rps=$(json_field "$tmp/nd.json" rps)
+  fi
+  [[ $requests =~ ^[0-9]+$ && $requests -gt 0 && -n $rps ]] ||
+    die "$tool $sc run $i: no request count in its output: $(tail -5 "$tmp/out")"
+  read -r u s < <(tail -1 "$tmp/time")
+  awk -v r="$rps" -v n="$requests" -v u="$u" -v s="$s" \
+    'BEGIN { printf "%.0f %.3f\n", r, (u + s) * 1e6 / n }' | tee -a "$tmp/res.$sc.$tool" |
+    awk -v t="$tool" -v sc="$sc" -v i="$i" '{ printf "  %-8s %-7s run %d: %8d req/s  %6.3f µs CPU/request\n", sc, t, i, $1, $2 }' >&2
+}
+
+median() { # median COLUMN < FILE
+  sort -g -k"$1","$1" | awk -v k="$1" '{ a[NR] = $k } END { m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; print m }'
+}
+
+tools=(wrk)
+if [ "$skip_nd" != 1 ]; then
+  CGO_ENABLED=0 go build -o "$tmp/netdoctor" ./cmd/netdoctor
+  tools+=(netdoctor)
+fi
+start_nginx
+url=http://127.0.0.1:$port/
+if [ "$skip_nd" != 1 ]; then # fail fast if the load command or its JSON is not there
+  "$tmp/netdoctor" load -t 1 -c 1 -n 10 --json "$tmp/nd.json" "$url" >"$tmp/out" 2>&1 ||
+    die "netdoctor load does not run (SKIP_NETDOCTOR=1 for wrk only): $(tail -5 "$tmp/out")"
+  json_field "$tmp/nd.json" requests >/dev/null ||
+    die "netdoctor's --json has no \"requests\""
+fi
+
+echo "# loadgen: $(date -u +%FT%TZ), $(uname -r), $(nginx -v 2>&1 | sed 's/.*version: //'), $(wrk -v 2>&1 | head -1 | awk '{print "wrk " $2}'), $(nproc) CPUs" >&2
+echo "# nginx worker $worker on CPU $(taskset -pc "$worker" | awk '{print $NF}'), load tool on CPU 1; ${secs}s x $runs runs; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+read -r -a scenarios <<<"${SCENARIOS:-ka50 ka1000 close50}"
+for sc in "${scenarios[@]}"; do
+  for i in $(seq "$runs"); do
+    order=("${tools[@]}")
+    if [ $((i % 2)) -eq 0 ] && [ ${#tools[@]} -eq 2 ]; then order=(netdoctor wrk); fi
+    for tool in "${order[@]}"; do run_one "$tool" "$sc" "$i"; done
+  done
+done
+
+name() {
+  case $1 in
+    ka50) echo "keep-alive, c=50" ;;
+    ka1000) echo "keep-alive, c=1000" ;;
+    close50) echo "no keep-alive, c=50" ;;
+  esac
+}
+echo
+echo "| scenario | tool | rps (median) | CPU µs/request (median) | ratio netdoctor/wrk |"
+echo "|---|---|---:|---:|---|"
+for sc in "${scenarios[@]}"; do
+  w_rps=$(median 1 <"$tmp/res.$sc.wrk")
+  w_cpu=$(median 2 <"$tmp/res.$sc.wrk")
+  printf '| %s | wrk | %.0f | %.2f | |\n' "$(name "$sc")" "$w_rps" "$w_cpu"
+  if [ "$skip_nd" = 1 ]; then
+    printf '| %s | netdoctor | skipped | skipped | |\n' "$(name "$sc")"
+    continue
+  fi
+  n_rps=$(median 1 <"$tmp/res.$sc.netdoctor")
+  n_cpu=$(median 2 <"$tmp/res.$sc.netdoctor")
+  printf '| %s | netdoctor | %.0f | %.2f | rps %.2f, CPU/request %.2f |\n' "$(name "$sc")" \
+    "$n_rps" "$n_cpu" "$(awk "BEGIN { print $n_rps / $w_rps }")" "$(awk "BEGIN { print $n_cpu / $w_cpu }")"
+done

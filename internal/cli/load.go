@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// headerFlags collects repeated -H values.
+type headerFlags []string
+
+func (h *headerFlags) String() string     { return strings.Join(*h, ", ") }
+func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
+
+// maxRequestsRun bounds a -n run without -d: every load ends by itself.
+const maxRequestsRun = 10 * time.Minute
+
+// loadOpts are the flags of `load` (and, later, of `run`).
+type loadOpts struct {
+	o        load.Options
+	latency  bool
+	jsonOut  string
+	body     string
+	bodyFile string
+	ramp     string
+}
+
+func loadFlags(fs *flag.FlagSet) *loadOpts {
+	lo := &loadOpts{}
+	o := &lo.o
+	fs.IntVar(&o.Connections, "c", 10, "connections to keep open")
+	fs.IntVar(&o.Threads, "t", 2, "event-loop threads")
+	fs.DurationVar(&o.Duration, "d", 0, "test duration, with a unit: 10s, 2m (default 10s; with -n, at most "+maxRequestsRun.String()+")")
+	fs.Int64Var(&o.Requests, "n", 0, "stop after this many requests")
+	fs.Float64Var(&o.Rate, "R", 0, "open-loop constant rate in requests/s; latency counts from each request's intended send time")
+	fs.Float64Var(&o.Rate, "rate", 0, "same as -R")
+	fs.DurationVar(&o.Timeout, "timeout", 2*time.Second, "a request without a complete response by then is a timeout error")
+	fs.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "a new connection per request, closed after the response")
+	fs.Var((*headerFlags)(&o.Header), "H", "request header 'Name: value' (repeatable)")
+	fs.StringVar(&o.Method, "m", "GET", "request method")
+	fs.StringVar(&o.Method, "method", "GET", "same as -m")
+	fs.StringVar(&lo.body, "body", "", "request body")
+	fs.StringVar(&lo.bodyFile, "body-file", "", "read the request body from this file")
+	fs.StringVar(&lo.ramp, "ramp", "", "step connections FROM:TO over DURATION, e.g. 10:1000:30s")
+	fs.BoolVar(&lo.latency, "latency", false, "print the latency distribution")
+	fs.StringVar(&lo.jsonOut, "json", "", "write the result as JSON to this file (- for stdout)")
+	return lo
+}
+
+// check validates the flags that the engine cannot judge alone.
+func (lo *loadOpts) check(set map[string]bool) error {
+	o := &lo.o
+	switch {
+	case set["c"] && o.Connections < 1:
+		return badInput("-c %d: need at least one connection", o.Connections)
+	case o.Threads < 1:
+		return badInput("-t %d: need at least one thread", o.Threads)
+	case set["d"] && o.Duration <= 0:
+		return badInput("-d %v: the duration must be positive", o.Duration)
+	case o.Requests < 0 || o.Rate < 0:
+		return badInput("-n and -R must not be negative")
+	case o.Timeout <= 0:
+		return badInput("--timeout %v: must be positive", o.Timeout)
+	case lo.body != "" && lo.bodyFile != "":
+		return badInput("--body and --body-file are exclusive")
+	}
+	if o.Requests > 0 && !set["d"] {
+		o.Duration = maxRequestsRun
+	}
+	if lo.ramp != "" {
+		r, err := load.ParseRamp(lo.ramp)
+		if err != nil {
+			return badInput("--%v", err)
+		}
+		o.Ramp = r
+	}
+	if lo.body != "" {
+		o.Body = []byte(lo.body)
+	}
+	if lo.bodyFile != "" {
+		b, err := os.ReadFile(lo.bodyFile)
+		if err != nil {
+			return badInput("--body-file: %v", err)
+		}
+		o.Body = b
+	}
+	return nil
+}
+
+func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("load", stderr)
+	lo := loadFlags(fs)
+	pos, err := parse(fs, splitShort(args, "ctdnRHm"))
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInput("load needs exactly one URL, e.g. netdoctor load -c 50 -d 10s http://127.0.0.1:8080/")
+	}
+	lo.o.URL = pos[0]
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := lo.check(set); err != nil {
+		return err
+	}
+	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
+	lo.o.OnSecond = p.second
+	fmt.Fprintf(stdout, "Running %s test @ %s\n", describe(lo.o), lo.o.URL)
+	res, err := load.Run(ctx, lo.o)
+	p.done()
+	if err != nil {
+		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) {
+			return usageError{err}
+		}
+		return err
+	}
+	if err := writeLoad(stdout, res, lo.latency); err != nil {
+		return err
+	}
+	if lo.jsonOut != "" {
+		if err := writeLoadJSON(lo.jsonOut, stdout, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describe(o load.Options) string {
+	switch {
+	case o.Requests > 0:
+		return fmt.Sprintf("%d-request", o.Requests)
+	case o.Duration > 0:
+		return o.Duration.String()
+	}
+	return "10s"
+}
+
+// loadReport is the JSON of `load --json`: the result's fields at the top
+// level, plus the findings about the load generator itself.
+type loadReport struct {
+	Version  int             `json:"version"`
+	Command  string          `json:"command"`
+	Findings []rules.Finding `json:"findings"`
+	*load.Result
+}
+
+func writeLoadJSON(path string, stdout io.Writer, res *load.Result) error {
+	r := loadReport{Version: 1, Command: "load", Findings: loadFindings(res), Result: res}
+	w := stdout
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("write result: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}
+
+// loadFindings turns the generator's self-judgement into the finding the
+// JSON contract names.
+func loadFindings(res *load.Result) []rules.Finding {
+	if !res.Saturated {
+		return []rules.Finding{}
+	}
+	f := rules.Finding{ID: "load-generator-saturated", Severity: rules.Warning, Status: rules.Active,
+		Title: "The load generator, not the server, may limit these numbers",
+		Fix: []string{"run with more threads (-t) on more CPUs, or from another host, and compare",
+			"raise the generator's open-file limit (ulimit -n) or local port range when those ran out"}}
+	for _, s := range res.SaturatedBy {
+		f.Evidence = append(f.Evidence, rules.Item{Text: s, Source: "load", Window: true})
+	}
+	return []rules.Finding{f}
+}
+
+// splitShort turns wrk's attached short flags ("-t2", "-c50", "-d10s")
+// into the separate form the flag package parses ("-t", "2").
+func splitShort(args []string, letters string) []string {
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && a[0] == '-' && a[1] != '-' && strings.IndexByte(letters, a[1]) >= 0 && a[2] != '=' {
+			out = append(out, a[:2], a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

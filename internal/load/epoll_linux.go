@@ -1,0 +1,427 @@
+package load
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Connection states of the event loop.
+const (
+	cClosed = iota
+	cConnecting
+	cWriting
+	cReading
+	cIdle // connected, waiting for the pacer (open-loop mode)
+)
+
+type conn struct {
+	idx      int32
+	fd       int
+	state    uint8
+	outArmed bool // EPOLLOUT is registered
+	reserved bool // holds one unit of the -n budget
+	wrOff    int
+	rbytes   uint64
+	p        *respParser
+	start    time.Duration // latency origin, since the engine start
+	deadline time.Duration
+}
+
+// worker is one event-loop thread: non-blocking sockets on one epoll
+// instance, driven on a locked OS thread like one wrk thread.
+type worker struct {
+	e      *engine
+	stats  *threadStats
+	ep     int
+	conns  []*conn
+	active int // slots in use (grows with --ramp)
+	share  func(total int) int
+	buf    []byte
+	events []unix.EpollEvent
+	sa     unix.Sockaddr
+	family int
+	// Open-loop pacing: the next intended send time and the gap between
+	// this thread's requests.
+	rate     bool
+	next     time.Duration
+	interval time.Duration
+}
+
+func (e *engine) newWorker(id int) (*worker, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	n := e.opts.Threads
+	w := &worker{e: e, stats: e.threads[id], ep: ep, buf: make([]byte, 64<<10),
+		share: func(total int) int { return (total - id + n - 1) / n }}
+	port, _ := net.LookupPort("tcp", e.t.port)
+	if ip4 := e.addr.To4(); ip4 != nil {
+		w.family, w.sa = unix.AF_INET, &unix.SockaddrInet4{Port: port, Addr: [4]byte(ip4)}
+	} else {
+		w.family, w.sa = unix.AF_INET6, &unix.SockaddrInet6{Port: port, Addr: [16]byte(e.addr.To16())}
+	}
+	slots := w.share(e.opts.Connections)
+	w.conns = make([]*conn, slots)
+	w.events = make([]unix.EpollEvent, max(slots, 1))
+	for i := range w.conns {
+		w.conns[i] = &conn{idx: int32(i), fd: -1, p: newRespParser()}
+	}
+	if e.opts.Rate > 0 {
+		w.rate = true
+		w.interval = time.Duration(float64(time.Second) * float64(n) / e.opts.Rate)
+		// Stagger the threads so their requests interleave.
+		w.next = w.interval * time.Duration(id) / time.Duration(n)
+	}
+	return w, nil
+}
+
+func (w *worker) now() time.Duration { return time.Since(w.e.start) }
+
+// runWorker runs one event loop until the engine stops and returns the
+// share of the run the thread spent on CPU.
+func (e *engine) runWorker(id int) float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
+	w, err := e.newWorker(id)
+	if err != nil {
+		e.threads[id].fail(errConn, "epoll: "+err.Error())
+		return 0
+	}
+	defer w.close()
+	var lastCheck time.Duration = -time.Hour
+	for !e.stop.Load() {
+		now := w.now()
+		if now-lastCheck >= 10*time.Millisecond {
+			w.maintain(now)
+			lastCheck = now
+		}
+		wait := 10 * time.Millisecond
+		if w.rate {
+			w.dispatch(now)
+			wait = min(wait, max(w.next-now, 0))
+		}
+		n, err := unix.EpollWait(w.ep, w.events, int((wait+time.Millisecond-1)/time.Millisecond))
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			w.stats.fail(errRead, "epoll: "+err.Error())
+			break
+		}
+		now = w.now()
+		for i := 0; i < n; i++ {
+			w.handle(&w.events[i], now)
+		}
+	}
+	if s := time.Since(e.start).Seconds(); s > 0 {
+		return (threadCPU() - cpu0) / s
+	}
+	return 0
+}
+
+func (w *worker) close() {
+	for _, c := range w.conns {
+		if c.fd >= 0 {
+			unix.Close(c.fd)
+			c.fd = -1
+		}
+	}
+	unix.Close(w.ep)
+}
+
+// maintain opens the connections the ramp wants and expires requests
+// past their timeout. It runs every 10 ms, not per event.
+func (w *worker) maintain(now time.Duration) {
+	want := min(w.share(w.e.targetConns(now)), len(w.conns))
+	for i := range w.conns {
+		c := w.conns[i]
+		if i >= want {
+			break
+		}
+		switch c.state {
+		case cClosed:
+			if !w.rate || !w.e.opts.NoKeepAlive { // paced short connections open in dispatch
+				w.open(c, now)
+			}
+		case cConnecting, cWriting, cReading:
+			if now > c.deadline {
+				cause := "timeout"
+				if c.state == cConnecting {
+					cause = "connect-timeout"
+				}
+				w.failReq(c, errTime, cause)
+			}
+		}
+	}
+	w.active = want
+}
+
+// dispatch starts every paced request whose intended time has come, as
+// long as a connection is free; the others wait, and their latency counts
+// from the intended time.
+func (w *worker) dispatch(now time.Duration) {
+	for w.next <= now {
+		c := w.free()
+		if c == nil {
+			return
+		}
+		if !w.e.take() {
+			return
+		}
+		origin := w.next
+		w.next += w.interval
+		if c.state == cClosed {
+			c.reserved = true
+			w.connect(c, origin)
+		} else {
+			c.reserved = true
+			w.send(c, origin, now)
+		}
+	}
+}
+
+// free returns a connection ready to carry a paced request.
+func (w *worker) free() *conn {
+	for _, c := range w.conns[:w.active] {
+		if c.state == cIdle || (w.e.opts.NoKeepAlive && c.state == cClosed) {
+			return c
+		}
+	}
+	return nil
+}
+
+// open starts a connection in closed-loop mode.
+func (w *worker) open(c *conn, now time.Duration) {
+	if w.e.stop.Load() {
+		return
+	}
+	if w.e.opts.NoKeepAlive {
+		// The request starts with its connection.
+		if !w.e.take() {
+			return
+		}
+		c.reserved = true
+	}
+	w.connect(c, now)
+}
+
+func (w *worker) connect(c *conn, origin time.Duration) {
+	c.start = origin
+	fd, err := unix.Socket(w.family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		w.connectFailed(c, err)
+		return
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	err = unix.Connect(fd, w.sa)
+	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
+		unix.Close(fd)
+		w.connectFailed(c, err)
+		return
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP, Fd: c.idx}
+	if err := unix.EpollCtl(w.ep, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		unix.Close(fd)
+		w.connectFailed(c, err)
+		return
+	}
+	c.fd, c.state, c.outArmed = fd, cConnecting, true
+	c.deadline = w.now() + w.e.opts.Timeout
+}
+
+func (w *worker) connectFailed(c *conn, err error) {
+	c.state = cClosed
+	w.stats.fail(errConn, connectCause(err))
+	w.settle(c)
+}
+
+func (w *worker) settle(c *conn) {
+	if c.reserved {
+		c.reserved = false
+		w.e.settle()
+	}
+}
+
+func (w *worker) handle(ev *unix.EpollEvent, now time.Duration) {
+	c := w.conns[ev.Fd]
+	switch c.state {
+	case cConnecting:
+		errno, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err == nil && errno != 0 {
+			err = unix.Errno(errno)
+		}
+		if err != nil {
+			w.drop(c)
+			w.connectFailed(c, err)
+			return
+		}
+		if ev.Events&unix.EPOLLOUT == 0 {
+			return
+		}
+		w.established(c, now)
+	case cWriting:
+		if ev.Events&(unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			w.failReq(c, errWrite, "reset")
+			return
+		}
+		w.write(c, now)
+	case cReading:
+		w.read(c, now)
+	case cIdle:
+		// An idle keep-alive connection became readable: the server
+		// closed it (keepalive_timeout). Not a request error.
+		w.drop(c)
+		c.state = cClosed
+	}
+}
+
+func (w *worker) established(c *conn, now time.Duration) {
+	w.stats.connected()
+	if c.reserved || !w.rate {
+		origin := now
+		if w.e.opts.NoKeepAlive || w.rate {
+			origin = c.start // short connections and paced requests count from their start
+		}
+		w.send(c, origin, now)
+		return
+	}
+	w.disarmOut(c)
+	c.state = cIdle
+}
+
+// send starts a request on a connected socket.
+func (w *worker) send(c *conn, origin, now time.Duration) {
+	if !c.reserved && !w.e.opts.NoKeepAlive {
+		if !w.e.take() {
+			w.disarmOut(c)
+			c.state = cIdle
+			return
+		}
+		c.reserved = true
+	}
+	c.start = origin
+	c.deadline = now + w.e.opts.Timeout
+	c.p.reset(w.e.head)
+	c.wrOff, c.rbytes = 0, 0
+	w.write(c, now)
+}
+
+func (w *worker) write(c *conn, now time.Duration) {
+	req := w.e.req
+	for c.wrOff < len(req) {
+		n, err := unix.Write(c.fd, req[c.wrOff:])
+		if errors.Is(err, unix.EAGAIN) {
+			c.state = cWriting
+			w.armOut(c)
+			return
+		}
+		if err != nil {
+			w.failReq(c, errWrite, connectCause(err))
+			return
+		}
+		c.wrOff += n
+	}
+	w.disarmOut(c)
+	c.state = cReading
+}
+
+func (w *worker) read(c *conn, now time.Duration) {
+	for {
+		n, err := unix.Read(c.fd, w.buf)
+		if errors.Is(err, unix.EAGAIN) {
+			return
+		}
+		if err != nil {
+			w.failReq(c, errRead, connectCause(err))
+			return
+		}
+		if n == 0 {
+			done, perr := c.p.eof()
+			if perr != nil || !done {
+				w.failReq(c, errRead, "closed")
+				return
+			}
+			w.complete(c, now, false)
+			return
+		}
+		used, done, perr := c.p.feed(w.buf[:n])
+		c.rbytes += uint64(used)
+		if perr != nil {
+			w.failReq(c, errRead, "malformed")
+			return
+		}
+		if done {
+			w.complete(c, now, used < n)
+			return
+		}
+		if n < len(w.buf) {
+			return // drained; wait for more
+		}
+	}
+}
+
+// complete records a response and starts what follows it on c.
+func (w *worker) complete(c *conn, now time.Duration, extra bool) {
+	w.stats.record(now-c.start, c.p.status(), c.rbytes)
+	w.settle(c)
+	if extra {
+		w.stats.mu.Lock()
+		w.stats.causes["unsolicited-bytes"]++
+		w.stats.mu.Unlock()
+	}
+	if extra || w.e.opts.NoKeepAlive || !c.p.keepAlive() {
+		w.drop(c)
+		c.state = cClosed
+		if !w.rate && !w.e.stop.Load() {
+			w.open(c, now)
+		}
+		return
+	}
+	if w.rate {
+		c.state = cIdle
+		return
+	}
+	w.send(c, now, now)
+}
+
+// failReq counts a failed request and replaces its connection.
+func (w *worker) failReq(c *conn, class int, cause string) {
+	w.stats.fail(class, cause)
+	w.settle(c)
+	w.drop(c)
+	c.state = cClosed
+	// Reopened by maintain, at most every 10 ms: a refusing server is
+	// not hammered in a tight loop.
+}
+
+// drop closes c's socket.
+func (w *worker) drop(c *conn) {
+	if c.fd < 0 {
+		return
+	}
+	if c.state != cConnecting {
+		w.stats.open.Add(-1)
+	}
+	unix.Close(c.fd) // also removes it from the epoll set
+	c.fd = -1
+	c.outArmed = false
+}
+
+func (w *worker) armOut(c *conn) {
+	if !c.outArmed {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLOUT | unix.EPOLLRDHUP, Fd: c.idx}
+		_ = unix.EpollCtl(w.ep, unix.EPOLL_CTL_MOD, c.fd, &ev)
+		c.outArmed = true
+	}
+}
+
+func (w *worker) disarmOut(c *conn) {
+	if c.outArmed {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: c.idx}
+		_ = unix.EpollCtl(w.ep, unix.EPOLL_CTL_MOD, c.fd, &ev)
+		c.outArmed = false
+	}
+}

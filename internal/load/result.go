@@ -1,0 +1,117 @@
+package load
+
+import "time"
+
+// Errors counts failed requests in wrk's classes.
+type Errors struct {
+	// Connect: the connection could not be opened (refused, unreachable,
+	// no local port, no file descriptor).
+	Connect uint64 `json:"connect"`
+	// Read: reading the response failed (reset, closed mid-response,
+	// malformed response).
+	Read uint64 `json:"read"`
+	// Write: sending the request failed.
+	Write uint64 `json:"write"`
+	// Timeout: no complete response within the timeout.
+	Timeout uint64 `json:"timeout"`
+}
+
+// Total is the sum of all classes.
+func (e Errors) Total() uint64 { return e.Connect + e.Read + e.Write + e.Timeout }
+
+func (e *Errors) add(o Errors) {
+	e.Connect += o.Connect
+	e.Read += o.Read
+	e.Write += o.Write
+	e.Timeout += o.Timeout
+}
+
+// Second is one second of the timeline.
+type Second struct {
+	// Index counts seconds from the start of the run, from 0.
+	Index int       `json:"second"`
+	Start time.Time `json:"start"`
+	// Length is 1 s except for the last, partial second of a run.
+	Length time.Duration `json:"length_ns"`
+	// Requests completed with a response in this second.
+	Requests uint64 `json:"requests"`
+	Bytes    uint64 `json:"bytes"`
+	Errors   Errors `json:"errors"`
+	// Status counts responses by class: Status[2] is 2xx.
+	Status [6]uint64 `json:"status"`
+	// P50 and P99 of the latencies of this second's responses.
+	P50 time.Duration `json:"p50_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	// OpenConns is the number of connections open at the end of it.
+	OpenConns int `json:"open_conns"`
+}
+
+// Latency summarises the latency distribution of a run.
+type Latency struct {
+	Min   time.Duration `json:"min_ns"`
+	Mean  time.Duration `json:"mean_ns"`
+	Stdev time.Duration `json:"stdev_ns"`
+	Max   time.Duration `json:"max_ns"`
+	P50   time.Duration `json:"p50_ns"`
+	P75   time.Duration `json:"p75_ns"`
+	P90   time.Duration `json:"p90_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	P999  time.Duration `json:"p999_ns"`
+}
+
+// Self is what the load generator measured about itself.
+type Self struct {
+	// CPUSeconds is user+system CPU time of the whole process during the
+	// run.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// CPUPerRequest is CPUSeconds per completed request.
+	CPUPerRequest time.Duration `json:"cpu_per_request_ns"`
+	// ThreadBusy is, per event-loop thread, the fraction of the run it
+	// spent on CPU (1.0: never waited for the network).
+	ThreadBusy []float64 `json:"thread_busy"`
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	URL         string        `json:"url"`
+	Method      string        `json:"method"`
+	Connections int           `json:"connections"`
+	Threads     int           `json:"threads"`
+	KeepAlive   bool          `json:"keepalive"`
+	Rate        float64       `json:"target_rate,omitempty"`
+	Elapsed     time.Duration `json:"duration_ns"`
+	DurationS   float64       `json:"duration_s"`
+
+	// Requests counts completed responses, whatever their status.
+	Requests    uint64  `json:"requests"`
+	Bytes       uint64  `json:"bytes"`
+	RPS         float64 `json:"rps"`
+	BytesPerSec float64 `json:"bytes_per_sec"`
+	Latency     Latency `json:"latency"`
+	// Percentiles holds the distribution for --latency: percentile → ns.
+	Percentiles []Percentile `json:"percentiles"`
+	Errors      Errors       `json:"errors"`
+	// ErrorCauses counts errors by cause within the classes: "refused",
+	// "reset", "closed", "malformed", "no-local-port", "fd-limit"…
+	ErrorCauses map[string]uint64 `json:"error_causes,omitempty"`
+	// Status counts responses by class, "2xx" … "5xx".
+	Status map[string]uint64 `json:"status"`
+	// ConnectionsOpened counts TCP connections established.
+	ConnectionsOpened uint64   `json:"connections_opened"`
+	Timeline          []Second `json:"timeline"`
+	Self              Self     `json:"self"`
+	// Saturated is true when the numbers are limited by the load
+	// generator, not the server; SaturatedBy says why. The JSON report
+	// also carries them as a load-generator-saturated finding.
+	Saturated   bool     `json:"load_generator_saturated"`
+	SaturatedBy []string `json:"saturated_by,omitempty"`
+	// Interrupted is true when the run was stopped early (Ctrl-C).
+	Interrupted bool     `json:"interrupted"`
+	Notes       []string `json:"notes,omitempty"`
+}
+
+// Percentile is one point of the latency distribution.
+type Percentile struct {
+	Percentile float64       `json:"percentile"`
+	Latency    time.Duration `json:"latency_ns"`
+}
