@@ -37,10 +37,12 @@ if [ "$skip_nd" != 1 ]; then
 fi
 { taskset -c 0 true && taskset -c 1 true; } 2>/dev/null ||
   die "needs CPUs 0 and 1 (nginx on one, the load tool on the other)"
-ulimit -n "$(ulimit -Hn)"   # 1000 connections plus nginx's side
-[ "$(ulimit -n)" -ge 2100 ] || die "open files limit $(ulimit -n) too low for 1000 connections"
+ulimit -n "$(ulimit -Hn)" # for 1000 connections, in the tools and in nginx
+nofile=$(ulimit -n)
+[ "$nofile" = unlimited ] || [ "$nofile" -ge 2100 ] ||
+  die "open files limit $nofile too low for 1000 connections"
 
-tmp=$(mktemp -d /tmp/loadgen.XXXXXX)
+tmp=$(mktemp -d -t loadgen.XXXXXX)
 nginx_pid=
 tool_pid=
 alive() { # alive PID: running and not a zombie
@@ -119,12 +121,12 @@ start_nginx() { # sets port, nginx_pid and worker; retries another port if bind 
     done
     if alive "$nginx_pid"; then
       stop_nginx
-      die "nginx on port $port not ready after 5 s: $(tail -3 "$d/stderr")"
+      die "nginx on port $port not ready after 5 s: $(tail -n 3 "$d/stderr")"
     fi
     wait "$nginx_pid" 2>/dev/null || true
     nginx_pid=
     grep -q 'Address already in use' "$d/stderr" ||
-      die "nginx did not start: $(tail -3 "$d/stderr")"
+      die "nginx did not start: $(tail -n 3 "$d/stderr")"
   done
   die "no free port for nginx after 5 tries"
 }
@@ -160,7 +162,7 @@ run_one() {
   if ! wait "$tool_pid"; then
     tool_pid=
     echo "loadgen: $tool failed in $sc run $i: ${cmd[*]}" >&2
-    tail -20 "$tmp/out" "$tmp/time" >&2
+    tail -n 20 "$tmp/out" "$tmp/time" >&2
     exit 1
   fi
   tool_pid=
@@ -175,8 +177,8 @@ run_one() {
     rps=$(json_field "$tmp/nd.json" rps)
   fi
   [[ $requests =~ ^[0-9]+$ && $requests -gt 0 && -n $rps ]] ||
-    die "$tool $sc run $i: no request count in its output: $(tail -5 "$tmp/out")"
-  read -r u s < <(tail -1 "$tmp/time")
+    die "$tool $sc run $i: no request count in its output: $(tail -n 5 "$tmp/out")"
+  read -r u s < <(tail -n 1 "$tmp/time")
   awk -v r="$rps" -v n="$requests" -v u="$u" -v s="$s" \
     'BEGIN { printf "%.0f %.3f\n", r, (u + s) * 1e6 / n }' | tee -a "$tmp/res.$sc.$tool" |
     awk -v t="$tool" -v sc="$sc" -v i="$i" '{ printf "  %-8s %-7s run %d: %8d req/s  %6.3f µs CPU/request\n", sc, t, i, $1, $2 }' >&2
@@ -195,7 +197,7 @@ start_nginx
 url=http://127.0.0.1:$port/
 if [ "$skip_nd" != 1 ]; then # fail fast if the load command or its JSON is not there
   "$tmp/netdoctor" load -t 1 -c 1 -n 10 --json "$tmp/nd.json" "$url" >"$tmp/out" 2>&1 ||
-    die "netdoctor load does not run (SKIP_NETDOCTOR=1 for wrk only): $(tail -5 "$tmp/out")"
+    die "netdoctor load does not run (SKIP_NETDOCTOR=1 for wrk only): $(tail -n 5 "$tmp/out")"
   json_field "$tmp/nd.json" requests >/dev/null ||
     die "netdoctor's --json has no \"requests\""
 fi

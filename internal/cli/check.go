@@ -24,7 +24,7 @@ func (o *sourceOpts) register(fs interface {
 	StringVar(*string, string, string, string)
 	BoolVar(*bool, string, bool, string)
 }) {
-	fs.StringVar(&o.netns, "netns", "", "observe this network namespace (a name from `ip netns list` or a path such as /proc/PID/ns/net)")
+	fs.StringVar(&o.netns, "netns", "", "observe this network namespace (a name from 'ip netns list' or a path such as /proc/PID/ns/net)")
 	fs.BoolVar(&o.noDNS, "no-dns", false, "do not send probe queries to the configured nameservers")
 	fs.StringVar(&o.dnsName, "dns-name", "", "name to look up in the DNS probe (default: this host's name)")
 }
@@ -37,9 +37,10 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlags("check", stderr)
 	var src sourceOpts
 	src.register(fs)
-	window := fs.Duration("window", 5*time.Second, "time between the two snapshots; counters must rise within it to count as active")
+	var window = new(time.Duration)
+	durationVar(fs, window, "window", 5*time.Second, "time between the two snapshots; counters must rise within it to count as active")
 	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout, replacing the text report)")
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -110,10 +111,12 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlags("collect", stderr)
 	var src sourceOpts
 	src.register(fs)
-	window := fs.Duration("window", 10*time.Second, "how long to sample")
-	interval := fs.Duration("interval", time.Second, "time between snapshots")
+	var window = new(time.Duration)
+	durationVar(fs, window, "window", 10*time.Second, "how long to sample")
+	var interval = new(time.Duration)
+	durationVar(fs, interval, "interval", time.Second, "time between snapshots")
 	out := fs.String("o", "", "bundle file to write (required; - for stdout)")
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -155,7 +158,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("diagnose", stderr)
 	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout)")
-	pos, err := parse(fs, args)
+	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}

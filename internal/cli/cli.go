@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
@@ -98,22 +100,55 @@ func exitCode(err error, stderr io.Writer) int {
 	return ExitFailed
 }
 
-// newFlags returns a FlagSet that reports errors as usage errors instead
-// of exiting.
+// newFlags returns a FlagSet that reports errors as one-line usage
+// errors instead of exiting; the flag list is printed for -h only.
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("netdoctor "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // the flag list is printed by parse, for -h only
 	return fs
 }
 
-// parse parses flags, allowing flags after positional arguments
+// durationFlag is a time.Duration flag whose error says what is wrong:
+// the flag package's own says only "parse error".
+type durationFlag struct{ p *time.Duration }
+
+func (d durationFlag) String() string {
+	if d.p == nil {
+		return ""
+	}
+	return d.p.String()
+}
+
+func (d durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return fmt.Errorf("missing unit in duration %q: write e.g. %ss", s, s)
+		}
+		return fmt.Errorf("not a duration %q: write e.g. 10s, 500ms, 2m", s)
+	}
+	*d.p = v
+	return nil
+}
+
+// durationVar defines a duration flag with a clear error.
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationFlag{p}, name, usage)
+}
+
+// parse parses flags (printing the flag list to help on -h), allowing flags after positional arguments
 // (`diagnose bundle.json --json out.json`), and wraps errors as usage
 // errors.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(help, "usage of %s:\n", fs.Name())
+				fs.SetOutput(help)
+				fs.PrintDefaults()
 				return nil, err
 			}
 			return nil, usageError{err}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -38,6 +42,16 @@ func TestBadInput(t *testing.T) {
 		{[]string{"diagnose", garbage}, "not a netdoctor bundle"},
 		{[]string{"diagnose", future}, "version 99"},
 		{[]string{"diagnose", empty}, "no snapshots"},
+		{[]string{"load"}, "load needs exactly one URL"},
+		{[]string{"load", "ftp://127.0.0.1/"}, `scheme "ftp" not supported`},
+		{[]string{"load", "127.0.0.1:8080"}, "use http:// or https://"},
+		{[]string{"load", "http://"}, "has no host"},
+		{[]string{"load", "http://no-such-host.invalid/"}, "cannot resolve host"},
+		{[]string{"load", "-c", "0", "http://127.0.0.1:1/"}, "-c 0: need at least one connection"},
+		{[]string{"load", "-d", "10", "http://127.0.0.1:1/"}, "missing unit in duration"},
+		{[]string{"load", "-d10", "http://127.0.0.1:1/"}, "missing unit in duration"},
+		{[]string{"load", "--ramp", "5:1", "http://127.0.0.1:1/"}, "want FROM:TO:DURATION"},
+		{[]string{"load", "-H", "nocolon", "http://127.0.0.1:1/"}, "want 'Name: value'"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -50,6 +64,9 @@ func TestBadInput(t *testing.T) {
 			}
 			if stdout != "" {
 				t.Errorf("stdout not empty: %q", stdout)
+			}
+			if lines := strings.Count(strings.TrimSpace(stderr), "\n"); lines > 0 && !strings.Contains(stderr, "Usage") {
+				t.Errorf("error is %d lines, want one: %q", lines+1, stderr)
 			}
 		})
 	}
@@ -91,4 +108,43 @@ func readReport(t *testing.T, path string) *report.Report {
 		t.Fatalf("report is not JSON: %v\n%s", err, b)
 	}
 	return &r
+}
+
+// TestLoadCommand runs `netdoctor load` end to end against a real server,
+// in wrk's attached-flag style, and checks the text and JSON results.
+func TestLoadCommand(t *testing.T) {
+	var hits atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		io.WriteString(w, "hello\n")
+	}))
+	defer s.Close()
+	out := filepath.Join(t.TempDir(), "load.json")
+	code, stdout, stderr := runCLI(t, "load", "-c4", "-t1", "-n", "300", "--latency", "-H", "X-Test: 1", "--json", out, s.URL)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"Running 300-request test @ " + s.URL, "1 threads and 4 connections (keep-alive)",
+		"300 requests in", "Status: 2xx 300", "Requests/sec:", "Transfer/sec:", "99.9%", "µs CPU per request"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+	var r struct {
+		Version  int    `json:"version"`
+		Requests uint64 `json:"requests"`
+		RPS      float64
+		Findings []json.RawMessage `json:"findings"`
+		Timeline []json.RawMessage `json:"timeline"`
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != 1 || r.Requests != 300 || hits.Load() != 300 || r.RPS <= 0 || r.Findings == nil || len(r.Timeline) == 0 {
+		t.Errorf("json: version %d requests %d (server %d) rps %v findings %v timeline %d", r.Version, r.Requests, hits.Load(), r.RPS, r.Findings, len(r.Timeline))
+	}
 }

@@ -39,11 +39,11 @@ func loadFlags(fs *flag.FlagSet) *loadOpts {
 	o := &lo.o
 	fs.IntVar(&o.Connections, "c", 10, "connections to keep open")
 	fs.IntVar(&o.Threads, "t", 2, "event-loop threads")
-	fs.DurationVar(&o.Duration, "d", 0, "test duration, with a unit: 10s, 2m (default 10s; with -n, at most "+maxRequestsRun.String()+")")
+	durationVar(fs, &o.Duration, "d", 0, "test duration, with a unit: 10s, 2m (default 10s; with -n, at most "+maxRequestsRun.String()+")")
 	fs.Int64Var(&o.Requests, "n", 0, "stop after this many requests")
 	fs.Float64Var(&o.Rate, "R", 0, "open-loop constant rate in requests/s; latency counts from each request's intended send time")
 	fs.Float64Var(&o.Rate, "rate", 0, "same as -R")
-	fs.DurationVar(&o.Timeout, "timeout", 2*time.Second, "a request without a complete response by then is a timeout error")
+	durationVar(fs, &o.Timeout, "timeout", 2*time.Second, "a request without a complete response by then is a timeout error")
 	fs.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "a new connection per request, closed after the response")
 	fs.Var((*headerFlags)(&o.Header), "H", "request header 'Name: value' (repeatable)")
 	fs.StringVar(&o.Method, "m", "GET", "request method")
@@ -99,7 +99,7 @@ func (lo *loadOpts) check(set map[string]bool) error {
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("load", stderr)
 	lo := loadFlags(fs)
-	pos, err := parse(fs, splitShort(args, "ctdnRHm"))
+	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stderr)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
-	fmt.Fprintf(stdout, "Running %s test @ %s\n", describe(lo.o), lo.o.URL)
+	lo.o.OnStart = func() { fmt.Fprintf(stdout, "Running %s test @ %s\n", describe(lo.o), lo.o.URL) }
 	res, err := load.Run(ctx, lo.o)
 	p.done()
 	if err != nil {

@@ -24,4 +24,3 @@ func connectCause(err error) string {
 	}
 	return err.Error()
 }
-

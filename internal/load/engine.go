@@ -190,6 +190,9 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	for range o.Threads {
 		e.threads = append(e.threads, newThreadStats())
 	}
+	if o.OnStart != nil {
+		o.OnStart()
+	}
 	cpu0 := processCPU()
 	e.start = time.Now()
 	if o.Duration > 0 {

@@ -47,6 +47,9 @@ type Options struct {
 	// Ramp.To over Ramp.Over; Connections is then Ramp.To.
 	Ramp *Ramp
 
+	// OnStart, if set, is called once the options are valid and the host
+	// resolved, just before the first connection.
+	OnStart func()
 	// OnSecond, if set, receives each second of the timeline as soon as it
 	// is complete, on a goroutine of its own; it must return quickly.
 	OnSecond func(Second)
@@ -89,6 +92,9 @@ type target struct {
 }
 
 func parseTarget(raw string) (target, error) {
+	if !strings.Contains(raw, "://") {
+		return target{}, fmt.Errorf("%w: URL %q has no scheme: use http:// or https://", ErrInvalid, raw)
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		return target{}, fmt.Errorf("%w: URL %q: %v", ErrInvalid, raw, err)
