@@ -139,6 +139,22 @@ json_field() { # json_field FILE NAME
   fi
 }
 
+busy() { # busy: percent of all CPUs busy over the next half second
+  local a b
+  a=$(awk '/^cpu /{ print $2+$3+$4+$7+$8+$9, $5+$6 }' /proc/stat)
+  sleep 0.5
+  b=$(awk '/^cpu /{ print $2+$3+$4+$7+$8+$9, $5+$6 }' /proc/stat)
+  echo "$a $b" | awk '{ w = $3 - $1; t = w + $4 - $2; printf "%d", t ? 100 * w / t : 0 }'
+}
+wait_quiet() { # wait_quiet: up to 30 s for other programs to leave the CPUs alone
+  local b
+  for _ in $(seq 60); do
+    b=$(busy)
+    [ "$b" -ge 10 ] || return 0
+  done
+  echo "  warning: CPUs still ${b}% busy with other programs; this run is noisy" >&2
+}
+
 # run_one TOOL SCENARIO RUN: one measured run; appends "RPS US_PER_REQUEST"
 # to $tmp/res.SCENARIO.TOOL.
 run_one() {
@@ -157,6 +173,7 @@ run_one() {
     [ "$sc" != close50 ] || cmd+=(--no-keepalive)
   fi
   cmd+=("$url")
+  wait_quiet
   setsid taskset -c 1 /usr/bin/time -f '%U %S' -o "$tmp/time" "${cmd[@]}" >"$tmp/out" 2>&1 &
   tool_pid=$!
   if ! wait "$tool_pid"; then

@@ -2,6 +2,10 @@ package cli
 
 import (
 	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"fmt"
 	"net"
 	"os"
@@ -23,6 +27,12 @@ func TestMain(m *testing.M) {
 		helperSockets()
 	case "noaccept":
 		helperNoAccept()
+	case "load":
+		// Run netdoctor load inside the namespace against a server there.
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
+		defer s.Close()
+		args := append(strings.Fields(os.Getenv("ND_LOAD_ARGS")), s.URL)
+		os.Exit(Run(context.Background(), args, os.Stdout, os.Stderr))
 	}
 	os.Exit(0)
 }

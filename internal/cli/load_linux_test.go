@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLoadPortExhaustion: in a namespace with 10 local ports and no
+// TIME_WAIT reuse, short connections run out of ports; the result must
+// blame the load generator's host, not the server.
+func TestLoadPortExhaustion(t *testing.T) {
+	ns := testNetns(t)
+	run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40009", "net.ipv4.tcp_tw_reuse=0")
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
+	cmd.Env = append(os.Environ(), "ND_HELPER=load", "ND_LOAD_ARGS=load -c 4 -t 1 -d 1s --no-keepalive --json -")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("load in namespace: %v\n%s", err, out)
+	}
+	i := strings.Index(string(out), "\n{")
+	if i < 0 {
+		t.Fatalf("no JSON in output:\n%s", out)
+	}
+	var r struct {
+		Requests    uint64            `json:"requests"`
+		Saturated   bool              `json:"load_generator_saturated"`
+		SaturatedBy []string          `json:"saturated_by"`
+		Causes      map[string]uint64 `json:"error_causes"`
+		Findings    []struct {
+			ID string `json:"id"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal(out[i+1:], &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r.Causes["no-local-port"] == 0 || !r.Saturated || len(r.Findings) != 1 || r.Findings[0].ID != "load-generator-saturated" {
+		t.Errorf("causes %v, saturated %v by %v, findings %+v; want no-local-port errors blamed on the generator", r.Causes, r.Saturated, r.SaturatedBy, r.Findings)
+	}
+	if r.Requests < 10 {
+		t.Errorf("only %d requests succeeded; the first 10 ports should have worked", r.Requests)
+	}
+	if !strings.Contains(string(out), "WARNING: the load generator may be the bottleneck") {
+		t.Errorf("text output does not warn:\n%s", out[:i])
+	}
+}
