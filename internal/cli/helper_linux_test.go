@@ -3,11 +3,11 @@ package cli
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
