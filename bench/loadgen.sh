@@ -222,10 +222,12 @@ fi
 echo "# loadgen: $(date -u +%FT%TZ), $(uname -r), $(nginx -v 2>&1 | sed 's/.*version: //'), $(wrk -v 2>&1 | head -1 | awk '{print "wrk " $2}'), $(nproc) CPUs" >&2
 echo "# nginx worker $worker on CPU $(taskset -pc "$worker" | awk '{print $NF}'), load tool on CPU 1; ${secs}s x $runs runs; load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 read -r -a scenarios <<<"${SCENARIOS:-ka50 ka1000 close50}"
-for sc in "${scenarios[@]}"; do
-  for i in $(seq "$runs"); do
-    order=("${tools[@]}")
-    if [ $((i % 2)) -eq 0 ] && [ ${#tools[@]} -eq 2 ]; then order=(netdoctor wrk); fi
+# Rounds over every scenario, and each tool first in every other round, so
+# that slow drifts of the machine hit every cell alike.
+for i in $(seq "$runs"); do
+  order=("${tools[@]}")
+  if [ $((i % 2)) -eq 0 ] && [ ${#tools[@]} -eq 2 ]; then order=(netdoctor wrk); fi
+  for sc in "${scenarios[@]}"; do
     for tool in "${order[@]}"; do run_one "$tool" "$sc" "$i"; done
   done
 done
