@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,6 +190,12 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	}
 	for range o.Threads {
 		e.threads = append(e.threads, newThreadStats())
+	}
+	// Each event loop keeps its P through epoll_wait; leave one for the
+	// timeline, timers and whatever else the program runs meanwhile.
+	if procs := runtime.GOMAXPROCS(0); procs < o.Threads+1 {
+		defer runtime.GOMAXPROCS(procs)
+		runtime.GOMAXPROCS(o.Threads + 1)
 	}
 	if o.OnStart != nil {
 		o.OnStart()
