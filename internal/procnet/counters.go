@@ -38,16 +38,8 @@ func (p Proc) Counters() (map[string]uint64, error) {
 			errs = append(errs, err)
 		}
 	}
-	b, err := p.readNet("snmp6")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// IPv6 is disabled: the file is not created.
-	case err != nil:
+	if err := p.parseIPv6("snmp6", func(b []byte) error { return parseSnmp6(b, m) }); err != nil {
 		errs = append(errs, err)
-	default:
-		if err := parseSnmp6(b, m); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	return m, joinErrs(errs)
 }
@@ -209,4 +201,17 @@ func parseSnmp6(b []byte, m map[string]uint64) error {
 		pe.truncated(lineNo + 1)
 	}
 	return pe.err()
+}
+
+// parseIPv6 reads an IPv6 net file and parses it. A missing file is not an
+// error: the kernel does not create it when IPv6 is disabled.
+func (p Proc) parseIPv6(name string, parse func([]byte) error) error {
+	b, err := p.readNet(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return parse(b)
 }

@@ -1,8 +1,6 @@
 package procnet
 
 import (
-	"errors"
-	"io/fs"
 	"strconv"
 )
 
@@ -26,16 +24,8 @@ func (p Proc) Sockstat() (map[string]int64, error) {
 	if err := parseSockstat(b, "net/sockstat", m); err != nil {
 		errs = append(errs, err)
 	}
-	b, err = p.readNet("sockstat6")
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		// IPv6 is disabled: the file is not created.
-	case err != nil:
+	if err := p.parseIPv6("sockstat6", func(b []byte) error { return parseSockstat(b, "net/sockstat6", m) }); err != nil {
 		errs = append(errs, err)
-	default:
-		if err := parseSockstat(b, "net/sockstat6", m); err != nil {
-			errs = append(errs, err)
-		}
 	}
 	return m, joinErrs(errs)
 }
