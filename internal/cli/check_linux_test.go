@@ -68,7 +68,7 @@ func TestCheckNetnsReportsSocketsExactly(t *testing.T) {
 // accept-queue overflow naming the listener, its backlog and the counter.
 func TestCheckAcceptQueueOverflow(t *testing.T) {
 	ns := testNetns(t)
-	run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.core.somaxconn=8")
+	mustExec(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.core.somaxconn=8")
 	h := startHelper(t, ns, "noaccept")
 	out := filepath.Join(t.TempDir(), "r.json")
 	done := make(chan int)

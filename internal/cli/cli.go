@@ -36,6 +36,7 @@ func commands() []command {
 		{"collect", "sample every collector each second and save the snapshots as a bundle", runCollect},
 		{"diagnose", "run the rules on a saved bundle", runDiagnose},
 		{"load", "HTTP load generator with wrk's flags, open-loop -R, HDR latency, per-second timeline", runLoad},
+		{"run", "load a service while sampling client and server every second, then diagnose the load window", runRun},
 		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer, _ io.Writer) error {
 			_, err := fmt.Fprintln(w, "netdoctor", Version)
 			return err

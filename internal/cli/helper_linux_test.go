@@ -27,6 +27,13 @@ func TestMain(m *testing.M) {
 		helperSockets()
 	case "noaccept":
 		helperNoAccept()
+	case "run":
+		// Run netdoctor run inside the namespace against a server there:
+		// ND_SERVER=slow listens with backlog 8 and accepts a connection
+		// every 20 ms; otherwise a plain Go server.
+		url := serveForRun(os.Getenv("ND_SERVER"))
+		args := append(strings.Fields(os.Getenv("ND_RUN_ARGS")), url)
+		os.Exit(Run(context.Background(), args, os.Stdout, os.Stderr))
 	case "load":
 		// Run netdoctor load inside the namespace against a server there.
 		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
@@ -132,14 +139,14 @@ func testNetns(t *testing.T) string {
 		t.Skip("needs ip(8) from iproute2 to create network namespaces")
 	}
 	name := fmt.Sprintf("ndtest-%d-%d", os.Getpid(), time.Now().UnixNano()%100000)
-	run(t, "ip", "netns", "add", name)
+	mustExec(t, "ip", "netns", "add", name)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
-	run(t, "ip", "-n", name, "link", "set", "lo", "up")
-	run(t, "ip", "-n", name, "addr", "add", "127.0.0.2/8", "dev", "lo")
+	mustExec(t, "ip", "-n", name, "link", "set", "lo", "up")
+	mustExec(t, "ip", "-n", name, "addr", "add", "127.0.0.2/8", "dev", "lo")
 	return name
 }
 
-func run(t *testing.T, args ...string) {
+func mustExec(t *testing.T, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
@@ -183,3 +190,43 @@ func (h *helperProc) expect(t *testing.T, want string) {
 		t.Fatalf("helper said %q (%v), want %q", line, err, want)
 	}
 }
+
+// serveForRun starts the server a run helper loads, in this process.
+func serveForRun(kind string) string {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	if kind != "slow" {
+		s := httptest.NewServer(h)
+		return s.URL
+	}
+	fd := listenFD(syscall.AF_INET, "127.0.0.1", 7200, 8)
+	ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+	must(err)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go http.Serve(&oneConn{c: c}, h)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return "http://127.0.0.1:7200/"
+}
+
+// oneConn is a listener that yields one connection, so a slow accept loop
+// can hand each accepted connection to net/http.
+type oneConn struct {
+	c    net.Conn
+	done bool
+}
+
+func (o *oneConn) Accept() (net.Conn, error) {
+	if o.done {
+		select {} // net/http stops serving when Accept fails; keep it serving c
+	}
+	o.done = true
+	return o.c, nil
+}
+func (o *oneConn) Close() error   { return nil }
+func (o *oneConn) Addr() net.Addr { return o.c.LocalAddr() }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/run"
 )
 
 // headerFlags collects repeated -H values.
@@ -154,7 +155,7 @@ type loadReport struct {
 }
 
 func writeLoadJSON(path string, stdout io.Writer, res *load.Result) error {
-	r := loadReport{Version: 1, Command: "load", Findings: loadFindings(res), Result: res}
+	r := loadReport{Version: 1, Command: "load", Findings: nonNil(run.LoadFindings(res)), Result: res}
 	w := stdout
 	if path != "-" {
 		f, err := os.Create(path)
@@ -172,22 +173,6 @@ func writeLoadJSON(path string, stdout io.Writer, res *load.Result) error {
 	return nil
 }
 
-// loadFindings turns the generator's self-judgement into the finding the
-// JSON contract names.
-func loadFindings(res *load.Result) []rules.Finding {
-	if !res.Saturated {
-		return []rules.Finding{}
-	}
-	f := rules.Finding{ID: "load-generator-saturated", Severity: rules.Warning, Status: rules.Active,
-		Title: "The load generator, not the server, may limit these numbers",
-		Fix: []string{"run with more threads (-t) on more CPUs, or from another host, and compare",
-			"raise the generator's open-file limit (ulimit -n) or local port range when those ran out"}}
-	for _, s := range res.SaturatedBy {
-		f.Evidence = append(f.Evidence, rules.Item{Text: s, Source: "load", Window: true})
-	}
-	return []rules.Finding{f}
-}
-
 // splitShort turns wrk's attached short flags ("-t2", "-c50", "-d10s")
 // into the separate form the flag package parses ("-t", "2").
 func splitShort(args []string, letters string) []string {
@@ -203,4 +188,11 @@ func splitShort(args []string, letters string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+func nonNil(f []rules.Finding) []rules.Finding {
+	if f == nil {
+		return []rules.Finding{}
+	}
+	return f
 }

@@ -34,7 +34,10 @@ type Finding struct {
 	Title    string `json:"title"`
 	// Subject names what the finding is about when a rule can fire more
 	// than once: a listener, a sysctl, a nameserver, an interface.
-	Subject  string   `json:"subject,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	// Side says where it was observed in a run: "server", "client" or
+	// "local" (both in one namespace); empty for check and diagnose.
+	Side     string   `json:"side,omitempty"`
 	Evidence []Item   `json:"evidence"`
 	Fix      []string `json:"fix"`
 }
@@ -82,10 +85,16 @@ func Run(b *evidence.Bundle, rules []Rule) []Finding {
 	for _, r := range rules {
 		out = append(out, r.Check(b)...)
 	}
+	return Sort(out)
+}
+
+// Sort orders findings by impact: active before latent, then by severity,
+// then by ID, subject and side.
+func Sort(out []Finding) []Finding {
 	slices.SortStableFunc(out, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(statusRank(a.Status), statusRank(b.Status)),
 			cmp.Compare(sevRank(a.Severity), sevRank(b.Severity)),
-			cmp.Compare(a.ID, b.ID), cmp.Compare(a.Subject, b.Subject))
+			cmp.Compare(a.ID, b.ID), cmp.Compare(a.Subject, b.Subject), cmp.Compare(a.Side, b.Side))
 	})
 	return out
 }

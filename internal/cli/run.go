@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/run"
+)
+
+// runReport is the JSON of `run`: the report contract (verdict, findings,
+// host summary of the server side) plus the load result and the sides.
+type runReport struct {
+	*report.Report
+	Load  *load.Result `json:"load"`
+	Sides []*run.Side  `json:"sides"`
+}
+
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("run", stderr)
+	lo := loadFlags(fs)
+	var o run.Options
+	fs.StringVar(&o.ServerNetNS, "server-netns", "", "the server's network namespace (name or path); default: this one when the target is local")
+	durationVar(fs, &o.Baseline, "baseline", 3*time.Second, "quiet time sampled before the load")
+	durationVar(fs, &o.Tail, "tail", 2*time.Second, "time sampled after the load")
+	dns := fs.Bool("dns", false, "also probe the configured nameservers once per side")
+	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInput("run needs exactly one URL, e.g. netdoctor run -c 50 -d 10s http://127.0.0.1:8080/")
+	}
+	lo.o.URL = pos[0]
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := lo.check(set); err != nil {
+		return err
+	}
+	if o.Baseline < 0 || o.Tail < 0 {
+		return badInput("--baseline and --tail must not be negative")
+	}
+	if o.Baseline == 0 && set["baseline"] {
+		o.Baseline = time.Millisecond
+	}
+	o.DNS = *dns
+	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
+	lo.o.OnSecond = p.second
+	lo.o.OnStart = func() {
+		fmt.Fprintf(stdout, "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS))
+	}
+	o.Load = lo.o
+	res, err := run.Run(ctx, o)
+	p.done()
+	if err != nil {
+		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) {
+			return usageError{err}
+		}
+		return err
+	}
+	r := runReportOf(res)
+	if lo.jsonOut != "-" {
+		if err := writeRunText(stdout, r, lo.latency); err != nil {
+			return err
+		}
+	}
+	if lo.jsonOut != "" {
+		if err := writeRunJSON(lo.jsonOut, stdout, r); err != nil {
+			return err
+		}
+	}
+	for _, f := range r.Findings {
+		if f.Status == rules.Active && f.Severity == rules.Critical {
+			return errFindings
+		}
+	}
+	return nil
+}
+
+func sidesText(serverNS string) string {
+	if serverNS != "" {
+		return "the server (netns " + serverNS + ") and this client"
+	}
+	return "this namespace (client, and server if local)"
+}
+
+// runReportOf builds the report around the server side's load window, or
+// the client's when the server was not observed.
+func runReportOf(res *run.Result) *runReport {
+	var b *evidence.Bundle
+	for _, s := range res.Sides {
+		if s.Observed && b == nil {
+			b = run.Window(s.Bundle, res.LoadStart)
+		}
+	}
+	if b == nil {
+		b = &evidence.Bundle{}
+	}
+	r := report.New("run", b, res.Findings)
+	return &runReport{Report: r, Load: res.Load, Sides: res.Sides}
+}
+
+func writeRunText(w io.Writer, r *runReport, latency bool) error {
+	if err := report.Text(w, r.Report); err != nil {
+		return err
+	}
+	for _, s := range r.Sides {
+		if !s.Observed {
+			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, s.Why)
+		}
+	}
+	fmt.Fprintf(w, "\nLoad:\n")
+	return writeLoad(w, r.Load, latency)
+}
+
+func writeRunJSON(path string, stdout io.Writer, r *runReport) error {
+	w := stdout
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

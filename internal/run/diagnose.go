@@ -1,0 +1,65 @@
+package run
+
+import (
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// Window returns the part of a side's bundle that covers the load: from
+// the last snapshot taken before it started to the end of the tail, so
+// every counter delta the rules see happened with the load running.
+func Window(b *evidence.Bundle, start time.Time) *evidence.Bundle {
+	if b == nil {
+		return nil
+	}
+	from := 0
+	for i, s := range b.Snapshots {
+		if !s.Time.After(start) {
+			from = i
+		}
+	}
+	w := *b
+	w.Snapshots = b.Snapshots[from:]
+	return &w
+}
+
+// diagnose runs the rules on each observed side's load window, and adds
+// the load generator's judgement of itself.
+func diagnose(r *Result) []rules.Finding {
+	var out []rules.Finding
+	seen := map[*evidence.Bundle]bool{}
+	for _, s := range r.Sides {
+		if !s.Observed || seen[s.Bundle] {
+			continue
+		}
+		seen[s.Bundle] = true
+		name := s.Name
+		if s.Name == "server" && s.Why == "same namespace as the client" {
+			name = "local"
+		}
+		for _, f := range rules.Run(Window(s.Bundle, r.LoadStart), rules.All) {
+			f.Side = name
+			out = append(out, f)
+		}
+	}
+	out = append(out, LoadFindings(r.Load)...)
+	return rules.Sort(out)
+}
+
+// LoadFindings turns the load generator's self-judgement into findings.
+func LoadFindings(res *load.Result) []rules.Finding {
+	if res == nil || !res.Saturated {
+		return nil
+	}
+	f := rules.Finding{ID: "load-generator-saturated", Severity: rules.Warning, Status: rules.Active, Side: "client",
+		Title: "The load generator, not the server, may limit these numbers",
+		Fix: []string{"run with more threads (-t) on more CPUs, or from another host, and compare",
+			"raise the generator's open-file limit (ulimit -n) or local port range when those ran out"}}
+	for _, s := range res.SaturatedBy {
+		f.Evidence = append(f.Evidence, rules.Item{Text: s, Source: "load", Window: true})
+	}
+	return []rules.Finding{f}
+}

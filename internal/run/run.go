@@ -1,0 +1,158 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/collect"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// Options describe one run.
+type Options struct {
+	Load load.Options
+	// ServerNetNS is the server's namespace (name or path). Empty means the
+	// caller's own when the target address is local, else not observed.
+	ServerNetNS string
+	// Baseline is the quiet time sampled before the load (default 3 s);
+	// Tail the time after it (default 2 s).
+	Baseline, Tail time.Duration
+	Interval       time.Duration // sampling interval, default 1 s
+	DNS            bool
+}
+
+// Side is what was observed on one end.
+type Side struct {
+	Name     string           `json:"name"` // "server" or "client"
+	NetNS    string           `json:"netns,omitempty"`
+	Bundle   *evidence.Bundle `json:"-"`
+	Observed bool             `json:"observed"`
+	Why      string           `json:"why,omitempty"` // when not observed
+}
+
+// Result is a finished run.
+type Result struct {
+	Load      *load.Result    `json:"load"`
+	LoadStart time.Time       `json:"load_start"`
+	LoadEnd   time.Time       `json:"load_end"`
+	Sides     []*Side         `json:"sides"`
+	Findings  []rules.Finding `json:"findings"`
+}
+
+// ErrNotListening reports a target nobody listens on.
+var ErrNotListening = errors.New("target is not listening")
+
+// Run samples both sides, drives the load and diagnoses. The load's own
+// errors (bad URL, unresolvable host) come back before any sampling.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if o.Baseline == 0 {
+		o.Baseline = 3 * time.Second
+	}
+	if o.Tail == 0 {
+		o.Tail = 2 * time.Second
+	}
+	if o.Interval == 0 {
+		o.Interval = time.Second
+	}
+	server, client, err := sides(o)
+	if err != nil {
+		return nil, err
+	}
+	defer server.close()
+	defer client.close()
+
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	for _, s := range []*sampler{server, client} {
+		if s.snap == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); s.run(sctx, o.Interval) }()
+	}
+	res := &Result{}
+	wait(ctx, o.Baseline)
+	res.LoadStart = time.Now()
+	lr, lerr := load.Run(ctx, o.Load)
+	res.LoadEnd = time.Now()
+	if lerr == nil {
+		wait(ctx, o.Tail)
+	}
+	stop()
+	wg.Wait()
+	if lerr != nil {
+		return nil, lerr
+	}
+	res.Load = lr
+	for _, s := range []*sampler{server, client} {
+		res.Sides = append(res.Sides, s.side())
+	}
+	res.Findings = diagnose(res)
+	return res, nil
+}
+
+// wait sleeps for d or until ctx ends.
+func wait(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// sides decides what to observe: the server in its namespace (or in ours
+// when the target address is ours), the client in ours.
+func sides(o Options) (server, client *sampler, err error) {
+	client = &sampler{name: "client"}
+	server = &sampler{name: "server", netns: o.ServerNetNS}
+	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30}
+	if client.snap, err = collect.New(cfg); err != nil {
+		return nil, nil, fmt.Errorf("observe the client side: %w", err)
+	}
+	switch {
+	case o.ServerNetNS != "":
+		cfg.NetNS = o.ServerNetNS
+		if server.snap, err = collect.New(cfg); err != nil {
+			client.close()
+			return nil, nil, fmt.Errorf("observe the server side: %w", err)
+		}
+	case localTarget(o.Load.URL):
+		server.shared = client
+	default:
+		server.why = "the target is not an address of this namespace; pass --server-netns (or run netdoctor on the server) to see its kernel evidence"
+	}
+	return server, client, nil
+}
+
+// localTarget reports whether the URL's host is an address of this
+// namespace (loopback included).
+func localTarget(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	ips, err := net.LookupIP(u.Hostname())
+	if err != nil {
+		return false
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, ip := range ips {
+		if ip.IsLoopback() {
+			return true
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,46 @@
+package run
+
+import (
+	"context"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/collect"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// sampler snapshots one side every interval.
+type sampler struct {
+	name   string
+	netns  string
+	snap   *collect.Snapshotter
+	shared *sampler // the server shares the client's namespace
+	why    string
+	bundle *evidence.Bundle
+}
+
+func (s *sampler) run(ctx context.Context, interval time.Duration) {
+	s.bundle = &evidence.Bundle{Version: evidence.BundleVersion, Host: s.snap.Host, Start: time.Now()}
+	s.snap.Sample(ctx, interval, 0, func(snap evidence.Snapshot) {
+		s.bundle.Snapshots = append(s.bundle.Snapshots, snap)
+	})
+	// The last snapshot is taken after the tail even when ctx ended.
+	s.bundle.Snapshots = append(s.bundle.Snapshots, s.snap.Snapshot(context.Background()))
+}
+
+func (s *sampler) close() {
+	if s.snap != nil {
+		s.snap.Close()
+	}
+}
+
+func (s *sampler) side() *Side {
+	src := s
+	if s.shared != nil {
+		src = s.shared
+	}
+	sd := &Side{Name: s.name, NetNS: s.netns, Bundle: src.bundle, Observed: src.bundle != nil, Why: s.why}
+	if s.shared != nil {
+		sd.Why = "same namespace as the client"
+	}
+	return sd
+}
