@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +28,16 @@ func TestMain(m *testing.M) {
 		helperSockets()
 	case "noaccept":
 		helperNoAccept()
+	case "serve":
+		// A server for a run from another namespace: ND_SERVER as for
+		// "run", listening on ND_ADDR; prints "ready" and serves until
+		// stdin closes.
+		serveAt(os.Getenv("ND_SERVER"), os.Getenv("ND_ADDR"))
+		fmt.Println("ready")
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	case "runremote":
+		args := strings.Fields(os.Getenv("ND_RUN_ARGS"))
+		os.Exit(Run(context.Background(), args, os.Stdout, os.Stderr))
 	case "run":
 		// Run netdoctor run inside the namespace against a server there:
 		// ND_SERVER=slow listens with backlog 8 and accepts a connection
@@ -193,12 +204,25 @@ func (h *helperProc) expect(t *testing.T, want string) {
 
 // serveForRun starts the server a run helper loads, in this process.
 func serveForRun(kind string) string {
-	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	if kind != "slow" {
-		s := httptest.NewServer(h)
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
 		return s.URL
 	}
-	fd := listenFD(syscall.AF_INET, "127.0.0.1", 7200, 8)
+	serveAt(kind, "127.0.0.1:7200")
+	return "http://127.0.0.1:7200/"
+}
+
+// serveAt serves on addr: "slow" with backlog 8 and one accept every
+// 20 ms, else with backlog 4096 and no delay.
+func serveAt(kind, addr string) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	backlog, pause := 4096, time.Duration(0)
+	if kind == "slow" {
+		backlog, pause = 8, 20*time.Millisecond
+	}
+	fd := listenFD(syscall.AF_INET, host, p, backlog)
 	ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
 	must(err)
 	go func() {
@@ -208,10 +232,9 @@ func serveForRun(kind string) string {
 				return
 			}
 			go http.Serve(&oneConn{c: c}, h)
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(pause)
 		}
 	}()
-	return "http://127.0.0.1:7200/"
 }
 
 // oneConn is a listener that yields one connection, so a slow accept loop
@@ -230,3 +253,21 @@ func (o *oneConn) Accept() (net.Conn, error) {
 }
 func (o *oneConn) Close() error   { return nil }
 func (o *oneConn) Addr() net.Addr { return o.c.LocalAddr() }
+
+// testNetnsPair creates a client and a server namespace joined by a veth,
+// 10.77.N.1 and 10.77.N.2, with no route anywhere else.
+func testNetnsPair(t *testing.T) (client, server string) {
+	t.Helper()
+	client, server = testNetns(t), testNetns(t)
+	n := os.Getpid()%200 + 10
+	a, b := fmt.Sprintf("ndc%d", n), fmt.Sprintf("nds%d", n)
+	mustExec(t, "ip", "link", "add", a, "type", "veth", "peer", "name", b)
+	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
+	mustExec(t, "ip", "link", "set", a, "netns", client)
+	mustExec(t, "ip", "link", "set", b, "netns", server)
+	mustExec(t, "ip", "-n", client, "addr", "add", fmt.Sprintf("10.77.%d.1/24", n), "dev", a)
+	mustExec(t, "ip", "-n", server, "addr", "add", fmt.Sprintf("10.77.%d.2/24", n), "dev", b)
+	mustExec(t, "ip", "-n", client, "link", "set", a, "up")
+	mustExec(t, "ip", "-n", server, "link", "set", b, "up")
+	return client, server
+}

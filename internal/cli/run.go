@@ -62,7 +62,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	res, err := run.Run(ctx, o)
 	p.done()
 	if err != nil {
-		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) {
+		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening) {
 			return usageError{err}
 		}
 		return err

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -94,5 +97,67 @@ func TestRunHealthy(t *testing.T) {
 	}
 	if code != ExitOK || r.Load.Requests == 0 || len(r.Sides) != 2 || !r.Sides[0].Observed {
 		t.Errorf("exit %d, requests %d, sides %+v\n%s", code, r.Load.Requests, r.Sides, text)
+	}
+}
+
+// TestRunServerNetns: netdoctor runs in the client namespace and observes
+// the server's through --server-netns, across a veth.
+func TestRunServerNetns(t *testing.T) {
+	client, server := testNetnsPair(t)
+	n := os.Getpid()%200 + 10
+	addr := fmt.Sprintf("10.77.%d.2:7300", n)
+	srv := exec.Command("ip", "netns", "exec", server, os.Args[0])
+	srv.Env = append(os.Environ(), "ND_HELPER=serve", "ND_SERVER=slow", "ND_ADDR="+addr)
+	stdin, _ := srv.StdinPipe()
+	stdout, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); srv.Process.Kill(); srv.Wait() })
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("server helper: %q %v", buf, err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", client, os.Args[0])
+	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
+		"ND_RUN_ARGS=run -c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" --json - http://"+addr+"/")
+	out, _ := cmd.Output()
+	i := strings.Index(string(out), "\n{")
+	if i < 0 {
+		t.Fatalf("no JSON report:\n%s", out)
+	}
+	var r runJSON
+	if err := json.Unmarshal(out[i+1:], &r); err != nil {
+		t.Fatal(err)
+	}
+	f := findActive(&r, "accept-queue-overflow")
+	if f == nil || f.Side != "server" || f.Subject != addr {
+		t.Fatalf("want the server side's accept-queue overflow on %s; findings %+v\n%s", addr, r.Findings, out[:i])
+	}
+	if len(r.Sides) != 2 || !r.Sides[0].Observed || !r.Sides[1].Observed {
+		t.Errorf("sides %+v: want server and client observed", r.Sides)
+	}
+}
+
+// TestRunBadServerNetns: a missing server namespace is bad input.
+func TestRunBadServerNetns(t *testing.T) {
+	code, _, stderr := runCLI(t, "run", "-d", "1s", "--server-netns", "no-such-ns", "http://127.0.0.1:1/")
+	if code != ExitUsage || !strings.Contains(stderr, "no such network namespace: no-such-ns") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestRunNotListening: a target nobody listens on is one clear line, with
+// what does listen there, and exit 2 without a run of refusals.
+func TestRunNotListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, stdout, stderr := runCLI(t, "run", "-d", "5s", "http://127.0.0.1:1/")
+	if code != ExitUsage || !strings.Contains(stderr, "nothing accepts connections on 127.0.0.1:1") ||
+		!strings.Contains(stderr, ln.Addr().String()) || stdout != "" {
+		t.Errorf("exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
 	}
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -41,6 +42,9 @@ func diagnose(r *Result) []rules.Finding {
 			name = "local"
 		}
 		for _, f := range rules.Run(Window(s.Bundle, r.LoadStart), rules.All) {
+			if f.ID == "accept-queue-overflow" && f.Status == rules.Latent && !strings.HasSuffix(f.Subject, ":"+r.port) {
+				continue // another service's small backlog is not this run's business
+			}
 			f.Side = name
 			out = append(out, f)
 		}

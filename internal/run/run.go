@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/collect"
@@ -44,6 +45,7 @@ type Result struct {
 	LoadEnd   time.Time       `json:"load_end"`
 	Sides     []*Side         `json:"sides"`
 	Findings  []rules.Finding `json:"findings"`
+	port      string          // the target's port
 }
 
 // ErrNotListening reports a target nobody listens on.
@@ -65,6 +67,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := probe(ctx, o.Load.URL, server); err != nil {
+		server.close()
+		client.close()
+		return nil, err
+	}
 	defer server.close()
 	defer client.close()
 
@@ -77,7 +84,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(sctx, o.Interval) }()
 	}
-	res := &Result{}
+	res := &Result{port: targetPort(o.Load.URL)}
 	wait(ctx, o.Baseline)
 	res.LoadStart = time.Now()
 	lr, lerr := load.Run(ctx, o.Load)
@@ -155,4 +162,41 @@ func localTarget(raw string) bool {
 		}
 	}
 	return false
+}
+
+// probe opens one connection to the target before anything else, so a
+// target nobody listens on is a clear error, not a run of refusals. The
+// error names what does listen on the server side, when it is observed.
+func probe(ctx context.Context, raw string, server *sampler) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil // load.Run reports bad URLs
+	}
+	addr := net.JoinHostPort(u.Hostname(), targetPort(raw))
+	d := net.Dialer{Timeout: 3 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		c.Close()
+		return nil
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return nil // slow or unreachable: the load will measure and say so
+	}
+	there := ""
+	if l := server.listeners(); l != "" {
+		there = "; listening there: " + l
+	}
+	return fmt.Errorf("%w: nothing accepts connections on %s (connection refused)%s", ErrNotListening, addr, there)
+}
+
+// targetPort is the URL's port, or its scheme's default.
+func targetPort(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if p := u.Port(); p != "" {
+		return p
+	}
+	return map[string]string{"http": "80", "https": "443"}[u.Scheme]
 }

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/collect"
@@ -43,4 +44,27 @@ func (s *sampler) side() *Side {
 		sd.Why = "same namespace as the client"
 	}
 	return sd
+}
+
+// listeners lists the TCP listeners of the side's namespace, from one
+// snapshot, for error messages.
+func (s *sampler) listeners() string {
+	src := s
+	if s.shared != nil {
+		src = s.shared
+	}
+	if src.snap == nil {
+		return ""
+	}
+	snap := src.snap.Snapshot(context.Background())
+	if snap.Sockets == nil {
+		return ""
+	}
+	var out []string
+	for _, l := range snap.Sockets.Listeners {
+		if l.Proto != "unix" {
+			out = append(out, l.Addr)
+		}
+	}
+	return strings.Join(out, ", ")
 }
