@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		// "run", listening on ND_ADDR; prints "ready" and serves until
 		// stdin closes.
 		serveAt(os.Getenv("ND_SERVER"), os.Getenv("ND_ADDR"))
+		if d, err := time.ParseDuration(os.Getenv("ND_EXIT_AFTER")); err == nil {
+			time.AfterFunc(d, func() { os.Exit(0) })
+		}
 		fmt.Println("ready")
 		bufio.NewReader(os.Stdin).ReadString('\n')
 	case "runremote":

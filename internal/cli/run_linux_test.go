@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -159,5 +160,54 @@ func TestRunNotListening(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(stderr, "nothing accepts connections on 127.0.0.1:1") ||
 		!strings.Contains(stderr, ln.Addr().String()) || stdout != "" {
 		t.Errorf("exit %d\nstdout %q\nstderr %q", code, stdout, stderr)
+	}
+}
+
+// startServe starts a "serve" helper in ns and waits until it listens.
+func startServe(t *testing.T, ns string, env ...string) *exec.Cmd {
+	t.Helper()
+	srv := exec.Command("ip", "netns", "exec", ns, os.Args[0])
+	srv.Env = append(append(os.Environ(), "ND_HELPER=serve"), env...)
+	stdin, _ := srv.StdinPipe()
+	stdout, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); srv.Process.Kill(); srv.Wait() })
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("server helper: %q %v", buf, err)
+	}
+	return srv
+}
+
+// TestRunServerExits: the listener's owner exits mid-run; the run still
+// ends on time with a report that shows the refusals.
+func TestRunServerExits(t *testing.T) {
+	ns := testNetns(t)
+	startServe(t, ns, "ND_SERVER=fast", "ND_ADDR=127.0.0.1:7400", "ND_EXIT_AFTER=2500ms")
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
+	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
+		"ND_RUN_ARGS=run -c 10 -t 1 -d 3s --baseline 1s --tail 1s --json - http://127.0.0.1:7400/")
+	start := time.Now()
+	out, _ := cmd.Output()
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("run took %v after its server died", took)
+	}
+	i := strings.Index(string(out), "\n{")
+	if i < 0 {
+		t.Fatalf("no JSON report:\n%s", out)
+	}
+	var r struct {
+		Load struct {
+			Requests uint64            `json:"requests"`
+			Causes   map[string]uint64 `json:"error_causes"`
+		} `json:"load"`
+	}
+	if err := json.Unmarshal(out[i+1:], &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Load.Requests == 0 || r.Load.Causes["refused"] == 0 {
+		t.Errorf("requests %d, causes %v: want successes, then refusals after the exit", r.Load.Requests, r.Load.Causes)
 	}
 }
