@@ -226,6 +226,12 @@ func serveAt(kind, addr string) {
 		backlog, pause = 8, 20*time.Millisecond
 	}
 	fd := listenFD(syscall.AF_INET, host, p, backlog)
+	if kind == "nagle" {
+		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+		must(err)
+		go serveNagle(ln)
+		return
+	}
 	ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
 	must(err)
 	go func() {
@@ -273,4 +279,34 @@ func testNetnsPair(t *testing.T) (client, server string) {
 	mustExec(t, "ip", "-n", client, "link", "set", a, "up")
 	mustExec(t, "ip", "-n", server, "link", "set", b, "up")
 	return client, server
+}
+
+// serveNagle answers each request with two small writes (headers, then
+// body) on a socket with Nagle on: the write-write-read pattern of seed
+// 001 §7 (nginx with tcp_nodelay off).
+func serveNagle(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.(*net.TCPConn).SetNoDelay(false)
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for {
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					if line == "\r\n" {
+						break
+					}
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+				io.WriteString(c, strings.Repeat("x", 100))
+			}
+		}()
+	}
 }

@@ -211,3 +211,38 @@ func TestRunServerExits(t *testing.T) {
 		t.Errorf("requests %d, causes %v: want successes, then refusals after the exit", r.Load.Requests, r.Load.Causes)
 	}
 }
+
+// TestRunNagle: a server writing headers and body separately with Nagle
+// on (seed 001 §7): run must name nagle-delayed-ack with the 40 ms band and
+// the delayed-ACK counter.
+func TestRunNagle(t *testing.T) {
+	client, server := testNetnsPair(t)
+	n := os.Getpid()%200 + 10
+	addr := fmt.Sprintf("10.77.%d.2:7500", n)
+	startServe(t, server, "ND_SERVER=nagle", "ND_ADDR="+addr)
+	cmd := exec.Command("ip", "netns", "exec", client, os.Args[0])
+	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
+		"ND_RUN_ARGS=run -c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" --json - http://"+addr+"/")
+	out, _ := cmd.Output()
+	i := strings.Index(string(out), "\n{")
+	if i < 0 {
+		t.Fatalf("no JSON report:\n%s", out)
+	}
+	var r runJSON
+	if err := json.Unmarshal(out[i+1:], &r); err != nil {
+		t.Fatal(err)
+	}
+	f := findActive(&r, "nagle-delayed-ack")
+	if f == nil {
+		t.Fatalf("no nagle-delayed-ack; findings %+v\n%s", r.Findings, out[:i])
+	}
+	all := ""
+	for _, e := range f.Evidence {
+		all += e.Text + "\n"
+	}
+	for _, want := range []string{"35–60 ms band", "TcpExt.DelayedACKs +"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("evidence lacks %q:\n%s", want, all)
+		}
+	}
+}

@@ -50,6 +50,11 @@ func diagnose(r *Result) []rules.Finding {
 		}
 	}
 	out = append(out, LoadFindings(r.Load)...)
+	for _, s := range r.Sides {
+		if s.Name == "client" && s.Observed {
+			out = append(out, nagle(r.Load, s.Bundle, r.LoadStart)...)
+		}
+	}
 	return rules.Sort(out)
 }
 

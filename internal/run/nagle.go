@@ -1,0 +1,55 @@
+package run
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// The Linux delayed-ACK timer fires after 40 ms (TCP_DELACK_MIN); a
+// request-response exchange caught between Nagle on the sender and a
+// delayed ACK on the receiver takes 40–50 ms whatever the server does.
+const (
+	nagleLow  = 35 * time.Millisecond
+	nagleHigh = 60 * time.Millisecond
+)
+
+// nagle finds the Nagle / delayed-ACK stall (seed 001 §7): most latencies
+// in the 40 ms band, small responses, and about one delayed ACK per
+// request on the client.
+func nagle(res *load.Result, client *evidence.Bundle, start time.Time) []rules.Finding {
+	if res == nil || res.Requests < 20 || client == nil {
+		return nil
+	}
+	l := res.Latency
+	if l.P50 < nagleLow || l.P50 > nagleHigh || l.P75 > nagleHigh {
+		return nil
+	}
+	w, ok := Window(client, start).Window()
+	if !ok {
+		return nil
+	}
+	acks, _ := w.Counter("TcpExt.DelayedACKs")
+	perReq := float64(acks) / float64(res.Requests)
+	size := res.Bytes / res.Requests
+	if perReq < 0.5 || size > 16<<10 {
+		return nil
+	}
+	f := rules.Finding{ID: "nagle-delayed-ack", Severity: rules.Critical, Status: rules.Active, Side: "server",
+		Title: fmt.Sprintf("Nagle's algorithm meets delayed ACKs: each response waits ~40 ms (p50 %v)", l.P50.Round(100*time.Microsecond)),
+		Evidence: []rules.Item{
+			{Text: fmt.Sprintf("latency p50 %v, p75 %v: inside the 35–60 ms band of the 40 ms delayed-ACK timer", l.P50.Round(100*time.Microsecond), l.P75.Round(100*time.Microsecond)), Source: "load", Window: true},
+			{Text: fmt.Sprintf("client TcpExt.DelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExt.DelayedACKs", Window: true},
+			{Text: fmt.Sprintf("responses are small (%d bytes each): sent as separate small writes, the second waits for the first's ACK", size), Source: "load", Window: true},
+		},
+		Fix: []string{
+			"nginx: `tcp_nodelay on;` (the default) in the http, server or location block; check `nginx -T | grep tcp_nodelay`",
+			"other servers: set TCP_NODELAY on accepted sockets, or send headers and body in one write (writev/sendmsg, or a buffered writer flushed once)",
+			"do not try to fix it on the client with tcp_low_latency (a no-op since 4.14)",
+		},
+	}
+	return []rules.Finding{f}
+}
