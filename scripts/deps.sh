@@ -15,6 +15,7 @@ command -v ip >/dev/null || need+=(iproute2)   # test namespaces; ss for the ben
 # with configs of their own; wrk: the reference in bench/loadgen.sh.
 PATH="$PATH:/usr/sbin:/sbin" command -v nginx >/dev/null || need+=(nginx)
 command -v wrk >/dev/null || need+=(wrk)
+PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null || need+=(nftables)   # conntrack faults in run tests
 [ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -246,3 +246,67 @@ func TestRunNagle(t *testing.T) {
 		}
 	}
 }
+
+// setGlobalSysctl sets a host-wide sysctl for the test and restores the
+// saved value afterwards, failed test or not.
+func setGlobalSysctl(t *testing.T, path, value string) {
+	t.Helper()
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("%s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(path, old, 0o644); err != nil {
+			t.Errorf("restore %s: %v", path, err)
+		}
+	})
+	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
+		t.Fatalf("set %s: %v", path, err)
+	}
+}
+
+// TestRunSeveralFaults is seed 000 in one run: the server's conntrack
+// table is full, its listener has a backlog of 8, and the client has 101
+// local ports. All three must be reported together.
+func TestRunSeveralFaults(t *testing.T) {
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		t.Skip("needs nft (nftables) to turn on connection tracking: run scripts/deps.sh")
+	}
+	client, server := testNetnsPair(t)
+	n := os.Getpid()%200 + 10
+	addr := fmt.Sprintf("10.77.%d.2:7600", n)
+	// Any conntrack expression turns tracking on in the server namespace.
+	mustExec(t, "ip", "netns", "exec", server, nft, "add table inet ndtest; add chain inet ndtest input { type filter hook input priority 0; }; add rule inet ndtest input ct state established,related accept")
+	mustExec(t, "ip", "netns", "exec", client, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40100")
+	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
+	// nf_conntrack_max is global (read-only in a namespace); the host's
+	// own table is empty here, and the old value comes back at the end.
+	setGlobalSysctl(t, "/proc/sys/net/netfilter/nf_conntrack_max", "60")
+	cmd := exec.Command("ip", "netns", "exec", client, os.Args[0])
+	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
+		"ND_RUN_ARGS=run -c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" --json - http://"+addr+"/")
+	out, _ := cmd.Output()
+	i := strings.Index(string(out), "\n{")
+	if i < 0 {
+		t.Fatalf("no JSON report:\n%s", out)
+	}
+	var r runJSON
+	if err := json.Unmarshal(out[i+1:], &r); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]string{}
+	for _, f := range r.Findings {
+		if f.Status == "active" || f.ID == "ephemeral-port-exhaustion" {
+			found[f.ID] = f.Side
+		}
+	}
+	// The client's 101 ports show as latent (a small range) or, when the
+	// run used them up, active: either names the fault.
+	want := map[string]string{"conntrack-table-full": "server", "accept-queue-overflow": "server", "ephemeral-port-exhaustion": "client"}
+	for id, side := range want {
+		if found[id] != side {
+			t.Errorf("%s on side %q, want %q; found %v\n%s", id, found[id], side, found, out[:i])
+		}
+	}
+}
