@@ -37,6 +37,7 @@ func commands() []command {
 		{"diagnose", "run the rules on a saved bundle", runDiagnose},
 		{"load", "HTTP load generator with wrk's flags, open-loop -R, HDR latency, per-second timeline", runLoad},
 		{"run", "load a service while sampling client and server every second, then diagnose the load window", runRun},
+		{"compare", "compare two run or load reports: load figures side by side, findings gone and new", runCompare},
 		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer, _ io.Writer) error {
 			_, err := fmt.Fprintln(w, "netdoctor", Version)
 			return err
