@@ -22,6 +22,7 @@ import (
 type runReport struct {
 	*report.Report
 	Load  *load.Result `json:"load"`
+	Shape run.Shape    `json:"shape"`
 	Sides []*run.Side  `json:"sides"`
 }
 
@@ -106,7 +107,7 @@ func runReportOf(res *run.Result) *runReport {
 		b = &evidence.Bundle{}
 	}
 	r := report.New("run", b, res.Findings)
-	return &runReport{Report: r, Load: res.Load, Sides: res.Sides}
+	return &runReport{Report: r, Load: res.Load, Shape: res.Shape, Sides: res.Sides}
 }
 
 func writeRunText(w io.Writer, r *runReport, latency bool) error {
@@ -118,6 +119,7 @@ func writeRunText(w io.Writer, r *runReport, latency bool) error {
 			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, s.Why)
 		}
 	}
+	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
 	fmt.Fprintf(w, "\nLoad:\n")
 	return writeLoad(w, r.Load, latency)
 }

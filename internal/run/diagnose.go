@@ -51,6 +51,13 @@ func diagnose(r *Result) []rules.Finding {
 	}
 	out = append(out, LoadFindings(r.Load)...)
 	for _, s := range r.Sides {
+		if s.Observed {
+			r.Shape = analyse(r.Load.Timeline, Window(s.Bundle, r.LoadStart))
+			break
+		}
+	}
+	tieShape(out, r.Shape)
+	for _, s := range r.Sides {
 		if s.Name == "client" && s.Observed {
 			out = append(out, nagle(r.Load, s.Bundle, r.LoadStart)...)
 		}
@@ -71,4 +78,25 @@ func LoadFindings(res *load.Result) []rules.Finding {
 		f.Evidence = append(f.Evidence, rules.Item{Text: s, Source: "load", Window: true})
 	}
 	return []rules.Finding{f}
+}
+
+// tieShape adds the throughput's shape as evidence to the findings whose
+// counters moved with it: the saw-tooth of seed 002 belongs to the
+// conntrack drops that rose in step with each collapse.
+func tieShape(fs []rules.Finding, sh Shape) {
+	if len(sh.MovedWith) == 0 {
+		return
+	}
+	moved := map[string]bool{}
+	for _, c := range sh.MovedWith {
+		moved[c] = true
+	}
+	for i := range fs {
+		for _, e := range fs[i].Evidence {
+			if moved[e.Source] {
+				fs[i].Evidence = append(fs[i].Evidence, rules.Item{Text: sh.Text, Source: "timeline", Window: true})
+				break
+			}
+		}
+	}
 }

@@ -45,7 +45,9 @@ type Result struct {
 	LoadEnd   time.Time       `json:"load_end"`
 	Sides     []*Side         `json:"sides"`
 	Findings  []rules.Finding `json:"findings"`
-	port      string          // the target's port
+	// Shape is the per-second throughput's pattern and what moved with it.
+	Shape Shape  `json:"shape"`
+	port  string // the target's port
 }
 
 // ErrNotListening reports a target nobody listens on.
