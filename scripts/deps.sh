@@ -16,6 +16,7 @@ command -v ip >/dev/null || need+=(iproute2)   # test namespaces; ss for the ben
 PATH="$PATH:/usr/sbin:/sbin" command -v nginx >/dev/null || need+=(nginx)
 command -v wrk >/dev/null || need+=(wrk)
 PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null || need+=(nftables)   # conntrack faults in run tests
+command -v chromium >/dev/null || need+=(chromium)   # renders run's HTML report in a test
 [ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then

@@ -34,6 +34,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	durationVar(fs, &o.Baseline, "baseline", 3*time.Second, "quiet time sampled before the load")
 	durationVar(fs, &o.Tail, "tail", 2*time.Second, "time sampled after the load")
 	dns := fs.Bool("dns", false, "also probe the configured nameservers once per side")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML report with per-second charts to this file")
 	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stderr)
 	if err != nil {
 		return err
@@ -77,6 +78,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if lo.jsonOut != "" {
 		if err := writeRunJSON(lo.jsonOut, stdout, r); err != nil {
 			return err
+		}
+	}
+	if *htmlOut != "" {
+		if err := writeRunHTML(*htmlOut, r, res); err != nil {
+			return err
+		}
+		if lo.jsonOut != "-" {
+			fmt.Fprintf(stdout, "HTML report: %s\n", *htmlOut)
 		}
 	}
 	for _, f := range r.Findings {

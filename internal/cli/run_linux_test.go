@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +69,11 @@ func findActive(r *runJSON, id string) *rules.Finding {
 // 100 connections: run must report the accept-queue overflow, seen during
 // the load, with the listener named.
 func TestRunAcceptQueue(t *testing.T) {
-	code, r, text := runInNetns(t, "slow", "-c 100 -t 1 -d 3s --baseline 1s --tail 1s")
+	page := filepath.Join(t.TempDir(), "run.html")
+	if p := os.Getenv("ND_KEEP_HTML"); p != "" {
+		page = p
+	}
+	code, r, text := runInNetns(t, "slow", "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --html "+page)
 	f := findActive(r, "accept-queue-overflow")
 	if code != ExitFindings || f == nil {
 		t.Fatalf("exit %d, findings %+v; want active accept-queue-overflow\n%s", code, r.Findings, text)
@@ -84,6 +90,40 @@ func TestRunAcceptQueue(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.Verdict, "UNHEALTHY: Accept queue overflow") {
 		t.Errorf("verdict %q", r.Verdict)
+	}
+	checkHTML(t, page)
+}
+
+// checkHTML opens the HTML report in headless Chromium and checks that
+// every chart drew its lines (the page's script marks each canvas with
+// the number of points drawn) and that the findings are on the page.
+func checkHTML(t *testing.T, page string) {
+	t.Helper()
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "http://") && strings.Contains(string(b), "<script src") {
+		t.Errorf("the page fetches scripts from the network")
+	}
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (scripts/deps.sh installs it): the page was written but not rendered")
+	}
+	cmd := exec.Command(chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--window-size=412,900", "--dump-dom", "file://"+page)
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v", err)
+	}
+	canvases := strings.Count(string(dom), "<canvas class=\"chart\" data-series")
+	drawn := regexp.MustCompile(`data-drawn="([1-9][0-9]*)"`).FindAllStringSubmatch(string(dom), -1)
+	if canvases < 3 || len(drawn) != canvases {
+		t.Errorf("%d canvases, %d drawn", canvases, len(drawn))
+	}
+	if !strings.Contains(string(dom), "accept-queue-overflow") {
+		t.Errorf("the page does not show the finding")
 	}
 }
 

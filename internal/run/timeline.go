@@ -167,3 +167,35 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// CounterSeries is a counter's rate in each second of the load timeline,
+// read from the bundle's snapshots ("conntrack.drop" for conntrack stats).
+func CounterSeries(tl []load.Second, b *evidence.Bundle, name string) []float64 {
+	out := make([]float64, len(tl))
+	if b == nil || len(b.Snapshots) < 2 {
+		return out
+	}
+	for i, s := range tl {
+		out[i] = rateAt(b, name, s.Start.Add(s.Length/2))
+	}
+	return out
+}
+
+// StateSeries is the number of TCP sockets in a state at the end of each
+// second of the load timeline.
+func StateSeries(tl []load.Second, b *evidence.Bundle, state string) []float64 {
+	out := make([]float64, len(tl))
+	if b == nil {
+		return out
+	}
+	for i, s := range tl {
+		end := s.Start.Add(s.Length)
+		for _, snap := range b.Snapshots {
+			if snap.Sockets != nil && !snap.Time.Before(end) {
+				out[i] = float64(snap.Sockets.TCP[state])
+				break
+			}
+		}
+	}
+	return out
+}
