@@ -41,13 +41,16 @@ func diagnose(r *Result) []rules.Finding {
 		if s.Name == "server" && s.Why == "same namespace as the client" {
 			name = "local"
 		}
+		var side []rules.Finding
 		for _, f := range rules.Run(Window(s.Bundle, r.LoadStart), rules.All) {
 			if f.ID == "accept-queue-overflow" && f.Status == rules.Latent && !strings.HasSuffix(f.Subject, ":"+r.port) {
 				continue // another service's small backlog is not this run's business
 			}
 			f.Side = name
-			out = append(out, f)
+			side = append(side, f)
 		}
+		baseline(side, s.Bundle, r.LoadStart, name)
+		out = append(out, side...)
 	}
 	out = append(out, LoadFindings(r.Load)...)
 	for _, s := range r.Sides {

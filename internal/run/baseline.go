@@ -1,0 +1,80 @@
+package run
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// baseline compares each counter behind an active finding with its rate
+// in the quiet seconds before the load. A counter that rose as fast
+// without load is background, not the load's doing: the finding keeps the
+// evidence but says so, and a critical one becomes a warning.
+func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side string) {
+	if b == nil {
+		return
+	}
+	var before []evidence.Snapshot
+	for _, s := range b.Snapshots {
+		if !s.Time.After(start) {
+			before = append(before, s)
+		}
+	}
+	base := &evidence.Bundle{Snapshots: before}
+	bw, ok := base.Window()
+	if !ok {
+		return
+	}
+	load := Window(b, start)
+	lw, ok := load.Window()
+	if !ok {
+		return
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.Status != rules.Active || f.Side != side {
+			continue
+		}
+		background := true
+		counted := false
+		for _, e := range f.Evidence {
+			if !e.Window || !isCounter(e.Source) {
+				continue
+			}
+			counted = true
+			br, lr := rate(bw, e.Source), rate(lw, e.Source)
+			if br == 0 || br < 0.5*lr {
+				background = false
+			}
+		}
+		if !counted || !background {
+			continue
+		}
+		f.Evidence = append(f.Evidence, rules.Item{
+			Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: background, not caused by it", bw.Duration().Seconds()),
+			Source: "baseline", Window: true,
+		})
+		if f.Severity == rules.Critical {
+			f.Severity = rules.Warning
+		}
+	}
+}
+
+// isCounter reports evidence sources that are counters with a rate.
+func isCounter(src string) bool {
+	return strings.HasPrefix(src, "Tcp") || strings.HasPrefix(src, "Udp") || strings.HasPrefix(src, "Ip") ||
+		strings.HasPrefix(src, "conntrack.")
+}
+
+func rate(w evidence.Window, name string) float64 {
+	if stat, ok := strings.CutPrefix(name, "conntrack."); ok {
+		if s := w.Duration().Seconds(); s > 0 {
+			return float64(w.ConntrackStat(stat)) / s
+		}
+		return 0
+	}
+	return w.Rate(name)
+}

@@ -1,0 +1,35 @@
+package run
+
+import (
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// TestBaseline: retransmits rising as fast before the load are
+// background; overflows that start with the load are not.
+func TestBaseline(t *testing.T) {
+	start := t0.Add(3 * time.Second)
+	b := &evidence.Bundle{}
+	for i := 0; i <= 6; i++ {
+		overflows := uint64(0)
+		if i > 3 {
+			overflows = uint64(100 * (i - 3))
+		}
+		b.Snapshots = append(b.Snapshots, evidence.Snapshot{Time: t0.Add(time.Duration(i) * time.Second),
+			Counters: map[string]uint64{"Tcp.RetransSegs": uint64(50 * i), "TcpExt.ListenOverflows": overflows}})
+	}
+	fs := []rules.Finding{
+		{ID: "packet-loss", Severity: rules.Critical, Status: rules.Active, Side: "server", Evidence: []rules.Item{{Source: "Tcp.RetransSegs", Window: true}}},
+		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Side: "server", Evidence: []rules.Item{{Source: "TcpExt.ListenOverflows", Window: true}}},
+	}
+	baseline(fs, b, start, "server")
+	if fs[0].Severity != rules.Warning || len(fs[0].Evidence) != 2 || fs[0].Evidence[1].Source != "baseline" {
+		t.Errorf("background retransmits: %+v", fs[0])
+	}
+	if fs[1].Severity != rules.Critical || len(fs[1].Evidence) != 1 {
+		t.Errorf("load-driven overflows: %+v", fs[1])
+	}
+}
