@@ -69,6 +69,7 @@ func isCounter(src string) bool {
 		strings.HasPrefix(src, "conntrack.")
 }
 
+// rate is a counter's rate over w; "conntrack.X" names a conntrack stat.
 func rate(w evidence.Window, name string) float64 {
 	if stat, ok := strings.CutPrefix(name, "conntrack."); ok {
 		if s := w.Duration().Seconds(); s > 0 {

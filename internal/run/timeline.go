@@ -137,15 +137,7 @@ func rateAt(b *evidence.Bundle, name string, t time.Time) float64 {
 		if b.Snapshots[i].Time.Before(t) {
 			continue
 		}
-		w := evidence.Window{First: &b.Snapshots[i-1], Last: &b.Snapshots[i]}
-		if stat, ok := strings.CutPrefix(name, "conntrack."); ok {
-			s := w.Duration().Seconds()
-			if s <= 0 {
-				return 0
-			}
-			return float64(w.ConntrackStat(stat)) / s
-		}
-		return w.Rate(name)
+		return rate(evidence.Window{First: &b.Snapshots[i-1], Last: &b.Snapshots[i]}, name)
 	}
 	return 0
 }
