@@ -77,7 +77,7 @@ func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr i
 		}
 	}
 	if jsonOut != "" {
-		if err := writeJSON(jsonOut, stdout, r); err != nil {
+		if err := writeOut(jsonOut, stdout, "report", func(w io.Writer) error { return report.JSON(w, r) }); err != nil {
 			return err
 		}
 	}
@@ -90,21 +90,6 @@ func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr i
 		}
 	}
 	return nil
-}
-
-func writeJSON(path string, stdout io.Writer, r *report.Report) error {
-	if path == "-" {
-		return report.JSON(stdout, r)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := report.JSON(f, r); err != nil {
-		f.Close()
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -137,17 +122,8 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer s.Close()
 	b := s.Bundle(ctx, *interval, count)
-	w := stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return fmt.Errorf("write bundle: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	if err := json.NewEncoder(w).Encode(b); err != nil {
-		return fmt.Errorf("write bundle: %w", err)
+	if err := writeOut(*out, stdout, "bundle", func(w io.Writer) error { return json.NewEncoder(w).Encode(b) }); err != nil {
+		return err
 	}
 	if *out != "-" {
 		fmt.Fprintf(stderr, "netdoctor: %d snapshots written to %s\n", len(b.Snapshots), *out)

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -168,5 +170,34 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 			pos = append(pos, args...)
 			return pos, nil
 		}
+	}
+}
+
+// writeOut writes through write to the file at path, or to stdout for
+// "-", and reports a failed close too: a full disk shows up there.
+func writeOut(path string, stdout io.Writer, what string, write func(io.Writer) error) error {
+	if path == "-" {
+		return write(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", what, err)
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s %s: %w", what, path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// indentedJSON returns a writer of v as indented JSON.
+func indentedJSON(v any) func(io.Writer) error {
+	return func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
 	}
 }

@@ -148,3 +148,15 @@ func TestLoadCommand(t *testing.T) {
 		t.Errorf("json: version %d requests %d (server %d) rps %v findings %v timeline %d", r.Version, r.Requests, hits.Load(), r.RPS, r.Findings, len(r.Timeline))
 	}
 }
+
+// TestWriteFailure: a report that cannot be written is an error that
+// names the file, not a silent success.
+func TestWriteFailure(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	code, _, stderr := runCLI(t, "diagnose", "../../testdata/bundles/accept-overflow.json", "--json", "/dev/full")
+	if code != ExitFailed || !strings.Contains(stderr, "write report /dev/full") || !strings.Contains(stderr, "no space left") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}

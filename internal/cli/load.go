@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -156,21 +155,7 @@ type loadReport struct {
 
 func writeLoadJSON(path string, stdout io.Writer, res *load.Result) error {
 	r := loadReport{Version: 1, Command: "load", Findings: nonNil(run.LoadFindings(res)), Result: res}
-	w := stdout
-	if path != "-" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("write result: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("write result: %w", err)
-	}
-	return nil
+	return writeOut(path, stdout, "result", indentedJSON(r))
 }
 
 // splitShort turns wrk's attached short flags ("-t2", "-c50", "-d10s")

@@ -2,12 +2,10 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -81,10 +79,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if *htmlOut != "" {
-		if err := writeRunHTML(*htmlOut, r, res); err != nil {
+		if err := writeRunHTML(*htmlOut, stdout, r, res); err != nil {
 			return err
 		}
-		if lo.jsonOut != "-" {
+		if lo.jsonOut != "-" && *htmlOut != "-" {
 			fmt.Fprintf(stdout, "HTML report: %s\n", *htmlOut)
 		}
 	}
@@ -134,19 +132,5 @@ func writeRunText(w io.Writer, r *runReport, latency bool) error {
 }
 
 func writeRunJSON(path string, stdout io.Writer, r *runReport) error {
-	w := stdout
-	if path != "-" {
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
+	return writeOut(path, stdout, "report", indentedJSON(r))
 }

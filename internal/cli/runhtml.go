@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -75,14 +75,6 @@ func runPage(r *runReport, res *run.Result) *report.Page {
 	return p
 }
 
-func writeRunHTML(path string, r *runReport, res *run.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write HTML report: %w", err)
-	}
-	if err := report.HTML(f, runPage(r, res)); err != nil {
-		f.Close()
-		return fmt.Errorf("write HTML report %s: %w", path, err)
-	}
-	return f.Close()
+func writeRunHTML(path string, stdout io.Writer, r *runReport, res *run.Result) error {
+	return writeOut(path, stdout, "HTML report", func(w io.Writer) error { return report.HTML(w, runPage(r, res)) })
 }
