@@ -66,28 +66,3 @@ func (b *Bundle) Kmsg() []KernelMsg {
 	}
 	return out
 }
-
-// Status returns a collector's status in a snapshot.
-func (s *Snapshot) StatusOf(collector string) (Status, bool) {
-	for _, st := range s.Status {
-		if st.Collector == collector {
-			return st, true
-		}
-	}
-	return Status{}, false
-}
-
-// Series returns a counter's rate per second between each pair of
-// consecutive snapshots: what the 1 Hz sampler yields. A snapshot pair
-// missing the counter, or where it went down, gives 0 for that step.
-func (b *Bundle) Series(name string) []float64 {
-	if len(b.Snapshots) < 2 {
-		return nil
-	}
-	out := make([]float64, len(b.Snapshots)-1)
-	for i := 1; i < len(b.Snapshots); i++ {
-		w := Window{First: &b.Snapshots[i-1], Last: &b.Snapshots[i]}
-		out[i-1] = w.Rate(name)
-	}
-	return out
-}

@@ -3,15 +3,13 @@ package evidence
 import (
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func snap(t0 time.Time, sec int, v uint64) Snapshot {
 	return Snapshot{Time: t0.Add(time.Duration(sec) * time.Second), Counters: map[string]uint64{"TcpExt.ListenOverflows": v}}
 }
 
-func TestWindowAndSeries(t *testing.T) {
+func TestWindow(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
 	b := &Bundle{Snapshots: []Snapshot{snap(t0, 0, 100), snap(t0, 1, 130), snap(t0, 2, 10), snap(t0, 4, 50)}}
 	w, ok := b.Window()
@@ -25,11 +23,14 @@ func TestWindowAndSeries(t *testing.T) {
 	if _, ok := w.Counter("Tcp.Missing"); ok {
 		t.Errorf("Counter of a missing name reported ok")
 	}
-	want := []float64{30, 0, 20}
-	if diff := cmp.Diff(want, b.Series("TcpExt.ListenOverflows")); diff != "" {
-		t.Errorf("Series() mismatch (-want +got):\n%s", diff)
+	if got := w.Rate("TcpExt.ListenOverflows"); got != 0 {
+		t.Errorf("Rate over a reset = %v, want 0", got)
 	}
-	if got := (&Bundle{Snapshots: b.Snapshots[:1]}).Series("x"); got != nil {
-		t.Errorf("Series of one snapshot = %v, want nil", got)
+	if _, ok := (&Bundle{Snapshots: b.Snapshots[:1]}).Window(); ok {
+		t.Errorf("a window over one snapshot")
+	}
+	step := Window{First: &b.Snapshots[0], Last: &b.Snapshots[1]}
+	if got := step.Rate("TcpExt.ListenOverflows"); got != 30 {
+		t.Errorf("Rate over 1 s = %v, want 30", got)
 	}
 }

@@ -97,8 +97,3 @@ func enter(path string) error {
 	return nil
 }
 
-// Current reports the namespace of the process (not the thread), for
-// comparisons with /proc/PID/ns/net.
-func Current() (uint64, error) {
-	return Inode("/proc/self/ns/net")
-}
