@@ -96,4 +96,3 @@ func enter(path string) error {
 	}
 	return nil
 }
-

@@ -27,7 +27,6 @@ func Resolve(nameOrPath string) (string, error) {
 // Inode is not supported.
 func Inode(string) (uint64, error) { return 0, errNotSupported }
 
-
 // Do runs fn when path is empty.
 func Do(path string, fn func() error) error {
 	if path != "" {
