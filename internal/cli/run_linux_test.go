@@ -20,7 +20,8 @@ type runJSON struct {
 	Verdict  string          `json:"verdict"`
 	Findings []rules.Finding `json:"findings"`
 	Load     struct {
-		Requests uint64 `json:"requests"`
+		Requests uint64            `json:"requests"`
+		Causes   map[string]uint64 `json:"error_causes"`
 	} `json:"load"`
 	Sides []struct {
 		Name     string `json:"name"`
@@ -29,15 +30,27 @@ type runJSON struct {
 }
 
 // runInNetns runs `netdoctor run` inside a fresh namespace against a
-// server of the given kind there, and returns its exit code and report.
-func runInNetns(t *testing.T, server, args string, setup ...[]string) (int, *runJSON, string) {
+// server of the given kind that the same process starts there, and
+// returns its exit code, report and text.
+func runInNetns(t *testing.T, server, args string) (int, *runJSON, string) {
 	t.Helper()
-	ns := testNetns(t)
-	for _, s := range setup {
-		mustExec(t, append([]string{"ip", "netns", "exec", ns}, s...)...)
-	}
+	return runIn(t, testNetns(t), "run", args, "ND_SERVER="+server)
+}
+
+// runRemote runs `netdoctor run` in namespace ns against a server
+// elsewhere and returns the report and the text before it.
+func runRemote(t *testing.T, ns, args string) (*runJSON, string) {
+	t.Helper()
+	_, r, text := runIn(t, ns, "runremote", args)
+	return r, text
+}
+
+// runIn runs `netdoctor run ARGS --json -` through the test binary's
+// helper role in namespace ns and decodes the report.
+func runIn(t *testing.T, ns, role, args string, env ...string) (int, *runJSON, string) {
+	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
-	cmd.Env = append(os.Environ(), "ND_HELPER=run", "ND_SERVER="+server, "ND_RUN_ARGS=run "+args+" --json -")
+	cmd.Env = append(append(os.Environ(), "ND_HELPER="+role, "ND_RUN_ARGS=run --json - "+args), env...)
 	out, err := cmd.Output()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -147,33 +160,11 @@ func TestRunServerNetns(t *testing.T) {
 	client, server := testNetnsPair(t)
 	n := os.Getpid()%200 + 10
 	addr := fmt.Sprintf("10.77.%d.2:7300", n)
-	srv := exec.Command("ip", "netns", "exec", server, os.Args[0])
-	srv.Env = append(os.Environ(), "ND_HELPER=serve", "ND_SERVER=slow", "ND_ADDR="+addr)
-	stdin, _ := srv.StdinPipe()
-	stdout, _ := srv.StdoutPipe()
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); srv.Process.Kill(); srv.Wait() })
-	buf := make([]byte, 6)
-	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
-		t.Fatalf("server helper: %q %v", buf, err)
-	}
-	cmd := exec.Command("ip", "netns", "exec", client, os.Args[0])
-	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
-		"ND_RUN_ARGS=run -c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" --json - http://"+addr+"/")
-	out, _ := cmd.Output()
-	i := strings.Index(string(out), "\n{")
-	if i < 0 {
-		t.Fatalf("no JSON report:\n%s", out)
-	}
-	var r runJSON
-	if err := json.Unmarshal(out[i+1:], &r); err != nil {
-		t.Fatal(err)
-	}
-	f := findActive(&r, "accept-queue-overflow")
+	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
+	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
+	f := findActive(r, "accept-queue-overflow")
 	if f == nil || f.Side != "server" || f.Subject != addr {
-		t.Fatalf("want the server side's accept-queue overflow on %s; findings %+v\n%s", addr, r.Findings, out[:i])
+		t.Fatalf("want the server side's accept-queue overflow on %s; findings %+v\n%s", addr, r.Findings, text)
 	}
 	if len(r.Sides) != 2 || !r.Sides[0].Observed || !r.Sides[1].Observed {
 		t.Errorf("sides %+v: want server and client observed", r.Sides)
@@ -226,26 +217,10 @@ func startServe(t *testing.T, ns string, env ...string) *exec.Cmd {
 func TestRunServerExits(t *testing.T) {
 	ns := testNetns(t)
 	startServe(t, ns, "ND_SERVER=fast", "ND_ADDR=127.0.0.1:7400", "ND_EXIT_AFTER=2500ms")
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
-	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
-		"ND_RUN_ARGS=run -c 10 -t 1 -d 3s --baseline 1s --tail 1s --json - http://127.0.0.1:7400/")
 	start := time.Now()
-	out, _ := cmd.Output()
+	r, _ := runRemote(t, ns, "-c 10 -t 1 -d 3s --baseline 1s --tail 1s http://127.0.0.1:7400/")
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("run took %v after its server died", took)
-	}
-	i := strings.Index(string(out), "\n{")
-	if i < 0 {
-		t.Fatalf("no JSON report:\n%s", out)
-	}
-	var r struct {
-		Load struct {
-			Requests uint64            `json:"requests"`
-			Causes   map[string]uint64 `json:"error_causes"`
-		} `json:"load"`
-	}
-	if err := json.Unmarshal(out[i+1:], &r); err != nil {
-		t.Fatal(err)
 	}
 	if r.Load.Requests == 0 || r.Load.Causes["refused"] == 0 {
 		t.Errorf("requests %d, causes %v: want successes, then refusals after the exit", r.Load.Requests, r.Load.Causes)
@@ -260,21 +235,10 @@ func TestRunNagle(t *testing.T) {
 	n := os.Getpid()%200 + 10
 	addr := fmt.Sprintf("10.77.%d.2:7500", n)
 	startServe(t, server, "ND_SERVER=nagle", "ND_ADDR="+addr)
-	cmd := exec.Command("ip", "netns", "exec", client, os.Args[0])
-	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
-		"ND_RUN_ARGS=run -c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" --json - http://"+addr+"/")
-	out, _ := cmd.Output()
-	i := strings.Index(string(out), "\n{")
-	if i < 0 {
-		t.Fatalf("no JSON report:\n%s", out)
-	}
-	var r runJSON
-	if err := json.Unmarshal(out[i+1:], &r); err != nil {
-		t.Fatal(err)
-	}
-	f := findActive(&r, "nagle-delayed-ack")
+	r, text := runRemote(t, client, "-c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
+	f := findActive(r, "nagle-delayed-ack")
 	if f == nil {
-		t.Fatalf("no nagle-delayed-ack; findings %+v\n%s", r.Findings, out[:i])
+		t.Fatalf("no nagle-delayed-ack; findings %+v\n%s", r.Findings, text)
 	}
 	all := ""
 	for _, e := range f.Evidence {
@@ -323,18 +287,7 @@ func TestRunSeveralFaults(t *testing.T) {
 	// nf_conntrack_max is global (read-only in a namespace); the host's
 	// own table is empty here, and the old value comes back at the end.
 	setGlobalSysctl(t, "/proc/sys/net/netfilter/nf_conntrack_max", "60")
-	cmd := exec.Command("ip", "netns", "exec", client, os.Args[0])
-	cmd.Env = append(os.Environ(), "ND_HELPER=runremote",
-		"ND_RUN_ARGS=run -c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" --json - http://"+addr+"/")
-	out, _ := cmd.Output()
-	i := strings.Index(string(out), "\n{")
-	if i < 0 {
-		t.Fatalf("no JSON report:\n%s", out)
-	}
-	var r runJSON
-	if err := json.Unmarshal(out[i+1:], &r); err != nil {
-		t.Fatal(err)
-	}
+	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	found := map[string]string{}
 	for _, f := range r.Findings {
 		if f.Status == "active" || f.ID == "ephemeral-port-exhaustion" {
@@ -346,7 +299,7 @@ func TestRunSeveralFaults(t *testing.T) {
 	want := map[string]string{"conntrack-table-full": "server", "accept-queue-overflow": "server", "ephemeral-port-exhaustion": "client"}
 	for id, side := range want {
 		if found[id] != side {
-			t.Errorf("%s on side %q, want %q; found %v\n%s", id, found[id], side, found, out[:i])
+			t.Errorf("%s on side %q, want %q; found %v\n%s", id, found[id], side, found, text)
 		}
 	}
 }
