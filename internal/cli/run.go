@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -19,9 +20,10 @@ import (
 // host summary of the server side) plus the load result and the sides.
 type runReport struct {
 	*report.Report
-	Load  *load.Result `json:"load"`
-	Shape run.Shape    `json:"shape"`
-	Sides []*run.Side  `json:"sides"`
+	Load    *load.Result  `json:"load"`
+	Shape   run.Shape     `json:"shape"`
+	Sides   []*run.Side   `json:"sides"`
+	Servers []*app.Server `json:"servers,omitempty"`
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -114,7 +116,7 @@ func runReportOf(res *run.Result) *runReport {
 		b = &evidence.Bundle{}
 	}
 	r := report.New("run", b, res.Findings)
-	return &runReport{Report: r, Load: res.Load, Shape: res.Shape, Sides: res.Sides}
+	return &runReport{Report: r, Load: res.Load, Shape: res.Shape, Sides: res.Sides, Servers: res.Servers}
 }
 
 func writeRunText(w io.Writer, r *runReport, latency bool) error {
@@ -126,6 +128,7 @@ func writeRunText(w io.Writer, r *runReport, latency bool) error {
 			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, s.Why)
 		}
 	}
+	writeServers(w, r.Servers)
 	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
 	fmt.Fprintf(w, "\nLoad:\n")
 	return writeLoad(w, r.Load, latency)
@@ -133,4 +136,50 @@ func writeRunText(w io.Writer, r *runReport, latency bool) error {
 
 func writeRunJSON(path string, stdout io.Writer, r *runReport) error {
 	return writeOut(path, stdout, "report", indentedJSON(r))
+}
+
+// writeServers lists the applications found behind the port: what they
+// are, the limits their configuration sets, and what their logs said.
+func writeServers(w io.Writer, servers []*app.Server) {
+	if len(servers) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nServers:\n")
+	for _, s := range servers {
+		fmt.Fprintf(w, "  %s %s on %s", s.Role, s.Kind, s.Addr)
+		if s.Master != 0 {
+			fmt.Fprintf(w, " (master %d, %d other processes)", s.Master, len(s.PIDs)-1)
+		}
+		if s.Config != "" {
+			fmt.Fprintf(w, ", config %s", s.Config)
+		}
+		fmt.Fprintln(w)
+		if n := s.Nginx; n != nil {
+			fmt.Fprintf(w, "    worker_processes %s, worker_connections %s", n.WorkerProcesses, n.WorkerConnections)
+			if n.WorkerRlimitNofile.Value > 0 {
+				fmt.Fprintf(w, ", worker_rlimit_nofile %s", n.WorkerRlimitNofile)
+			}
+			fmt.Fprintln(w)
+			for _, u := range n.Upstreams {
+				reuse := "connections reused"
+				if !u.Reuse {
+					reuse = "a new connection per request: " + u.Why
+				}
+				fmt.Fprintf(w, "    %s %s (%s): %s\n", u.Pass, u.Target, u.PassSource, reuse)
+			}
+		}
+		if p := s.Pool; p != nil {
+			fmt.Fprintf(w, "    php-fpm pool %s: pm %s, pm.max_children %s, listen.backlog %s\n", p.Name, p.PM, p.MaxChildren, p.Backlog)
+		}
+		for _, l := range s.Logs {
+			fmt.Fprintf(w, "    %s log %s: %d lines during the run", l.Kind, l.Path, l.Lines)
+			if l.Status != "ok" && l.Status != "" {
+				fmt.Fprintf(w, " (%s)", l.Status)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -27,6 +28,7 @@ type runJSON struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`
 	} `json:"sides"`
+	Servers []*app.Server `json:"servers"`
 }
 
 // runInNetns runs `netdoctor run` inside a fresh namespace against a

@@ -13,7 +13,7 @@ import (
 )
 
 // interfaces merges /proc/net/dev counters with link attributes. Link state,
-// MTU and qdisc come from rtnetlink and speed from ethtool rather than
+// MTU, kind and qdiscs come from rtnetlink and speed from ethtool rather than
 // /sys/class/net: sysfs shows the namespace it was mounted in, not the one
 // this thread entered, while netlink and ioctl sockets follow the thread.
 func interfaces(p procnet.Proc) ([]evidence.Interface, error) {
@@ -29,15 +29,7 @@ func interfaces(p procnet.Proc) ([]evidence.Interface, error) {
 	for _, l := range links {
 		byName[l.Attrs().Name] = l
 	}
-	// The root qdisc names the queueing discipline (tbf, htb, noqueue…).
-	rootQdisc := map[int]string{}
-	if qs, err := netlink.QdiscList(nil); err == nil {
-		for _, q := range qs {
-			if q.Attrs().Parent == netlink.HANDLE_ROOT {
-				rootQdisc[q.Attrs().LinkIndex] = q.Type()
-			}
-		}
-	}
+	qdiscs, qErr := linkQdiscs(links)
 	fd, sockErr := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if sockErr == nil {
 		defer unix.Close(fd)
@@ -50,15 +42,123 @@ func interfaces(p procnet.Proc) ([]evidence.Interface, error) {
 		a := l.Attrs()
 		ifs[i].OperState = a.OperState.String()
 		ifs[i].MTU = a.MTU
-		ifs[i].Qdisc = rootQdisc[a.Index]
+		ifs[i].LinkKind = l.Type()
+		ifs[i].Qdiscs = qdiscs[a.Index]
+		for _, q := range ifs[i].Qdiscs {
+			if !q.Class && q.Parent == "root" {
+				ifs[i].Qdisc = q.Kind // the root qdisc names the discipline (tbf, htb, noqueue…)
+			}
+		}
 		if sockErr == nil {
 			ifs[i].SpeedMbps = ethtoolSpeed(fd, a.Name)
 		}
 	}
-	if devErr != nil {
-		return ifs, partial{devErr}
+	if err := errors.Join(devErr, qErr); err != nil {
+		return ifs, partial{err}
 	}
 	return ifs, nil
+}
+
+// linkQdiscs dumps the namespace's qdiscs once and, for each link with an
+// htb qdisc, that link's classes (the kernel dumps classes per device
+// only). It keeps, per link index, the root qdisc, every shaping qdisc and
+// the htb classes; see evidence.Interface.Qdiscs. An interrupted dump
+// still returns what it got, with an error.
+func linkQdiscs(links []netlink.Link) (map[int][]evidence.Qdisc, error) {
+	qs, err := netlink.QdiscList(nil)
+	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
+		return nil, fmt.Errorf("list qdiscs: %w", err)
+	}
+	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list qdiscs: %w", err))
+	}
+	out := map[int][]evidence.Qdisc{}
+	withHTB := map[int]bool{}
+	for _, q := range qs {
+		a := q.Attrs()
+		kind := q.Type()
+		if a.Parent != netlink.HANDLE_ROOT && kind != "tbf" && kind != "htb" {
+			continue
+		}
+		out[a.LinkIndex] = append(out[a.LinkIndex], qdiscEvidence(q))
+		if kind == "htb" {
+			withHTB[a.LinkIndex] = true
+		}
+	}
+	for _, l := range links {
+		idx := l.Attrs().Index
+		if !withHTB[idx] {
+			continue
+		}
+		cs, err := netlink.ClassList(l, 0)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list classes of %s: %w", l.Attrs().Name, err))
+			if !errors.Is(err, netlink.ErrDumpInterrupted) {
+				continue
+			}
+		}
+		for _, c := range cs {
+			if h, ok := c.(*netlink.HtbClass); ok {
+				out[idx] = append(out[idx], htbClassEvidence(h))
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// qdiscEvidence converts one qdisc, with its rate where it has one.
+func qdiscEvidence(q netlink.Qdisc) evidence.Qdisc {
+	a := q.Attrs()
+	e := evidence.Qdisc{Kind: q.Type(), Handle: tcHandle(a.Handle, false), Parent: tcHandle(a.Parent, true)}
+	if t, ok := q.(*netlink.Tbf); ok {
+		e.RateBytesPerSec = t.Rate
+		e.LimitBytes = uint64(t.Limit)
+		// Buffer is the bucket in scheduler ticks; tc prints it as bytes.
+		e.BurstBytes = uint64(netlink.Xmitsize(t.Rate, t.Buffer))
+	}
+	if a.Statistics != nil {
+		tcStats(&e, a.Statistics.Basic, a.Statistics.Queue)
+	}
+	return e
+}
+
+// htbClassEvidence converts one htb class.
+func htbClassEvidence(c *netlink.HtbClass) evidence.Qdisc {
+	a := c.Attrs()
+	e := evidence.Qdisc{Class: true, Kind: c.Type(), Handle: tcHandle(a.Handle, true), Parent: tcHandle(a.Parent, true),
+		RateBytesPerSec: c.Rate, CeilBytesPerSec: c.Ceil}
+	if a.Statistics != nil {
+		tcStats(&e, a.Statistics.Basic, a.Statistics.Queue)
+	}
+	return e
+}
+
+// tcStats copies gnet_stats_basic and gnet_stats_queue; either may be nil.
+func tcStats(e *evidence.Qdisc, b *netlink.GnetStatsBasic, q *netlink.GnetStatsQueue) {
+	if b != nil {
+		e.Bytes, e.Packets = b.Bytes, uint64(b.Packets)
+	}
+	if q != nil {
+		e.Drops, e.Overlimits, e.Requeues = uint64(q.Drops), uint64(q.Overlimits), uint64(q.Requeues)
+		e.BacklogBytes, e.Qlen = uint64(q.Backlog), uint64(q.Qlen)
+	}
+}
+
+// tcHandle formats a handle as tc does: "root", "ingress", "1:" for a
+// qdisc handle and "1:10" for a class (minor numbers are hex).
+func tcHandle(h uint32, class bool) string {
+	switch h {
+	case netlink.HANDLE_ROOT:
+		return "root"
+	case netlink.HANDLE_INGRESS:
+		return "ingress"
+	}
+	major, minor := h>>16, h&0xffff
+	if minor == 0 && !class {
+		return fmt.Sprintf("%x:", major)
+	}
+	return fmt.Sprintf("%x:%x", major, minor)
 }
 
 // ethtoolSpeed asks the driver for the link speed with ETHTOOL_GSET

@@ -113,6 +113,12 @@ type Interface struct {
 	OperState string `json:"oper_state,omitempty"` // "up", "down", "unknown"…
 	MTU       int    `json:"mtu,omitempty"`
 	SpeedMbps int    `json:"speed_mbps,omitempty"` // 0 when the driver reports none
+	// LinkKind is the rtnetlink link kind: "device" for hardware, else
+	// the driver's kind ("veth", "bridge", "bond", "vlan", "tuntap"…).
+	// Virtual devices may report a nominal speed they do not enforce
+	// (veth 10000, tun 10).
+	LinkKind string `json:"link_kind,omitempty"`
+	// Qdisc is the kind of the root qdisc; Qdiscs has its details.
 	Qdisc     string `json:"qdisc,omitempty"`
 	RxBytes   uint64 `json:"rx_bytes"`
 	RxPackets uint64 `json:"rx_packets"`
@@ -127,6 +133,43 @@ type Interface struct {
 	TxFifo    uint64 `json:"tx_fifo"`
 	TxColls   uint64 `json:"tx_colls"`
 	TxCarrier uint64 `json:"tx_carrier"`
+	// Qdiscs are the egress qdiscs that matter for throughput: the root
+	// qdisc, every shaping qdisc (tbf, htb) wherever it hangs, and the
+	// classes of each htb qdisc. Per-queue children of mq, and ingress
+	// and clsact qdiscs, are left out.
+	Qdiscs []Qdisc `json:"qdiscs,omitempty"`
+}
+
+// Qdisc is one queueing discipline or traffic class on an interface's
+// egress, as `tc -s qdisc` and `tc -s class` show it. Bytes, Packets,
+// Drops, Overlimits and Requeues are cumulative counters; BacklogBytes
+// and Qlen are gauges sampled at the snapshot. A qdisc that is replaced
+// starts its counters again from 0.
+type Qdisc struct {
+	// Class is true for a class of a classful qdisc (an htb class), false
+	// for a qdisc.
+	Class bool   `json:"class,omitempty"`
+	Kind  string `json:"kind"` // "tbf", "htb", "fq_codel", "noqueue"…
+	// Handle and Parent are as tc prints them: "1:" for a qdisc, "1:10"
+	// for a class, "root" for a parent that is the device itself.
+	Handle string `json:"handle"`
+	Parent string `json:"parent"`
+	// RateBytesPerSec is the shaping rate: a tbf's rate, an htb class's
+	// guaranteed rate; 0 when the qdisc has none. CeilBytesPerSec is an
+	// htb class's ceiling, the most it may send by borrowing.
+	RateBytesPerSec uint64 `json:"rate_bytes_per_sec,omitempty"`
+	CeilBytesPerSec uint64 `json:"ceil_bytes_per_sec,omitempty"`
+	// BurstBytes is a tbf's bucket size and LimitBytes its queue limit.
+	BurstBytes uint64 `json:"burst_bytes,omitempty"`
+	LimitBytes uint64 `json:"limit_bytes,omitempty"`
+
+	Bytes        uint64 `json:"bytes"`
+	Packets      uint64 `json:"packets"`
+	Drops        uint64 `json:"drops"`
+	Overlimits   uint64 `json:"overlimits"`
+	Requeues     uint64 `json:"requeues"`
+	BacklogBytes uint64 `json:"backlog_bytes"`
+	Qlen         uint64 `json:"qlen"`
 }
 
 // Conntrack is the connection-tracking table of the observed namespace.

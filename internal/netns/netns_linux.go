@@ -60,21 +60,40 @@ func Inode(path string) (uint64, error) {
 
 // Do runs fn on an OS thread inside the network namespace at path, as
 // returned by Resolve, and waits for it. With an empty path fn runs on a
-// locked thread in the current namespace. The thread exits afterwards.
+// locked thread in the current namespace. The thread returns to its own
+// namespace afterwards: were it left behind, and were it the main thread,
+// /proc/PID/ns/net would name the other namespace for the whole process
+// (and `ip netns pids` would count the process as one of its own).
 func Do(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
-		// Never unlocked: when this goroutine returns, the runtime
-		// terminates the thread instead of reusing it in the wrong
-		// namespace.
 		runtime.LockOSThread()
-		if path != "" {
-			if err := enter(path); err != nil {
-				errc <- err
-				return
-			}
+		if path == "" {
+			errc <- fn()
+			runtime.UnlockOSThread()
+			return
 		}
-		errc <- fn()
+		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("open own netns: %w", err)
+			return
+		}
+		defer unix.Close(back)
+		if err := enter(path); err != nil {
+			runtime.UnlockOSThread() // setns failed: still at home
+			errc <- err
+			return
+		}
+		err = fn()
+		// Back to the original namespace, so that the thread may be
+		// reused. If that fails the goroutine exits still locked and
+		// the runtime ends the thread instead (or, for the main thread,
+		// parks it for good), so no other goroutine runs in the wrong
+		// namespace.
+		if unix.Setns(back, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
 	}()
 	return <-errc
 }

@@ -167,6 +167,12 @@ func Text(w io.Writer, r *Report) error {
 	}
 	for i, f := range r.Findings {
 		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(f.Severity), f.Status, f.Title, f.ID)
+		if f.CausedBy != "" {
+			p.f("   a consequence of %s (above)\n", f.CausedBy)
+		}
+		if f.Explains != "" {
+			p.f("   impact: %s\n", f.Explains)
+		}
 		for _, e := range f.Evidence {
 			mark := " "
 			if e.Window {

@@ -40,6 +40,13 @@ type Finding struct {
 	Side     string   `json:"side,omitempty"`
 	Evidence []Item   `json:"evidence"`
 	Fix      []string `json:"fix"`
+	// CausedBy names the finding this one is a consequence of (its ID),
+	// so a report leads with the cause: TIME_WAIT piling up and local
+	// ports running out are what upstream connection churn looks like.
+	CausedBy string `json:"caused_by,omitempty"`
+	// Explains says which share of the run's failed requests (or of its
+	// latency) this finding accounts for, when that is measurable.
+	Explains string `json:"explains,omitempty"`
 }
 
 // Item is one piece of evidence.
@@ -72,6 +79,7 @@ var All = []Rule{
 	{"sysctl", checkSysctls},
 	{"cpu", checkCPU},
 	{"buffers", checkBuffers},
+	{"bandwidth", checkBandwidth},
 }
 
 // Run applies the rules and returns the findings ordered by impact:
@@ -91,12 +99,15 @@ func Run(b *evidence.Bundle, rules []Rule) []Finding {
 // Sort orders findings by impact: active before latent, then by severity,
 // then by ID, subject and side.
 func Sort(out []Finding) []Finding {
-	slices.SortStableFunc(out, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(statusRank(a.Status), statusRank(b.Status)),
-			cmp.Compare(sevRank(a.Severity), sevRank(b.Severity)),
-			cmp.Compare(a.ID, b.ID), cmp.Compare(a.Subject, b.Subject), cmp.Compare(a.Side, b.Side))
-	})
+	slices.SortStableFunc(out, Compare)
 	return out
+}
+
+// Compare orders two findings as Sort does.
+func Compare(a, b Finding) int {
+	return cmp.Or(cmp.Compare(statusRank(a.Status), statusRank(b.Status)),
+		cmp.Compare(sevRank(a.Severity), sevRank(b.Severity)),
+		cmp.Compare(a.ID, b.ID), cmp.Compare(a.Subject, b.Subject), cmp.Compare(a.Side, b.Side))
 }
 
 func statusRank(s string) int {

@@ -266,7 +266,7 @@ func TestRuleNames(t *testing.T) {
 		got = append(got, r.Name)
 	}
 	slices.Sort(got)
-	want := []string{"buffers", "conntrack", "cpu", "dns", "fd", "listen", "loss", "nic", "ports", "sysctl", "timewait"}
+	want := []string{"bandwidth", "buffers", "conntrack", "cpu", "dns", "fd", "listen", "loss", "nic", "ports", "sysctl", "timewait"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rule names mismatch (-want +got):\n%s", diff)
 	}

@@ -43,7 +43,7 @@ func diagnose(r *Result) []rules.Finding {
 		}
 		var side []rules.Finding
 		for _, f := range rules.Run(Window(s.Bundle, r.LoadStart), rules.All) {
-			if f.ID == "accept-queue-overflow" && f.Status == rules.Latent && !strings.HasSuffix(f.Subject, ":"+r.port) {
+			if f.ID == "accept-queue-overflow" && f.Status == rules.Latent && !r.serves(f.Subject) {
 				continue // another service's small backlog is not this run's business
 			}
 			f.Side = name
@@ -65,7 +65,21 @@ func diagnose(r *Result) []rules.Finding {
 			out = append(out, nagle(r.Load, s.Bundle, r.LoadStart)...)
 		}
 	}
-	return rules.Sort(out)
+	// What the applications say: their pools, their upstream
+	// connections, the directives behind the kernel's limits.
+	out = append(out, workerPool(r)...)
+	upstreamChurn(r, &out)
+	appConfig(r, &out)
+	out = append(out, appSlow(r, out)...)
+	pools := map[string]string{}
+	for _, s := range r.Servers {
+		if s.Pool != nil {
+			pools["php-fpm pool "+s.Pool.Name] = s.Addr
+		}
+	}
+	out = relate(out, pools)
+	explain(out, r.Load, r.port)
+	return out
 }
 
 // LoadFindings turns the load generator's self-judgement into findings.
@@ -102,4 +116,18 @@ func tieShape(fs []rules.Finding, sh Shape) {
 			}
 		}
 	}
+}
+
+// serves reports whether a listener address is the run's target port or
+// one of the upstreams behind it.
+func (r *Result) serves(addr string) bool {
+	if strings.HasSuffix(addr, ":"+r.port) {
+		return true
+	}
+	for _, s := range r.Servers {
+		if s.Addr == addr {
+			return true
+		}
+	}
+	return false
 }

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
@@ -46,8 +47,11 @@ type Result struct {
 	Sides     []*Side         `json:"sides"`
 	Findings  []rules.Finding `json:"findings"`
 	// Shape is the per-second throughput's pattern and what moved with it.
-	Shape Shape  `json:"shape"`
-	port  string // the target's port
+	Shape Shape `json:"shape"`
+	// Servers are the applications behind the target port and their
+	// upstreams, when the server side was observed.
+	Servers []*app.Server `json:"servers,omitempty"`
+	port    string        // the target's port
 }
 
 // ErrNotListening reports a target nobody listens on.
@@ -77,6 +81,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer server.close()
 	defer client.close()
 
+	res := &Result{port: targetPort(o.Load.URL)}
+	obs := server.discover(ctx, res.port)
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	for _, s := range []*sampler{server, client} {
@@ -86,7 +92,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.run(sctx, o.Interval) }()
 	}
-	res := &Result{port: targetPort(o.Load.URL)}
+	if obs != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); sampleApps(sctx, obs, o.Interval) }()
+	}
 	wait(ctx, o.Baseline)
 	res.LoadStart = time.Now()
 	lr, lerr := load.Run(ctx, o.Load)
@@ -100,6 +109,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, lerr
 	}
 	res.Load = lr
+	if obs != nil {
+		obs.Finish()
+		res.Servers = obs.Servers
+	}
 	for _, s := range []*sampler{server, client} {
 		res.Sides = append(res.Sides, s.side())
 	}

@@ -2,11 +2,14 @@ package run
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // sampler snapshots one side every interval.
@@ -67,4 +70,44 @@ func (s *sampler) listeners() string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// discover finds the applications behind the target port on this side,
+// from one snapshot of its listeners. nil when the side is not observed.
+func (s *sampler) discover(ctx context.Context, port string) *app.Observer {
+	src := s
+	if s.shared != nil {
+		src = s.shared
+	}
+	if src.snap == nil {
+		return nil
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return nil
+	}
+	snap := src.snap.Snapshot(ctx)
+	if snap.Sockets == nil {
+		return nil
+	}
+	path, err := netns.Resolve(src.netns)
+	if err != nil {
+		return nil
+	}
+	return app.Discover(ctx, snap.Sockets.Listeners, p, path)
+}
+
+// sampleApps samples the applications' workers every interval until ctx
+// ends.
+func sampleApps(ctx context.Context, obs *app.Observer, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		obs.Sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

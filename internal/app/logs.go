@@ -1,0 +1,183 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+)
+
+// maxLogRead bounds what one run reads of a log. A run of a few minutes
+// at tens of thousands of requests per second writes a few hundred MiB of
+// access log; the counts are then reported as partial rather than reading
+// without limit.
+const maxLogRead = 64 << 20
+
+// Log is one log file a server's configuration names.
+type Log struct {
+	Path string `json:"path"`
+	// Kind is "error" (nginx error_log, php-fpm error_log, slowlog) or
+	// "access".
+	Kind   string `json:"kind"`
+	Source string `json:"source,omitempty"` // file:line of the directive
+	// Status reports how reading went: "ok", "partial" (the run wrote
+	// more than maxLogRead), or why it could not be read.
+	Status string `json:"status"`
+	// Lines read, written during the run.
+	Lines int `json:"lines"`
+	// Events counts error-log lines by class (see classify), Statuses
+	// access-log responses by HTTP status.
+	Events   map[string]int `json:"events,omitempty"`
+	Statuses map[int]int    `json:"statuses,omitempty"`
+	// Samples keeps the first line of each event class, for evidence.
+	Samples map[string]string `json:"samples,omitempty"`
+
+	offset int64
+	inode  uint64
+}
+
+// Mark remembers where the log ends now, so that Read sees only the lines
+// written after it. A missing file is not an error: the server may create
+// it on its first message.
+func (l *Log) Mark() {
+	fi, err := os.Stat(l.Path)
+	if err != nil {
+		return
+	}
+	l.offset = fi.Size()
+	l.inode = inodeOf(fi)
+}
+
+// Read reads the lines written since Mark and counts them. A log that was
+// rotated (another inode) or truncated since is read from its start.
+func (l *Log) Read() {
+	f, err := os.Open(l.Path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			l.Status = "ok" // nothing was written
+			return
+		}
+		l.Status = fmt.Sprintf("unreadable: %v", err)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		l.Status = fmt.Sprintf("unreadable: %v", err)
+		return
+	}
+	off := l.offset
+	if inodeOf(fi) != l.inode || fi.Size() < off {
+		off = 0
+	}
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		l.Status = fmt.Sprintf("unreadable: %v", err)
+		return
+	}
+	l.Status = "ok"
+	if fi.Size()-off > maxLogRead {
+		l.Status = fmt.Sprintf("partial: the run wrote %d MiB, the first %d MiB were read", (fi.Size()-off)>>20, maxLogRead>>20)
+	}
+	l.count(io.LimitReader(f, maxLogRead))
+}
+
+func (l *Log) count(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		l.Lines++
+		if l.Kind == "access" {
+			if code, ok := accessStatus(line); ok {
+				if l.Statuses == nil {
+					l.Statuses = map[int]int{}
+				}
+				l.Statuses[code]++
+			}
+			continue
+		}
+		for _, p := range patterns {
+			if bytes.Contains(line, p.text) {
+				if l.Events == nil {
+					l.Events, l.Samples = map[string]int{}, map[string]string{}
+				}
+				if l.Events[p.class] == 0 {
+					l.Samples[p.class] = string(line)
+				}
+				l.Events[p.class]++
+				break
+			}
+		}
+	}
+}
+
+// Event classes of error-log lines, the ones the rules read. The texts
+// are nginx's and php-fpm's own messages (src/event/ngx_event_connect.c,
+// src/http/ngx_http_upstream.c, sapi/fpm/fpm/fpm_process_ctl.c).
+const (
+	EventMaxChildren      = "max-children"        // php-fpm: server reached pm.max_children
+	EventCannotAssign     = "cannot-assign"       // connect() to upstream: EADDRNOTAVAIL
+	EventUpstreamTimeout  = "upstream-timeout"    // upstream timed out
+	EventTooManyFiles     = "too-many-open-files" // accept4()/socket()/open(): EMFILE/ENFILE
+	EventWorkerConns      = "worker-connections"  // worker_connections are not enough
+	EventUpstreamAgain    = "upstream-eagain"     // connect() to a unix socket whose backlog is full
+	EventUpstreamRefused  = "upstream-refused"
+	EventUpstreamReset    = "upstream-reset"
+	EventExecutionTimeout = "execution-timeout" // php-fpm request_terminate_timeout
+	EventSlow             = "slow-request"      // php-fpm slowlog
+)
+
+var patterns = []struct {
+	class string
+	text  []byte
+}{
+	{EventMaxChildren, []byte("reached pm.max_children")},
+	{EventMaxChildren, []byte("reached max_children")},
+	{EventCannotAssign, []byte("(99: Cannot assign requested address)")},
+	{EventUpstreamTimeout, []byte("upstream timed out")},
+	{EventTooManyFiles, []byte("(24: Too many open files)")},
+	{EventTooManyFiles, []byte("(23: Too many open files in system)")},
+	{EventWorkerConns, []byte("worker_connections are not enough")},
+	{EventUpstreamAgain, []byte("(11: Resource temporarily unavailable) while connecting to upstream")},
+	{EventUpstreamRefused, []byte("(111: Connection refused) while connecting to upstream")},
+	{EventUpstreamReset, []byte("upstream prematurely closed")},
+	{EventUpstreamReset, []byte("(104: Connection reset by peer) while reading response header from upstream")},
+	{EventExecutionTimeout, []byte("execution timed out")},
+	{EventSlow, []byte("executing too slow")},
+}
+
+// requestStatus finds the status that follows the quoted request line in
+// nginx's "combined" and "main" formats: `"GET / HTTP/1.1" 200 612`.
+var requestStatus = regexp.MustCompile(`"(?:[^"\\]|\\.)*" ([1-5][0-9][0-9]) `)
+
+func accessStatus(line []byte) (int, bool) {
+	m := requestStatus.FindSubmatch(line)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	return n, err == nil
+}
+
+// Count sums the lines of one event class over logs.
+func Count(logs []*Log, class string) int {
+	n := 0
+	for _, l := range logs {
+		n += l.Events[class]
+	}
+	return n
+}
+
+// FirstLine returns one line of the class, from the first log that has one.
+func FirstLine(logs []*Log, class string) (string, string) {
+	for _, l := range logs {
+		if s, ok := l.Samples[class]; ok {
+			return s, l.Path
+		}
+	}
+	return "", ""
+}

@@ -1,0 +1,176 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/nginx"
+)
+
+// nginx reads a master's effective configuration with its own binary
+// (`nginx -T` with the master's -c, -p and -g), so includes, defaults and
+// inheritance are nginx's, not a guess from files on disk.
+func (o *Observer) nginx(ctx context.Context, s *Server, master procInfo) {
+	inv, ok := nginx.ParseMaster(master.cmdline)
+	if !ok {
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx %d: %q is not a master's title; configuration not read", master.pid, master.cmdline))
+		return
+	}
+	inv.Dir = master.cwd
+	if s.Exe == "" {
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx %d: its binary is unknown (/proc/%d/exe unreadable); configuration not read", master.pid, master.pid))
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	build, err := nginx.ReadBuild(ctx, s.Exe)
+	if err != nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx -V: %v", err))
+	}
+	build = build.With(inv)
+	s.Config = build.ConfPath
+	// nginx -t binds the listen addresses to test them and forgives only
+	// "address in use": run it in the server's namespace, where they
+	// exist and are in use, not in the caller's, where they may not be.
+	var dump []byte
+	err = netns.Do(o.nsPath, func() error {
+		var err error
+		dump, err = nginx.Dump(ctx, s.Exe, inv)
+		return err
+	})
+	if err != nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx -T: %v; configuration not read", err))
+		return
+	}
+	cfg, err := nginx.Parse(dump)
+	if cfg == nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx -T output: %v", err))
+		return
+	}
+	if err != nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx -T output read in part: %v", err))
+	}
+	if inv.Globals != "" {
+		if err := cfg.AddGlobals(inv.Globals); err != nil {
+			s.Notes = append(s.Notes, fmt.Sprintf("nginx -g %q: %v", inv.Globals, err))
+		}
+	}
+	if cfg.File != "" {
+		s.Config = cfg.File
+	}
+	sum := cfg.Summary(build)
+	info := &NginxInfo{
+		WorkerProcesses:    nginxSetting(sum.WorkerProcesses),
+		WorkerConnections:  nginxSetting(sum.WorkerConnections),
+		WorkerRlimitNofile: nginxSetting(sum.WorkerRlimitNofile),
+	}
+	for _, l := range sum.Listens {
+		info.Listens = append(info.Listens, NginxListen{Addr: l.HostPort, Backlog: l.Backlog, Source: l.Pos.String()})
+	}
+	for _, n := range sum.NodelayOff {
+		info.NoDelayOff = append(info.NoDelayOff, n.Pos.String())
+	}
+	seen := map[string]bool{}
+	for _, p := range sum.Passes {
+		u := NginxUpstream{Pass: p.Directive, PassSource: p.Pos.String(), Target: p.Target, Reuse: p.Keepalive, Keepalive: p.UpstreamKeepalive}
+		if p.Upstream != "" {
+			for _, up := range sum.Upstreams {
+				if up.Name == p.Upstream && !up.Stream {
+					u.Block = up.Pos.String()
+					for _, sv := range up.Servers {
+						u.Servers = append(u.Servers, serverAddr(sv.Addr))
+					}
+				}
+			}
+		} else {
+			u.Servers = []string{serverAddr(strings.TrimPrefix(strings.TrimPrefix(p.Target, "http://"), "https://"))}
+		}
+		if !u.Reuse {
+			u.Why = noReuseWhy(p)
+		}
+		info.Upstreams = append(info.Upstreams, u)
+		for _, a := range u.Servers {
+			if !seen[a] {
+				seen[a] = true
+				s.Upstreams = append(s.Upstreams, a)
+			}
+		}
+	}
+	s.Nginx = info
+	s.Logs = append(s.Logs, nginxLogs(sum)...)
+}
+
+func nginxSetting(st nginx.Setting) Setting {
+	v := int(st.N)
+	if st.N < 0 {
+		v = 0
+	}
+	return Setting{Value: v, Source: st.Pos.String()}
+}
+
+// serverAddr is an upstream server as the kernel names its listener: a
+// bare host means port 80.
+func serverAddr(a string) string {
+	if strings.HasPrefix(a, "unix:") {
+		return a
+	}
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		return net.JoinHostPort(strings.Trim(a, "[]"), "80")
+	}
+	return a
+}
+
+// noReuseWhy says what keeps nginx from reusing connections to a target.
+func noReuseWhy(p nginx.Pass) string {
+	var why []string
+	if p.Upstream == "" {
+		why = append(why, "no upstream block, so no keepalive pool")
+	} else if p.UpstreamKeepalive == 0 {
+		why = append(why, fmt.Sprintf("upstream %s has no keepalive", p.Upstream))
+	}
+	switch p.Directive {
+	case "fastcgi_pass":
+		if p.KeepConn.Value != "on" {
+			why = append(why, fmt.Sprintf("fastcgi_keep_conn %s (%s)", p.KeepConn.Value, p.KeepConn.Pos))
+		}
+	case "proxy_pass":
+		if p.HTTPVersion.Value != "1.1" {
+			why = append(why, fmt.Sprintf("proxy_http_version %s (%s)", p.HTTPVersion.Value, p.HTTPVersion.Pos))
+		}
+		if p.Connection == nil {
+			why = append(why, "no proxy_set_header Connection \"\" (nginx sends Connection: close)")
+		}
+	case "uwsgi_pass", "scgi_pass":
+		why = append(why, p.Directive+" always closes")
+	}
+	return strings.Join(why, "; ")
+}
+
+// nginxLogs are the files nginx logs to; an access log whose format
+// lacks the combined layout's `"$request" $status` cannot be counted by
+// status and is left out.
+func nginxLogs(sum nginx.Summary) []*Log {
+	var out []*Log
+	seen := map[string]bool{}
+	for _, e := range sum.ErrorLogs {
+		if e.File != "" && !seen[e.File] {
+			seen[e.File] = true
+			out = append(out, &Log{Path: e.File, Kind: "error", Source: e.Pos.String()})
+		}
+	}
+	for _, a := range sum.AccessLogs {
+		if a.Off || a.File == "" || strings.Contains(a.File, "$") || seen[a.File] {
+			continue
+		}
+		if a.Format != "combined" && !strings.Contains(a.FormatString, `"$request" $status`) {
+			continue
+		}
+		seen[a.File] = true
+		out = append(out, &Log{Path: a.File, Kind: "access", Source: a.Pos.String()})
+	}
+	return out
+}

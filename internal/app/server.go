@@ -1,0 +1,217 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+// Server is one application serving a listener: the front one (the
+// run's target port) or an upstream the front one sends to.
+type Server struct {
+	Role string `json:"role"` // "front" or "upstream"
+	Addr string `json:"addr"` // the listener, as the kernel reports it
+	Kind string `json:"kind"` // "nginx", "php-fpm", or the process name
+	// Master is the process that owns the workers (0 when there is no
+	// master/worker split); PIDs are the listener's owners.
+	Master int        `json:"master,omitempty"`
+	PIDs   []int      `json:"pids"`
+	Exe    string     `json:"exe,omitempty"`
+	Config string     `json:"config,omitempty"` // the main configuration file
+	Nginx  *NginxInfo `json:"nginx,omitempty"`
+	Pool   *PoolInfo  `json:"pool,omitempty"`
+	Logs   []*Log     `json:"logs,omitempty"`
+	// Upstreams are the addresses this server sends requests to, from
+	// its configuration ("127.0.0.1:9000", "unix:/run/php/www.sock").
+	Upstreams []string `json:"upstreams,omitempty"`
+	Samples   []Sample `json:"samples,omitempty"`
+	// Notes say what could not be learned, and why.
+	Notes []string `json:"notes,omitempty"`
+
+	status func(ctx context.Context) (*PoolStatus, error)
+}
+
+// Sample is one second of a server's workers.
+type Sample struct {
+	Time time.Time `json:"time"`
+	// Workers is the number of worker processes; Waits counts their
+	// threads by what they were doing (see the Wait classes).
+	Workers int            `json:"workers"`
+	Waits   map[string]int `json:"waits"`
+	// OtherWaits counts, for threads in WaitOther, the kernel function.
+	OtherWaits map[string]int `json:"other_waits,omitempty"`
+	// Pool is php-fpm's status page, when the pool has one.
+	Pool *PoolStatus `json:"pool,omitempty"`
+}
+
+// Observer watches the servers behind one port.
+type Observer struct {
+	Servers []*Server
+	proc    string
+	nsPath  string
+}
+
+// Discover finds the servers behind port among the listeners of one
+// namespace (nsPath, "" for the caller's), and the upstreams those send
+// to when they listen in the same namespace.
+func Discover(ctx context.Context, listeners []evidence.Listener, port int, nsPath string) *Observer {
+	o := &Observer{proc: "/proc", nsPath: nsPath}
+	seen := map[int]bool{} // by master or first PID
+	var front *Server
+	for _, l := range listeners {
+		if l.Proto == "unix" || l.Port != port || len(l.PIDs) == 0 {
+			continue
+		}
+		if s := o.server(ctx, l, "front", seen); s != nil {
+			front = s
+			break
+		}
+	}
+	if front == nil {
+		return o
+	}
+	for _, up := range front.Upstreams {
+		l, ok := findListener(listeners, up)
+		if !ok {
+			front.Notes = append(front.Notes, fmt.Sprintf("upstream %s: no listener in this namespace, not observed", up))
+			continue
+		}
+		o.server(ctx, l, "upstream", seen)
+	}
+	return o
+}
+
+func (o *Observer) server(ctx context.Context, l evidence.Listener, role string, seen map[int]bool) *Server {
+	s := &Server{Role: role, Addr: l.Addr, PIDs: l.PIDs}
+	// The master is the owner whose parent is no owner: nginx's and
+	// php-fpm's masters hold the listening socket along with their
+	// workers. A single-process server is its own "master".
+	var master procInfo
+	for _, pid := range l.PIDs {
+		p, ok := readProc(o.proc, pid)
+		if !ok {
+			continue
+		}
+		if master.pid == 0 || !slices.Contains(l.PIDs, p.ppid) {
+			master = p
+		}
+	}
+	if master.pid == 0 {
+		return nil // every owner exited
+	}
+	s.Kind = kindOf(master.comm)
+	if len(l.PIDs) > 1 {
+		s.Master = master.pid
+	}
+	if seen[master.pid] {
+		return nil
+	}
+	seen[master.pid] = true
+	s.Exe = strings.TrimSuffix(master.exe, " (deleted)")
+	switch s.Kind {
+	case "nginx":
+		o.nginx(ctx, s, master)
+	case "php-fpm":
+		o.fpm(s, master, l)
+	}
+	for _, lg := range s.Logs {
+		lg.Mark()
+	}
+	o.Servers = append(o.Servers, s)
+	return s
+}
+
+// findListener finds the listener serving addr: "host:port" matches a
+// listener on that address or on the wildcard with the same port;
+// "unix:/path" the unix socket at path.
+func findListener(ls []evidence.Listener, addr string) (evidence.Listener, bool) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		for _, l := range ls {
+			if l.Proto == "unix" && l.Addr == path {
+				return l, true
+			}
+		}
+		return evidence.Listener{}, false
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return evidence.Listener{}, false
+	}
+	p, _ := strconv.Atoi(port)
+	var wild *evidence.Listener
+	for i, l := range ls {
+		if l.Proto == "unix" || l.Port != p {
+			continue
+		}
+		lh, _, _ := net.SplitHostPort(l.Addr)
+		if lh == host || (host == "localhost" && (lh == "127.0.0.1" || lh == "::1")) {
+			return l, true
+		}
+		if lh == "0.0.0.0" || lh == "::" || lh == "*" {
+			wild = &ls[i]
+		}
+	}
+	if wild != nil {
+		return *wild, true
+	}
+	return evidence.Listener{}, false
+}
+
+// Sample records one second of every server's workers. Servers are
+// sampled concurrently: a status page that hangs (its pool is full) must
+// not delay the others.
+func (o *Observer) Sample(ctx context.Context) {
+	var wg sync.WaitGroup
+	now := time.Now()
+	for _, s := range o.Servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			workers := s.PIDs
+			if s.Master != 0 {
+				workers = children(o.proc, s.Master)
+			}
+			smp := Sample{Time: now, Workers: len(workers)}
+			smp.Waits, smp.OtherWaits = Waits(o.proc, workers)
+			if s.status != nil {
+				sctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
+				if st, err := s.status(sctx); err == nil {
+					smp.Pool = st
+				}
+				cancel()
+			}
+			s.Samples = append(s.Samples, smp)
+		}()
+	}
+	wg.Wait()
+}
+
+// Finish reads what the servers' logs gained since Discover.
+func (o *Observer) Finish() {
+	for _, s := range o.Servers {
+		for _, l := range s.Logs {
+			l.Read()
+		}
+	}
+}
+
+// dialIn dials inside the observed namespace: a pool listening on TCP
+// in the server's namespace is not reachable from the caller's.
+func (o *Observer) dialIn(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := netns.Do(o.nsPath, func() error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}

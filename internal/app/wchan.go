@@ -1,0 +1,103 @@
+package app
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Wait classes: what a worker thread was doing when sampled. A blocking
+// worker (php-fpm, a thread pool) shows in its wait channel where its
+// request time goes, without a profiler: in a sleep, on a lock, on a
+// backend's socket. An event-driven server (nginx) always waits in epoll,
+// so for it only "running" versus "idle" means something.
+const (
+	WaitRunning = "running"   // on CPU or runnable (state R)
+	WaitIdle    = "idle"      // waiting for a new connection or event
+	WaitLock    = "lock"      // futex: a mutex or condition variable
+	WaitFile    = "file-lock" // flock/fcntl lock: e.g. a shared log file
+	WaitSleep   = "sleep"     // nanosleep: sleep()/usleep() in the code
+	WaitNetwork = "network"   // reading from or connecting to a peer
+	WaitDisk    = "disk"      // uninterruptible sleep (state D): I/O
+	WaitOther   = "other"     // any other kernel function
+)
+
+// wchanClass maps the kernel functions a sleeping thread is seen in
+// (/proc/PID/task/TID/wchan, 6.x names) to a wait class.
+var wchanClass = map[string]string{
+	"do_epoll_wait": WaitIdle, "ep_poll": WaitIdle, "poll_schedule_timeout.constprop.0": WaitIdle,
+	"poll_schedule_timeout": WaitIdle, "do_select": WaitIdle, "do_sys_poll": WaitIdle,
+	"inet_csk_accept": WaitIdle, "inet_csk_wait_for_connect": WaitIdle, "unix_accept": WaitIdle,
+	"do_sigtimedwait": WaitIdle, "sigsuspend": WaitIdle, "do_wait": WaitIdle, "kernel_wait4": WaitIdle,
+	"futex_wait_queue": WaitLock, "futex_wait_queue_me": WaitLock, "futex_wait": WaitLock,
+	"locks_lock_inode_wait": WaitFile, "flock_lock_inode_wait": WaitFile, "posix_lock_inode_wait": WaitFile,
+	"__flock_lock_inode_wait": WaitFile, "locks_lock_file_wait": WaitFile,
+	"hrtimer_nanosleep": WaitSleep, "do_nanosleep": WaitSleep, "common_nsleep": WaitSleep,
+	"sk_wait_data": WaitNetwork, "wait_woken": WaitNetwork, "unix_stream_read_generic": WaitNetwork,
+	"unix_stream_data_wait": WaitNetwork, "inet_wait_for_connect": WaitNetwork, "sk_stream_wait_memory": WaitNetwork,
+	"__skb_wait_for_more_packets": WaitNetwork, "tcp_recvmsg_locked": WaitNetwork,
+}
+
+// Waits counts the threads of pids by wait class, and by the raw kernel
+// function for threads in WaitOther. Processes that vanished are skipped.
+func Waits(proc string, pids []int) (classes map[string]int, other map[string]int) {
+	classes = map[string]int{}
+	for _, pid := range pids {
+		dir := proc + "/" + strconv.Itoa(pid) + "/task"
+		tids, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, t := range tids {
+			state, wchan, ok := readTask(dir + "/" + t.Name())
+			if !ok {
+				continue
+			}
+			c := classify(state, wchan)
+			classes[c]++
+			if c == WaitOther {
+				if other == nil {
+					other = map[string]int{}
+				}
+				other[wchan]++
+			}
+		}
+	}
+	return classes, other
+}
+
+func readTask(dir string) (state byte, wchan string, ok bool) {
+	st, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return 0, "", false
+	}
+	// The state follows the command name, which is in parentheses and
+	// may itself contain ") ".
+	i := bytes.LastIndexByte(st, ')')
+	if i < 0 || i+2 >= len(st) {
+		return 0, "", false
+	}
+	state = st[i+2]
+	w, _ := os.ReadFile(dir + "/wchan")
+	return state, strings.TrimSpace(string(w)), true
+}
+
+func classify(state byte, wchan string) string {
+	switch state {
+	case 'R':
+		return WaitRunning
+	case 'D':
+		if c := wchanClass[wchan]; c == WaitFile || c == WaitLock {
+			return c
+		}
+		return WaitDisk
+	}
+	if c, ok := wchanClass[wchan]; ok {
+		return c
+	}
+	if wchan == "" || wchan == "0" {
+		return WaitOther
+	}
+	return WaitOther
+}

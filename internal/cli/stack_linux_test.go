@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// newLab builds a client/server namespace pair with real servers from
+// Debian; it skips when not root or when a server is not installed.
+func newLab(t *testing.T) *lab.Env {
+	t.Helper()
+	e, err := lab.New(fmt.Sprintf("t%d", os.Getpid()%100000))
+	if errors.Is(err, lab.ErrNeedsRoot) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+// must fails the test on a lab error, skipping when a server binary is
+// missing.
+func labMust(t *testing.T, err error) {
+	t.Helper()
+	var m lab.ErrMissing
+	if errors.As(err, &m) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runLab runs netdoctor run in the lab's client namespace against its
+// server, observing the server namespace.
+func runLab(t *testing.T, e *lab.Env, args string) (int, *runJSON, string) {
+	t.Helper()
+	return runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+e.ServerIP+"/")
+}
+
+// wantActive checks that each finding is active on the side, with at
+// least one evidence item from the run's window, and returns them.
+func wantActive(t *testing.T, r *runJSON, text string, side string, ids ...string) map[string]*rules.Finding {
+	t.Helper()
+	out := map[string]*rules.Finding{}
+	for _, id := range ids {
+		f := findActive(r, id)
+		if f == nil {
+			var got []string
+			for _, f := range r.Findings {
+				got = append(got, f.Status+" "+f.ID)
+			}
+			t.Errorf("no active %s; findings: %s\n%s", id, strings.Join(got, ", "), text)
+			continue
+		}
+		if side != "" && f.Side != side {
+			t.Errorf("%s on side %q, want %q", id, f.Side, side)
+		}
+		out[id] = f
+	}
+	everyActiveHasWindowEvidence(t, r)
+	return out
+}
+
+// everyActiveHasWindowEvidence: an active finding rests on something
+// seen during this run.
+func everyActiveHasWindowEvidence(t *testing.T, r *runJSON) {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Status != rules.Active {
+			continue
+		}
+		ok := false
+		for _, e := range f.Evidence {
+			ok = ok || e.Window
+		}
+		if !ok {
+			t.Errorf("active %s %s has no evidence from the run window: %+v", f.ID, f.Subject, f.Evidence)
+		}
+	}
+}
+
+func evidenceHas(f *rules.Finding, sub string) bool {
+	for _, e := range f.Evidence {
+		if strings.Contains(e.Text, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func fixHas(f *rules.Finding, sub string) bool {
+	for _, x := range f.Fix {
+		if strings.Contains(x, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRunHealthyStack: nginx → php-fpm with upstream keepalive and room to
+// spare: no critical finding, exit 0, and the servers discovered.
+func TestRunHealthyStack(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	fpm := &lab.FPM{MaxChildren: 8}
+	_, err := e.StartFPM(ctx, fpm)
+	labMust(t, err)
+	_, err = e.StartNginx(ctx, &lab.Nginx{PHP: fpm, KeepConn: true})
+	labMust(t, err)
+	code, r, text := runLab(t, e, "-c 4 -t 1 -d 3s")
+	for _, f := range r.Findings {
+		if f.Severity == rules.Critical && f.Status == rules.Active {
+			t.Errorf("critical %s on a healthy stack: %+v", f.ID, f.Evidence)
+		}
+	}
+	if code != 0 || r.Load.Requests < 100 {
+		t.Errorf("exit %d, %d requests\n%s", code, r.Load.Requests, text)
+	}
+	// Both servers found: nginx in front with its upstream reused, the
+	// pool behind it with its limits and where they are set.
+	if len(r.Servers) != 2 || r.Servers[0].Kind != "nginx" || r.Servers[1].Kind != "php-fpm" {
+		t.Fatalf("servers %s", jsonOf(r.Servers))
+	}
+	ng, pool := r.Servers[0], r.Servers[1]
+	if ng.Nginx == nil || len(ng.Nginx.Upstreams) != 1 || !ng.Nginx.Upstreams[0].Reuse || ng.Addr != e.ServerIP+":80" {
+		t.Errorf("nginx %s", jsonOf(ng))
+	}
+	if pool.Pool == nil || pool.Pool.MaxChildren.Value != 8 || !strings.HasPrefix(pool.Pool.MaxChildren.Source, e.Dir+"/fpm/php-fpm.conf:") || pool.Role != "upstream" {
+		t.Errorf("php-fpm %s", jsonOf(pool))
+	}
+	var samples, logs int
+	for _, s := range r.Servers {
+		samples += len(s.Samples)
+		logs += len(s.Logs)
+	}
+	if samples < 6 || logs < 3 {
+		t.Errorf("%d worker samples, %d logs: %s", samples, logs, jsonOf(r.Servers))
+	}
+}
+
+// TestRunPHPMaxChildren is seed 000 stage 2: a dynamic pool of 2 workers
+// whose requests take 100 ms, under 40 connections. php-fpm logs
+// "reached pm.max_children"; run must name the pool, its setting with
+// file:line, and the log line.
+func TestRunPHPMaxChildren(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	fpm := &lab.FPM{MaxChildren: 2, Dynamic: true, SleepMS: 100}
+	_, err := e.StartFPM(ctx, fpm)
+	labMust(t, err)
+	_, err = e.StartNginx(ctx, &lab.Nginx{PHP: fpm, KeepConn: true})
+	labMust(t, err)
+	code, r, text := runLab(t, e, "-c 40 -t 1 -d 4s --timeout 2s")
+	fs := wantActive(t, r, text, "server", "worker-pool-exhausted")
+	f := fs["worker-pool-exhausted"]
+	if code != ExitFindings || f == nil {
+		t.Fatalf("exit %d\n%s", code, text)
+	}
+	if f.Subject != "php-fpm pool www" || !evidenceHas(f, "reached pm.max_children") || !fixHas(f, "pm.max_children = 2 → 40 in "+e.Dir+"/fpm/php-fpm.conf:") {
+		t.Errorf("subject %q evidence %+v fix %q", f.Subject, f.Evidence, f.Fix)
+	}
+	if !evidenceHas(f, "sleep") {
+		t.Errorf("the workers' wait (usleep) is not in the evidence: %+v", f.Evidence)
+	}
+	if r.Verdict == "" || !strings.Contains(r.Verdict, "php-fpm pool www is full") {
+		t.Errorf("verdict %q", r.Verdict)
+	}
+}
+
+// TestRunUpstreamPortExhaustion is seed 000 stage 4: nginx → php-fpm on
+// the server's address without keepalive, 51 local ports, 200 client
+// connections: nginx needs more upstream connections at once than it has
+// ports, logs "(99: Cannot assign requested address)" and answers 502.
+// (php-fpm closes first, so TIME_WAIT stays on its side: it is the
+// concurrency, not TIME_WAIT, that uses the ports up.) run must report
+// the churn as the cause and the port exhaustion as its consequence.
+func TestRunUpstreamPortExhaustion(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	fpm := &lab.FPM{Listen: e.ServerIP + ":9000", MaxChildren: 8, SleepMS: 5}
+	_, err := e.StartFPM(ctx, fpm)
+	labMust(t, err)
+	_, err = e.StartNginx(ctx, &lab.Nginx{PHP: fpm})
+	labMust(t, err)
+	labMust(t, e.Sysctl(e.ServerNS, "net.ipv4.ip_local_port_range", "20000 20050"))
+	code, r, text := runLab(t, e, "-c 200 -t 1 -d 4s")
+	fs := wantActive(t, r, text, "server", "upstream-connection-churn", "ephemeral-port-exhaustion")
+	if code != ExitFindings {
+		t.Errorf("exit %d", code)
+	}
+	if f := fs["ephemeral-port-exhaustion"]; f != nil && f.CausedBy != "upstream-connection-churn" {
+		t.Errorf("port exhaustion caused by %q, want upstream-connection-churn", f.CausedBy)
+	}
+	if f := fs["upstream-connection-churn"]; f != nil {
+		if !evidenceHas(f, "Cannot assign requested address") || !fixHas(f, "fastcgi_keep_conn on") || !fixHas(f, "keepalive") {
+			t.Errorf("churn evidence %+v fix %q", f.Evidence, f.Fix)
+		}
+		if f.Explains == "" {
+			t.Errorf("churn does not say what share of the failures it explains")
+		}
+	}
+	for i, f := range r.Findings {
+		if f.ID == "ephemeral-port-exhaustion" && (i == 0 || r.Findings[i-1].ID != "upstream-connection-churn") {
+			t.Errorf("the cause is not reported right before its consequence: %v", r.Findings)
+		}
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}

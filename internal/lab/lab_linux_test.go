@@ -1,0 +1,121 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+func newEnv(t *testing.T, id string) *Env {
+	t.Helper()
+	e, err := New(id)
+	if errors.Is(err, ErrNeedsRoot) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}
+
+// get fetches url from inside the client namespace.
+func get(t *testing.T, e *Env, url string) string {
+	t.Helper()
+	path, err := netns.Resolve(e.ClientNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The transport dials on threads of its own: the socket must be
+	// made inside the namespace, the rest may happen anywhere.
+	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
+		err = netns.Do(path, func() error {
+			var d net.Dialer
+			c, err = d.DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial}}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Status + " " + string(b)
+}
+
+// TestNginxPHP builds nginx → php-fpm in a lab, fetches a page across the
+// veth, and checks that Close leaves no namespace, process or file.
+func TestNginxPHP(t *testing.T) {
+	e := newEnv(t, "t"+itoa(os.Getpid()%10000))
+	ctx := context.Background()
+	fpm := &FPM{MaxChildren: 2}
+	if _, err := e.StartFPM(ctx, fpm); err != nil {
+		var m ErrMissing
+		if errors.As(err, &m) {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	ng, err := e.StartNginx(ctx, &Nginx{PHP: fpm, KeepConn: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, e, "http://"+e.ServerIP+"/"); got != "200 OK hello from php\n" {
+		t.Errorf("got %q", got)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !ng.Exited() {
+		t.Error("nginx still running after Close")
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	if strings.Contains(string(out), e.ServerNS) || strings.Contains(string(out), e.ClientNS) {
+		t.Errorf("namespaces left: %s", out)
+	}
+	if _, err := os.Stat(e.Dir); !os.IsNotExist(err) {
+		t.Errorf("%s left: %v", e.Dir, err)
+	}
+}
+
+// TestSetGlobalRestores: a global changed by the lab comes back on Close.
+func TestSetGlobalRestores(t *testing.T) {
+	e := newEnv(t, "g"+itoa(os.Getpid()%10000))
+	const p = "/proc/sys/net/netfilter/nf_conntrack_max"
+	before, err := os.ReadFile(p)
+	if err != nil {
+		t.Skip(err)
+	}
+	if err := e.TrackConnections(e.ServerNS, 1234); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(p); strings.TrimSpace(string(now)) != "1234" {
+		t.Fatalf("nf_conntrack_max %s, want 1234", now)
+	}
+	e.Close()
+	if after, _ := os.ReadFile(p); string(after) != string(before) {
+		t.Errorf("nf_conntrack_max %s after Close, was %s", after, before)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,108 @@
+package run
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// serverSide is the side name server findings carry.
+func serverSide(r *Result) string {
+	for _, s := range r.Sides {
+		if s.Name == "server" && s.Why == "same namespace as the client" {
+			return "local"
+		}
+	}
+	return "server"
+}
+
+// appConfig adds to the kernel's findings what the servers' own
+// configuration and logs say about them: the directive, with file and
+// line, that sets the limit, and the log lines the fault wrote. A fix
+// then names the line to change, not just the sysctl.
+func appConfig(r *Result, fs *[]rules.Finding) {
+	for i := range *fs {
+		f := &(*fs)[i]
+		switch f.ID {
+		case "accept-queue-overflow":
+			backlogSource(r, f)
+		case "nagle-delayed-ack":
+			for _, s := range r.Servers {
+				if s.Nginx == nil {
+					continue
+				}
+				for _, src := range s.Nginx.NoDelayOff {
+					f.Evidence = append(f.Evidence, rules.Item{Text: "nginx: tcp_nodelay off at " + src, Source: "nginx -T"})
+					f.Fix = append([]string{fmt.Sprintf("set `tcp_nodelay on;` at %s (nginx's default), then nginx -s reload", src)}, f.Fix...)
+				}
+			}
+		}
+	}
+	for _, s := range r.Servers {
+		item, n := logItem(s, app.EventTooManyFiles, "“Too many open files”")
+		if n == 0 {
+			continue
+		}
+		f := rules.Finding{ID: "fd-limit", Severity: rules.Critical, Status: rules.Active, Side: serverSide(r),
+			Subject:  fmt.Sprintf("%s %d", s.Kind, s.Master),
+			Title:    fmt.Sprintf("%s ran out of file descriptors: accept() failed with EMFILE", s.Kind),
+			Evidence: []rules.Item{{Text: item, Source: "log", Window: true}},
+		}
+		switch {
+		case s.Nginx != nil:
+			nf := s.Nginx.WorkerRlimitNofile
+			if nf.Value > 0 {
+				f.Evidence = append(f.Evidence, rules.Item{Text: "worker_rlimit_nofile " + nf.String(), Source: "nginx -T"})
+			}
+			f.Fix = []string{
+				fmt.Sprintf("set `worker_rlimit_nofile 65535;` (%s) — at least twice worker_connections %s, since a proxied request holds two descriptors",
+					where(nf.Source, "in the main context of "+s.Config), s.Nginx.WorkerConnections),
+				"then nginx -s reload; a systemd unit's LimitNOFILE= caps the master, not the workers",
+			}
+		case s.Pool != nil:
+			f.Fix = []string{fmt.Sprintf("raise rlimit_files = %s", s.Pool.RlimitFiles)}
+		default:
+			f.Fix = []string{"raise the process's RLIMIT_NOFILE (ulimit -n, systemd LimitNOFILE=) and check for descriptor leaks"}
+		}
+		upsert(fs, f)
+	}
+}
+
+// backlogSource names the directive behind a listener's backlog.
+func backlogSource(r *Result, f *rules.Finding) {
+	for _, s := range r.Servers {
+		if s.Addr != f.Subject {
+			continue
+		}
+		switch {
+		case s.Nginx != nil:
+			for _, l := range s.Nginx.Listens {
+				if !sameListen(l.Addr, f.Subject) {
+					continue
+				}
+				b := "not set (nginx's default 511)"
+				if l.Backlog >= 0 {
+					b = fmt.Sprintf("backlog=%d", l.Backlog)
+				}
+				f.Evidence = append(f.Evidence, rules.Item{Text: fmt.Sprintf("nginx listen %s %s at %s", l.Addr, b, l.Source), Source: "nginx -T"})
+				f.Fix = append(f.Fix, fmt.Sprintf("nginx: `listen %s backlog=4096;` at %s (with net.core.somaxconn at least as large), then nginx -s reload", l.Addr, l.Source))
+			}
+		case s.Pool != nil:
+			f.Evidence = append(f.Evidence, rules.Item{Text: fmt.Sprintf("php-fpm pool %s listen.backlog = %s", s.Pool.Name, s.Pool.Backlog), Source: "php-fpm config"})
+			f.Fix = append(f.Fix, fmt.Sprintf("php-fpm: `listen.backlog = 4096` in pool %s (%s), then reload php-fpm", s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)))
+		}
+	}
+}
+
+// sameListen compares nginx's "10.0.0.1:80" with the kernel's address;
+// nginx's "*:80" or "80" binds the wildcard.
+func sameListen(nginx, kernel string) bool {
+	if nginx == kernel {
+		return true
+	}
+	port := nginx[strings.LastIndexByte(nginx, ':')+1:]
+	return (strings.HasPrefix(nginx, "*:") || !strings.Contains(nginx, ":")) && strings.HasSuffix(kernel, ":"+port) &&
+		(strings.HasPrefix(kernel, "0.0.0.0:") || strings.HasPrefix(kernel, "[::]:"))
+}

@@ -1,0 +1,199 @@
+package run
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// consequences lists, per cause, the findings that are its symptoms when
+// both are active in one run. Seed 000 stage 4 and seed 004 are the
+// chain: one new connection per request to an upstream leaves TIME_WAIT
+// behind until the local ports run out; the port search then burns CPU.
+var consequences = map[string][]string{
+	"upstream-connection-churn": {"ephemeral-port-exhaustion", "timewait-bucket-overflow"},
+	// A pool with every worker busy stops accepting, so its listen queue
+	// fills: the overflow on the pool's socket is what the full pool does.
+	"worker-pool-exhausted": {"accept-queue-overflow"},
+}
+
+// relate marks symptoms with their cause and orders every cause right
+// before its symptoms, keeping the impact order otherwise. pools maps a
+// worker-pool finding's subject to the listen address of its pool, so an
+// overflow elsewhere is not blamed on it.
+func relate(fs []rules.Finding, pools map[string]string) []rules.Finding {
+	fs = rules.Sort(fs)
+	causeOf := make([]int, len(fs))
+	for i := range causeOf {
+		causeOf[i] = -1
+	}
+	for i := range fs {
+		c := fs[i]
+		if c.Status != rules.Active {
+			continue
+		}
+		for _, sym := range consequences[c.ID] {
+			for j := range fs {
+				s := &fs[j]
+				if j == i || causeOf[j] >= 0 || s.ID != sym || s.Status != rules.Active {
+					continue
+				}
+				if c.ID == "worker-pool-exhausted" && !sameAddr(s.Subject, pools[c.Subject]) {
+					continue
+				}
+				if c.ID == "upstream-connection-churn" && c.Subject != "" && s.Subject != "" && s.Subject != c.Subject && s.ID == "ephemeral-port-exhaustion" {
+					continue // another destination's ports
+				}
+				s.CausedBy = c.ID
+				causeOf[j] = i
+				// A cause is as severe as the worst of what it does.
+				if sevRank(s.Severity) < sevRank(fs[i].Severity) {
+					fs[i].Severity = s.Severity
+				}
+			}
+		}
+	}
+	// Causes were promoted: order the roots again, then follow each by
+	// its symptoms.
+	var roots []int
+	for i := range fs {
+		if causeOf[i] < 0 {
+			roots = append(roots, i)
+		}
+	}
+	slices.SortStableFunc(roots, func(a, b int) int { return rules.Compare(fs[a], fs[b]) })
+	out := make([]rules.Finding, 0, len(fs))
+	var emit func(i int)
+	emit = func(i int) {
+		out = append(out, fs[i])
+		for j := range fs {
+			if causeOf[j] == i {
+				emit(j)
+			}
+		}
+	}
+	for _, i := range roots {
+		emit(i)
+	}
+	return out
+}
+
+// sameAddr compares listener addresses loosely: a pool listening on
+// "127.0.0.1:9000" is the socket the kernel reports as 127.0.0.1:9000,
+// and a unix path is itself.
+func sameAddr(a, b string) bool {
+	return a != "" && b != "" && strings.TrimPrefix(a, "unix:") == strings.TrimPrefix(b, "unix:")
+}
+
+// Failure classes a finding can account for.
+const (
+	failConn   = "conn"   // connect errors, resets, timeouts: the kernel dropped or refused
+	failStatus = "status" // 5xx responses: the proxy could not get an answer upstream
+)
+
+// explainsClass says what kind of failure each finding causes.
+func explainsClass(f rules.Finding, front string) string {
+	switch f.ID {
+	case "conntrack-table-full", "syn-queue-overflow":
+		return failConn
+	case "accept-queue-overflow":
+		if f.CausedBy == "" && (front == "" || strings.HasSuffix(f.Subject, ":"+front)) {
+			return failConn
+		}
+	case "ephemeral-port-exhaustion":
+		if f.Side == "client" {
+			return failConn
+		}
+		return failStatus
+	case "upstream-connection-churn", "worker-pool-exhausted":
+		return failStatus
+	case "fd-limit":
+		return failConn
+	}
+	return ""
+}
+
+// explain fills in, for active findings, the share of the run's failed
+// requests they account for. Findings of one class share the failures:
+// the text names the others, rather than each claiming all of them.
+func explain(fs []rules.Finding, lr *load.Result, frontPort string) {
+	if lr == nil {
+		return
+	}
+	conn := lr.Errors.Total()
+	status := lr.Status["5xx"]
+	failed := failures(lr)
+	if failed == 0 {
+		return
+	}
+	byClass := map[string][]int{}
+	taken := map[string]bool{}
+	for i, f := range fs {
+		if f.Status != rules.Active || f.CausedBy != "" {
+			continue
+		}
+		if f.Explains != "" {
+			// The rule counted what it explains itself (log lines);
+			// the class is taken.
+			delete(byClass, explainsClass(f, frontPort))
+			taken[explainsClass(f, frontPort)] = true
+			continue
+		}
+		if c := explainsClass(f, frontPort); c != "" && !taken[c] {
+			byClass[c] = append(byClass[c], i)
+		}
+	}
+	for class, idx := range byClass {
+		n, what := conn, "connection errors and timeouts"
+		if class == failStatus {
+			n, what = status, "5xx responses"
+		}
+		if n == 0 {
+			continue
+		}
+		for _, i := range idx {
+			var with []string
+			for _, j := range idx {
+				if j != i {
+					with = append(with, fs[j].ID)
+				}
+			}
+			text := fmt.Sprintf("accounts for the %d %s: %.0f%% of the %d failed requests", n, what, 100*float64(n)/float64(failed), failed)
+			if len(with) > 0 {
+				text = fmt.Sprintf("with %s, %s", strings.Join(with, ", "), text)
+			}
+			fs[i].Explains = text
+		}
+	}
+}
+
+func sevRank(s string) int {
+	switch s {
+	case rules.Critical:
+		return 0
+	case rules.Warning:
+		return 1
+	}
+	return 2
+}
+
+// failures counts the run's failed requests: errors plus 4xx and 5xx.
+func failures(lr *load.Result) uint64 {
+	if lr == nil {
+		return 0
+	}
+	return lr.Errors.Total() + lr.Status["5xx"] + lr.Status["4xx"]
+}
+
+// shareText is "accounts for N WHAT: P% of the F failed requests", N being at
+// most seen (the load's own count of that kind).
+func shareText(n, seen uint64, what string, failed uint64) string {
+	n = min(n, seen)
+	if n == 0 || failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf("accounts for %d %s: %.0f%% of the %d failed requests", n, what, 100*float64(n)/float64(failed), failed)
+}

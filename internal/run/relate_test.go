@@ -1,0 +1,80 @@
+package run
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+func ids(fs []rules.Finding) string {
+	var s []string
+	for _, f := range fs {
+		id := f.ID
+		if f.CausedBy != "" {
+			id += "<" + f.CausedBy
+		}
+		s = append(s, id)
+	}
+	return strings.Join(s, " ")
+}
+
+func TestRelateCauseFirst(t *testing.T) {
+	fs := []rules.Finding{
+		{ID: "ephemeral-port-exhaustion", Severity: rules.Critical, Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "conntrack-table-full", Severity: rules.Critical, Status: rules.Active, Side: "server"},
+		{ID: "upstream-connection-churn", Severity: rules.Warning, Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Subject: "0.0.0.0:80", Side: "server"},
+		{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active, Subject: "pool www", Side: "server"},
+		{ID: "timewait-bucket-overflow", Severity: rules.Warning, Status: rules.Latent, Side: "server"},
+	}
+	got := ids(relate(fs, map[string]string{"pool www": "127.0.0.1:9000"}))
+	// The churn (a warning) is promoted to critical by the port
+	// exhaustion it causes, and leads it.
+	want := "accept-queue-overflow conntrack-table-full upstream-connection-churn ephemeral-port-exhaustion<upstream-connection-churn " +
+		"worker-pool-exhausted accept-queue-overflow<worker-pool-exhausted timewait-bucket-overflow"
+	if got != want {
+		t.Errorf("order:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestRelatePoolElsewhere(t *testing.T) {
+	fs := []rules.Finding{
+		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Subject: "0.0.0.0:80"},
+		{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active, Subject: "pool www"},
+	}
+	for _, f := range relate(fs, map[string]string{"pool www": "/run/php/www.sock"}) {
+		if f.CausedBy != "" {
+			t.Errorf("%s on %s blamed on %s: the pool listens elsewhere", f.ID, f.Subject, f.CausedBy)
+		}
+	}
+}
+
+func TestExplain(t *testing.T) {
+	lr := &load.Result{Errors: load.Errors{Connect: 30, Timeout: 10}, Status: map[string]uint64{"2xx": 1000, "5xx": 60}}
+	fs := []rules.Finding{
+		{ID: "conntrack-table-full", Status: rules.Active, Side: "server"},
+		{ID: "accept-queue-overflow", Status: rules.Active, Subject: "0.0.0.0:80", Side: "server"},
+		{ID: "worker-pool-exhausted", Status: rules.Active, Subject: "pool www", Side: "server"},
+		{ID: "accept-queue-overflow", Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server", CausedBy: "worker-pool-exhausted"},
+		{ID: "risky-sysctl", Status: rules.Latent},
+	}
+	explain(fs, lr, "80")
+	for i, want := range []string{
+		"with accept-queue-overflow, accounts for the 40 connection errors and timeouts: 40% of the 100 failed requests",
+		"with conntrack-table-full, accounts for the 40 connection errors and timeouts: 40% of the 100 failed requests",
+		"accounts for the 60 5xx responses: 60% of the 100 failed requests",
+		"", "",
+	} {
+		if fs[i].Explains != want {
+			t.Errorf("%s %s explains %q, want %q", fs[i].ID, fs[i].Subject, fs[i].Explains, want)
+		}
+	}
+	healthy := []rules.Finding{{ID: "conntrack-table-full", Status: rules.Active}}
+	explain(healthy, &load.Result{Status: map[string]uint64{"2xx": 5}}, "80")
+	if healthy[0].Explains != "" {
+		t.Errorf("no failures, yet %q", healthy[0].Explains)
+	}
+}

@@ -1,0 +1,122 @@
+package run
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// upstreamChurn ties nginx's upstream configuration to what the kernel
+// and nginx's log show: an upstream without connection reuse opens a
+// connection per request (Tcp.ActiveOpens keeps pace with requests), and
+// when the local ports run out nginx logs "(99: Cannot assign requested
+// address)" and answers 502 (seed 000 stage 4). The kernel-only rule
+// needs 1000 TIME_WAIT; with a 51-port range, as in the seed, there are
+// never that many, so the configuration and the log carry the proof.
+func upstreamChurn(r *Result, fs *[]rules.Finding) {
+	b := serverBundle(r)
+	if b == nil || r.Load == nil || r.Load.Requests == 0 {
+		return
+	}
+	w, ok := Window(b, r.LoadStart).Window()
+	if !ok {
+		return
+	}
+	opens, _ := w.Counter("Tcp.ActiveOpens")
+	// Requests nginx failed to connect upstream for opened nothing: count
+	// the ones that got an answer other than 502.
+	answered := r.Load.Requests - min(r.Load.Requests, uint64(logStatuses(r.Servers)[502]))
+	if answered == 0 {
+		answered = r.Load.Status["2xx"]
+	}
+	perReq := float64(opens) / float64(max(answered, 1))
+	for _, s := range r.Servers {
+		if s.Nginx == nil {
+			continue
+		}
+		for _, u := range s.Nginx.Upstreams {
+			if u.Reuse {
+				continue
+			}
+			logged, n := logItem(s, app.EventCannotAssign, "“(99: Cannot assign requested address)” connecting upstream")
+			if perReq < 0.5 && n == 0 {
+				continue
+			}
+			ev := []rules.Item{
+				{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests answered upstream: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
+				{Text: fmt.Sprintf("%s %s at %s: %s", u.Pass, u.Target, u.PassSource, u.Why), Source: "nginx -T", Window: false},
+			}
+			sev := rules.Warning
+			if n > 0 {
+				ev = append(ev, rules.Item{Text: logged, Source: "log", Window: true})
+				sev = rules.Critical
+				portsFromLog(fs, serverSide(r), u, logged, r.Load.Status["5xx"])
+			}
+			f := rules.Finding{ID: "upstream-connection-churn", Severity: sev, Status: rules.Active, Side: serverSide(r),
+				Subject:  strings.Join(u.Servers, ","),
+				Title:    fmt.Sprintf("nginx opens a new connection per request to upstream %s", u.Target),
+				Evidence: ev, Fix: reuseFix(u)}
+			if n > 0 {
+				// Each failed connect is one 502 the client saw.
+				f.Explains = shareText(uint64(n), r.Load.Status["5xx"], "5xx responses (nginx could not connect upstream)", failures(r.Load))
+			}
+			upsert(fs, f)
+		}
+	}
+}
+
+// upsert adds f, or, when the kernel-only rule already reported the same
+// finding for the same destination, puts f's evidence and fix first in
+// it so that one finding carries all the evidence.
+func upsert(fs *[]rules.Finding, f rules.Finding) {
+	for i, k := range *fs {
+		if k.ID == f.ID && k.Status == rules.Active && k.Side == f.Side && (k.Subject == "" || strings.Contains(f.Subject, k.Subject)) {
+			f.Evidence = append(f.Evidence, k.Evidence...)
+			if sevRank(k.Severity) < sevRank(f.Severity) {
+				f.Severity = k.Severity
+			}
+			(*fs)[i] = f
+			return
+		}
+	}
+	*fs = append(*fs, f)
+}
+
+// reuseFix is the nginx change that keeps upstream connections open.
+func reuseFix(u app.NginxUpstream) []string {
+	var fix []string
+	if u.Block == "" {
+		fix = append(fix, fmt.Sprintf("define an upstream block for %s with `keepalive 32;` and point %s (%s) at it", u.Target, u.Pass, u.PassSource))
+	} else if u.Keepalive == 0 {
+		fix = append(fix, fmt.Sprintf("add `keepalive 32;` to upstream %s (%s)", u.Target, u.Block))
+	}
+	switch u.Pass {
+	case "fastcgi_pass":
+		fix = append(fix, fmt.Sprintf("add `fastcgi_keep_conn on;` next to fastcgi_pass (%s)", u.PassSource))
+	case "proxy_pass":
+		fix = append(fix, fmt.Sprintf("add `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` next to proxy_pass (%s)", u.PassSource))
+	}
+	fix = append(fix, "until then, on this kernel: `sysctl -w net.ipv4.tcp_tw_reuse=1` lets new connections reuse TIME_WAIT ports (the default 2 does so for loopback only); persist it in /etc/sysctl.d/90-netdoctor.conf")
+	return fix
+}
+
+// portsFromLog is ephemeral-port-exhaustion on the server side as
+// nginx's log saw it: the ports may run out and come back between two
+// samples, where the socket counts miss it.
+func portsFromLog(fs *[]rules.Finding, side string, u app.NginxUpstream, logged string, fiveXX uint64) {
+	item := rules.Item{Text: logged, Source: "log", Window: true}
+	for i, k := range *fs {
+		if k.ID == "ephemeral-port-exhaustion" && k.Side != "client" {
+			(*fs)[i].Evidence = append([]rules.Item{item}, k.Evidence...)
+			(*fs)[i].Status, (*fs)[i].Severity = rules.Active, rules.Critical
+			return
+		}
+	}
+	*fs = append(*fs, rules.Finding{ID: "ephemeral-port-exhaustion", Severity: rules.Critical, Status: rules.Active, Side: side,
+		Subject:  strings.Join(u.Servers, ","),
+		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
+		Evidence: []rules.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", fiveXX), Source: "load", Window: true}},
+		Fix:      []string{"widen the range: `sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`, persisted in /etc/sysctl.d/90-netdoctor.conf", "better: reuse upstream connections (see upstream-connection-churn)"}})
+}

@@ -1,0 +1,138 @@
+package run
+
+import (
+	"fmt"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// workerPool finds application worker pools that were full during the
+// load: seed 000 stage 2, php-fpm "server reached pm.max_children setting
+// (5)" while nginx answered 499s. The pool's own words (its log line, its
+// status page) or every worker seen busy while requests queued on its
+// socket are the evidence; what the workers were waiting on says whether
+// more workers or faster ones are the fix.
+func workerPool(r *Result) []rules.Finding {
+	var out []rules.Finding
+	b := serverBundle(r)
+	for _, s := range r.Servers {
+		switch {
+		case s.Pool != nil:
+			if f, ok := fpmPool(r, s, b); ok {
+				out = append(out, f)
+			}
+		case s.Nginx != nil:
+			if item, n := logItem(s, app.EventWorkerConns, "“worker_connections are not enough”"); n > 0 {
+				wc := s.Nginx.WorkerConnections
+				out = append(out, rules.Finding{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active,
+					Subject: "nginx worker_connections", Side: serverSide(r),
+					Title:    fmt.Sprintf("nginx ran out of worker_connections (%d per worker)", wc.Value),
+					Evidence: []rules.Item{{Text: item, Source: "log", Window: true}},
+					Fix: []string{fmt.Sprintf("raise worker_connections %s to the connections you need per worker (clients plus upstream connections), and worker_rlimit_nofile to at least twice that", wc),
+						"then reload: nginx -s reload"}})
+			}
+		}
+	}
+	return out
+}
+
+func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool) {
+	p := s.Pool
+	smps := loadSamples(s, r)
+	var ev []rules.Item
+	reached := false
+	if item, n := logItem(s, app.EventMaxChildren, "“server reached pm.max_children”"); n > 0 {
+		ev = append(ev, rules.Item{Text: item, Source: "log", Window: true})
+		reached = true
+	}
+	// Seconds in which every worker was busy, from the status page when
+	// there is one, else from the workers' wait channels.
+	allBusy, queuePeak, maxReached := 0, 0, 0
+	var firstReached, lastReached = -1, -1
+	for _, smp := range smps {
+		busy, total := smp.Workers-smp.Waits[app.WaitIdle], smp.Workers
+		if smp.Pool != nil {
+			busy, total = smp.Pool.Active, smp.Pool.Total
+			queuePeak = max(queuePeak, smp.Pool.ListenQueue)
+			if firstReached < 0 {
+				firstReached = smp.Pool.MaxChildrenReached
+			}
+			lastReached = smp.Pool.MaxChildrenReached
+		}
+		if total > 0 && busy >= total && total >= p.MaxChildren.Value {
+			allBusy++
+		}
+	}
+	if firstReached >= 0 {
+		maxReached = lastReached - firstReached
+	}
+	q, backlog := peakRecvQ(b, s.Addr, r)
+	queued := queuePeak > 0 || q > 0
+	if !reached && !(allBusy >= 2 && queued) {
+		return rules.Finding{}, false
+	}
+	if allBusy > 0 {
+		ev = append(ev, rules.Item{Text: fmt.Sprintf("all %d workers busy in %d of %d sampled seconds (pm.max_children = %s)", p.MaxChildren.Value, allBusy, len(smps), p.MaxChildren), Source: "workers", Window: true})
+	}
+	if maxReached > 0 {
+		ev = append(ev, rules.Item{Text: fmt.Sprintf("status page: max children reached +%d", maxReached), Source: "php-fpm status", Window: true})
+	}
+	if queuePeak > 0 {
+		ev = append(ev, rules.Item{Text: fmt.Sprintf("status page: listen queue peaked at %d requests waiting for a worker", queuePeak), Source: "php-fpm status", Window: true})
+	} else if q > 0 {
+		ev = append(ev, rules.Item{Text: fmt.Sprintf("%d connections waited in the pool's accept queue on %s (backlog %d)", q, s.Addr, backlog), Source: "sockdiag", Window: true})
+	}
+	sh, total := waitShares(smps)
+	if total > 0 {
+		ev = append(ev, rules.Item{Text: "busy workers were: " + describeWaits(sh, total), Source: "wchan", Window: true})
+	}
+	for code, n := range logStatuses(r.Servers) {
+		// 502 has many causes (a refused or failed connect); 504 and
+		// 499 are requests that waited too long.
+		if code == 499 || code == 504 {
+			ev = append(ev, rules.Item{Text: fmt.Sprintf("the front server answered %d× %d during the run", n, code), Source: "access log", Window: true})
+		}
+	}
+	for _, fs := range r.Servers {
+		if item, n := logItem(fs, app.EventUpstreamTimeout, "“upstream timed out”"); n > 0 && fs != s {
+			ev = append(ev, rules.Item{Text: item, Source: "log", Window: true})
+		}
+	}
+	if busy, ok := hostBusy(b, r.LoadStart, r.LoadEnd); ok && busy < 0.7 {
+		ev = append(ev, rules.Item{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*busy), Source: "/proc/stat", Window: true})
+	}
+	f := rules.Finding{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active,
+		Subject: "php-fpm pool " + p.Name, Side: serverSide(r),
+		Title:    fmt.Sprintf("php-fpm pool %s is full: all %d workers busy, requests queue", p.Name, p.MaxChildren.Value),
+		Evidence: ev,
+		Fix:      []string{poolFix(r, p)},
+	}
+	if len(sh) > 0 && sh[0].class != app.WaitRunning {
+		f.Fix = append(f.Fix, fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see app-slow's advice for that wait)", sh[0].class))
+	}
+	f.Fix = append(f.Fix, "then reload php-fpm (kill -USR2 on the master) and re-run")
+	return f, true
+}
+
+// poolFix sizes pm.max_children: enough workers for the requests in
+// flight (the run's connections) while their memory fits.
+func poolFix(r *Result, p *app.PoolInfo) string {
+	want := max(2*p.MaxChildren.Value, 8)
+	if r.Load != nil && r.Load.Connections > want {
+		want = r.Load.Connections
+	}
+	text := fmt.Sprintf("raise pm.max_children = %d → %d in %s", p.MaxChildren.Value, want, where(p.MaxChildren.Source, "the pool's configuration"))
+	if p.WorkerRSS > 0 {
+		text += fmt.Sprintf(" (workers use ~%d MiB each: %d MiB for %d; keep it within free memory)", p.WorkerRSS>>20, (uint64(want)*p.WorkerRSS)>>20, want)
+	}
+	return text
+}
+
+func where(source, fallback string) string {
+	if source == "" || source == "default" {
+		return fallback + " (not set there: add it)"
+	}
+	return source
+}
