@@ -15,6 +15,8 @@ command -v ip >/dev/null || need+=(iproute2)   # test namespaces; ss for the ben
 # with configs of their own; wrk: the reference in bench/loadgen.sh.
 PATH="$PATH:/usr/sbin:/sbin" command -v nginx >/dev/null || need+=(nginx)
 command -v wrk >/dev/null || need+=(wrk)
+# php-fpm: the pools behind nginx in run's integration tests and the lab.
+PATH="$PATH:/usr/sbin:/sbin" command -v php-fpm8.2 >/dev/null || PATH="$PATH:/usr/sbin" command -v php-fpm >/dev/null || need+=(php8.2-fpm)
 PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null || need+=(nftables)   # conntrack faults in run tests
 command -v chromium >/dev/null || need+=(chromium)   # renders run's HTML report in a test
 [ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
@@ -26,6 +28,8 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
   had_nginx_pid=0
   [ -e /run/nginx.pid ] && had_nginx_pid=1
+  had_fpm_pid=0
+  ls /run/php/php*-fpm.pid >/dev/null 2>&1 && had_fpm_pid=1
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
     >/dev/null 2> >(grep -v 'apt-utils is not installed' >&2)
@@ -39,6 +43,14 @@ if [ ${#need[@]} -gt 0 ]; then
     if [ -s /run/nginx.pid ]; then
       kill -QUIT "$(cat /run/nginx.pid)" 2>/dev/null || true
     fi
+  fi
+  if [ "$had_fpm_pid" -eq 0 ] && [[ " ${need[*]} " == *" php8.2-fpm "* ]]; then
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now php8.2-fpm >/dev/null 2>&1 || true
+    fi
+    for p in /run/php/php*-fpm.pid; do
+      [ -s "$p" ] && kill -QUIT "$(cat "$p")" 2>/dev/null || true
+    done
   fi
 fi
 go mod download

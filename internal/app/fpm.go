@@ -26,7 +26,10 @@ func (o *Observer) fpm(s *Server, master procInfo, l evidence.Listener) {
 		conf = filepath.Join(master.cwd, conf) // started with a relative -y
 	}
 	s.Config = conf
-	cfg, err := phpfpm.Load(conf)
+	// Through the master's root, so a php-fpm in a container is read from
+	// its own files; paths in the Config stay as php-fpm sees them.
+	root := filepath.Join(o.proc, strconv.Itoa(master.pid), "root")
+	cfg, err := phpfpm.LoadWith(conf, phpfpm.Options{FS: os.DirFS(root)})
 	if cfg == nil {
 		s.Notes = append(s.Notes, fmt.Sprintf("php-fpm configuration %s: %v", conf, err))
 		return
@@ -35,7 +38,7 @@ func (o *Observer) fpm(s *Server, master procInfo, l evidence.Listener) {
 		s.Notes = append(s.Notes, fmt.Sprintf("php-fpm configuration %s read in part: %v", conf, err))
 	}
 	if path, ok := cfg.Global.ErrorLogFile(); ok {
-		s.Logs = append(s.Logs, &Log{Path: path, Kind: "error", Source: cfg.Global.ErrorLog.Where()})
+		s.Logs = append(s.Logs, &Log{Path: path, Kind: "error", Source: cfg.Global.ErrorLog.Where(), root: root})
 	}
 	pool := poolFor(cfg, l)
 	if pool == nil {
@@ -54,7 +57,7 @@ func (o *Observer) fpm(s *Server, master procInfo, l evidence.Listener) {
 	}
 	s.Pool = pi
 	if pool.Slowlog.Value != "" && pool.RequestSlowlogTimeout.Value > 0 {
-		s.Logs = append(s.Logs, &Log{Path: pool.Slowlog.Value, Kind: "error", Source: pool.Slowlog.Where()})
+		s.Logs = append(s.Logs, &Log{Path: pool.Slowlog.Value, Kind: "error", Source: pool.Slowlog.Where(), root: root})
 	}
 	if pi.StatusPath != "" {
 		network, addr := pool.Listen.Value.Network, pool.Listen.Value.Addr()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 )
@@ -38,13 +39,22 @@ type Log struct {
 
 	offset int64
 	inode  uint64
+	root   string // the server's /proc/PID/root; "" reads Path as is
+}
+
+// file is where the log is read from: Path inside the server's root.
+func (l *Log) file() string {
+	if l.root == "" {
+		return l.Path
+	}
+	return filepath.Join(l.root, l.Path)
 }
 
 // Mark remembers where the log ends now, so that Read sees only the lines
 // written after it. A missing file is not an error: the server may create
 // it on its first message.
 func (l *Log) Mark() {
-	fi, err := os.Stat(l.Path)
+	fi, err := os.Stat(l.file())
 	if err != nil {
 		return
 	}
@@ -55,7 +65,7 @@ func (l *Log) Mark() {
 // Read reads the lines written since Mark and counts them. A log that was
 // rotated (another inode) or truncated since is read from its start.
 func (l *Log) Read() {
-	f, err := os.Open(l.Path)
+	f, err := os.Open(l.file())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			l.Status = "ok" // nothing was written

@@ -37,6 +37,7 @@ type Server struct {
 	Notes []string `json:"notes,omitempty"`
 
 	status func(ctx context.Context) (*PoolStatus, error)
+	port   int // the listener's TCP port; 0 for a unix socket
 }
 
 // Sample is one second of a server's workers.
@@ -48,8 +49,10 @@ type Sample struct {
 	Waits   map[string]int `json:"waits"`
 	// OtherWaits counts, for threads in WaitOther, the kernel function.
 	OtherWaits map[string]int `json:"other_waits,omitempty"`
-	// Pool is php-fpm's status page, when the pool has one.
-	Pool *PoolStatus `json:"pool,omitempty"`
+	// Pool is php-fpm's status page, when the pool has one. A worker
+	// serves it, so in a full pool it does not answer: StatusBusy.
+	Pool       *PoolStatus `json:"pool,omitempty"`
+	StatusBusy bool        `json:"status_busy,omitempty"`
 }
 
 // Observer watches the servers behind one port.
@@ -91,6 +94,9 @@ func Discover(ctx context.Context, listeners []evidence.Listener, port int, nsPa
 
 func (o *Observer) server(ctx context.Context, l evidence.Listener, role string, seen map[int]bool) *Server {
 	s := &Server{Role: role, Addr: l.Addr, PIDs: l.PIDs}
+	if l.Proto != "unix" {
+		s.port = l.Port
+	}
 	// The master is the owner whose parent is no owner: nginx's and
 	// php-fpm's masters hold the listening socket along with their
 	// workers. A single-process server is its own "master".
@@ -180,11 +186,15 @@ func (o *Observer) Sample(ctx context.Context) {
 				workers = children(o.proc, s.Master)
 			}
 			smp := Sample{Time: now, Workers: len(workers)}
-			smp.Waits, smp.OtherWaits = Waits(o.proc, workers)
+			smp.Waits, smp.OtherWaits = Waits(o.proc, workers, s.port)
 			if s.status != nil {
 				sctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
-				if st, err := s.status(sctx); err == nil {
+				st, err := s.status(sctx)
+				switch {
+				case err == nil:
 					smp.Pool = st
+				case sctx.Err() != nil && ctx.Err() == nil:
+					smp.StatusBusy = true
 				}
 				cancel()
 			}

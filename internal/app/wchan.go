@@ -41,7 +41,11 @@ var wchanClass = map[string]string{
 
 // Waits counts the threads of pids by wait class, and by the raw kernel
 // function for threads in WaitOther. Processes that vanished are skipped.
-func Waits(proc string, pids []int) (classes map[string]int, other map[string]int) {
+// A thread reading from a connection accepted on servePort (> 0) waits
+// for its client's next request, not on a backend: it counts as idle. A
+// php-fpm worker holding nginx's kept-alive FastCGI connection sits there
+// between requests, with the same wait channel as one waiting on MySQL.
+func Waits(proc string, pids []int, servePort int) (classes map[string]int, other map[string]int) {
 	classes = map[string]int{}
 	for _, pid := range pids {
 		dir := proc + "/" + strconv.Itoa(pid) + "/task"
@@ -55,6 +59,9 @@ func Waits(proc string, pids []int) (classes map[string]int, other map[string]in
 				continue
 			}
 			c := classify(state, wchan)
+			if c == WaitNetwork && servePort > 0 && readsFrom(dir+"/"+t.Name(), pid) == servePort {
+				c = WaitIdle
+			}
 			classes[c]++
 			if c == WaitOther {
 				if other == nil {
@@ -100,4 +107,27 @@ func classify(state byte, wchan string) string {
 		return WaitOther
 	}
 	return WaitOther
+}
+
+// readsFrom returns the local port of the socket a blocked thread reads
+// from, from /proc/PID/task/TID/syscall ("0 0x5 ..." is read(5, ...)), or
+// 0.
+func readsFrom(taskDir string, pid int) int {
+	b, err := os.ReadFile(taskDir + "/syscall")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0 // "running", or no syscall
+	}
+	if nr, err := strconv.Atoi(f[0]); err != nil || !isRead(nr) {
+		return 0
+	}
+	fd, err := strconv.ParseInt(strings.TrimPrefix(f[1], "0x"), 16, 32)
+	if err != nil {
+		return 0
+	}
+	port, _ := localPort(pid, int(fd))
+	return port
 }

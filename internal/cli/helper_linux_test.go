@@ -222,8 +222,11 @@ func serveAt(kind, addr string) {
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
 	backlog, pause := 4096, time.Duration(0)
-	if kind == "slow" {
+	switch kind {
+	case "slow":
 		backlog, pause = 8, 20*time.Millisecond
+	case "slowbig": // asks for a large backlog; somaxconn decides
+		pause = 20 * time.Millisecond
 	}
 	fd := listenFD(syscall.AF_INET, host, p, backlog)
 	if kind == "nagle" {

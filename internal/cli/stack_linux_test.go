@@ -225,3 +225,100 @@ func jsonOf(v any) string {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return string(b)
 }
+
+// TestRunFDLimit is seed 004's descriptor limit: nginx workers limited to
+// 64 open files under 200 connections. nginx logs "accept4() failed (24:
+// Too many open files)"; run must report fd-limit with that line and the
+// worker_rlimit_nofile directive to change.
+func TestRunFDLimit(t *testing.T) {
+	e := newLab(t)
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{RlimitNofile: 64, WorkerConnections: 1024})
+	labMust(t, err)
+	_, r, text := runLab(t, e, "-c 200 -t 1 -d 3s --timeout 1s")
+	f := wantActive(t, r, text, "server", "fd-limit")["fd-limit"]
+	if f == nil {
+		return
+	}
+	if !evidenceHas(f, "Too many open files") || !fixHas(f, "worker_rlimit_nofile") || !fixHas(f, e.Dir+"/nginx/nginx.conf:") {
+		t.Errorf("evidence %+v fix %q", f.Evidence, f.Fix)
+	}
+}
+
+// TestRunRandomLoss: the server namespace drops 5% of incoming TCP
+// packets (nftables, no netem here): run must report packet-loss.
+func TestRunRandomLoss(t *testing.T) {
+	e := newLab(t)
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 20000})
+	labMust(t, err)
+	labMust(t, e.DropRandom(e.ServerNS, 5))
+	_, r, text := runLab(t, e, "-c 20 -t 1 -d 3s")
+	wantActive(t, r, text, "", "packet-loss")
+}
+
+// TestRunBandwidthCap: a 20 KB page behind an 8 Mbit/s token bucket on
+// the server's veth: run must report bandwidth-saturated on that device.
+func TestRunBandwidthCap(t *testing.T) {
+	e := newLab(t)
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 20000})
+	labMust(t, err)
+	labMust(t, e.Shape(e.ServerNS, e.ServerDev, "8mbit"))
+	_, r, text := runLab(t, e, "-c 20 -t 1 -d 5s")
+	f := wantActive(t, r, text, "server", "bandwidth-saturated")["bandwidth-saturated"]
+	if f != nil && f.Subject != e.ServerDev {
+		t.Errorf("subject %q, want %s", f.Subject, e.ServerDev)
+	}
+}
+
+// TestRunSYNQueue: a server that accepts slowly with backlog 8, and
+// syncookies off in its namespace. Completed handshakes the full accept
+// queue cannot take stay in the SYN queue, which overflows; without
+// cookies the kernel drops new SYNs (TcpExt.TCPReqQFullDrop).
+func TestRunSYNQueue(t *testing.T) {
+	e := newLab(t)
+	labMust(t, e.Sysctl(e.ServerNS, "net.ipv4.tcp_syncookies", "0"))
+	startServe(t, e.ServerNS, "ND_SERVER=slow", "ND_ADDR="+e.ServerIP+":80")
+	_, r, text := runLab(t, e, "-c 100 -t 1 -d 3s")
+	f := wantActive(t, r, text, "server", "syn-queue-overflow", "accept-queue-overflow")["syn-queue-overflow"]
+	if f != nil && !evidenceHas(f, "TcpExt.TCPReqQFullDrop +") {
+		t.Errorf("evidence %+v", f.Evidence)
+	}
+}
+
+// TestRunSomaxconn: the application asks for backlog 4096 but the
+// server namespace's net.core.somaxconn is 8: the finding must name the
+// sysctl as the limit, not the application.
+func TestRunSomaxconn(t *testing.T) {
+	e := newLab(t)
+	labMust(t, e.Sysctl(e.ServerNS, "net.core.somaxconn", "8"))
+	startServe(t, e.ServerNS, "ND_SERVER=slowbig", "ND_ADDR="+e.ServerIP+":80")
+	_, r, text := runLab(t, e, "-c 100 -t 1 -d 3s")
+	f := wantActive(t, r, text, "server", "accept-queue-overflow")["accept-queue-overflow"]
+	if f != nil && !evidenceHas(f, "net.core.somaxconn 8") {
+		t.Errorf("the limit is not named as somaxconn: %+v", f.Evidence)
+	}
+}
+
+// TestRunAppSlow is seed 003's second fault: every request appends to
+// one log file under an exclusive flock and holds it 20 ms, with workers
+// to spare. Latency grows while the CPU idles; the workers' wait channels
+// show them queued on the file lock.
+func TestRunAppSlow(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	fpm := &lab.FPM{MaxChildren: 16, SleepMS: 20, FlockLog: true}
+	_, err := e.StartFPM(ctx, fpm)
+	labMust(t, err)
+	_, err = e.StartNginx(ctx, &lab.Nginx{PHP: fpm, KeepConn: true})
+	labMust(t, err)
+	_, r, text := runLab(t, e, "-c 8 -t 1 -d 4s")
+	f := wantActive(t, r, text, "server", "app-slow")["app-slow"]
+	if f == nil {
+		t.Logf("load %+v\nservers %s", r.Load, jsonOf(r.Servers))
+	}
+	if f != nil && (!evidenceHas(f, "file-lock") || !fixHas(f, "file lock")) {
+		t.Errorf("the file lock is not named: evidence %+v fix %q", f.Evidence, f.Fix)
+	}
+	if findActive(r, "worker-pool-exhausted") != nil {
+		t.Errorf("16 workers for 8 connections were reported exhausted")
+	}
+}

@@ -89,9 +89,9 @@ func (s Setting[T]) String() string {
 	return fmt.Sprintf("%v (%s)", s.Value, s.Where())
 }
 
-// Directive is one "key = value" line as written, kept for keys netdoctor
-// does not model (php_admin_value[memory_limit], env[PATH]) and for keys
-// php-fpm does not know.
+// Directive is one "key = value" line as written. Every line is kept, so
+// keys netdoctor does not model (php_admin_value[memory_limit], env[PATH])
+// and keys php-fpm does not know stay visible.
 type Directive struct {
 	Key   string // as written, e.g. "php_admin_value[memory_limit]"
 	Value string // after INI unquoting, before $pool expansion
@@ -108,7 +108,9 @@ type Include struct {
 	Matched []string
 }
 
-// Config is a php-fpm configuration as the master built it.
+// Config is a php-fpm configuration as the master builds it from the files.
+// The files are read as they are now: a master started before an edit runs
+// with the old ones until it is reloaded (SIGUSR2).
 type Config struct {
 	File     string   // the main file, as given to Load
 	Files    []string // every file read, in reading order

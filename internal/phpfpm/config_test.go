@@ -311,3 +311,22 @@ func TestParseListen(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadIncludeGlob checks glob(3)'s order and its rule for leading dots.
+func TestLoadIncludeGlob(t *testing.T) {
+	fsys := fstest.MapFS{
+		"etc/fpm.conf":                {Data: []byte("include=/etc/pool.d/*.conf\n")},
+		"etc/pool.d/b.conf":           {Data: []byte("[b]\n")},
+		"etc/pool.d/a.conf":           {Data: []byte("[a]\n")},
+		"etc/pool.d/.a.conf.swp.conf": {Data: []byte("[swap]\n")},
+		"etc/pool.d/dir.conf/x":       {Data: []byte("[x]\n")},
+	}
+	cfg, err := LoadWith("/etc/fpm.conf", Options{FS: fsys})
+	if err != nil {
+		t.Fatalf("LoadWith() error = %v", err)
+	}
+	want := []string{"/etc/fpm.conf", "/etc/pool.d/a.conf", "/etc/pool.d/b.conf"}
+	if diff := cmp.Diff(want, cfg.Files); diff != "" {
+		t.Errorf("Files mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -209,7 +209,13 @@ func (l *loader) include(pattern, file string, line, depth int) {
 		l.problem(file, line, fmt.Errorf("include %q: %w", pattern, err))
 		return
 	}
+	dotted := strings.HasPrefix(path.Base(pattern), ".")
 	for _, m := range matches {
+		// glob(3) lets a wildcard match a leading dot only when the pattern
+		// spells the dot; fs.Glob would pick up ".www.conf" too.
+		if strings.HasPrefix(path.Base(m), ".") && !dotted {
+			continue
+		}
 		if st, err := fs.Stat(l.opts.FS, m); err == nil && st.IsDir() {
 			continue
 		}

@@ -42,8 +42,11 @@ func (e *StatusError) Error() string {
 func (e *StatusError) Is(target error) bool { return target == ErrNoStatus }
 
 // PoolStatus is php-fpm's status page for one pool (sapi/fpm/fpm/
-// fpm_status.c, ?json). The listen queue fields are 0 where php-fpm cannot
-// read them (a unix socket on Linux reports no queue).
+// fpm_status.c, ?json). The worker that answers the request is one of the
+// active processes, so ActiveProcesses is at least 1 and a pool whose
+// every worker is busy cannot answer at all: Status then ends at its
+// deadline. The listen queue fields come from TCP_INFO and stay 0 for a
+// pool on a unix socket, whose queue only sock_diag shows.
 type PoolStatus struct {
 	Pool           string
 	ProcessManager string // "static", "dynamic" or "ondemand"
@@ -138,7 +141,10 @@ func roundTrip(ctx context.Context, dial func(ctx context.Context) (net.Conn, er
 	}
 	conn, err := dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dial: %w", err)
+		return nil, ctxErr(ctx, fmt.Errorf("dial: %w", err))
+	}
+	if conn == nil {
+		return nil, errors.New("dial returned no connection")
 	}
 	defer conn.Close()
 	deadline, _ := ctx.Deadline()

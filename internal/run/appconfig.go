@@ -2,6 +2,8 @@ package run
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -45,29 +47,45 @@ func appConfig(r *Result, fs *[]rules.Finding) {
 		if n == 0 {
 			continue
 		}
-		f := rules.Finding{ID: "fd-limit", Severity: rules.Critical, Status: rules.Active, Side: serverSide(r),
-			Subject:  fmt.Sprintf("%s %d", s.Kind, s.Master),
-			Title:    fmt.Sprintf("%s ran out of file descriptors: accept() failed with EMFILE", s.Kind),
-			Evidence: []rules.Item{{Text: item, Source: "log", Window: true}},
-		}
+		logged := rules.Item{Text: item, Source: "log", Window: true}
+		var fix []string
 		switch {
 		case s.Nginx != nil:
 			nf := s.Nginx.WorkerRlimitNofile
-			if nf.Value > 0 {
-				f.Evidence = append(f.Evidence, rules.Item{Text: "worker_rlimit_nofile " + nf.String(), Source: "nginx -T"})
-			}
-			f.Fix = []string{
-				fmt.Sprintf("set `worker_rlimit_nofile 65535;` (%s) — at least twice worker_connections %s, since a proxied request holds two descriptors",
-					where(nf.Source, "in the main context of "+s.Config), s.Nginx.WorkerConnections),
-				"then nginx -s reload; a systemd unit's LimitNOFILE= caps the master, not the workers",
-			}
+			fix = []string{fmt.Sprintf("set `worker_rlimit_nofile 65535;` (%s) — at least twice worker_connections %s, since a proxied request holds two descriptors; then nginx -s reload",
+				where(nf.Source, "in the main context of "+s.Config), s.Nginx.WorkerConnections)}
 		case s.Pool != nil:
-			f.Fix = []string{fmt.Sprintf("raise rlimit_files = %s", s.Pool.RlimitFiles)}
-		default:
-			f.Fix = []string{"raise the process's RLIMIT_NOFILE (ulimit -n, systemd LimitNOFILE=) and check for descriptor leaks"}
+			fix = []string{fmt.Sprintf("raise rlimit_files = %s for pool %s, then reload php-fpm", s.Pool.RlimitFiles, s.Pool.Name)}
 		}
-		upsert(fs, f)
+		// The kernel-side rule saw the process at its limit: add what the
+		// server logged and the directive to change to that finding.
+		merged := false
+		for i := range *fs {
+			f := &(*fs)[i]
+			if f.ID == "fd-limit" && f.Status == rules.Active && ownedBy(f.Subject, s) {
+				f.Evidence = append([]rules.Item{logged}, f.Evidence...)
+				f.Fix = append(fix, f.Fix...)
+				f.Severity = rules.Critical
+				merged = true
+			}
+		}
+		if merged {
+			continue
+		}
+		if len(fix) == 0 {
+			fix = []string{"raise the process's RLIMIT_NOFILE (ulimit -n, systemd LimitNOFILE=) and check for descriptor leaks"}
+		}
+		*fs = append(*fs, rules.Finding{ID: "fd-limit", Severity: rules.Critical, Status: rules.Active, Side: serverSide(r),
+			Subject:  strconv.Itoa(s.PIDs[0]),
+			Title:    fmt.Sprintf("%s ran out of file descriptors: accept() failed with EMFILE", s.Kind),
+			Evidence: []rules.Item{logged}, Fix: fix})
 	}
+}
+
+// ownedBy reports whether a finding's subject is one of a server's PIDs.
+func ownedBy(subject string, s *app.Server) bool {
+	pid, err := strconv.Atoi(subject)
+	return err == nil && slices.Contains(s.PIDs, pid)
 }
 
 // backlogSource names the directive behind a listener's backlog.

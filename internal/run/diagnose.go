@@ -32,6 +32,7 @@ func Window(b *evidence.Bundle, start time.Time) *evidence.Bundle {
 func diagnose(r *Result) []rules.Finding {
 	var out []rules.Finding
 	seen := map[*evidence.Bundle]bool{}
+	hosts := map[string]bool{} // hosts whose CPUs were judged
 	for _, s := range r.Sides {
 		if !s.Observed || seen[s.Bundle] {
 			continue
@@ -45,6 +46,14 @@ func diagnose(r *Result) []rules.Finding {
 		for _, f := range rules.Run(Window(s.Bundle, r.LoadStart), rules.All) {
 			if f.ID == "accept-queue-overflow" && f.Status == rules.Latent && !r.serves(f.Subject) {
 				continue // another service's small backlog is not this run's business
+			}
+			if f.ID == "cpu-saturated" {
+				// /proc/stat is the host's, whatever the namespace: two
+				// sides on one host saw the same CPUs.
+				if hosts[s.Bundle.Host.Hostname] {
+					continue
+				}
+				hosts[s.Bundle.Host.Hostname] = true
 			}
 			f.Side = name
 			side = append(side, f)

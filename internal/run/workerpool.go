@@ -49,9 +49,12 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 	}
 	// Seconds in which every worker was busy, from the status page when
 	// there is one, else from the workers' wait channels.
-	allBusy, queuePeak, maxReached := 0, 0, 0
+	allBusy, queuePeak, maxReached, statusBusy := 0, 0, 0, 0
 	var firstReached, lastReached = -1, -1
 	for _, smp := range smps {
+		if smp.StatusBusy {
+			statusBusy++
+		}
 		busy, total := smp.Workers-smp.Waits[app.WaitIdle], smp.Workers
 		if smp.Pool != nil {
 			busy, total = smp.Pool.Active, smp.Pool.Total
@@ -75,6 +78,9 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 	}
 	if allBusy > 0 {
 		ev = append(ev, rules.Item{Text: fmt.Sprintf("all %d workers busy in %d of %d sampled seconds (pm.max_children = %s)", p.MaxChildren.Value, allBusy, len(smps), p.MaxChildren), Source: "workers", Window: true})
+	}
+	if statusBusy > 0 {
+		ev = append(ev, rules.Item{Text: fmt.Sprintf("the status page (served by a free worker) did not answer within 0.8 s in %d of %d seconds", statusBusy, len(smps)), Source: "php-fpm status", Window: true})
 	}
 	if maxReached > 0 {
 		ev = append(ev, rules.Item{Text: fmt.Sprintf("status page: max children reached +%d", maxReached), Source: "php-fpm status", Window: true})

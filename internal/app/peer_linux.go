@@ -1,0 +1,42 @@
+package app
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// localPort returns the local port of socket fd in process pid, by
+// taking a copy of the descriptor (pidfd_getfd, Linux 5.6+, needs ptrace
+// rights over pid: root) and asking it. ok is false for anything that is
+// not an inet socket, or when the copy is refused.
+func localPort(pid, fd int) (int, bool) {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(pfd)
+	c, err := unix.PidfdGetfd(pfd, fd, 0)
+	if err != nil {
+		return 0, false
+	}
+	defer unix.Close(c)
+	sa, err := unix.Getsockname(c)
+	if err != nil {
+		return 0, false
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port, true
+	case *unix.SockaddrInet6:
+		return a.Port, true
+	}
+	return 0, false
+}
+
+// isRead reports whether a system call number reads from a descriptor.
+func isRead(nr int) bool {
+	switch uintptr(nr) {
+	case unix.SYS_READ, unix.SYS_PREAD64, unix.SYS_READV, unix.SYS_RECVFROM, unix.SYS_RECVMSG:
+		return true
+	}
+	return false
+}

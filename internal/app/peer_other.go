@@ -1,0 +1,7 @@
+//go:build !linux
+
+package app
+
+func localPort(pid, fd int) (int, bool) { return 0, false }
+
+func isRead(int) bool { return false }
