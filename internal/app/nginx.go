@@ -141,11 +141,17 @@ func noReuseWhy(p nginx.Pass) string {
 		if p.HTTPVersion.Value != "1.1" {
 			why = append(why, fmt.Sprintf("proxy_http_version %s (%s)", p.HTTPVersion.Value, p.HTTPVersion.Pos))
 		}
-		if p.Connection == nil {
+		switch {
+		case p.Connection == nil:
 			why = append(why, "no proxy_set_header Connection \"\" (nginx sends Connection: close)")
+		case p.HTTPVersion.Value == "1.1" && p.UpstreamKeepalive > 0:
+			why = append(why, fmt.Sprintf("proxy_set_header Connection %q (%s) sends close to requests without Upgrade", p.Connection.Value, p.Connection.Pos))
 		}
 	case "uwsgi_pass", "scgi_pass":
 		why = append(why, p.Directive+" always closes")
+	}
+	if len(why) == 0 {
+		why = append(why, "nginx closes each connection after its request")
 	}
 	return strings.Join(why, "; ")
 }

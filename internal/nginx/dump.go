@@ -29,11 +29,15 @@ const maxOutput = 64 << 20
 // own binary, the target of /proc/PID/exe, since another nginx version
 // may parse the configuration differently or not at all.
 //
-// nginx -T parses the configuration and opens its log files, as the
-// master did, but binds no socket, so it runs beside the master. It runs
-// for at most ctx's deadline, or DefaultTimeout without one. On failure
-// the error holds the last line nginx wrote to its standard error, such
-// as `nginx: [emerg] open() "/etc/nginx/x.conf" failed`.
+// nginx -T does what the master did at startup short of serving: it
+// opens the log files, creating those that are missing, and binds every
+// listen address, forgiving only "address in use", which the master's
+// are. So it must run in the master's network namespace, where those
+// addresses exist, and as root for ports below 1024. It leaves the pid
+// file alone. It runs for at most ctx's deadline, or DefaultTimeout
+// without one. On failure the error holds the line of nginx's standard
+// error that says why, such as
+// `nginx: [emerg] open() "/etc/nginx/x.conf" failed`.
 func Dump(ctx context.Context, exe string, inv Invocation) ([]byte, error) {
 	args := []string{"-T"}
 	for _, o := range []struct{ flag, value string }{

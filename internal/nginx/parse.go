@@ -23,9 +23,10 @@ var ErrNotDump = errors.New(`not nginx -T output: no "# configuration file" head
 const (
 	maxIncludeDepth = 32
 	maxBlockDepth   = 256
-	// minDirectives is the smallest budget of directives that include
-	// expansion may produce. The budget grows with the dump, since a dump
-	// of n bytes holds at most n/2 directives before expansion.
+	// minDirectives is the smallest budget of directives and includes
+	// that expansion may produce. The budget is four times the dump's
+	// length in bytes, room enough for snippets included in every server,
+	// since a dump of n bytes holds at most n/2 directives of its own.
 	minDirectives = 1 << 12
 	maxDirectives = 1 << 20
 )
@@ -43,7 +44,8 @@ type Pos struct {
 // IsZero reports whether p is the zero Pos, nginx's default.
 func (p Pos) IsZero() bool { return p == Pos{} }
 
-// String returns "file:line", "-g" for the command line, or "default".
+// String returns "file:line", "nginx -g" for the command line, or
+// "default" for the zero Pos.
 func (p Pos) String() string {
 	switch p.File {
 	case "":
@@ -60,7 +62,8 @@ type Directive struct {
 	// Args are the arguments with quotes removed and escapes undone.
 	Args []string
 	// File and Line are where the directive's name is: the file that
-	// holds it after include expansion, and the 1-based line there.
+	// holds it after include expansion, and the 1-based line there; Line
+	// is 0 for a directive from -g.
 	File string
 	Line int
 	// Block holds the directives inside the braces; it is nil for a
@@ -127,7 +130,8 @@ type dumpFile struct {
 // splitDump cuts nginx -T output into its files. nginx writes, for each
 // file, the header line, the file's bytes and a newline of its own, which
 // is not the file's. Lines before the first header, such as "syntax is
-// ok" from a merged stderr, are skipped.
+// ok" from a merged stderr, are skipped. nginx does not escape anything,
+// so a file holding a line that reads like a header is split there.
 func splitDump(dump []byte) []dumpFile {
 	var files []dumpFile
 	textStart := 0
@@ -188,7 +192,7 @@ func Parse(dump []byte) (*Config, error) {
 	c := &Config{File: files[0].name}
 	for _, f := range files {
 		if _, dup := x.trees[f.name]; dup {
-			continue // nginx dumps a file once; a repeat is a file's own text
+			continue // nginx dumps each file once: this header is a line of a file
 		}
 		c.Files = append(c.Files, f.name)
 		x.names = append(x.names, f.name)
@@ -258,6 +262,17 @@ type expander struct {
 	budget int      // directives left to produce
 	limit  int      // the budget at the start
 	errs   []error
+	seen   map[string]bool // the errors in errs, which a file included many times would repeat
+}
+
+func (x *expander) fail(err error) {
+	if x.seen == nil {
+		x.seen = map[string]bool{}
+	}
+	if msg := err.Error(); !x.seen[msg] {
+		x.seen[msg] = true
+		x.errs = append(x.errs, err)
+	}
 }
 
 // expand returns a copy of list with its includes, and those of its
@@ -266,15 +281,13 @@ func (x *expander) expand(list []*Directive, depth int) []*Directive {
 	out := make([]*Directive, 0, len(list))
 	for _, d := range list {
 		if x.budget <= 0 {
-			if x.budget == 0 {
-				x.errs = append(x.errs, fmt.Errorf("%w: includes expand to more than %d directives", ErrPartial, x.limit))
-				x.budget--
-			}
+			x.fail(fmt.Errorf("%w: includes expand to more than %d directives", ErrPartial, x.limit))
 			break
 		}
+		x.budget-- // includes count too, or files that include only each other run forever
 		if d.Name == "include" && len(d.Args) == 1 && d.Block == nil {
 			if depth >= maxIncludeDepth {
-				x.errs = append(x.errs, fmt.Errorf("%w: %s: includes nested deeper than %d", ErrPartial, d.Pos(), maxIncludeDepth))
+				x.fail(fmt.Errorf("%w: %s: includes nested deeper than %d", ErrPartial, d.Pos(), maxIncludeDepth))
 				continue
 			}
 			for _, name := range x.match(d) {
@@ -282,7 +295,6 @@ func (x *expander) expand(list []*Directive, depth int) []*Directive {
 			}
 			continue
 		}
-		x.budget--
 		c := *d
 		if d.Block != nil {
 			c.Block = x.expand(d.Block, depth)
@@ -308,7 +320,7 @@ func (x *expander) match(d *Directive) []string {
 				return []string{name}
 			}
 		}
-		x.errs = append(x.errs, fmt.Errorf("%w: %s: include %s: no such file in the dump", ErrPartial, d.Pos(), d.Args[0]))
+		x.fail(fmt.Errorf("%w: %s: include %s: no such file in the dump", ErrPartial, d.Pos(), d.Args[0]))
 		return nil
 	}
 	hidden := strings.HasPrefix(filepath.Base(pattern), ".")
@@ -316,7 +328,7 @@ func (x *expander) match(d *Directive) []string {
 	for _, name := range x.names {
 		ok, err := filepath.Match(pattern, filepath.Clean(name))
 		if err != nil {
-			x.errs = append(x.errs, fmt.Errorf("%w: %s: include %s: %w", ErrPartial, d.Pos(), d.Args[0], err))
+			x.fail(fmt.Errorf("%w: %s: include %s: %w", ErrPartial, d.Pos(), d.Args[0], err))
 			return nil
 		}
 		if ok && (hidden || !strings.HasPrefix(filepath.Base(name), ".")) {

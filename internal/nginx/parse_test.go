@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func outline(list []*Directive, dir string) []string {
 		for _, d := range list {
 			line := fmt.Sprintf("%s%s:%d %s", indent, strings.TrimPrefix(d.File, dir), d.Line, d.Name)
 			for _, a := range d.Args {
-				line += " " + strconvQuote(a)
+				line += " " + strconv.Quote(a)
 			}
 			if d.Block != nil {
 				line += " {"
@@ -49,8 +50,6 @@ func outline(list []*Directive, dir string) []string {
 	walk(list, "")
 	return out
 }
-
-func strconvQuote(s string) string { return fmt.Sprintf("%q", s) }
 
 func TestParseOdd(t *testing.T) {
 	c := parseFixture(t, "odd.dump")
@@ -229,7 +228,7 @@ func TestScanner(t *testing.T) {
 func quoteAll(words []string) string {
 	q := make([]string, len(words))
 	for i, w := range words {
-		q[i] = strconvQuote(w)
+		q[i] = strconv.Quote(w)
 	}
 	return "[" + strings.Join(q, " ") + "]"
 }
@@ -237,7 +236,7 @@ func quoteAll(words []string) string {
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, dump, wantErr string
-		wantTree           []string
+		wantTree            []string
 	}{
 		{
 			name:     "text after a quote",
@@ -273,7 +272,7 @@ func TestParseErrors(t *testing.T) {
 			name:     "include of itself",
 			dump:     "# configuration file /n.conf:\na;\ninclude /n.conf;\n",
 			wantErr:  `includes nested deeper than 32`,
-			wantTree: slices33(`/n.conf:1 a`),
+			wantTree: repeat(`/n.conf:1 a`, maxIncludeDepth+1),
 		},
 	}
 	for _, tt := range tests {
@@ -289,8 +288,8 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func slices33(s string) []string {
-	out := make([]string, maxIncludeDepth+1)
+func repeat(s string, n int) []string {
+	out := make([]string, n)
 	for i := range out {
 		out[i] = s
 	}

@@ -159,14 +159,16 @@ type Pass struct {
 	// UpstreamKeepalive is that upstream's keepalive, 0 without one.
 	UpstreamKeepalive int
 	// HTTPVersion is the proxy_http_version in effect for a proxy_pass in
-	// http; "1.0", nginx's default, closes each connection.
+	// http, zero for other directives; "1.0", nginx's default, closes each
+	// connection.
 	HTTPVersion Setting
 	// Connection is the proxy_set_header Connection in effect for a
 	// proxy_pass in http; nil when none is, and nginx sends its default
 	// "Connection: close".
 	Connection *Header
-	// KeepConn is the fastcgi_keep_conn in effect for a fastcgi_pass;
-	// "off" by default, which asks the FastCGI server to close.
+	// KeepConn is the fastcgi_keep_conn in effect for a fastcgi_pass, zero
+	// for other directives; "off" by default, which asks the FastCGI
+	// server to close the connection after each request.
 	KeepConn Setting
 	// Keepalive reports whether nginx keeps connections to Target open
 	// between requests: Target is an upstream with keepalive and, for
