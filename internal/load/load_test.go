@@ -256,7 +256,10 @@ func TestTLSAndIPv6(t *testing.T) {
 	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "tls\n") }))
 	defer tlsSrv.Close()
 	res := mustRun(t, Options{URL: tlsSrv.URL, Requests: 100, Connections: 4, Threads: 2, Duration: time.Minute})
-	if res.Requests != 100 || res.Status["2xx"] != 100 || res.ConnectionsOpened != 4 {
+	// Keep-alive over TLS: at most one connection per -c. Fewer when the
+	// first connections finish all 100 requests before the last
+	// handshakes complete, as on a busy machine.
+	if res.Requests != 100 || res.Status["2xx"] != 100 || res.ConnectionsOpened == 0 || res.ConnectionsOpened > 4 {
 		t.Errorf("https: requests %d, status %v, connections %d, errors %+v %v", res.Requests, res.Status, res.ConnectionsOpened, res.Errors, res.ErrorCauses)
 	}
 	ln, err := net.Listen("tcp6", "[::1]:0")
