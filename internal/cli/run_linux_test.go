@@ -89,6 +89,7 @@ func TestRunAcceptQueue(t *testing.T) {
 		page = p
 	}
 	code, r, text := runInNetns(t, "slow", "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --html "+page)
+	everyActiveHasWindowEvidence(t, r)
 	f := findActive(r, "accept-queue-overflow")
 	if code != ExitFindings || f == nil {
 		t.Fatalf("exit %d, findings %+v; want active accept-queue-overflow\n%s", code, r.Findings, text)
@@ -164,6 +165,7 @@ func TestRunServerNetns(t *testing.T) {
 	addr := fmt.Sprintf("10.77.%d.2:7300", n)
 	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
 	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
+	everyActiveHasWindowEvidence(t, r)
 	f := findActive(r, "accept-queue-overflow")
 	if f == nil || f.Side != "server" || f.Subject != addr {
 		t.Fatalf("want the server side's accept-queue overflow on %s; findings %+v\n%s", addr, r.Findings, text)
@@ -238,6 +240,7 @@ func TestRunNagle(t *testing.T) {
 	addr := fmt.Sprintf("10.77.%d.2:7500", n)
 	startServe(t, server, "ND_SERVER=nagle", "ND_ADDR="+addr)
 	r, text := runRemote(t, client, "-c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
+	everyActiveHasWindowEvidence(t, r)
 	f := findActive(r, "nagle-delayed-ack")
 	if f == nil {
 		t.Fatalf("no nagle-delayed-ack; findings %+v\n%s", r.Findings, text)
@@ -290,6 +293,7 @@ func TestRunSeveralFaults(t *testing.T) {
 	// own table is empty here, and the old value comes back at the end.
 	setGlobalSysctl(t, "/proc/sys/net/netfilter/nf_conntrack_max", "60")
 	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
+	everyActiveHasWindowEvidence(t, r)
 	found := map[string]string{}
 	for _, f := range r.Findings {
 		if f.Status == "active" || f.ID == "ephemeral-port-exhaustion" {
