@@ -117,6 +117,9 @@ func statusRank(s string) int {
 	return 1
 }
 
+// MoreSevere reports whether severity a ranks above b.
+func MoreSevere(a, b string) bool { return sevRank(a) < sevRank(b) }
+
 func sevRank(s string) int {
 	switch s {
 	case Critical:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/rules"
@@ -97,7 +96,9 @@ func backlogSource(r *Result, f *rules.Finding) {
 		switch {
 		case s.Nginx != nil:
 			for _, l := range s.Nginx.Listens {
-				if !sameListen(l.Addr, f.Subject) {
+				// Both are host:port as bound: nginx's "*:80" and
+				// "80" are 0.0.0.0:80, as the kernel reports them.
+				if l.Addr != f.Subject {
 					continue
 				}
 				b := "not set (nginx's default 511)"
@@ -112,15 +113,4 @@ func backlogSource(r *Result, f *rules.Finding) {
 			f.Fix = append(f.Fix, fmt.Sprintf("php-fpm: `listen.backlog = 4096` in pool %s (%s), then reload php-fpm", s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)))
 		}
 	}
-}
-
-// sameListen compares nginx's "10.0.0.1:80" with the kernel's address;
-// nginx's "*:80" or "80" binds the wildcard.
-func sameListen(nginx, kernel string) bool {
-	if nginx == kernel {
-		return true
-	}
-	port := nginx[strings.LastIndexByte(nginx, ':')+1:]
-	return (strings.HasPrefix(nginx, "*:") || !strings.Contains(nginx, ":")) && strings.HasSuffix(kernel, ":"+port) &&
-		(strings.HasPrefix(kernel, "0.0.0.0:") || strings.HasPrefix(kernel, "[::]:"))
 }

@@ -50,7 +50,7 @@ func relate(fs []rules.Finding, pools map[string]string) []rules.Finding {
 				s.CausedBy = c.ID
 				causeOf[j] = i
 				// A cause is as severe as the worst of what it does.
-				if sevRank(s.Severity) < sevRank(fs[i].Severity) {
+				if rules.MoreSevere(s.Severity, fs[i].Severity) {
 					fs[i].Severity = s.Severity
 				}
 			}
@@ -168,16 +168,6 @@ func explain(fs []rules.Finding, lr *load.Result, frontPort string) {
 			fs[i].Explains = text
 		}
 	}
-}
-
-func sevRank(s string) int {
-	switch s {
-	case rules.Critical:
-		return 0
-	case rules.Warning:
-		return 1
-	}
-	return 2
 }
 
 // failures counts the run's failed requests: errors plus 4xx and 5xx.

@@ -74,7 +74,7 @@ func upsert(fs *[]rules.Finding, f rules.Finding) {
 	for i, k := range *fs {
 		if k.ID == f.ID && k.Status == rules.Active && k.Side == f.Side && (k.Subject == "" || strings.Contains(f.Subject, k.Subject)) {
 			f.Evidence = append(f.Evidence, k.Evidence...)
-			if sevRank(k.Severity) < sevRank(f.Severity) {
+			if rules.MoreSevere(k.Severity, f.Severity) {
 				f.Severity = k.Severity
 			}
 			(*fs)[i] = f
