@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/phpfpm"
 )
 
@@ -67,7 +68,7 @@ func (o *Observer) fpm(s *Server, master procInfo, l evidence.Listener) {
 		path := pi.StatusPath
 		s.status = func(ctx context.Context) (*PoolStatus, error) {
 			st, err := phpfpm.Status(ctx, func(ctx context.Context) (net.Conn, error) {
-				return o.dialIn(ctx, network, addr)
+				return netns.DialContext(ctx, o.nsPath, network, addr)
 			}, path)
 			if err != nil {
 				return nil, err

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // Server is one application serving a listener: the front one (the
@@ -211,17 +210,4 @@ func (o *Observer) Finish() {
 			l.Read()
 		}
 	}
-}
-
-// dialIn dials inside the observed namespace: a pool listening on TCP
-// in the server's namespace is not reachable from the caller's.
-func (o *Observer) dialIn(ctx context.Context, network, addr string) (net.Conn, error) {
-	var c net.Conn
-	err := netns.Do(o.nsPath, func() error {
-		var d net.Dialer
-		var err error
-		c, err = d.DialContext(ctx, network, addr)
-		return err
-	})
-	return c, err
 }

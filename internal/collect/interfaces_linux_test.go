@@ -165,8 +165,7 @@ func pushTCP(t *testing.T, nsA, nsB string, secs int) (stop func()) {
 	t.Cleanup(cancel)
 	buf := make([]byte, 64<<10)
 	for range 8 {
-		var c net.Conn
-		err := netns.Do(pathA, func() (err error) { c, err = net.Dial("tcp", ln.Addr().String()); return err })
+		c, err := netns.DialContext(context.Background(), pathA, "tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,14 +268,11 @@ func (e *Env) WaitListening(ctx context.Context, p *Proc, ns, addr string) error
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err = netns.Do(path, func() error {
-			c, err := net.DialTimeout(network, a, time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err
-		})
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		c, err := netns.DialContext(dctx, path, network, a)
+		cancel()
 		if err == nil {
+			c.Close()
 			return nil
 		}
 		if p != nil && p.Exited() {

@@ -40,15 +40,8 @@ func get(t *testing.T, e *Env, url string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The transport dials on threads of its own: the socket must be
-	// made inside the namespace, the rest may happen anywhere.
-	dial := func(ctx context.Context, network, addr string) (c net.Conn, err error) {
-		err = netns.Do(path, func() error {
-			var d net.Dialer
-			c, err = d.DialContext(ctx, network, addr)
-			return err
-		})
-		return c, err
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return netns.DialContext(ctx, path, network, addr)
 	}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial}}
 	resp, err := c.Get(url)

@@ -1,8 +1,10 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -114,4 +116,20 @@ func enter(path string) error {
 		return fmt.Errorf("setns %s: %w", path, err)
 	}
 	return nil
+}
+
+// DialContext connects from inside the namespace at path ("" for the
+// caller's). A socket belongs to the namespace it was created in, so only
+// the dial needs the namespace's thread; the connection may then be used
+// from anywhere. (An http.Transport dials on goroutines of its own, which
+// is why wrapping a whole request in Do is not enough.)
+func DialContext(ctx context.Context, path, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := Do(path, func() error {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
 }

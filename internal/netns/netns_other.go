@@ -3,8 +3,10 @@
 package netns
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 )
 
@@ -33,4 +35,13 @@ func Do(path string, fn func() error) error {
 		return errNotSupported
 	}
 	return fn()
+}
+
+// DialContext dials in the caller's namespace when path is empty.
+func DialContext(ctx context.Context, path, network, addr string) (net.Conn, error) {
+	if path != "" {
+		return nil, errNotSupported
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
 }
