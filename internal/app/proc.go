@@ -1,11 +1,12 @@
 package app
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
 // procInfo is what discovery reads of one process.
@@ -17,20 +18,12 @@ type procInfo struct {
 }
 
 func readProc(proc string, pid int) (procInfo, bool) {
-	dir := filepath.Join(proc, strconv.Itoa(pid))
-	p := procInfo{pid: pid}
-	st, err := os.ReadFile(dir + "/stat")
+	st, err := procnet.Proc{FS: os.DirFS(proc)}.Stat(strconv.Itoa(pid))
 	if err != nil {
-		return p, false
+		return procInfo{pid: pid}, false
 	}
-	open, close := bytes.IndexByte(st, '('), bytes.LastIndexByte(st, ')')
-	if open < 0 || close < open {
-		return p, false
-	}
-	p.comm = string(st[open+1 : close])
-	if f := strings.Fields(string(st[close+1:])); len(f) > 1 {
-		p.ppid, _ = strconv.Atoi(f[1])
-	}
+	dir := filepath.Join(proc, strconv.Itoa(pid))
+	p := procInfo{pid: pid, ppid: st.PPID, comm: st.Comm}
 	cl, _ := os.ReadFile(dir + "/cmdline")
 	p.cmdline = strings.TrimRight(strings.ReplaceAll(string(cl), "\x00", " "), " ")
 	p.exe, _ = os.Readlink(dir + "/exe")

@@ -1,10 +1,11 @@
 package app
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
 // Wait classes: what a worker thread was doing when sampled. A blocking
@@ -47,17 +48,21 @@ var wchanClass = map[string]string{
 // between requests, with the same wait channel as one waiting on MySQL.
 func Waits(proc string, pids []int, servePort int) (classes map[string]int, other map[string]int) {
 	classes = map[string]int{}
+	fsys := procnet.Proc{FS: os.DirFS(proc)}
 	for _, pid := range pids {
-		dir := proc + "/" + strconv.Itoa(pid) + "/task"
+		task := strconv.Itoa(pid) + "/task"
+		dir := proc + "/" + task
 		tids, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
 		for _, t := range tids {
-			state, wchan, ok := readTask(dir + "/" + t.Name())
-			if !ok {
+			st, err := fsys.Stat(task + "/" + t.Name())
+			if err != nil || st.State == "" {
 				continue
 			}
+			w, _ := os.ReadFile(dir + "/" + t.Name() + "/wchan")
+			state, wchan := st.State[0], strings.TrimSpace(string(w))
 			c := classify(state, wchan)
 			if c == WaitNetwork && servePort > 0 && readsFrom(dir+"/"+t.Name(), pid) == servePort {
 				c = WaitIdle
@@ -72,22 +77,6 @@ func Waits(proc string, pids []int, servePort int) (classes map[string]int, othe
 		}
 	}
 	return classes, other
-}
-
-func readTask(dir string) (state byte, wchan string, ok bool) {
-	st, err := os.ReadFile(dir + "/stat")
-	if err != nil {
-		return 0, "", false
-	}
-	// The state follows the command name, which is in parentheses and
-	// may itself contain ") ".
-	i := bytes.LastIndexByte(st, ')')
-	if i < 0 || i+2 >= len(st) {
-		return 0, "", false
-	}
-	state = st[i+2]
-	w, _ := os.ReadFile(dir + "/wchan")
-	return state, strings.TrimSpace(string(w)), true
 }
 
 func classify(state byte, wchan string) string {

@@ -239,8 +239,12 @@ type Remote struct {
 // Process is a process of interest: one that owns a listener, or one the
 // user named.
 type Process struct {
-	PID        int    `json:"pid"`
-	Comm       string `json:"comm"`
+	PID  int    `json:"pid"`
+	PPID int    `json:"ppid,omitempty"`
+	Comm string `json:"comm"`
+	// State is the scheduler state letter: "R" running, "S" sleeping,
+	// "D" uninterruptible (usually I/O)…
+	State      string `json:"state,omitempty"`
 	Threads    int    `json:"threads"`
 	OpenFDs    int    `json:"open_fds"`
 	NofileSoft uint64 `json:"nofile_soft"` // 0 means unlimited

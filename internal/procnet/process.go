@@ -51,6 +51,17 @@ func (p Proc) Process(pid int) (evidence.Process, error) {
 	return pr, joinErrs(errs)
 }
 
+// Stat reads one PID/stat, or a thread's PID/task/TID/stat when path
+// names one, alone: comm, state, parent and CPU times, without the
+// limits and descriptor counts Process adds.
+func (p Proc) Stat(path string) (evidence.Process, error) {
+	b, err := fs.ReadFile(p.FS, path+"/stat")
+	if err != nil {
+		return evidence.Process{}, err
+	}
+	return parsePIDStat(b)
+}
+
 // statFieldsAfterComm is the number of PID/stat fields needed after the
 // command name: state(0) ... utime(11) stime(12), plus one so that a file
 // cut short inside stime is noticed.
@@ -80,8 +91,13 @@ func parsePIDStat(b []byte) (evidence.Process, error) {
 		pe.addf(0, "want at least %d fields after the command name, got %d", statFieldsAfterComm, n)
 		return pr, pe.err()
 	}
-	var f []byte
-	for range 11 { // skip state to cmajflt
+	f, rest := nextField(rest)
+	pr.State = string(f)
+	f, rest = nextField(rest)
+	if pr.PPID, err = strconv.Atoi(string(f)); err != nil {
+		pe.addf(0, "ppid: %v", err)
+	}
+	for range 9 { // skip pgrp to cmajflt
 		_, rest = nextField(rest)
 	}
 	f, rest = nextField(rest)

@@ -63,6 +63,9 @@ func describeWaits(sh []share, total int) string {
 // hostBusy is the share of CPU time the side's host spent busy between
 // the snapshots around the load.
 func hostBusy(b *evidence.Bundle, from, to time.Time) (float64, bool) {
+	if b == nil {
+		return 0, false
+	}
 	var first, last *evidence.Snapshot
 	for i := range b.Snapshots {
 		s := &b.Snapshots[i]

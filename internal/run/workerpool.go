@@ -55,9 +55,16 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 		if smp.StatusBusy {
 			statusBusy++
 		}
+		// Busy from the wait channels, where a worker reading its own
+		// kept-alive FastCGI connection is idle. php-fpm's status page
+		// counts that worker active ("Reading headers"), and its own
+		// request occupies one more: its counts only stand in when the
+		// workers could not be read.
 		busy, total := smp.Workers-smp.Waits[app.WaitIdle], smp.Workers
 		if smp.Pool != nil {
-			busy, total = smp.Pool.Active, smp.Pool.Total
+			if total == 0 {
+				busy, total = smp.Pool.Active-1, smp.Pool.Total
+			}
 			queuePeak = max(queuePeak, smp.Pool.ListenQueue)
 			if firstReached < 0 {
 				firstReached = smp.Pool.MaxChildrenReached
@@ -96,7 +103,11 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 	}
 	for code, n := range logStatuses(r.Servers) {
 		// 502 has many causes (a refused or failed connect); 504 and
-		// 499 are requests that waited too long.
+		// 499 are requests that waited too long. Up to one 499 per
+		// connection is the load stopping with requests in flight.
+		if code == 499 && r.Load != nil && n <= r.Load.Connections {
+			continue
+		}
 		if code == 499 || code == 504 {
 			ev = append(ev, rules.Item{Text: fmt.Sprintf("the front server answered %d× %d during the run", n, code), Source: "access log", Window: true})
 		}
