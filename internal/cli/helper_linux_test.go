@@ -266,24 +266,6 @@ func (o *oneConn) Accept() (net.Conn, error) {
 func (o *oneConn) Close() error   { return nil }
 func (o *oneConn) Addr() net.Addr { return o.c.LocalAddr() }
 
-// testNetnsPair creates a client and a server namespace joined by a veth,
-// 10.77.N.1 and 10.77.N.2, with no route anywhere else.
-func testNetnsPair(t *testing.T) (client, server string) {
-	t.Helper()
-	client, server = testNetns(t), testNetns(t)
-	n := os.Getpid()%200 + 10
-	a, b := fmt.Sprintf("ndc%d", n), fmt.Sprintf("nds%d", n)
-	mustExec(t, "ip", "link", "add", a, "type", "veth", "peer", "name", b)
-	t.Cleanup(func() { exec.Command("ip", "link", "del", a).Run() })
-	mustExec(t, "ip", "link", "set", a, "netns", client)
-	mustExec(t, "ip", "link", "set", b, "netns", server)
-	mustExec(t, "ip", "-n", client, "addr", "add", fmt.Sprintf("10.77.%d.1/24", n), "dev", a)
-	mustExec(t, "ip", "-n", server, "addr", "add", fmt.Sprintf("10.77.%d.2/24", n), "dev", b)
-	mustExec(t, "ip", "-n", client, "link", "set", a, "up")
-	mustExec(t, "ip", "-n", server, "link", "set", b, "up")
-	return client, server
-}
-
 // serveNagle answers each request with two small writes (headers, then
 // body) on a socket with Nagle on: the write-write-read pattern of seed
 // 001 §7 (nginx with tcp_nodelay off).

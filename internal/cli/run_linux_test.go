@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -160,9 +159,8 @@ func TestRunHealthy(t *testing.T) {
 // TestRunServerNetns: netdoctor runs in the client namespace and observes
 // the server's through --server-netns, across a veth.
 func TestRunServerNetns(t *testing.T) {
-	client, server := testNetnsPair(t)
-	n := os.Getpid()%200 + 10
-	addr := fmt.Sprintf("10.77.%d.2:7300", n)
+	e := newLab(t)
+	client, server, addr := e.ClientNS, e.ServerNS, e.ServerIP+":7300"
 	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
 	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	everyActiveHasWindowEvidence(t, r)
@@ -235,9 +233,8 @@ func TestRunServerExits(t *testing.T) {
 // on (seed 001 §7): run must name nagle-delayed-ack with the 40 ms band and
 // the delayed-ACK counter.
 func TestRunNagle(t *testing.T) {
-	client, server := testNetnsPair(t)
-	n := os.Getpid()%200 + 10
-	addr := fmt.Sprintf("10.77.%d.2:7500", n)
+	e := newLab(t)
+	client, server, addr := e.ClientNS, e.ServerNS, e.ServerIP+":7500"
 	startServe(t, server, "ND_SERVER=nagle", "ND_ADDR="+addr)
 	r, text := runRemote(t, client, "-c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	everyActiveHasWindowEvidence(t, r)
@@ -256,42 +253,17 @@ func TestRunNagle(t *testing.T) {
 	}
 }
 
-// setGlobalSysctl sets a host-wide sysctl for the test and restores the
-// saved value afterwards, failed test or not.
-func setGlobalSysctl(t *testing.T, path, value string) {
-	t.Helper()
-	old, err := os.ReadFile(path)
-	if err != nil {
-		t.Skipf("%s: %v", path, err)
-	}
-	t.Cleanup(func() {
-		if err := os.WriteFile(path, old, 0o644); err != nil {
-			t.Errorf("restore %s: %v", path, err)
-		}
-	})
-	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
-		t.Fatalf("set %s: %v", path, err)
-	}
-}
-
 // TestRunSeveralFaults is seed 000 in one run: the server's conntrack
 // table is full, its listener has a backlog of 8, and the client has 101
 // local ports. All three must be reported together.
 func TestRunSeveralFaults(t *testing.T) {
-	nft, err := exec.LookPath("nft")
-	if err != nil {
-		t.Skip("needs nft (nftables) to turn on connection tracking: run scripts/deps.sh")
-	}
-	client, server := testNetnsPair(t)
-	n := os.Getpid()%200 + 10
-	addr := fmt.Sprintf("10.77.%d.2:7600", n)
-	// Any conntrack expression turns tracking on in the server namespace.
-	mustExec(t, "ip", "netns", "exec", server, nft, "add table inet ndtest; add chain inet ndtest input { type filter hook input priority 0; }; add rule inet ndtest input ct state established,related accept")
-	mustExec(t, "ip", "netns", "exec", client, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40100")
+	e := newLab(t)
+	client, server, addr := e.ClientNS, e.ServerNS, e.ServerIP+":7600"
+	labMust(t, e.Sysctl(client, "net.ipv4.ip_local_port_range", "40000 40100"))
 	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
 	// nf_conntrack_max is global (read-only in a namespace); the host's
-	// own table is empty here, and the old value comes back at the end.
-	setGlobalSysctl(t, "/proc/sys/net/netfilter/nf_conntrack_max", "60")
+	// own table is empty here, and the lab restores the old value.
+	labMust(t, e.TrackConnections(server, 60))
 	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	everyActiveHasWindowEvidence(t, r)
 	found := map[string]string{}

@@ -3,47 +3,23 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/lab/labtest"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// newLab builds a client/server namespace pair with real servers from
-// Debian; it skips when not root or when a server is not installed.
+// newLab builds a client/server namespace pair for one test.
 func newLab(t *testing.T) *lab.Env {
 	t.Helper()
-	e, err := lab.New(fmt.Sprintf("t%d", os.Getpid()%100000))
-	if errors.Is(err, lab.ErrNeedsRoot) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return e
+	return labtest.New(t, fmt.Sprintf("t%d", os.Getpid()%100000))
 }
 
-// must fails the test on a lab error, skipping when a server binary is
-// missing.
-func labMust(t *testing.T, err error) {
-	t.Helper()
-	var m lab.ErrMissing
-	if errors.As(err, &m) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+var labMust = labtest.Must
 
 // runLab runs netdoctor run in the lab's client namespace against its
 // server, observing the server namespace.

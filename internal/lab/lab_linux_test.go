@@ -1,8 +1,7 @@
-package lab
+package lab_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -13,28 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/lab/labtest"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
-func newEnv(t *testing.T, id string) *Env {
-	t.Helper()
-	e, err := New(id)
-	if errors.Is(err, ErrNeedsRoot) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := e.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return e
-}
-
 // get fetches url from inside the client namespace.
-func get(t *testing.T, e *Env, url string) string {
+func get(t *testing.T, e *lab.Env, url string) string {
 	t.Helper()
 	path, err := netns.Resolve(e.ClientNS)
 	if err != nil {
@@ -59,20 +43,13 @@ func get(t *testing.T, e *Env, url string) string {
 // TestNginxPHP builds nginx → php-fpm in a lab, fetches a page across the
 // veth, and checks that Close leaves no namespace, process or file.
 func TestNginxPHP(t *testing.T) {
-	e := newEnv(t, "t"+itoa(os.Getpid()%10000))
+	e := labtest.New(t, "t"+itoa(os.Getpid()%10000))
 	ctx := context.Background()
-	fpm := &FPM{MaxChildren: 2}
-	if _, err := e.StartFPM(ctx, fpm); err != nil {
-		var m ErrMissing
-		if errors.As(err, &m) {
-			t.Skip(err)
-		}
-		t.Fatal(err)
-	}
-	ng, err := e.StartNginx(ctx, &Nginx{PHP: fpm, KeepConn: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fpm := &lab.FPM{MaxChildren: 2}
+	_, err := e.StartFPM(ctx, fpm)
+	labtest.Must(t, err)
+	ng, err := e.StartNginx(ctx, &lab.Nginx{PHP: fpm, KeepConn: true})
+	labtest.Must(t, err)
 	if got := get(t, e, "http://"+e.ServerIP+"/"); got != "200 OK hello from php\n" {
 		t.Errorf("got %q", got)
 	}
@@ -93,7 +70,7 @@ func TestNginxPHP(t *testing.T) {
 
 // TestSetGlobalRestores: a global changed by the lab comes back on Close.
 func TestSetGlobalRestores(t *testing.T) {
-	e := newEnv(t, "g"+itoa(os.Getpid()%10000))
+	e := labtest.New(t, "g"+itoa(os.Getpid()%10000))
 	const p = "/proc/sys/net/netfilter/nf_conntrack_max"
 	before, err := os.ReadFile(p)
 	if err != nil {
