@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -27,6 +28,51 @@ func TestWaitsSleeping(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("sleep(1) seen as %v (other %v)", classes, other)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWaitsReadingOwnClient: a process blocked reading a connection
+// accepted on the port it serves waits for its client's next request
+// (idle); read from any other socket it waits on a peer (network).
+func TestWaitsReadingOwnClient(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	served, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := served.(*net.TCPConn).File() // a blocking descriptor for cat's stdin
+	served.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("cat")
+	cmd.Stdin = f
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	port := ln.Addr().(*net.TCPAddr).Port
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		served, _ := Waits("/proc", []int{cmd.Process.Pid}, port)
+		other, _ := Waits("/proc", []int{cmd.Process.Pid}, port+1)
+		if served[WaitIdle] == 1 && other[WaitNetwork] == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cat reading its client on :%d: %v; as another port's: %v", port, served, other)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

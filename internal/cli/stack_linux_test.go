@@ -136,7 +136,7 @@ func TestRunHealthyStack(t *testing.T) {
 func TestRunPHPMaxChildren(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
-	fpm := &lab.FPM{MaxChildren: 2, Dynamic: true, SleepMS: 100}
+	fpm := &lab.FPM{MaxChildren: 2, Dynamic: true, SleepMS: 100, Backlog: 4}
 	_, err := e.StartFPM(ctx, fpm)
 	labMust(t, err)
 	_, err = e.StartNginx(ctx, &lab.Nginx{PHP: fpm, KeepConn: true})
@@ -156,6 +156,21 @@ func TestRunPHPMaxChildren(t *testing.T) {
 	if r.Verdict == "" || !strings.Contains(r.Verdict, "php-fpm pool www is full") {
 		t.Errorf("verdict %q", r.Verdict)
 	}
+	// The pool's small listen.backlog overflows because the pool is
+	// full: named with its line, and placed after its cause.
+	for i, q := range r.Findings {
+		if q.ID != "accept-queue-overflow" || q.Subject != "127.0.0.1:9000" || q.Status != rules.Active {
+			continue
+		}
+		if q.CausedBy != "worker-pool-exhausted" || r.Findings[i-1].ID != "worker-pool-exhausted" {
+			t.Errorf("pool socket overflow caused by %q, after %s", q.CausedBy, r.Findings[i-1].ID)
+		}
+		if !fixHas(&q, "listen.backlog = 4096` in pool www ("+e.Dir+"/fpm/php-fpm.conf:") {
+			t.Errorf("fix %q", q.Fix)
+		}
+		return
+	}
+	t.Errorf("no active accept-queue-overflow on the pool's socket (listen.backlog 4): %v", r.Findings)
 }
 
 // TestRunUpstreamPortExhaustion is seed 000 stage 4: nginx → php-fpm on
