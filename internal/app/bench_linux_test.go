@@ -1,0 +1,44 @@
+package app
+
+import (
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// BenchmarkWaits measures one per-second sample of 64 blocked workers'
+// wait channels, next to what an engineer would run for the same picture,
+// `ps -L -o stat=,wchan= -p PIDS`, in the same benchmark run:
+//
+//	go test -run - -bench Waits -count 5 ./internal/app
+func BenchmarkWaits(b *testing.B) {
+	var pids []string
+	var ids []int
+	for range 64 {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			b.Skip(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		ids = append(ids, cmd.Process.Pid)
+		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
+	}
+	b.Run("netdoctor", func(b *testing.B) {
+		for b.Loop() {
+			if c, _ := Waits("/proc", ids, 80); c[WaitSleep] != len(ids) {
+				b.Fatalf("classes %v", c)
+			}
+		}
+	})
+	b.Run("ps", func(b *testing.B) {
+		if _, err := exec.LookPath("ps"); err != nil {
+			b.Skip(err)
+		}
+		for b.Loop() {
+			if err := exec.Command("ps", "-L", "-o", "stat=,wchan=", "-p", strings.Join(pids, ",")).Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
