@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package labtest builds lab environments for tests: skipped when not
 // root or when a server is not installed, closed when the test ends.
 package labtest
