@@ -39,6 +39,7 @@ func commands() []command {
 		{"diagnose", "run the rules on a saved bundle", runDiagnose},
 		{"load", "HTTP load generator with wrk's flags, open-loop -R, HDR latency, per-second timeline", runLoad},
 		{"run", "load a service while sampling client and server every second, then diagnose the load window", runRun},
+		{"lab", "seed cases rebuilt in network namespaces with real servers: list, run NAME [--fixed], clean", runLabCmd},
 		{"compare", "compare two run or load reports: load figures side by side, findings gone and new", runCompare},
 		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer, _ io.Writer) error {
 			_, err := fmt.Fprintln(w, "netdoctor", Version)
@@ -80,6 +81,12 @@ type usageError struct{ err error }
 func (u usageError) Error() string { return u.err.Error() }
 func (u usageError) Unwrap() error { return u.err }
 
+// deniedError marks something only root may do.
+type deniedError struct{ err error }
+
+func (d deniedError) Error() string { return d.err.Error() }
+func (d deniedError) Unwrap() error { return d.err }
+
 var errFindings = errors.New("active critical findings")
 
 func badInput(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
@@ -93,7 +100,7 @@ func exitCode(err error, stderr io.Writer) int {
 		return ExitOK
 	case errors.Is(err, errFindings):
 		return ExitFindings
-	case errors.Is(err, netns.ErrPermission):
+	case errors.Is(err, netns.ErrPermission), errors.As(err, new(deniedError)):
 		fmt.Fprintf(stderr, "netdoctor: %v\n", err)
 		return ExitDenied
 	case errors.As(err, &u), errors.Is(err, netns.ErrNotFound):

@@ -10,11 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/lab"
 )
 
 // TestMain lets the test binary double as the helper process that owns
@@ -23,7 +26,16 @@ import (
 func TestMain(m *testing.M) {
 	switch os.Getenv("ND_HELPER") {
 	case "":
+		// The lab starts netdoctor (its run, its built-in servers) as
+		// this binary in the "cli" role.
+		lab.Self = func() (string, []string) { return os.Args[0], []string{"ND_HELPER=cli"} }
 		os.Exit(m.Run())
+	case "cli":
+		// netdoctor itself, as cmd/netdoctor runs it.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	case "sockets":
 		helperSockets()
 	case "noaccept":

@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
+
+// loadJSON is the load part of a run report.
+type loadJSON = load.Result
 
 type runJSON struct {
 	Verdict  string          `json:"verdict"`
 	Findings []rules.Finding `json:"findings"`
-	Load     struct {
-		Requests uint64            `json:"requests"`
-		Causes   map[string]uint64 `json:"error_causes"`
-	} `json:"load"`
-	Sides []struct {
+	Load     *loadJSON       `json:"load"`
+	Sides    []struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`
 	} `json:"sides"`
@@ -224,8 +225,8 @@ func TestRunServerExits(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("run took %v after its server died", took)
 	}
-	if r.Load.Requests == 0 || r.Load.Causes["refused"] == 0 {
-		t.Errorf("requests %d, causes %v: want successes, then refusals after the exit", r.Load.Requests, r.Load.Causes)
+	if r.Load.Requests == 0 || r.Load.ErrorCauses["refused"] == 0 {
+		t.Errorf("requests %d, causes %v: want successes, then refusals after the exit", r.Load.Requests, r.Load.ErrorCauses)
 	}
 }
 

@@ -39,6 +39,9 @@ type Config struct {
 	DNS      bool
 	DNSName  string
 	DNSEvery int
+	// DNSDelay holds the first probe until this long after New: run
+	// probes during its load, not in the quiet baseline before it.
+	DNSDelay time.Duration
 	// Proc overrides the procfs root (tests).
 	Proc *procnet.Proc
 	Log  *slog.Logger

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/resolver"
@@ -18,9 +19,12 @@ import (
 type resolverCollector struct {
 	cfg   Config
 	calls int
+	start time.Time
 }
 
-func newResolver(cfg Config) *resolverCollector { return &resolverCollector{cfg: cfg} }
+func newResolver(cfg Config) *resolverCollector {
+	return &resolverCollector{cfg: cfg, start: time.Now()}
+}
 
 func (r *resolverCollector) Name() string { return "resolver" }
 
@@ -36,6 +40,9 @@ func (r *resolverCollector) Collect(ctx context.Context, s *evidence.Snapshot) e
 	s.Resolver = &conf
 	if err != nil {
 		return partial{fmt.Errorf("%s: %w", path, err)}
+	}
+	if time.Since(r.start) < r.cfg.DNSDelay {
+		return nil
 	}
 	r.calls++
 	every := max(r.cfg.DNSEvery, 1)

@@ -27,6 +27,7 @@ type Env struct {
 	Dir                string // config files, logs and sockets
 
 	mu       sync.Mutex
+	state    *state
 	procs    []*Proc
 	restores []func() error // run last first by Close
 	closed   bool
@@ -66,6 +67,17 @@ func New(id string) (*Env, error) {
 	}
 	e.Dir = dir
 	e.restores = append(e.restores, func() error { return os.RemoveAll(dir) })
+	// The journal comes before anything it describes, so that `lab clean`
+	// can undo a lab killed at any point after this.
+	if e.state, err = newState(id, []string{e.ServerNS, e.ClientNS}); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	e.state.Paths = []string{dir}
+	if err := e.state.save(); err != nil {
+		e.Close()
+		return nil, err
+	}
 	steps := [][]string{
 		{"netns", "add", e.ServerNS},
 		{"netns", "add", e.ClientNS},
@@ -133,6 +145,13 @@ func (e *Env) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	// The journal stays when something could not be undone: `lab clean`
+	// tries again.
+	if len(errs) == 0 && e.state != nil {
+		if err := e.state.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -170,6 +189,13 @@ func (e *Env) SetGlobal(path, value string) error {
 	if err != nil {
 		return err
 	}
+	e.mu.Lock()
+	e.state.Globals = append(e.state.Globals, global{Path: path, Old: string(old)})
+	err = e.state.save()
+	e.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("lab journal: %w", err)
+	}
 	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
 		return fmt.Errorf("set %s: %w", path, err)
 	}
@@ -194,6 +220,10 @@ type Proc struct {
 // Start runs a command in namespace ns, in a process group of its own
 // that dies with the lab's thread, logging to Dir/name.out.
 func (e *Env) Start(ns, name string, args ...string) (*Proc, error) {
+	return e.start(ns, name, nil, args...)
+}
+
+func (e *Env) start(ns, name string, env []string, args ...string) (*Proc, error) {
 	logPath := filepath.Join(e.Dir, name+".out")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -202,6 +232,9 @@ func (e *Env) Start(ns, name string, args ...string) (*Proc, error) {
 	defer f.Close()
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)

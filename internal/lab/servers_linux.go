@@ -11,17 +11,40 @@ import (
 
 // Nginx describes the nginx a lab runs in its server namespace.
 type Nginx struct {
+	// Name tells several nginx apart (directory and process name);
+	// default "nginx".
+	Name string
+	// Listen is the address, default ServerIP:Port.
+	Listen            string
 	Port              int // on ServerIP; default 80
 	Backlog           int // listen backlog=; 0 leaves nginx's 511
 	Workers           int // worker_processes; default 1
 	WorkerConnections int // default 4096
 	RlimitNofile      int // worker_rlimit_nofile; 0 leaves it out
 	NoDelayOff        bool
+	// Sendfile turns sendfile on (nginx's default is off): headers and a
+	// static body then leave in two writes, which Nagle holds apart.
+	Sendfile bool
+	// Proxy passes every request to this HTTP backend ("host:port");
+	// ProxyKeepalive keeps those connections open (upstream keepalive
+	// with HTTP/1.1 and no Connection header), else one per request.
+	Proxy          string
+	ProxyKeepalive bool
+	// LuaFile serves every request by content_by_lua_file
+	// (libnginx-mod-http-lua, with lua-nginx-redis on the package path).
+	LuaFile string
 	// PHP sends *.php (and /) to this pool by fastcgi_pass; KeepConn
 	// keeps those connections open (an upstream block with keepalive and
 	// fastcgi_keep_conn on), else nginx opens one per request.
 	PHP      *FPM
 	KeepConn bool
+	// Keepalive is the upstream block's idle-connection cache per
+	// worker; default 64. php-fpm serves one connection per worker for
+	// as long as nginx keeps it, so with keepalive, pm.max_children must
+	// exceed the connections nginx can hold open (concurrent requests
+	// plus Keepalive × workers), or requests queued on the extra
+	// connections starve.
+	Keepalive int
 	// Body, when PHP is nil, is what / returns; BodyBytes, when set, makes
 	// it a static file of that many bytes instead.
 	Body      string
@@ -45,6 +68,8 @@ type FPM struct {
 	FlockLog bool
 	// RlimitFiles sets rlimit_files for the workers.
 	RlimitFiles int
+	// Script replaces the page's PHP code (without "<?php").
+	Script string
 }
 
 func (f *FPM) listen() string {
@@ -110,12 +135,16 @@ func (e *Env) StartFPM(ctx context.Context, f *FPM) (*Proc, error) {
 	}
 	script := "<?php\n"
 	switch {
+	case f.Script != "":
+		script += f.Script + "\n"
 	case f.FlockLog:
 		script += fmt.Sprintf("$f = fopen(%q, 'a'); flock($f, LOCK_EX); fwrite($f, date('c').\" request\\n\"); usleep(%d); flock($f, LOCK_UN); fclose($f);\n", filepath.Join(dir, "app.log"), f.SleepMS*1000)
 	case f.SleepMS > 0:
 		script += fmt.Sprintf("usleep(%d);\n", f.SleepMS*1000)
 	}
-	script += "echo \"hello from php\\n\";\n"
+	if f.Script == "" {
+		script += "echo \"hello from php\\n\";\n"
+	}
 	if err := os.WriteFile(filepath.Join(dir, "www", "index.php"), []byte(script), 0o644); err != nil {
 		return nil, err
 	}
@@ -137,12 +166,18 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(e.Dir, "nginx")
+	if n.Name == "" {
+		n.Name = "nginx"
+	}
+	dir := filepath.Join(e.Dir, n.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	if n.Port == 0 {
 		n.Port = 80
+	}
+	if n.Listen == "" {
+		n.Listen = fmt.Sprintf("%s:%d", e.ServerIP, n.Port)
 	}
 	if n.Workers == 0 {
 		n.Workers = 1
@@ -155,6 +190,20 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 	p("# written by netdoctor's lab")
 	p("daemon off;")
 	p("user root;")
+	if n.LuaFile != "" {
+		// Debian's modules, by absolute path: the lab's config does not
+		// include modules-enabled, which may list modules not installed.
+		for _, m := range []string{"ndk_http_module.so", "ngx_http_lua_module.so"} {
+			path := filepath.Join(nginxModules, m)
+			if _, err := os.Stat(path); err != nil {
+				return nil, ErrMissing{[]string{"libnginx-mod-http-lua (" + path + ")"}}
+			}
+			p("load_module %s;", path)
+		}
+		if _, err := os.Stat("/usr/share/lua/5.1/nginx/redis.lua"); err != nil {
+			return nil, ErrMissing{[]string{"lua-nginx-redis"}}
+		}
+	}
 	p("worker_processes %d;", n.Workers)
 	if n.RlimitNofile > 0 {
 		p("worker_rlimit_nofile %d;", n.RlimitNofile)
@@ -173,21 +222,47 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 	if n.NoDelayOff {
 		p("    tcp_nodelay off;")
 	}
+	if n.Sendfile {
+		p("    sendfile on;")
+	}
+	if n.LuaFile != "" {
+		p("    lua_package_path \"/usr/share/lua/5.1/?.lua;;\";")
+	}
+	if n.Proxy != "" {
+		p("    upstream backend {")
+		p("        server %s;", n.Proxy)
+		if n.ProxyKeepalive {
+			p("        keepalive %d;", n.keepalive())
+		}
+		p("    }")
+	}
 	if n.PHP != nil {
 		p("    upstream php {")
 		p("        server %s;", n.PHP.addr())
 		if n.KeepConn {
-			p("        keepalive 64;")
+			p("        keepalive %d;", n.keepalive())
 		}
 		p("    }")
 	}
 	p("    server {")
-	listen := fmt.Sprintf("%s:%d", e.ServerIP, n.Port)
+	listen := n.Listen
 	if n.Backlog > 0 {
 		listen += fmt.Sprintf(" backlog=%d", n.Backlog)
 	}
 	p("        listen %s;", listen)
-	if n.PHP != nil {
+	switch {
+	case n.LuaFile != "":
+		p("        default_type text/plain;")
+		p("        location / { content_by_lua_file %s; }", n.LuaFile)
+	case n.Proxy != "":
+		p("        location / {")
+		p("            proxy_pass http://backend;")
+		if n.ProxyKeepalive {
+			p("            proxy_http_version 1.1;")
+			p("            proxy_set_header Connection \"\";")
+		}
+		p("        }")
+	case n.PHP != nil:
 		p("        root %s/www;", filepath.Join(e.Dir, "fpm"))
 		p("        location / {")
 		p("            fastcgi_pass php;")
@@ -198,8 +273,9 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 		p("            fastcgi_param SCRIPT_NAME /index.php;")
 		p("            fastcgi_param REQUEST_METHOD $request_method;")
 		p("            fastcgi_param QUERY_STRING $query_string;")
+		p("            fastcgi_param REMOTE_ADDR $remote_addr;")
 		p("        }")
-	} else if n.BodyBytes > 0 {
+	case n.BodyBytes > 0:
 		page := filepath.Join(dir, "html")
 		if err := os.MkdirAll(page, 0o755); err != nil {
 			return nil, err
@@ -208,7 +284,7 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 			return nil, err
 		}
 		p("        root %s;", page)
-	} else {
+	default:
 		body := n.Body
 		if body == "" {
 			body = "hello from nginx\n"
@@ -222,15 +298,25 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
 		return nil, err
 	}
-	proc, err := e.Start(e.ServerNS, "nginx", bin, "-c", conf, "-p", dir)
+	proc, err := e.Start(e.ServerNS, n.Name, bin, "-c", conf, "-p", dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.WaitListening(ctx, proc, e.ServerNS, fmt.Sprintf("%s:%d", e.ServerIP, n.Port)); err != nil {
+	if err := e.WaitListening(ctx, proc, e.ServerNS, n.Listen); err != nil {
 		return nil, err
 	}
 	return proc, nil
 }
+
+func (n *Nginx) keepalive() int {
+	if n.Keepalive > 0 {
+		return n.Keepalive
+	}
+	return 64
+}
+
+// nginxModules is where Debian's nginx keeps its dynamic modules.
+const nginxModules = "/usr/lib/nginx/modules"
 
 // ErrMissing reports a server binary that is not installed.
 type ErrMissing struct{ Names []string }

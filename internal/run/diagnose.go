@@ -80,6 +80,7 @@ func diagnose(r *Result) []rules.Finding {
 	upstreamChurn(r, &out)
 	appConfig(r, &out)
 	out = append(out, appSlow(r, out)...)
+	dnsInPath(r, out)
 	pools := map[string]string{}
 	for _, s := range r.Servers {
 		if s.Pool != nil {

@@ -18,6 +18,9 @@ var consequences = map[string][]string{
 	// A pool with every worker busy stops accepting, so its listen queue
 	// fills: the overflow on the pool's socket is what the full pool does.
 	"worker-pool-exhausted": {"accept-queue-overflow"},
+	// Lookups in the request path hold the workers (seed 001 §4–5).
+	"reverse-dns-lookup": {"app-slow"},
+	"dns-slow":           {"app-slow"},
 }
 
 // relate marks symptoms with their cause and orders every cause right

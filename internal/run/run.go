@@ -135,7 +135,9 @@ func wait(ctx context.Context, d time.Duration) {
 func sides(o Options) (server, client *sampler, err error) {
 	client = &sampler{name: "client"}
 	server = &sampler{name: "server", netns: o.ServerNetNS}
-	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30}
+	// One probe per side, in the load's first second: evidence of the
+	// window, made while the application resolves under load.
+	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSDelay: o.Baseline + 500*time.Millisecond}
 	if client.snap, err = collect.New(cfg); err != nil {
 		return nil, nil, fmt.Errorf("observe the client side: %w", err)
 	}

@@ -1,0 +1,325 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/lab"
+)
+
+func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return badInput("lab needs a subcommand: list, run NAME, clean")
+	}
+	switch args[0] {
+	case "list":
+		return labList(args[1:], stdout, stderr)
+	case "run":
+		return labRun(ctx, args[1:], stdout, stderr)
+	case "clean":
+		return labClean(args[1:], stdout, stderr)
+	case "serve":
+		return labServe(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stderr, "usage: netdoctor lab list [-v] | run NAME [--fixed] [--stage N] [--keep] [--html FILE] [--out DIR] | clean")
+		return nil
+	}
+	return badInput("lab: unknown subcommand %q (list, run, clean)", args[0])
+}
+
+func labList(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("lab list", stderr)
+	verbose := fs.Bool("v", false, "describe each scenario: seed, faults, findings, fixes, the article's figures and the lab's")
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("lab list takes no arguments")
+	}
+	p := &printer{w: stdout}
+	for _, s := range lab.Scenarios {
+		if !*verbose {
+			p.f("%-22s seed %-28s %s\n", s.Name, s.Seed, s.Summary)
+			continue
+		}
+		p.f("%s — seed %s\n  %s\n", s.Name, s.Seed, s.Summary)
+		for i, st := range s.Stages {
+			p.f("  stage %d: %s\n           fix: %s\n           reports: %s\n", i+1, st.Fault, st.Fix, strings.Join(st.Reports, ", "))
+		}
+		if len(s.Reports) > 0 {
+			p.f("  default (every fault at once) reports: %s\n", strings.Join(s.Reports, ", "))
+		} else {
+			p.f("  reports: no critical finding\n")
+		}
+		p.f("  load: netdoctor run %s\n", strings.Join(s.Load, " "))
+		p.f("  article: %s\n", s.Article)
+		if s.Lab != "" {
+			p.f("  lab: %s\n", s.Lab)
+		}
+		if s.Note != "" {
+			p.f("  note: %s\n", s.Note)
+		}
+		p.f("\n")
+	}
+	return p.err
+}
+
+func labClean(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("lab clean", stderr)
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return badInput("lab clean takes no arguments")
+	}
+	done, err := lab.Clean()
+	if errors.Is(err, lab.ErrNeedsRoot) {
+		return deniedError{err}
+	}
+	for _, d := range done {
+		fmt.Fprintln(stdout, d)
+	}
+	if len(done) == 0 && err == nil {
+		fmt.Fprintln(stdout, "nothing to clean")
+	}
+	return err
+}
+
+// labOptions are lab run's flags.
+type labOptions struct {
+	fixed bool
+	stage int
+	keep  bool
+	html  string
+	out   string
+}
+
+func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("lab run", stderr)
+	var o labOptions
+	fs.BoolVar(&o.fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
+	fs.IntVar(&o.stage, "stage", 0, "start at this stage of a staged scenario: the faults of it and later stages (default 1: all)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
+	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
+	fs.StringVar(&o.out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInput("lab run needs one scenario name: %s", strings.Join(lab.Names(), ", "))
+	}
+	sc, ok := lab.Lookup(pos[0])
+	if !ok {
+		return badInput("lab run: no scenario %q (netdoctor lab list): %s", pos[0], strings.Join(lab.Names(), ", "))
+	}
+	stage := o.stage
+	if stage == 0 {
+		stage = 1
+	}
+	if len(sc.Stages) == 0 && o.fixed {
+		return badInput("lab run %s: nothing to fix (it is the healthy control)", sc.Name)
+	}
+	if stage < 1 || stage > max(len(sc.Stages), 1) {
+		return badInput("lab run %s --stage %d: it has stage 1 to %d", sc.Name, o.stage, max(len(sc.Stages), 1))
+	}
+	if os.Geteuid() != 0 {
+		return deniedError{lab.ErrNeedsRoot}
+	}
+	if o.out == "" {
+		o.out = filepath.Join(os.TempDir(), "netdoctor-reports", sc.Name)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("reports directory: %w", err)
+	}
+	if o.html == "" {
+		o.html = filepath.Join(o.out, sc.Name+".html")
+	}
+	before := labPhase{sc: sc, stage: stage, json: filepath.Join(o.out, "before.json"), html: o.html}
+	phases := []labPhase{before}
+	if o.fixed {
+		to := sc.Fixed()
+		if o.stage != 0 {
+			to = stage + 1
+		}
+		ext := filepath.Ext(o.html)
+		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, json: filepath.Join(o.out, "after.json"),
+			html: strings.TrimSuffix(o.html, ext) + ".fixed" + ext})
+	}
+	for i, ph := range phases {
+		keep := o.keep && i == len(phases)-1
+		if err := ph.run(ctx, stdout, stderr, keep); err != nil {
+			return err
+		}
+	}
+	p := &printer{w: stdout}
+	if o.fixed {
+		p.f("\n")
+		a, err := readCompared(phases[0].json)
+		if err != nil {
+			return err
+		}
+		b, err := readCompared(phases[1].json)
+		if err != nil {
+			return err
+		}
+		if err := writeCompare(stdout, a, b); err != nil {
+			return err
+		}
+	}
+	p.f("\nReports:\n")
+	for _, ph := range phases {
+		p.f("  %s: %s\n  %s  %s\n", ph.label(), ph.html, strings.Repeat(" ", len(ph.label())), ph.json)
+	}
+	return p.err
+}
+
+// labPhase is one lab built at one stage and one run against it.
+type labPhase struct {
+	sc          *lab.Scenario
+	stage, from int
+	json, html  string
+}
+
+func (ph labPhase) label() string {
+	if ph.from != 0 {
+		return "fixed"
+	}
+	return "scenario"
+}
+
+func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (err error) {
+	p := &printer{w: stdout}
+	sc := ph.sc
+	if ph.from == 0 {
+		p.f("netdoctor lab %s — seed %s\n%s\n", sc.Name, sc.Seed, sc.Summary)
+	} else {
+		p.f("\nApplying the fix: %s\n", sc.Fixes(ph.from, ph.stage))
+	}
+	p.f("Faults: %s\n", sc.Faults(ph.stage))
+	if want := sc.Expected(ph.stage); len(want) > 0 {
+		p.f("Expected: %s\n", strings.Join(want, ", "))
+	}
+	e, err := lab.New("L" + strconv.Itoa(os.Getpid()%100000))
+	if err != nil {
+		if errors.Is(err, lab.ErrNeedsRoot) {
+			return deniedError{err}
+		}
+		return err
+	}
+	defer func() {
+		if cerr := e.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("lab cleanup: %w (run `netdoctor lab clean`)", cerr)
+		}
+	}()
+	t, err := sc.Build(ctx, e, ph.stage)
+	if err != nil {
+		var m lab.ErrMissing
+		if errors.As(err, &m) {
+			return fmt.Errorf("lab %s: %w", sc.Name, err)
+		}
+		return fmt.Errorf("lab %s: build: %w", sc.Name, err)
+	}
+	p.f("Lab: server %s in netns %s, client %s in netns %s; files in %s\n\n", e.ServerIP, e.ServerNS, e.ClientIP, e.ClientNS, e.Dir)
+	if p.err != nil {
+		return p.err
+	}
+	args := append(append([]string{"run"}, sc.Load...), t.Args...)
+	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
+		"--json", ph.json, "--html", ph.html, t.URL)
+	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
+		return err
+	}
+	if keep {
+		p.f("\nThe lab is kept: e.g. `ip netns exec %s curl %s`; Ctrl-C removes it.\n", e.ClientNS, t.URL)
+		<-ctx.Done()
+	}
+	return p.err
+}
+
+// labNetdoctor runs netdoctor with args in namespace ns, its output
+// passed through. Exit 1 (active critical findings) is the point of
+// most scenarios, not an error.
+func labNetdoctor(ctx context.Context, ns string, args []string, stdout, stderr io.Writer) error {
+	exe, env := lab.Self()
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, exe}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// Its own process group, so that Ctrl-C reaches it once, from us:
+	// it then stops the load and still reports.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start netdoctor run: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		select {
+		case err = <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			err = <-done
+		}
+		return fmt.Errorf("lab run interrupted: %w", ctx.Err())
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == ExitFindings {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("netdoctor run in the lab failed: %v", err)
+	}
+	return nil
+}
+
+// labServe runs one of the lab's built-in servers (started by the lab in
+// its namespaces; not for direct use).
+func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return badInput("lab serve needs a server: mock, dns-relay")
+	}
+	fs := newFlags("lab serve "+args[0], stderr)
+	switch args[0] {
+	case "mock":
+		var m lab.Mock
+		fs.StringVar(&m.Addr, "addr", "", "ip:port")
+		fs.IntVar(&m.Backlog, "backlog", 50, "listen(2) backlog")
+		fs.IntVar(&m.Workers, "workers", 100, "worker threads")
+		durationVar(fs, &m.Sleep, "sleep", 35*time.Millisecond, "time spent per request")
+		fs.StringVar(&m.LogFile, "log", "", "append a line per request to this file under an exclusive flock")
+		durationVar(fs, &m.LogHold, "hold", 2*time.Millisecond, "how long each log write holds the lock")
+		if _, err := parse(fs, args[1:], stderr); err != nil {
+			return err
+		}
+		if m.Addr == "" {
+			return badInput("lab serve mock needs --addr")
+		}
+		return lab.ServeMock(ctx, m, stdout)
+	case "dns-relay":
+		var r lab.Relay
+		fs.StringVar(&r.Listen, "listen", "127.0.0.2:53", "ip:port to answer on (UDP)")
+		fs.StringVar(&r.Upstream, "upstream", "127.0.0.1:53", "resolver to forward to")
+		durationVar(fs, &r.Delay, "delay", 0, "hold each query this long")
+		fs.BoolVar(&r.DropPTR, "drop-ptr", false, "never answer reverse (PTR) queries")
+		if _, err := parse(fs, args[1:], stderr); err != nil {
+			return err
+		}
+		return lab.ServeRelay(ctx, r, stdout)
+	}
+	return badInput("lab serve: unknown server %q (mock, dns-relay)", args[0])
+}

@@ -1,0 +1,304 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// labNeeds skips unless root with every server the scenarios start.
+func labNeeds(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the lab needs root: it creates network namespaces")
+	}
+	for _, bin := range []string{"nginx", "php-fpm8.2", "dnsmasq", "redis-server", "hping3", "nft"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + bin); err != nil {
+				t.Skipf("%s not installed (scripts/deps.sh installs it)", bin)
+			}
+		}
+	}
+	if _, err := os.Stat("/usr/lib/nginx/modules/ngx_http_lua_module.so"); err != nil {
+		t.Skip("libnginx-mod-http-lua not installed (scripts/deps.sh installs it)")
+	}
+}
+
+// labResult is one `lab run`: its output and its reports.
+type labResult struct {
+	code          int
+	out           string
+	before, after *runJSON
+}
+
+func labRunCmd(t *testing.T, args ...string) *labResult {
+	t.Helper()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), append([]string{"lab", "run", "--out", out}, args...), &stdout, &stderr)
+	r := &labResult{code: code, out: stdout.String() + stderr.String()}
+	if code != 0 {
+		t.Fatalf("lab run %v: exit %d\n%s", args, code, r.out)
+	}
+	read := func(name string) *runJSON {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			return nil
+		}
+		var j runJSON
+		if err := json.Unmarshal(b, &j); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return &j
+	}
+	r.before, r.after = read("before.json"), read("after.json")
+	if r.before == nil {
+		t.Fatalf("no before.json\n%s", r.out)
+	}
+	return r
+}
+
+func activeIDs(r *runJSON) []string {
+	var ids []string
+	for _, f := range r.Findings {
+		if f.Status == rules.Active {
+			ids = append(ids, f.Severity+" "+f.ID)
+		}
+	}
+	return ids
+}
+
+// stageIDs is every finding a scenario's faults raise, at any stage.
+func stageIDs(sc *lab.Scenario) []string {
+	ids := slices.Clone(sc.Reports)
+	for _, st := range sc.Stages {
+		ids = append(ids, st.Reports...)
+	}
+	return ids
+}
+
+// TestLab runs every scenario as `netdoctor lab run NAME --fixed` does
+// and holds each to its doc: the seed's findings reported active, with
+// evidence from the run; after the fix none of them active and the
+// service better off; the healthy control without a critical finding,
+// and the fixed seed 000 within 10% of its throughput. Then nothing of
+// any lab may be left on the machine.
+func TestLab(t *testing.T) {
+	labNeeds(t)
+	before := hostState(t)
+	t.Cleanup(func() { wantClean(t, before) })
+
+	healthy := labRunCmd(t, "healthy")
+	for _, f := range healthy.before.Findings {
+		if f.Status == rules.Active && f.Severity == rules.Critical {
+			t.Errorf("healthy: critical %s: %+v", f.ID, f.Evidence)
+		}
+	}
+	if healthy.before.Load.Errors.Timeout+healthy.before.Load.Errors.Connect > 0 || healthy.before.Load.Status["2xx"] != healthy.before.Load.Requests {
+		t.Errorf("healthy: errors %+v, status %v\n%s", healthy.before.Load.Errors, healthy.before.Load.Status, healthy.out)
+	}
+	t.Logf("healthy: %.0f req/s", healthy.before.Load.RPS)
+
+	for _, sc := range lab.Scenarios {
+		if sc.Name == "healthy" {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			r := labRunCmd(t, sc.Name, "--fixed")
+			wantActive(t, r.before, r.out, "", sc.Reports...)
+			if t.Failed() {
+				return
+			}
+			for _, id := range stageIDs(&sc) {
+				f := findActive(r.after, id)
+				switch {
+				case f == nil:
+				case slices.Contains(sc.Persists, id) && f.Severity != rules.Critical:
+					t.Logf("%s persists after the fix, as documented: %s", id, f.Title)
+				default:
+					t.Errorf("after the fix, %s is still active: %s %+v", id, f.Title, f.Evidence)
+				}
+			}
+			b, a := r.before.Load, r.after.Load
+			t.Logf("%s: before %.0f req/s p50 %v, %d errors; fixed %.0f req/s p50 %v, %d errors; findings before %v, after %v",
+				sc.Name, b.RPS, b.Latency.P50, failures(b), a.RPS, a.Latency.P50, failures(a), activeIDs(r.before), activeIDs(r.after))
+			better := a.RPS > 1.5*b.RPS || failures(a)*10 < failures(b) || a.Latency.P50*2 < b.Latency.P50
+			if !better {
+				t.Errorf("the fix did not help: before %.0f req/s p50 %v %d failures, after %.0f req/s p50 %v %d failures",
+					b.RPS, b.Latency.P50, failures(b), a.RPS, a.Latency.P50, failures(a))
+			}
+			if sc.Name == "nginx-php-throughput" && a.RPS < 0.9*healthy.before.Load.RPS {
+				t.Errorf("fixed seed 000: %.0f req/s, below 90%% of healthy's %.0f", a.RPS, healthy.before.Load.RPS)
+			}
+			if !strings.Contains(r.out, "Findings gone:") || !strings.Contains(r.out, sc.Name+".fixed.html") {
+				t.Errorf("no before/after comparison or report paths:\n%s", r.out)
+			}
+		})
+	}
+
+	// Seed 003's second stage: with the backlog fixed, the log lock.
+	t.Run("accept-queue-backlog/stage2", func(t *testing.T) {
+		r := labRunCmd(t, "accept-queue-backlog", "--stage", "2", "--fixed")
+		f := wantActive(t, r.before, r.out, "server", "app-slow")["app-slow"]
+		if f != nil && !fixHas(f, "file lock") {
+			t.Errorf("app-slow does not name the file lock: %+v", f.Fix)
+		}
+		if findActive(r.before, "accept-queue-overflow") != nil {
+			t.Errorf("stage 2 has the backlog fixed, yet accept-queue-overflow:\n%s", r.out)
+		}
+		if f := findActive(r.after, "app-slow"); f != nil && fixHas(f, "file lock") {
+			t.Errorf("after removing the log line, still a file lock: %+v", f.Evidence)
+		}
+		if a, b := r.after.Load.Latency.P50, r.before.Load.Latency.P50; a*2 > b {
+			t.Errorf("p50 %v → %v: removing the lock should at least halve it", b, a)
+		}
+	})
+}
+
+// failures counts requests that failed: errors and non-2xx/3xx.
+func failures(l *loadJSON) uint64 {
+	e := l.Errors
+	return e.Connect + e.Read + e.Write + e.Timeout + l.Requests - l.Status["2xx"] - l.Status["3xx"]
+}
+
+// hostState is what a lab may change and must restore.
+type hostSnapshot struct {
+	conntrackMax string
+	netns        string
+}
+
+func hostState(t *testing.T) hostSnapshot {
+	t.Helper()
+	b, _ := os.ReadFile("/proc/sys/net/netfilter/nf_conntrack_max")
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	return hostSnapshot{conntrackMax: strings.TrimSpace(string(b)), netns: string(out)}
+}
+
+// wantClean fails when anything a lab creates is left: namespaces (and
+// with them veths, qdiscs, nft tables), journals, files, processes, or
+// a changed global sysctl.
+func wantClean(t *testing.T, was hostSnapshot) {
+	t.Helper()
+	now := hostState(t)
+	if now.conntrackMax != was.conntrackMax {
+		t.Errorf("nf_conntrack_max %s, was %s", now.conntrackMax, was.conntrackMax)
+	}
+	if now.netns != was.netns {
+		t.Errorf("namespaces left: %q (before: %q)", now.netns, was.netns)
+	}
+	for _, pattern := range []string{filepath.Join(lab.StateDir, "*.json"), filepath.Join(os.TempDir(), "netdoctor-lab-*"), "/etc/netns/nd-*"} {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			t.Errorf("left behind: %v", m)
+		}
+	}
+	if out, err := exec.Command("pgrep", "-a", "-f", "netdoctor-lab-|hping3|lab serve").Output(); err == nil && len(out) > 0 {
+		t.Errorf("processes left:\n%s", out)
+	}
+	if out, _ := exec.Command("ip", "link", "show").Output(); strings.Contains(string(out), "nds-") || strings.Contains(string(out), "ndc-") {
+		t.Errorf("veth left:\n%s", out)
+	}
+}
+
+// TestLabCleanAfterKill: a lab run killed with SIGKILL cannot clean up;
+// `lab clean` must then remove its namespaces and processes and restore
+// nf_conntrack_max from the journal.
+func TestLabCleanAfterKill(t *testing.T) {
+	labNeeds(t)
+	was := hostState(t)
+	t.Cleanup(func() { wantClean(t, was) })
+	cmd := exec.Command(os.Args[0], "lab", "run", "--out", t.TempDir(), "conntrack-sawtooth")
+	cmd.Env = append(os.Environ(), "ND_HELPER=cli")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the lab is up and the global changed: the load running.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "Running ") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("lab did not start:\n%s", out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if b, _ := os.ReadFile("/proc/sys/net/netfilter/nf_conntrack_max"); strings.TrimSpace(string(b)) != "2000" {
+		t.Errorf("nf_conntrack_max %s while the lab runs, want 2000", b)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if ns := hostState(t).netns; !strings.Contains(ns, "nd-") {
+		t.Fatalf("nothing left to clean after SIGKILL? namespaces %q", ns)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), []string{"lab", "clean"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("lab clean: exit %d: %s%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"restored /proc/sys/net/netfilter/nf_conntrack_max to " + was.conntrackMax, "deleted namespace nd-"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("lab clean said nothing of %q:\n%s", want, stdout.String())
+		}
+	}
+	// A second clean finds nothing.
+	stdout.Reset()
+	if code := Run(context.Background(), []string{"lab", "clean"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "nothing to clean") {
+		t.Errorf("second clean: exit %d: %s", code, stdout.String())
+	}
+}
+
+// TestLabBadInput: one line and exit 2 for what cannot run.
+func TestLabBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"lab"}, {"lab", "frob"}, {"lab", "run"}, {"lab", "run", "no-such-case"},
+		{"lab", "run", "healthy", "--fixed"}, {"lab", "run", "nginx-nagle", "--stage", "2"},
+		{"lab", "list", "x"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), args, &stdout, &stderr)
+		if code != ExitUsage || strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr.String())
+		}
+	}
+}
+
+// TestLabList: every scenario is listed, and -v documents each: its
+// seed, faults, findings, fix and the article's figures.
+func TestLabList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), []string{"lab", "list", "-v"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, sc := range lab.Scenarios {
+		i := strings.Index(stdout.String(), sc.Name+" — seed")
+		if i < 0 {
+			t.Errorf("%s not listed", sc.Name)
+			continue
+		}
+		entry := stdout.String()[i:]
+		if j := strings.Index(entry, "\n\n"); j > 0 {
+			entry = entry[:j]
+		}
+		for _, want := range []string{"article:", "load:"} {
+			if !strings.Contains(entry, want) {
+				t.Errorf("%s: no %q in\n%s", sc.Name, want, entry)
+			}
+		}
+		for _, id := range sc.Reports {
+			if !strings.Contains(entry, id) {
+				t.Errorf("%s: %s not documented", sc.Name, id)
+			}
+		}
+	}
+}

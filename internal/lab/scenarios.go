@@ -1,0 +1,209 @@
+package lab
+
+import "strings"
+
+// Scenario is one seed case rebuilt in a lab. Its faults come in stages,
+// in the order the seed's author found and fixed them: stage N has the
+// faults of stages N and later, the fixes of the earlier ones. Stage 1,
+// the default, has every fault at once; stage len(Stages)+1 is fixed.
+type Scenario struct {
+	Name    string
+	Seed    string // which seed case and section it reproduces
+	Summary string
+	// Reports are the findings netdoctor must report active at stage 1.
+	Reports []string
+	Stages  []Stage
+	// Load is the run's load, as netdoctor run flags, the same before
+	// and after the fix.
+	Load []string
+	// Article is what the seed's author measured; Lab is what the lab
+	// measures on a 2-core machine (docs/lab.md has the runs).
+	Article string
+	Lab     string
+	// Persists are findings the fix leaves active, no longer critical,
+	// because what raises them outlives the fix (a flood goes on; the
+	// fix makes the server survive it).
+	Persists []string
+	// Note explains what a reader might otherwise take for a defect.
+	Note string
+}
+
+// Stage is one fault and the fix that removes it.
+type Stage struct {
+	Fault   string
+	Fix     string
+	Reports []string // findings this stage's fault raises when it is the first one left
+}
+
+// Fixed is the stage number at which every fault is fixed.
+func (s *Scenario) Fixed() int { return len(s.Stages) + 1 }
+
+// Faults describes the faults present at stage n.
+func (s *Scenario) Faults(n int) string {
+	var f []string
+	for i := n - 1; i >= 0 && i < len(s.Stages); i++ {
+		f = append(f, s.Stages[i].Fault)
+	}
+	if len(f) == 0 {
+		return "none"
+	}
+	return strings.Join(f, "; ")
+}
+
+// Fixes describes what changes from stage n to stage to.
+func (s *Scenario) Fixes(n, to int) string {
+	var f []string
+	for i := n - 1; i >= 0 && i < to-1 && i < len(s.Stages); i++ {
+		f = append(f, s.Stages[i].Fix)
+	}
+	return strings.Join(f, "; ")
+}
+
+// Expected is what netdoctor must report active at stage n.
+func (s *Scenario) Expected(n int) []string {
+	if n == 1 {
+		return s.Reports
+	}
+	if n-1 < len(s.Stages) {
+		return s.Stages[n-1].Reports
+	}
+	return nil
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (*Scenario, bool) {
+	for i := range Scenarios {
+		if Scenarios[i].Name == name {
+			return &Scenarios[i], true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the scenarios' names.
+func Names() []string {
+	var n []string
+	for _, s := range Scenarios {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// Scenarios are the seed cases, in the order of ../shared/docs/cases.md,
+// and the negative control. Names are part of the interface.
+var Scenarios = []Scenario{
+	{
+		Name:    "nginx-php-throughput",
+		Seed:    "000 (all five stages)",
+		Summary: "nginx → php-fpm hello world under 200 connections collapses; each fix uncovers the next fault",
+		Reports: []string{"conntrack-table-full", "worker-pool-exhausted", "ephemeral-port-exhaustion", "upstream-connection-churn"},
+		Stages: []Stage{
+			{Fault: "stateful firewall with nf_conntrack_max 200", Fix: "nf_conntrack_max 262144", Reports: []string{"conntrack-table-full"}},
+			{Fault: "php-fpm pm.max_children 5 (pm dynamic)", Fix: "pm.max_children 256 (static): more than nginx can hold open", Reports: []string{"worker-pool-exhausted"}},
+			{Fault: "net.core.somaxconn 10 (caps nginx's backlog 511 and php-fpm's)", Fix: "somaxconn 4096 with nginx backlog=4096 and listen.backlog = 4096", Reports: []string{"accept-queue-overflow"}},
+			{Fault: "ip_local_port_range 20000 20050 (51 ports) with fastcgi_keep_conn off", Fix: "ip_local_port_range 15000 65000", Reports: []string{"ephemeral-port-exhaustion", "upstream-connection-churn"}},
+			{Fault: "a new FastCGI connection per request with tcp_tw_reuse 0", Fix: "upstream keepalive 128 with fastcgi_keep_conn on", Reports: []string{"upstream-connection-churn"}},
+		},
+		Load:    []string{"-c", "200", "-t", "2", "-d", "5s", "--timeout", "2s"},
+		Article: "189 req/s all non-2xx → 5382 (conntrack) → 4683 (max_children) → 6185 (backlog) → 3208 (ports) → 5180 req/s, no non-2xx (keepalive, tw_reuse)",
+	},
+	{
+		Name:    "nginx-nagle",
+		Seed:    "001 §7",
+		Summary: "nginx with tcp_nodelay off answers keep-alive clients ~40 ms late: Nagle meets delayed ACK",
+		Reports: []string{"nagle-delayed-ack"},
+		Stages: []Stage{
+			{Fault: "nginx tcp_nodelay off, sendfile on, a 900-byte page over keep-alive", Fix: "tcp_nodelay on (nginx's default)", Reports: []string{"nagle-delayed-ack"}},
+		},
+		Load:    []string{"-c", "20", "-t", "1", "-d", "5s"},
+		Article: "wrk p50 44 ms vs 7.8 ms on the other port, 2283 → 12384 req/s after tcp_nodelay on",
+	},
+	{
+		Name:    "dns-no-resolver",
+		Seed:    "001 §4",
+		Summary: "the application looks up its backend's name per request, and the server's resolv.conf lists no nameserver",
+		Reports: []string{"dns-misconfigured"},
+		Stages: []Stage{
+			{Fault: "empty resolv.conf in the server's namespace", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-misconfigured"}},
+		},
+		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
+		Article: "nslookup: “no servers could be reached”",
+	},
+	{
+		Name:    "dns-slow-resolver",
+		Seed:    "001 §4",
+		Summary: "the application looks up its backend's name per request through a far resolver",
+		Reports: []string{"dns-slow", "app-slow"},
+		Stages: []Stage{
+			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-slow", "app-slow"}},
+		},
+		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
+		Article: "far resolver: 140 ms ping, lookups of 10–15 s when lossy; with a dnsmasq cache 0.49 s then 0.011 s",
+	},
+	{
+		Name:    "ping-ptr-timeout",
+		Seed:    "001 §5",
+		Summary: "the application resolves each client's address to a name (as HostnameLookups, UseDNS or ping do) and PTR queries go unanswered",
+		Reports: []string{"reverse-dns-lookup", "app-slow"},
+		Stages: []Stage{
+			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []string{"reverse-dns-lookup", "app-slow"}},
+		},
+		Load:    []string{"-c", "20", "-t", "1", "-d", "5s", "--timeout", "4s"},
+		Article: "ping -c 3 took 11 s: two PTR lookups of 5 s went unanswered; ping -n is instant",
+	},
+	{
+		Name:    "syn-flood",
+		Seed:    "001 §6",
+		Summary: "an hping3 SYN flood fills nginx's SYN queue while a normal client measures",
+		Reports: []string{"syn-queue-overflow"},
+		Stages: []Stage{
+			{Fault: "SYN flood at 2000/s from random sources; tcp_syncookies 0, tcp_max_syn_backlog 256", Fix: "tcp_syncookies 1 (the default)", Reports: []string{"syn-queue-overflow"}},
+		},
+		Load:     []string{"-c", "10", "-t", "1", "-d", "5s", "--no-keepalive"},
+		Article:  "193 connections in SYN_RECV, curl times out; tcp_max_syn_backlog 256",
+		Persists: []string{"syn-queue-overflow"},
+		Note:     "after the fix the flood goes on: syn-queue-overflow stays, as a warning that SYN cookies now answer it",
+	},
+	{
+		Name:    "conntrack-sawtooth",
+		Seed:    "002",
+		Summary: "nginx proxy → backend (new connection per request) behind a stateful firewall: TPS climbs, collapses, climbs",
+		Reports: []string{"conntrack-table-full"},
+		Stages: []Stage{
+			{Fault: "stateful firewall, nf_conntrack_max 2000, TIME_WAIT entries kept 3 s (the article's 120 s cycle, shortened to fit the run)", Fix: "nf_conntrack_max 262144", Reports: []string{"conntrack-table-full"}},
+		},
+		Load:    []string{"-c", "100", "-t", "1", "-d", "10s"},
+		Article: "TPS climbs to ~300, collapses, climbs again, regularly; dmesg “nf_conntrack: table full, dropping packet”; 1000 TPS without iptables",
+	},
+	{
+		Name:    "accept-queue-backlog",
+		Seed:    "003",
+		Summary: "a 35 ms mock with a listen backlog of 50 under heavy concurrency; behind it a contended log lock",
+		Reports: []string{"accept-queue-overflow"},
+		Stages: []Stage{
+			{Fault: "listen backlog 50 with 100 worker threads under 400 connections", Fix: "listen backlog 5000", Reports: []string{"accept-queue-overflow"}},
+			{Fault: "every request appends to one log under an exclusive flock held 2 ms", Fix: "log level raised: no log line per request", Reports: []string{"app-slow"}},
+		},
+		Load:    []string{"-c", "400", "-t", "2", "-d", "5s", "--no-keepalive", "--timeout", "3s"},
+		Article: "errors (connection reset) from ~3800 TPS; Send-Q 50 on :5000; backlog 5000 → no errors; at 4600 threads RT grows with idle CPU, threads BLOCKED on the log lock; log level → RT 37 ms",
+		Note:    "after both fixes the mock still sleeps 35 ms per request, as the seed's did: app-slow stays, now naming that sleep, and p50 falls to the sleep plus queueing",
+	},
+	{
+		Name:    "kv-redis",
+		Seed:    "004",
+		Summary: "nginx + Lua → redis, connecting per request; TIME_WAIT bucket table too small",
+		Reports: []string{"upstream-connection-churn", "timewait-bucket-overflow"},
+		Stages: []Stage{
+			{Fault: "a new redis connection per request (red:close()), tcp_max_tw_buckets 1024", Fix: "red:set_keepalive(10000, 1024): a pool per worker", Reports: []string{"upstream-connection-churn", "timewait-bucket-overflow"}},
+		},
+		Load:    []string{"-c", "100", "-t", "1", "-d", "5s"},
+		Article: "strace: a connect() to redis per request; upstream keepalive 1024: TPS 3K → 9K, RT 300 ms → 20 ms; dmesg “time wait bucket table overflow”",
+	},
+	{
+		Name:    "healthy",
+		Seed:    "none (the negative control)",
+		Summary: "nginx → php-fpm tuned as the fixed seed 000: upstream keepalive, a pool with room, default queues, no firewall",
+		Load:    []string{"-c", "200", "-t", "2", "-d", "5s", "--timeout", "2s"},
+		Article: "seed 000 after every fix: 5180 req/s, no non-2xx",
+	},
+}

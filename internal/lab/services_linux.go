@@ -1,0 +1,162 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Self is how the lab starts netdoctor itself in a namespace (its small
+// built-in servers, and `netdoctor run` on the client side): the binary
+// and extra environment. A test binary sets it to re-run itself in a
+// helper role.
+var Self = func() (exe string, env []string) {
+	exe, _ = os.Executable()
+	return exe, nil
+}
+
+// StartSelf runs `netdoctor ARGS` in namespace ns and, when ready is
+// not empty, waits until the process prints it.
+func (e *Env) StartSelf(ctx context.Context, ns, name, ready string, args ...string) (*Proc, error) {
+	exe, env := Self()
+	p, err := e.start(ns, name, env, append([]string{exe}, args...)...)
+	if err != nil || ready == "" {
+		return p, err
+	}
+	return p, e.WaitOutput(ctx, p, ready)
+}
+
+// WaitOutput waits until p has printed want, or exits, or 10 s pass.
+func (e *Env) WaitOutput(ctx context.Context, p *Proc, want string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, _ := os.ReadFile(p.Log); strings.Contains(string(b), want) {
+			return nil
+		}
+		if p.Exited() {
+			return fmt.Errorf("%s exited before it was ready: %s", p.Name, p.tail())
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s not ready after 10 s: %s", p.Name, p.tail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ResolvConf gives namespace ns its own resolv.conf: `ip netns exec`
+// bind-mounts /etc/netns/NS/resolv.conf over /etc/resolv.conf for what
+// it starts, and netdoctor reads it from there. It must be written before
+// the processes that resolve are started. The directory is removed on
+// Close (and by Clean).
+func (e *Env) ResolvConf(ns, content string) error {
+	dir := filepath.Join("/etc/netns", ns)
+	e.mu.Lock()
+	e.state.Paths = append(e.state.Paths, dir)
+	err := e.state.save()
+	e.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("lab journal: %w", err)
+	}
+	e.onClose(func() error { return os.RemoveAll(dir) })
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(content), 0o644)
+}
+
+// Dnsmasq is a caching resolver answering the lab's own names.
+type Dnsmasq struct {
+	Listen []string          // addresses, port 53
+	Hosts  map[string]string // name → IPv4 address, answered authoritatively
+	// BogusPriv answers reverse lookups of private ranges locally
+	// (NXDOMAIN unless a host above has the address) instead of
+	// forwarding them.
+	BogusPriv bool
+}
+
+// StartDnsmasq starts dnsmasq in namespace ns: no upstream servers, no
+// DHCP, only the given names (NXDOMAIN for any other).
+func (e *Env) StartDnsmasq(ctx context.Context, ns string, d *Dnsmasq) (*Proc, error) {
+	bin, err := findBinary("dnsmasq")
+	if err != nil {
+		return nil, ErrMissing{[]string{"dnsmasq (dnsmasq-base)"}}
+	}
+	dir := filepath.Join(e.Dir, "dnsmasq")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var hosts strings.Builder
+	for name, addr := range d.Hosts {
+		fmt.Fprintf(&hosts, "%s %s\n", addr, name)
+	}
+	hostsFile := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(hostsFile, []byte(hosts.String()), 0o644); err != nil {
+		return nil, err
+	}
+	args := []string{bin, "--keep-in-foreground", "--no-daemon", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
+		"--addn-hosts=" + hostsFile, "--bind-interfaces", "--user=root", "--pid-file=" + filepath.Join(dir, "dnsmasq.pid"),
+		"--cache-size=1000", "--log-facility=" + filepath.Join(dir, "dnsmasq.log"),
+		// Every other name is local too: NXDOMAIN at once, where no
+		// upstream would make it REFUSED.
+		"--local=/#/"}
+	for _, l := range d.Listen {
+		args = append(args, "--listen-address="+l)
+	}
+	if d.BogusPriv {
+		args = append(args, "--bogus-priv")
+	}
+	p, err := e.start(ns, "dnsmasq", nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	// dnsmasq answers over TCP on the same addresses.
+	return p, e.WaitListening(ctx, p, ns, d.Listen[0]+":53")
+}
+
+// StartRedis starts redis-server in namespace ns on addr ("ip:port"),
+// without persistence.
+func (e *Env) StartRedis(ctx context.Context, ns, addr string) (*Proc, error) {
+	bin, err := findBinary("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	host, port, ok := strings.Cut(addr, ":")
+	if !ok {
+		return nil, fmt.Errorf("redis address %q: want ip:port", addr)
+	}
+	dir := filepath.Join(e.Dir, "redis")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	p, err := e.start(ns, "redis-server", nil, bin, "--bind", host, "--port", port, "--dir", dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no", "--maxclients", "10000")
+	if err != nil {
+		return nil, err
+	}
+	return p, e.WaitListening(ctx, p, ns, addr)
+}
+
+// SYNFlood sends TCP SYNs from random source addresses at about pps per
+// second from namespace ns to addr ("ip:port") with hping3, for at most
+// d: seed 001 §6's flood, bounded. Random sources get no route back, so
+// each SYN leaves a half-open connection in the server's SYN queue.
+func (e *Env) SYNFlood(ns, addr string, pps int, d time.Duration) (*Proc, error) {
+	bin, err := findBinary("hping3")
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := findBinary("timeout")
+	if err != nil {
+		return nil, err
+	}
+	host, port, ok := strings.Cut(addr, ":")
+	if !ok {
+		return nil, fmt.Errorf("flood target %q: want ip:port", addr)
+	}
+	interval := fmt.Sprintf("u%d", max(1, 1000000/pps))
+	return e.start(ns, "hping3", nil, timeout, "-s", "KILL", fmt.Sprintf("%.0f", d.Seconds()), bin,
+		"-q", "-S", "-p", port, "-i", interval, "--rand-source", host)
+}

@@ -1,0 +1,228 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// StateDir holds one journal per live lab: what it created and the
+// previous value of every global it changed, written before the change.
+// It is on tmpfs, like the changes it records: a reboot clears both.
+var StateDir = "/run/netdoctor-lab"
+
+// state is a lab's journal, enough for Clean to undo a lab whose process
+// was killed before Close could run.
+type state struct {
+	PID     int      `json:"pid"`
+	Start   string   `json:"start"` // the owner's start time (/proc/PID/stat field 22): tells a reused PID apart
+	Netns   []string `json:"netns"`
+	Paths   []string `json:"paths"` // directories to remove
+	Globals []global `json:"globals"`
+	journal string
+}
+
+type global struct {
+	Path string `json:"path"`
+	Old  string `json:"old"`
+}
+
+func (s *state) save() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := s.journal + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		// The value must be on disk before the global changes, or a
+		// crash in between loses it.
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.journal)
+}
+
+func newState(id string, netns []string) (*state, error) {
+	if err := os.MkdirAll(StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("lab journal: %w", err)
+	}
+	s := &state{PID: os.Getpid(), Start: startTime(os.Getpid()), Netns: netns,
+		journal: filepath.Join(StateDir, id+".json")}
+	return s, s.save()
+}
+
+func (s *state) remove() error {
+	if err := os.Remove(s.journal); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// startTime returns field 22 of /proc/PID/stat, or "" when pid is gone.
+func startTime(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+func (s *state) alive() bool {
+	return s.PID > 0 && s.Start != "" && startTime(s.PID) == s.Start
+}
+
+// labNetns matches the namespaces New creates.
+var labNetns = regexp.MustCompile(`^nd-.+-(srv|cli)$`)
+
+// Clean undoes what labs whose process died left behind (a run killed
+// with SIGKILL cannot run Close): it restores the globals they changed to
+// the values their journals saved, kills the processes inside their
+// namespaces, deletes the namespaces (their veths, qdiscs and nft tables
+// go with them) and removes their files. Labs whose owner is still
+// running are left alone. It returns one line per thing undone.
+func Clean() ([]string, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNeedsRoot
+	}
+	var done []string
+	var errs []error
+	live := map[string]bool{}
+	liveDirs := map[string]bool{}
+	journals, _ := filepath.Glob(filepath.Join(StateDir, "*.json"))
+	var dead []*state
+	for _, j := range journals {
+		b, err := os.ReadFile(j)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		s := &state{journal: j}
+		if err := json.Unmarshal(b, s); err != nil {
+			errs = append(errs, fmt.Errorf("lab journal %s: %v", j, err))
+			continue
+		}
+		if s.alive() {
+			for _, n := range s.Netns {
+				live[n] = true
+			}
+			for _, p := range s.Paths {
+				liveDirs[p] = true
+			}
+			continue
+		}
+		dead = append(dead, s)
+	}
+	for _, s := range dead {
+		var serr []error
+		// Latest change first, so a global changed twice ends at its
+		// value from before the lab.
+		for i := len(s.Globals) - 1; i >= 0; i-- {
+			g := s.Globals[i]
+			if err := os.WriteFile(g.Path, []byte(g.Old), 0o644); err != nil {
+				serr = append(serr, fmt.Errorf("restore %s: %w", g.Path, err))
+				continue
+			}
+			done = append(done, fmt.Sprintf("restored %s to %s", g.Path, strings.TrimSpace(g.Old)))
+		}
+		for _, n := range s.Netns {
+			if d, err := deleteNetns(n); err != nil {
+				serr = append(serr, err)
+			} else {
+				done = append(done, d...)
+			}
+		}
+		for _, p := range s.Paths {
+			if _, err := os.Stat(p); err == nil {
+				if err := os.RemoveAll(p); err != nil {
+					serr = append(serr, err)
+				} else {
+					done = append(done, "removed "+p)
+				}
+			}
+		}
+		if len(serr) == 0 {
+			os.Remove(s.journal)
+		}
+		errs = append(errs, serr...)
+	}
+	// Leftovers without a journal (a lab killed before writing one, or
+	// from an older netdoctor): namespaces and directories by name.
+	if out, err := exec.Command("ip", "netns", "list").Output(); err == nil {
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) == 0 || !labNetns.MatchString(f[0]) || live[f[0]] {
+				continue
+			}
+			d, err := deleteNetns(f[0])
+			if err != nil {
+				errs = append(errs, err)
+			}
+			done = append(done, d...)
+		}
+	}
+	for _, pattern := range []string{filepath.Join(os.TempDir(), "netdoctor-lab-*"), "/etc/netns/nd-*"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			if liveDirs[p] || live[filepath.Base(p)] {
+				continue
+			}
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done = append(done, "removed "+p)
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// deleteNetns kills every process in namespace ns and deletes it.
+func deleteNetns(ns string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err != nil {
+		return nil, nil
+	}
+	var done []string
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				done = append(done, fmt.Sprintf("killed %d (%s) in %s", pid, comm(pid), ns))
+			}
+		}
+	}
+	if err := run("ip", "netns", "del", ns); err != nil {
+		return done, err
+	}
+	return append(done, "deleted namespace "+ns), nil
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
