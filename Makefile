@@ -22,8 +22,10 @@ lint:
 test: deps lint build
 	go test -count=1 ./...
 
+# The main job on the built-in lab: seed 000 with every fault at once,
+# diagnosed, fixed, run again and compared (needs root).
 demo: build
-	scripts/demo.sh bin/netdoctor
+	bin/netdoctor lab run nginx-php-throughput --fixed
 
 bench: build
 	bench/snapshot.sh

@@ -18,6 +18,14 @@ command -v wrk >/dev/null || need+=(wrk)
 # php-fpm: the pools behind nginx in run's integration tests and the lab.
 PATH="$PATH:/usr/sbin:/sbin" command -v php-fpm8.2 >/dev/null || PATH="$PATH:/usr/sbin" command -v php-fpm >/dev/null || need+=(php8.2-fpm)
 PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null || need+=(nftables)   # conntrack faults in run tests
+# The lab's other real servers and tools (netdoctor lab, its tests):
+# dnsmasq's binary without its service, redis, nginx's Lua module with
+# the Lua redis client (seed 004), hping3 for the SYN flood.
+PATH="$PATH:/usr/sbin:/sbin" command -v dnsmasq >/dev/null || need+=(dnsmasq-base)
+command -v redis-server >/dev/null || need+=(redis-server)
+[ -e /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need+=(libnginx-mod-http-lua)
+[ -e /usr/share/lua/5.1/nginx/redis.lua ] || need+=(lua-nginx-redis)
+PATH="$PATH:/usr/sbin:/sbin" command -v hping3 >/dev/null || need+=(hping3)
 command -v chromium >/dev/null || need+=(chromium)   # renders run's HTML report in a test
 [ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
 if [ ${#need[@]} -gt 0 ]; then
@@ -28,6 +36,8 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
   had_nginx_pid=0
   [ -e /run/nginx.pid ] && had_nginx_pid=1
+  had_redis=0
+  pgrep -x redis-server >/dev/null && had_redis=1
   had_fpm_pid=0
   ls /run/php/php*-fpm.pid >/dev/null 2>&1 && had_fpm_pid=1
   apt-get update -qq
@@ -51,6 +61,12 @@ if [ ${#need[@]} -gt 0 ]; then
     for p in /run/php/php*-fpm.pid; do
       [ -s "$p" ] && kill -QUIT "$(cat "$p")" 2>/dev/null || true
     done
+  fi
+  if [ "$had_redis" -eq 0 ] && [[ " ${need[*]} " == *" redis-server "* ]]; then
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now redis-server >/dev/null 2>&1 || true
+    fi
+    pkill -x redis-server 2>/dev/null || true
   fi
 fi
 go mod download

@@ -40,3 +40,43 @@ func isRead(nr int) bool {
 	}
 	return false
 }
+
+// peerPort returns the remote port of socket fd in process pid and
+// whether it is a datagram socket, by a copy of the descriptor as
+// localPort takes one.
+func peerPort(pid, fd int) (port int, udp, ok bool) {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return 0, false, false
+	}
+	defer unix.Close(pfd)
+	c, err := unix.PidfdGetfd(pfd, fd, 0)
+	if err != nil {
+		return 0, false, false
+	}
+	defer unix.Close(c)
+	typ, err := unix.GetsockoptInt(c, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil {
+		return 0, false, false
+	}
+	sa, err := unix.Getpeername(c)
+	if err != nil {
+		return 0, false, false
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port, typ == unix.SOCK_DGRAM, true
+	case *unix.SockaddrInet6:
+		return a.Port, typ == unix.SOCK_DGRAM, true
+	}
+	return 0, false, false
+}
+
+// isPoll reports whether a system call number is poll or ppoll.
+func isPoll(nr int) bool {
+	switch uintptr(nr) {
+	case unix.SYS_PPOLL:
+		return true
+	}
+	return isPollLegacy(nr)
+}

@@ -20,6 +20,7 @@ const (
 	WaitFile    = "file-lock" // flock/fcntl lock: e.g. a shared log file
 	WaitSleep   = "sleep"     // nanosleep: sleep()/usleep() in the code
 	WaitNetwork = "network"   // reading from or connecting to a peer
+	WaitDNS     = "dns"       // polling the UDP socket of a name lookup (glibc's resolver)
 	WaitDisk    = "disk"      // uninterruptible sleep (state D): I/O
 	WaitOther   = "other"     // any other kernel function
 )
@@ -67,6 +68,9 @@ func Waits(proc string, pids []int, servePort int) (classes map[string]int, othe
 			if c == WaitNetwork && servePort > 0 && readsFrom(dir+"/"+t.Name(), pid) == servePort {
 				c = WaitIdle
 			}
+			if c == WaitIdle && pollWchan[wchan] && polls(dir+"/"+t.Name()) && resolving(proc, pid) {
+				c = WaitDNS
+			}
 			classes[c]++
 			if c == WaitOther {
 				if other == nil {
@@ -77,6 +81,51 @@ func Waits(proc string, pids []int, servePort int) (classes map[string]int, othe
 		}
 	}
 	return classes, other
+}
+
+// pollWchan are where poll(2)/ppoll(2) sleep: glibc's resolver waits
+// for the nameserver's answer there.
+var pollWchan = map[string]bool{"do_sys_poll": true, "poll_schedule_timeout": true, "poll_schedule_timeout.constprop.0": true}
+
+// polls reports whether a blocked thread is in poll or ppoll, from
+// /proc/PID/task/TID/syscall.
+func polls(taskDir string) bool {
+	b, err := os.ReadFile(taskDir + "/syscall")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return false
+	}
+	nr, err := strconv.Atoi(f[0])
+	return err == nil && isPoll(nr)
+}
+
+// resolving reports whether process pid holds a UDP socket connected to
+// port 53: glibc's res_send connects one to the nameserver, sends the
+// query and polls it. A worker polling while it holds one waits for a
+// name lookup (seed 001 §4–5), which the wait channel alone calls idle.
+func resolving(proc string, pid int) bool {
+	dir := proc + "/" + strconv.Itoa(pid) + "/fd"
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range fds {
+		l, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil || !strings.HasPrefix(l, "socket:") {
+			continue
+		}
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if port, udp, ok := peerPort(pid, fd); ok && udp && port == 53 {
+			return true
+		}
+	}
+	return false
 }
 
 func classify(state byte, wchan string) string {

@@ -96,7 +96,7 @@ var Scenarios = []Scenario{
 		Name:    "nginx-php-throughput",
 		Seed:    "000 (all five stages)",
 		Summary: "nginx → php-fpm hello world under 200 connections collapses; each fix uncovers the next fault",
-		Reports: []string{"conntrack-table-full", "worker-pool-exhausted", "ephemeral-port-exhaustion", "upstream-connection-churn"},
+		Reports: []string{"conntrack-table-full", "accept-queue-overflow", "upstream-connection-churn", "ephemeral-port-exhaustion"},
 		Stages: []Stage{
 			{Fault: "stateful firewall with nf_conntrack_max 200", Fix: "nf_conntrack_max 262144", Reports: []string{"conntrack-table-full"}},
 			{Fault: "php-fpm pm.max_children 5 (pm dynamic)", Fix: "pm.max_children 256 (static): more than nginx can hold open", Reports: []string{"worker-pool-exhausted"}},
@@ -133,9 +133,9 @@ var Scenarios = []Scenario{
 		Name:    "dns-slow-resolver",
 		Seed:    "001 §4",
 		Summary: "the application looks up its backend's name per request through a far resolver",
-		Reports: []string{"dns-slow", "app-slow"},
+		Reports: []string{"dns-slow", "worker-pool-exhausted"},
 		Stages: []Stage{
-			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-slow", "app-slow"}},
+			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-slow", "worker-pool-exhausted"}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
 		Article: "far resolver: 140 ms ping, lookups of 10–15 s when lossy; with a dnsmasq cache 0.49 s then 0.011 s",
@@ -144,9 +144,9 @@ var Scenarios = []Scenario{
 		Name:    "ping-ptr-timeout",
 		Seed:    "001 §5",
 		Summary: "the application resolves each client's address to a name (as HostnameLookups, UseDNS or ping do) and PTR queries go unanswered",
-		Reports: []string{"reverse-dns-lookup", "app-slow"},
+		Reports: []string{"reverse-dns-lookup", "worker-pool-exhausted"},
 		Stages: []Stage{
-			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []string{"reverse-dns-lookup", "app-slow"}},
+			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []string{"reverse-dns-lookup", "worker-pool-exhausted"}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "5s", "--timeout", "4s"},
 		Article: "ping -c 3 took 11 s: two PTR lookups of 5 s went unanswered; ping -n is instant",

@@ -73,6 +73,7 @@ var waitFix = map[string]string{
 	app.WaitFile:    "workers queue on a file lock (flock/fcntl), as on the shared log file of seed 003: log less (raise the log level), log asynchronously or per worker, and keep locks out of the request path",
 	app.WaitLock:    "workers queue on a mutex (futex): find the contended lock (`perf lock`, thread dumps); for PHP, sessions lock per user: call session_write_close() early",
 	app.WaitSleep:   "workers sleep in the request path (sleep/usleep, retry back-offs, rate limiters): remove or shorten those sleeps",
+	app.WaitDNS:     "workers wait for name lookups (glibc's resolver polling its nameserver): point resolv.conf at a local cache (dnsmasq, systemd-resolved, nscd), resolve backends once at start, and take reverse lookups (gethostbyaddr, HostnameLookups, UseDNS) out of the request path",
 	app.WaitNetwork: "workers wait on a peer's socket (a database, cache or API): measure that backend's latency, keep connections to it open, add an index or a cache",
 	app.WaitDisk:    "workers wait for disk I/O: check `iostat -x 1`, move logs and sessions off slow disks or into memory",
 	app.WaitRunning: "workers are on CPU: profile them (`perf record -g -p PID`) and make the request cheaper",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -13,7 +14,11 @@ import (
 // in the quiet seconds before the load. A counter that rose as fast
 // without load is background, not the load's doing: the finding keeps the
 // evidence but says so, and a critical one becomes a warning.
-func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side string) {
+//
+// Unless the load failed with it: drops that a flood or another client
+// keeps going (seed 001 §6) are not the load's doing either, but when the
+// load's own connections fail in numbers they hurt it all the same.
+func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side string, lr *load.Result) {
 	if b == nil {
 		return
 	}
@@ -53,6 +58,13 @@ func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side stri
 		if !counted || !background {
 			continue
 		}
+		if connFailed(lr) && dropsConnections[f.ID] {
+			f.Evidence = append(f.Evidence, rules.Item{
+				Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: something besides the load drives them, and the load's connections failed with them", bw.Duration().Seconds()),
+				Source: "baseline", Window: true,
+			})
+			continue
+		}
 		f.Evidence = append(f.Evidence, rules.Item{
 			Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: background, not caused by it", bw.Duration().Seconds()),
 			Source: "baseline", Window: true,
@@ -61,6 +73,20 @@ func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side stri
 			f.Severity = rules.Warning
 		}
 	}
+}
+
+// dropsConnections are findings whose counters count connections or
+// packets the kernel dropped.
+var dropsConnections = map[string]bool{"syn-queue-overflow": true, "accept-queue-overflow": true, "conntrack-table-full": true}
+
+// connFailed reports a load whose connects failed or timed out for at
+// least a tenth of its attempts.
+func connFailed(lr *load.Result) bool {
+	if lr == nil {
+		return false
+	}
+	bad := lr.Errors.Connect + lr.Errors.Timeout
+	return bad > 0 && bad*10 >= lr.Requests+lr.Errors.Total()
 }
 
 // isCounter reports evidence sources that are counters with a rate.

@@ -25,7 +25,7 @@ func TestBaseline(t *testing.T) {
 		{ID: "packet-loss", Severity: rules.Critical, Status: rules.Active, Side: "server", Evidence: []rules.Item{{Source: "Tcp.RetransSegs", Window: true}}},
 		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Side: "server", Evidence: []rules.Item{{Source: "TcpExt.ListenOverflows", Window: true}}},
 	}
-	baseline(fs, b, start, "server")
+	baseline(fs, b, start, "server", nil)
 	if fs[0].Severity != rules.Warning || len(fs[0].Evidence) != 2 || fs[0].Evidence[1].Source != "baseline" {
 		t.Errorf("background retransmits: %+v", fs[0])
 	}

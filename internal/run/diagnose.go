@@ -58,7 +58,7 @@ func diagnose(r *Result) []rules.Finding {
 			f.Side = name
 			side = append(side, f)
 		}
-		baseline(side, s.Bundle, r.LoadStart, name)
+		baseline(side, s.Bundle, r.LoadStart, name, r.Load)
 		out = append(out, side...)
 	}
 	out = append(out, LoadFindings(r.Load)...)

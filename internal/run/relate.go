@@ -19,8 +19,8 @@ var consequences = map[string][]string{
 	// fills: the overflow on the pool's socket is what the full pool does.
 	"worker-pool-exhausted": {"accept-queue-overflow"},
 	// Lookups in the request path hold the workers (seed 001 §4–5).
-	"reverse-dns-lookup": {"app-slow"},
-	"dns-slow":           {"app-slow"},
+	"reverse-dns-lookup": {"worker-pool-exhausted", "app-slow"},
+	"dns-slow":           {"worker-pool-exhausted", "app-slow"},
 }
 
 // relate marks symptoms with their cause and orders every cause right

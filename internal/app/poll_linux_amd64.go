@@ -1,0 +1,7 @@
+package app
+
+import "golang.org/x/sys/unix"
+
+// isPollLegacy: poll(2) exists beside ppoll on amd64 (glibc's resolver
+// calls poll); arm64 has only ppoll.
+func isPollLegacy(nr int) bool { return uintptr(nr) == unix.SYS_POLL }

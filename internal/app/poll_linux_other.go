@@ -1,0 +1,8 @@
+//go:build linux && !amd64
+
+package app
+
+// isPollLegacy: only amd64 is tested; elsewhere glibc's poll is found
+// through ppoll where the architecture has no poll(2) (arm64), and
+// missed on the others.
+func isPollLegacy(int) bool { return false }
