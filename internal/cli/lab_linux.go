@@ -47,6 +47,9 @@ func labList(args []string, stdout, stderr io.Writer) error {
 		return badInput("lab list takes no arguments")
 	}
 	p := &printer{w: stdout}
+	if *verbose {
+		p.f("Each scenario's figures in the lab beside the article's: docs/lab.md\n\n")
+	}
 	for _, s := range lab.Scenarios {
 		if !*verbose {
 			p.f("%-22s seed %-28s %s\n", s.Name, s.Seed, s.Summary)
@@ -63,9 +66,6 @@ func labList(args []string, stdout, stderr io.Writer) error {
 		}
 		p.f("  load: netdoctor run %s\n", strings.Join(s.Load, " "))
 		p.f("  article: %s\n", s.Article)
-		if s.Lab != "" {
-			p.f("  lab: %s\n", s.Lab)
-		}
 		if s.Note != "" {
 			p.f("  note: %s\n", s.Note)
 		}

@@ -37,18 +37,23 @@ func ServeMock(ctx context.Context, m Mock, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var log *os.File
+	// Each worker opens the log itself, as threads of the seed's logger
+	// or separate processes would: flock locks belong to an open file
+	// description, so workers sharing one would never wait on each other.
+	logs := make([]*os.File, max(m.Workers, 1))
 	if m.LogFile != "" {
-		if log, err = os.OpenFile(m.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
-			ln.Close()
-			return err
+		for i := range logs {
+			if logs[i], err = os.OpenFile(m.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+				ln.Close()
+				return err
+			}
+			defer logs[i].Close()
 		}
-		defer log.Close()
 	}
 	fmt.Fprintln(out, "ready")
 	go func() { <-ctx.Done(); ln.Close() }()
 	var wg sync.WaitGroup
-	for range max(m.Workers, 1) {
+	for _, log := range logs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

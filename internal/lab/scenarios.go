@@ -16,10 +16,9 @@ type Scenario struct {
 	// Load is the run's load, as netdoctor run flags, the same before
 	// and after the fix.
 	Load []string
-	// Article is what the seed's author measured; Lab is what the lab
-	// measures on a 2-core machine (docs/lab.md has the runs).
+	// Article is what the seed's author measured; docs/lab.md has it
+	// beside what the lab measures.
 	Article string
-	Lab     string
 	// Persists are findings the fix leaves active, no longer critical,
 	// because what raises them outlives the fix (a flood goes on; the
 	// fix makes the server survive it).
@@ -133,9 +132,9 @@ var Scenarios = []Scenario{
 		Name:    "dns-slow-resolver",
 		Seed:    "001 §4",
 		Summary: "the application looks up its backend's name per request through a far resolver",
-		Reports: []string{"dns-slow", "worker-pool-exhausted"},
+		Reports: []string{"dns-slow", "app-slow"},
 		Stages: []Stage{
-			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-slow", "worker-pool-exhausted"}},
+			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-slow", "app-slow"}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
 		Article: "far resolver: 140 ms ping, lookups of 10–15 s when lossy; with a dnsmasq cache 0.49 s then 0.011 s",
@@ -144,9 +143,9 @@ var Scenarios = []Scenario{
 		Name:    "ping-ptr-timeout",
 		Seed:    "001 §5",
 		Summary: "the application resolves each client's address to a name (as HostnameLookups, UseDNS or ping do) and PTR queries go unanswered",
-		Reports: []string{"reverse-dns-lookup", "worker-pool-exhausted"},
+		Reports: []string{"reverse-dns-lookup", "app-slow"},
 		Stages: []Stage{
-			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []string{"reverse-dns-lookup", "worker-pool-exhausted"}},
+			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []string{"reverse-dns-lookup", "app-slow"}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "5s", "--timeout", "4s"},
 		Article: "ping -c 3 took 11 s: two PTR lookups of 5 s went unanswered; ping -n is instant",
@@ -184,9 +183,10 @@ var Scenarios = []Scenario{
 			{Fault: "listen backlog 50 with 100 worker threads under 400 connections", Fix: "listen backlog 5000", Reports: []string{"accept-queue-overflow"}},
 			{Fault: "every request appends to one log under an exclusive flock held 2 ms", Fix: "log level raised: no log line per request", Reports: []string{"app-slow"}},
 		},
-		Load:    []string{"-c", "400", "-t", "2", "-d", "5s", "--no-keepalive", "--timeout", "3s"},
-		Article: "errors (connection reset) from ~3800 TPS; Send-Q 50 on :5000; backlog 5000 → no errors; at 4600 threads RT grows with idle CPU, threads BLOCKED on the log lock; log level → RT 37 ms",
-		Note:    "after both fixes the mock still sleeps 35 ms per request, as the seed's did: app-slow stays, now naming that sleep, and p50 falls to the sleep plus queueing",
+		Load:     []string{"-c", "400", "-t", "2", "-d", "5s", "--no-keepalive", "--timeout", "3s"},
+		Article:  "errors (connection reset) from ~3800 TPS; Send-Q 50 on :5000; backlog 5000 → no errors; at 4600 threads RT grows with idle CPU, threads BLOCKED on the log lock; log level → RT 37 ms",
+		Persists: []string{"app-slow"},
+		Note:     "after both fixes the mock still sleeps 35 ms per request, as the seed's did: app-slow stays, now naming that sleep, and p50 falls to the sleep plus queueing",
 	},
 	{
 		Name:    "kv-redis",

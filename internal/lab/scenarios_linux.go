@@ -210,7 +210,9 @@ if ($ip === %q) { http_response_code(502); echo "cannot resolve %s\n"; } else { 
 			// its clients.
 			script = `$name = gethostbyaddr($_SERVER['REMOTE_ADDR']); echo "hello $name\n";`
 		}
-		fpm := &FPM{MaxChildren: 16, Script: script}
+		// More workers than the load's 20 connections: the pool is not
+		// the limit, the lookups are.
+		fpm := &FPM{MaxChildren: 32, Script: script}
 		if _, err := e.StartFPM(ctx, fpm); err != nil {
 			return nil, err
 		}

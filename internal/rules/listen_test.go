@@ -123,6 +123,26 @@ func listenCases() []ruleCase {
 				}}},
 		},
 		{
+			// Measured in the lab's syn-flood (hping3, tcp_max_syn_backlog
+			// 256): 193 SYN_RECV, only ListenDrops counts the drops.
+			name: "SYNs dropped early with syncookies off, before the queue is full (seed 001 §6)",
+			bundle: bundle(all(setSysctl("net.ipv4.tcp_syncookies", "0"), setSysctl("net.ipv4.tcp_max_syn_backlog", "256")),
+				all(setSysctl("net.ipv4.tcp_syncookies", "0"), setSysctl("net.ipv4.tcp_max_syn_backlog", "256"),
+					raise(1618, "TcpExt.ListenDrops"), halfOpen(193))),
+			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Critical,
+				Evidence: []string{
+					"TcpExt.ListenDrops +1618 in 1s (1618.0/s), of which accept-queue overflows 0: the rest are SYNs dropped",
+					"193 half-open (SYN_RECV) connections at the peak, tcp_max_syn_backlog 256",
+					"net.ipv4.tcp_syncookies = 0",
+				}}},
+		},
+		{
+			// The same drops with cookies on are something else (and
+			// ListenDrops alone says nothing about SYNs).
+			name:   "ListenDrops with syncookies on are not early SYN drops",
+			bundle: bundle(setSysctl("net.ipv4.tcp_max_syn_backlog", "256"), all(setSysctl("net.ipv4.tcp_max_syn_backlog", "256"), raise(1618, "TcpExt.ListenDrops"), halfOpen(193))),
+		},
+		{
 			name:   "a single dropped SYN is critical",
 			bundle: bundle(nil, raise(1, "TcpExt.TCPReqQFullDrop")),
 			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Critical,
