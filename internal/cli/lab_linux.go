@@ -109,7 +109,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("lab run", stderr)
 	var o labOptions
 	fs.BoolVar(&o.fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
-	fs.IntVar(&o.stage, "stage", 0, "start at this stage of a staged scenario: the faults of it and later stages (default 1: all)")
+	fs.IntVar(&o.stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
 	fs.StringVar(&o.out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
@@ -131,8 +131,11 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(sc.Stages) == 0 && o.fixed {
 		return badInput("lab run %s: nothing to fix (it is the healthy control)", sc.Name)
 	}
-	if stage < 1 || stage > max(len(sc.Stages), 1) {
-		return badInput("lab run %s --stage %d: it has stage 1 to %d", sc.Name, o.stage, max(len(sc.Stages), 1))
+	if len(sc.Stages) > 0 && (stage < 1 || stage > sc.Fixed()) || len(sc.Stages) == 0 && stage != 1 {
+		return badInput("lab run %s --stage %d: it has stages 1 to %d, and %d for all fixed", sc.Name, o.stage, len(sc.Stages), sc.Fixed())
+	}
+	if o.fixed && stage == sc.Fixed() {
+		return badInput("lab run %s --stage %d is the fixed lab already: drop --fixed", sc.Name, stage)
 	}
 	if os.Geteuid() != 0 {
 		return deniedError{lab.ErrNeedsRoot}

@@ -110,6 +110,7 @@ func TestLab(t *testing.T) {
 	}
 	t.Logf("healthy: %.0f req/s", healthy.before.Load.RPS)
 
+	var fixedSeed000 float64
 	for _, sc := range lab.Scenarios {
 		if sc.Name == "healthy" {
 			continue
@@ -138,14 +139,31 @@ func TestLab(t *testing.T) {
 				t.Errorf("the fix did not help: before %.0f req/s p50 %v %d failures, after %.0f req/s p50 %v %d failures",
 					b.RPS, b.Latency.P50, failures(b), a.RPS, a.Latency.P50, failures(a))
 			}
-			if sc.Name == "nginx-php-throughput" && a.RPS < 0.9*healthy.before.Load.RPS {
-				t.Errorf("fixed seed 000: %.0f req/s, below 90%% of healthy's %.0f", a.RPS, healthy.before.Load.RPS)
+			if sc.Name == "nginx-php-throughput" {
+				fixedSeed000 = a.RPS
 			}
 			if !strings.Contains(r.out, "Findings gone:") || !strings.Contains(r.out, sc.Name+".fixed.html") {
 				t.Errorf("no before/after comparison or report paths:\n%s", r.out)
 			}
 		})
 	}
+
+	// Fixed seed 000 against healthy: one more pair, alternated with the
+	// first (healthy first, fixed second, healthy again, fixed again:
+	// --stage 6 is the fixed lab), throughput summed over both, as the
+	// machine is noisy.
+	t.Run("nginx-php-throughput/vs-healthy", func(t *testing.T) {
+		if fixedSeed000 == 0 {
+			t.Skip("nginx-php-throughput failed")
+		}
+		h2 := labRunCmd(t, "healthy").before.Load.RPS
+		f2 := labRunCmd(t, "nginx-php-throughput", "--stage", "6").before.Load.RPS
+		h, f := healthy.before.Load.RPS+h2, fixedSeed000+f2
+		t.Logf("healthy %.0f, %.0f req/s; fixed seed 000 %.0f, %.0f req/s: %.0f%%", healthy.before.Load.RPS, h2, fixedSeed000, f2, 100*f/h)
+		if f < 0.9*h {
+			t.Errorf("fixed seed 000 at %.0f%% of healthy's throughput, want ≥ 90%%", 100*f/h)
+		}
+	})
 
 	// Seed 003's second stage: with the backlog fixed, the log lock.
 	t.Run("accept-queue-backlog/stage2", func(t *testing.T) {
@@ -262,7 +280,8 @@ func TestLabCleanAfterKill(t *testing.T) {
 func TestLabBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"lab"}, {"lab", "frob"}, {"lab", "run"}, {"lab", "run", "no-such-case"},
-		{"lab", "run", "healthy", "--fixed"}, {"lab", "run", "nginx-nagle", "--stage", "2"},
+		{"lab", "run", "healthy", "--fixed"}, {"lab", "run", "nginx-nagle", "--stage", "3"},
+		{"lab", "run", "nginx-nagle", "--stage", "2", "--fixed"}, {"lab", "run", "healthy", "--stage", "2"},
 		{"lab", "list", "x"},
 	} {
 		var stdout, stderr bytes.Buffer
