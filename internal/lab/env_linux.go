@@ -185,12 +185,23 @@ func (e *Env) Sysctl(ns, key, value string) error {
 // SetGlobal writes a host-wide /proc/sys file (nf_conntrack_max is one:
 // read-only inside a namespace) and restores its old value on Close.
 func (e *Env) SetGlobal(path, value string) error {
-	old, err := os.ReadFile(path)
+	unlock, err := lockState()
 	if err != nil {
 		return err
 	}
+	defer unlock()
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	// Another live lab may have changed it already: the value to come
+	// back to is the one from before the first of them.
+	orig := string(cur)
+	if o, ok := otherLabs(e.state.journal)[path]; ok {
+		orig = o
+	}
 	e.mu.Lock()
-	e.state.Globals = append(e.state.Globals, global{Path: path, Old: string(old)})
+	e.state.Globals = append(e.state.Globals, global{Path: path, Old: orig})
 	err = e.state.save()
 	e.mu.Unlock()
 	if err != nil {
@@ -200,7 +211,17 @@ func (e *Env) SetGlobal(path, value string) error {
 		return fmt.Errorf("set %s: %w", path, err)
 	}
 	e.onClose(func() error {
-		if err := os.WriteFile(path, old, 0o644); err != nil {
+		unlock, err := lockState()
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		// The last lab out restores it; while another still runs, its
+		// change stands and its journal keeps the original value.
+		if _, ok := otherLabs(e.state.journal)[path]; ok {
+			return nil
+		}
+		if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
 			return fmt.Errorf("restore %s: %w", path, err)
 		}
 		return nil

@@ -97,6 +97,49 @@ func (s *state) alive() bool {
 	return s.PID > 0 && s.Start != "" && startTime(s.PID) == s.Start
 }
 
+// lockState serialises changes to globals between labs in different
+// processes (two labs, or test packages run in parallel).
+func lockState() (func(), error) {
+	if err := os.MkdirAll(StateDir, 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(StateDir, ".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
+
+// otherLabs returns, for each global that live labs other than the one
+// journaled at self changed, the value from before the first change.
+func otherLabs(self string) map[string]string {
+	out := map[string]string{}
+	journals, _ := filepath.Glob(filepath.Join(StateDir, "*.json"))
+	for _, j := range journals {
+		if j == self {
+			continue
+		}
+		b, err := os.ReadFile(j)
+		if err != nil {
+			continue
+		}
+		var s state
+		if json.Unmarshal(b, &s) != nil || !s.alive() {
+			continue
+		}
+		for _, g := range s.Globals {
+			if _, ok := out[g.Path]; !ok {
+				out[g.Path] = g.Old
+			}
+		}
+	}
+	return out
+}
+
 // labNetns matches the namespaces New creates.
 var labNetns = regexp.MustCompile(`^nd-.+-(srv|cli)$`)
 
@@ -138,12 +181,22 @@ func Clean() ([]string, error) {
 		}
 		dead = append(dead, s)
 	}
+	unlock, err := lockState()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	for _, s := range dead {
 		var serr []error
+		live := otherLabs(s.journal)
 		// Latest change first, so a global changed twice ends at its
-		// value from before the lab.
+		// value from before the lab; one a live lab changed too is
+		// left to that lab, which restores the same original value.
 		for i := len(s.Globals) - 1; i >= 0; i-- {
 			g := s.Globals[i]
+			if _, ok := live[g.Path]; ok {
+				continue
+			}
 			if err := os.WriteFile(g.Path, []byte(g.Old), 0o644); err != nil {
 				serr = append(serr, fmt.Errorf("restore %s: %w", g.Path, err))
 				continue
