@@ -60,6 +60,11 @@ func (e *Env) ResolvConf(ns, content string) error {
 	if err != nil {
 		return fmt.Errorf("lab journal: %w", err)
 	}
+	if _, err := os.Stat("/etc/netns"); err != nil {
+		// Not there before: leave none behind (Remove fails harmlessly
+		// while another lab still has its directory in it).
+		e.onClose(func() error { os.Remove("/etc/netns"); return nil })
+	}
 	e.onClose(func() error { return os.RemoveAll(dir) })
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
