@@ -251,7 +251,10 @@ type Process struct {
 	NofileHard uint64 `json:"nofile_hard"`
 	UTime      uint64 `json:"utime"` // USER_HZ ticks
 	STime      uint64 `json:"stime"`
-	Role       string `json:"role,omitempty"` // e.g. "listener :80"
+	// StartTime is when the process started, in USER_HZ ticks after
+	// boot: with the PID it names one process, as PIDs are reused.
+	StartTime uint64 `json:"start_time,omitempty"`
+	Role      string `json:"role,omitempty"` // e.g. "listener :80"
 }
 
 // KernelMsg is one /dev/kmsg record written after the collection started.

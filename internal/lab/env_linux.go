@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,12 +132,7 @@ func (e *Env) Close() error {
 	// Anything still running in the namespaces (a daemon that forked
 	// away from its group) is killed before they are deleted.
 	for _, ns := range []string{e.ServerNS, e.ClientNS} {
-		out, _ := exec.Command("ip", "netns", "pids", ns).Output()
-		for _, f := range strings.Fields(string(out)) {
-			if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
-				syscall.Kill(pid, syscall.SIGKILL)
-			}
-		}
+		killIn(ns)
 	}
 	for i := len(restores) - 1; i >= 0; i-- {
 		if err := restores[i](); err != nil {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
 // StateDir holds one journal per live lab: what it created and the
@@ -75,23 +77,18 @@ func (s *state) remove() error {
 	return nil
 }
 
-// startTime returns field 22 of /proc/PID/stat, or "" when pid is gone.
+// startTime returns when pid started (/proc/PID/stat's starttime), or
+// "" when pid is gone.
 func startTime(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procfs.Stat(strconv.Itoa(pid))
 	if err != nil {
 		return ""
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
+	return strconv.FormatUint(st.StartTime, 10)
 }
+
+// procfs is the host's /proc: the lab runs in the host's PID namespace.
+var procfs = procnet.Proc{FS: os.DirFS("/proc")}
 
 func (s *state) alive() bool {
 	return s.PID > 0 && s.Start != "" && startTime(s.PID) == s.Start
@@ -260,22 +257,27 @@ func deleteNetns(ns string) ([]string, error) {
 	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err != nil {
 		return nil, nil
 	}
-	var done []string
-	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
-	for _, f := range strings.Fields(string(out)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid != os.Getpid() {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				done = append(done, fmt.Sprintf("killed %d (%s) in %s", pid, comm(pid), ns))
-			}
-		}
-	}
+	done := killIn(ns)
 	if err := run("ip", "netns", "del", ns); err != nil {
 		return done, err
 	}
 	return append(done, "deleted namespace "+ns), nil
 }
 
-func comm(pid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return strings.TrimSpace(string(b))
+// killIn kills every process in namespace ns but this one (a test
+// binary may have a thread there) and says which.
+func killIn(ns string) []string {
+	var done []string
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	for _, f := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		st, _ := procfs.Stat(f)
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			done = append(done, fmt.Sprintf("killed %d (%s) in %s", pid, st.Comm, ns))
+		}
+	}
+	return done
 }

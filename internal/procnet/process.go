@@ -63,9 +63,9 @@ func (p Proc) Stat(path string) (evidence.Process, error) {
 }
 
 // statFieldsAfterComm is the number of PID/stat fields needed after the
-// command name: state(0) ... utime(11) stime(12), plus one so that a file
-// cut short inside stime is noticed.
-const statFieldsAfterComm = 14
+// command name: state(0) ... utime(11) stime(12) ... starttime(19), plus
+// one so that a file cut short inside starttime is noticed.
+const statFieldsAfterComm = 21
 
 // parsePIDStat parses PID/stat for the pid, the command name and the CPU
 // times. The command name is enclosed in parentheses but may itself hold
@@ -104,9 +104,16 @@ func parsePIDStat(b []byte) (evidence.Process, error) {
 	if pr.UTime, err = strconv.ParseUint(string(f), 10, 64); err != nil {
 		pe.addf(0, "utime: %v", err)
 	}
-	f, _ = nextField(rest)
+	f, rest = nextField(rest)
 	if pr.STime, err = strconv.ParseUint(string(f), 10, 64); err != nil {
 		pe.addf(0, "stime: %v", err)
+	}
+	for range 6 { // skip cutime to itrealvalue
+		_, rest = nextField(rest)
+	}
+	f, _ = nextField(rest)
+	if pr.StartTime, err = strconv.ParseUint(string(f), 10, 64); err != nil {
+		pe.addf(0, "starttime: %v", err)
 	}
 	return pr, pe.err()
 }
