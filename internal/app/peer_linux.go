@@ -9,12 +9,7 @@ import (
 // rights over pid: root) and asking it. ok is false for anything that is
 // not an inet socket, or when the copy is refused.
 func localPort(pid, fd int) (int, bool) {
-	pfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return 0, false
-	}
-	defer unix.Close(pfd)
-	c, err := unix.PidfdGetfd(pfd, fd, 0)
+	c, err := copyFD(pid, fd)
 	if err != nil {
 		return 0, false
 	}
@@ -32,6 +27,17 @@ func localPort(pid, fd int) (int, bool) {
 	return 0, false
 }
 
+// copyFD returns a copy of descriptor fd of process pid, to be closed
+// by the caller.
+func copyFD(pid, fd int) (int, error) {
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(pfd)
+	return unix.PidfdGetfd(pfd, fd, 0)
+}
+
 // isRead reports whether a system call number reads from a descriptor.
 func isRead(nr int) bool {
 	switch uintptr(nr) {
@@ -45,12 +51,7 @@ func isRead(nr int) bool {
 // whether it is a datagram socket, by a copy of the descriptor as
 // localPort takes one.
 func peerPort(pid, fd int) (port int, udp, ok bool) {
-	pfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return 0, false, false
-	}
-	defer unix.Close(pfd)
-	c, err := unix.PidfdGetfd(pfd, fd, 0)
+	c, err := copyFD(pid, fd)
 	if err != nil {
 		return 0, false, false
 	}

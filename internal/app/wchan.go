@@ -87,19 +87,26 @@ func Waits(proc string, pids []int, servePort int) (classes map[string]int, othe
 // for the nameserver's answer there.
 var pollWchan = map[string]bool{"do_sys_poll": true, "poll_schedule_timeout": true, "poll_schedule_timeout.constprop.0": true}
 
-// polls reports whether a blocked thread is in poll or ppoll, from
-// /proc/PID/task/TID/syscall.
+// polls reports whether a blocked thread is in poll or ppoll.
 func polls(taskDir string) bool {
+	nr, _, ok := blockedIn(taskDir)
+	return ok && isPoll(nr)
+}
+
+// blockedIn returns the system call a blocked thread is in and its
+// first argument, from /proc/PID/task/TID/syscall ("0 0x5 ..." is
+// read(5, ...)); ok is false for a running thread or one in no call.
+func blockedIn(taskDir string) (nr int, arg0 string, ok bool) {
 	b, err := os.ReadFile(taskDir + "/syscall")
 	if err != nil {
-		return false
+		return 0, "", false
 	}
 	f := strings.Fields(string(b))
 	if len(f) < 2 {
-		return false
+		return 0, "", false // "running", or no syscall
 	}
-	nr, err := strconv.Atoi(f[0])
-	return err == nil && isPoll(nr)
+	nr, err = strconv.Atoi(f[0])
+	return nr, f[1], err == nil
 }
 
 // resolving reports whether process pid holds a UDP socket connected to
@@ -148,21 +155,13 @@ func classify(state byte, wchan string) string {
 }
 
 // readsFrom returns the local port of the socket a blocked thread reads
-// from, from /proc/PID/task/TID/syscall ("0 0x5 ..." is read(5, ...)), or
-// 0.
+// from, or 0.
 func readsFrom(taskDir string, pid int) int {
-	b, err := os.ReadFile(taskDir + "/syscall")
-	if err != nil {
+	nr, arg0, ok := blockedIn(taskDir)
+	if !ok || !isRead(nr) {
 		return 0
 	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0 // "running", or no syscall
-	}
-	if nr, err := strconv.Atoi(f[0]); err != nil || !isRead(nr) {
-		return 0
-	}
-	fd, err := strconv.ParseInt(strings.TrimPrefix(f[1], "0x"), 16, 32)
+	fd, err := strconv.ParseInt(strings.TrimPrefix(arg0, "0x"), 16, 32)
 	if err != nil {
 		return 0
 	}

@@ -4,8 +4,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestWaitsSleeping: a real process in nanosleep is seen sleeping, not
@@ -75,5 +78,52 @@ func TestWaitsReadingOwnClient(t *testing.T) {
 			t.Fatalf("cat reading its client on :%d: %v; as another port's: %v", port, served, other)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestWaitsDNS: a thread polling a UDP socket connected to port 53, as
+// glibc's resolver waits for its nameserver, waits on a name lookup;
+// the same poll on a socket to another port is idle. The thread is one
+// of this test's own, so no tool is needed.
+func TestWaitsDNS(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("copying another thread's descriptor (pidfd_getfd) needs root")
+	}
+	for _, tt := range []struct {
+		port int
+		want bool
+	}{{53, true}, {54, false}} {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: tt.port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			t.Fatal(err)
+		}
+		var wake [2]int
+		if err := unix.Pipe2(wake[:], unix.O_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // the poll blocks this thread, seen in /proc
+			defer close(done)
+			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake[0]), Events: unix.POLLIN}}, 5000)
+		}()
+		got := false
+		deadline := time.Now().Add(2 * time.Second)
+		for !got && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+			classes, _ := Waits("/proc", []int{os.Getpid()}, 0)
+			got = classes[WaitDNS] > 0
+		}
+		unix.Write(wake[1], []byte{1})
+		<-done
+		unix.Close(fd)
+		unix.Close(wake[0])
+		unix.Close(wake[1])
+		if got != tt.want {
+			t.Errorf("poll on a UDP socket to port %d: dns wait %v, want %v", tt.port, got, tt.want)
+		}
 	}
 }
