@@ -187,8 +187,7 @@ func TestLab(t *testing.T) {
 
 // failures counts requests that failed: errors and non-2xx/3xx.
 func failures(l *loadJSON) uint64 {
-	e := l.Errors
-	return e.Connect + e.Read + e.Write + e.Timeout + l.Requests - l.Status["2xx"] - l.Status["3xx"]
+	return l.Errors.Total() + l.Requests - l.Status["2xx"] - l.Status["3xx"]
 }
 
 // hostState is what a lab may change and must restore.
@@ -212,16 +211,10 @@ func hostState(t *testing.T) hostSnapshot {
 	return hostSnapshot{conntrackMax: strings.TrimSpace(string(b)), netns: strings.Join(ns, " ")}
 }
 
-// othersChanged reports a global that a live lab of another test
-// package holds changed right now.
-func othersChanged(path string) bool {
-	js, _ := filepath.Glob(filepath.Join(lab.StateDir, "*.json"))
-	for _, j := range js {
-		if b, err := os.ReadFile(j); err == nil && strings.Contains(string(b), path) {
-			return true
-		}
-	}
-	return false
+// heldByLiveLab: another test package's lab, running now, changed it.
+func heldByLiveLab(path string) bool {
+	_, ok := lab.LiveChanges()[path]
+	return ok
 }
 
 // wantClean fails when anything a lab creates is left: namespaces (and
@@ -230,7 +223,7 @@ func othersChanged(path string) bool {
 func wantClean(t *testing.T, was hostSnapshot) {
 	t.Helper()
 	now := hostState(t)
-	if now.conntrackMax != was.conntrackMax && !othersChanged("/proc/sys/net/netfilter/nf_conntrack_max") {
+	if now.conntrackMax != was.conntrackMax && !heldByLiveLab("/proc/sys/net/netfilter/nf_conntrack_max") {
 		t.Errorf("nf_conntrack_max %s, was %s", now.conntrackMax, was.conntrackMax)
 	}
 	if now.netns != was.netns {
@@ -287,7 +280,7 @@ func TestLabCleanAfterKill(t *testing.T) {
 		t.Fatalf("lab clean: exit %d: %s%s", code, stdout.String(), stderr.String())
 	}
 	wants := []string{"deleted namespace nd-L"}
-	if !othersChanged("/proc/sys/net/netfilter/nf_conntrack_max") {
+	if !heldByLiveLab("/proc/sys/net/netfilter/nf_conntrack_max") {
 		wants = append(wants, "restored /proc/sys/net/netfilter/nf_conntrack_max to "+was.conntrackMax)
 	}
 	for _, want := range wants {

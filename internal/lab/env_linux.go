@@ -57,7 +57,7 @@ func New(id string) (*Env, error) {
 	}
 	for _, ns := range []string{e.ServerNS, e.ClientNS} {
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
-			return nil, fmt.Errorf("namespace %s exists: another lab %q is running (or was killed: `ip netns del %s`)", ns, id, ns)
+			return nil, fmt.Errorf("namespace %s exists: another lab %q is running, or was killed (`netdoctor lab clean` removes what it left)", ns, id)
 		}
 	}
 	dir, err := os.MkdirTemp("", "netdoctor-lab-"+id+"-")

@@ -137,6 +137,10 @@ func otherLabs(self string) map[string]string {
 	return out
 }
 
+// LiveChanges returns the globals that running labs hold changed, each
+// with its value from before the first change.
+func LiveChanges() map[string]string { return otherLabs("") }
+
 // labNetns matches the namespaces New creates.
 var labNetns = regexp.MustCompile(`^nd-.+-(srv|cli)$`)
 
