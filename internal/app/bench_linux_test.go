@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkWaits measures one per-second sample of 64 blocked workers'
@@ -23,6 +24,15 @@ func BenchmarkWaits(b *testing.B) {
 		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 		ids = append(ids, cmd.Process.Pid)
 		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
+	}
+	// A sleep just started may still be in exec or the loader: measure
+	// once all 64 sleep.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if c, _ := Waits("/proc", ids, 80); c[WaitSleep] == len(ids) {
+			break
+		} else if time.Now().After(deadline) {
+			b.Fatalf("the sleeps never all slept: %v", c)
+		}
 	}
 	b.Run("netdoctor", func(b *testing.B) {
 		for b.Loop() {
