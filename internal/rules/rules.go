@@ -161,7 +161,7 @@ func settingItem(name, value string) Item {
 // note when the namespace observed is not the caller's.
 func sysctlFix(b *evidence.Bundle, name, value string) []string {
 	prefix := ""
-	if ns := b.Host.NetNS; ns != "" && !globalSysctl(name) {
+	if ns := b.Host.NetNS; ns != "" && !GlobalSysctl(name) {
 		if strings.ContainsRune(ns, '/') {
 			prefix = "nsenter --net=" + ns + " " // ip netns exec takes names only
 		} else {
@@ -180,7 +180,7 @@ func sysctlFix(b *evidence.Bundle, name, value string) []string {
 
 // globalSysctl reports settings that exist once per host, writable only
 // from the initial namespace.
-func globalSysctl(name string) bool {
+func GlobalSysctl(name string) bool {
 	return strings.HasPrefix(name, "fs.") || name == "net.netfilter.nf_conntrack_max" ||
 		name == "net.netfilter.nf_conntrack_buckets" || name == "net.core.netdev_max_backlog" ||
 		name == "net.core.rmem_max" || name == "net.core.wmem_max" || name == "net.ipv4.tcp_mem"

@@ -340,8 +340,8 @@ func TestGlobalSysctl(t *testing.T) {
 		"net.core.netdev_max_backlog": true, "net.core.rmem_max": true, "net.core.wmem_max": true, "net.ipv4.tcp_mem": true,
 		"net.core.somaxconn": false, "net.ipv4.tcp_syncookies": false, "net.ipv4.ip_local_port_range": false, "net.ipv4.tcp_max_tw_buckets": false,
 	} {
-		if got := globalSysctl(name); got != want {
-			t.Errorf("globalSysctl(%q) = %v, want %v", name, got, want)
+		if got := GlobalSysctl(name); got != want {
+			t.Errorf("GlobalSysctl(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

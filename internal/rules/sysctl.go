@@ -39,6 +39,17 @@ var riskySettings = []risky{
 		"caps every listener's accept queue, whatever backlog the application asks for (default 4096 since 5.4)", "4096"},
 }
 
+// Risky returns, for a setting the advice table knows, whether value v
+// hurts, the value to set instead and why.
+func Risky(name string, v int64) (bad bool, value, why string, known bool) {
+	for _, r := range riskySettings {
+		if r.name == name {
+			return r.bad(v), r.value, r.why, true
+		}
+	}
+	return false, "", "", false
+}
+
 // checkSysctls flags settings known to hurt, whatever the load.
 func checkSysctls(b *evidence.Bundle) []Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]

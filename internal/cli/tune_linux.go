@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/tune"
+)
+
+func runTuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return badInput("tune needs a subcommand: plan REPORT.json, apply PLAN.json, rollback [JOURNAL]")
+	}
+	switch args[0] {
+	case "plan":
+		return tunePlan(args[1:], stdout, stderr)
+	case "apply":
+		return tuneApply(ctx, args[1:], stdout, stderr)
+	case "rollback":
+		return tuneRollback(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprintln(stderr, "usage: netdoctor tune plan REPORT.json [--out plan.json] | apply PLAN.json [--yes] [--netns NS] [--persist] [--config] | rollback [JOURNAL]")
+		return nil
+	}
+	return badInput("tune: unknown subcommand %q (plan, apply, rollback)", args[0])
+}
+
+func tunePlan(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tune plan", stderr)
+	out := fs.String("out", "", "write the plan as JSON to this file (\"-\": JSON to stdout instead of the text)")
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInput("tune plan needs exactly one report, e.g. netdoctor tune plan before.json --out plan.json")
+	}
+	p, err := planFrom(pos[0])
+	if err != nil {
+		return err
+	}
+	if *out != "-" {
+		if err := p.Text(stdout); err != nil {
+			return err
+		}
+	}
+	if *out != "" {
+		return writeOut(*out, stdout, "plan", indentedJSON(p))
+	}
+	return nil
+}
+
+// planFrom reads a report and plans from it against the live host.
+func planFrom(path string) (*tune.Plan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("read report: %w", err)}
+	}
+	defer f.Close()
+	in, err := tune.ReadInput(f)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+	}
+	return tune.Build(in, path, tune.Live{})
+}
+
+func readPlan(path string) (*tune.Plan, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("read plan: %w", err)}
+	}
+	defer f.Close()
+	p, err := tune.ReadPlan(f)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+	}
+	return p, nil
+}
+
+func tuneApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tune apply", stderr)
+	var o tune.Options
+	yes := fs.Bool("yes", false, "make the changes (without it apply only shows what would change)")
+	fs.StringVar(&o.NetNS, "netns", "", "apply per-namespace settings in this namespace instead of the plan's")
+	fs.BoolVar(&o.Persist, "persist", false, "also write host-namespace settings to "+tune.PersistFile)
+	fs.BoolVar(&o.Config, "config", false, "also write the configuration files, validate them and reload the applications")
+	durationVar(fs, &o.StepDelay, "step-delay", 0, "pause between changes (for tests)")
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return badInput("tune apply needs exactly one plan, e.g. netdoctor tune apply plan.json --yes")
+	}
+	p, err := readPlan(pos[0])
+	if err != nil {
+		return err
+	}
+	o.DryRun, o.Out = !*yes, stdout
+	// Ctrl-C between two changes stops the apply, which then rolls back;
+	// a change in progress finishes first.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	j, err := tune.Apply(ctx, p, pos[0], o)
+	if err != nil {
+		return tuneErr(err)
+	}
+	if j != nil {
+		fmt.Fprintf(stdout, "Applied %d changes. Undo: netdoctor tune rollback %s\n", len(j.Entries), j.Path)
+	}
+	return nil
+}
+
+func tuneRollback(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tune rollback", stderr)
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return badInput("tune rollback takes at most one journal")
+	}
+	if os.Geteuid() != 0 {
+		return deniedError{tune.ErrNotRoot}
+	}
+	var js []*tune.Journal
+	if len(pos) == 1 {
+		j, err := tune.ReadJournal(pos[0])
+		if err != nil {
+			return usageError{err}
+		}
+		js = append(js, j)
+	} else {
+		// Every journal not yet rolled back, newest first: the host goes
+		// back to before netdoctor changed it.
+		if js, err = tune.Open(); err != nil {
+			return err
+		}
+		if len(js) == 0 {
+			fmt.Fprintf(stdout, "Nothing to roll back: no open journal in %s.\n", tune.JournalDir)
+			return nil
+		}
+	}
+	var errs []error
+	for _, j := range js {
+		if j.State == tune.StateRolledBack {
+			fmt.Fprintf(stdout, "%s: already rolled back\n", j.Path)
+			continue
+		}
+		fmt.Fprintf(stdout, "Rolling back %s (%s, %s, %d changes):\n", j.Path, j.State, j.Started.Local().Format(time.DateTime), len(j.Entries))
+		if err := tune.Rollback(j, stdout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func tuneErr(err error) error {
+	switch {
+	case errors.Is(err, tune.ErrNotRoot):
+		return deniedError{err}
+	case errors.Is(err, tune.ErrUnfinished):
+		return usageError{err}
+	}
+	return err
+}

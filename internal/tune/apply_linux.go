@@ -1,0 +1,727 @@
+package tune
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+// ErrNotRoot reports an apply or rollback without the privileges to
+// write kernel settings and other processes' sockets.
+var ErrNotRoot = errors.New("not permitted: tune apply and rollback need root")
+
+// ErrUnfinished reports an apply that did not finish.
+var ErrUnfinished = errors.New("a previous apply did not finish")
+
+// Options steer Apply.
+type Options struct {
+	// NetNS overrides the namespace of every per-namespace change.
+	NetNS string
+	// Persist writes host-namespace settings to PersistFile; Config
+	// writes the configuration files, validates them and reloads.
+	Persist, Config bool
+	// DryRun shows what would change and changes nothing.
+	DryRun bool
+	// StepDelay pauses between changes (tests kill apply halfway).
+	StepDelay time.Duration
+	Out       io.Writer
+}
+
+// op is one concrete step: a journal entry and how to make it.
+type op struct {
+	entry Entry
+	do    func() error
+	desc  string
+}
+
+// Apply makes a plan's changes, journal first. On any failure it rolls
+// back what it changed and returns the error; the journal then says
+// rolled-back.
+func Apply(ctx context.Context, p *Plan, planPath string, o Options) (*Journal, error) {
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	if !o.DryRun && os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	if open, err := Open(); err != nil {
+		return nil, err
+	} else {
+		for _, j := range open {
+			if j.State == StateApplying && processAlive(j.PID) && j.PID != os.Getpid() {
+				return nil, fmt.Errorf("%w: apply pid %d is still running (%s)", ErrUnfinished, j.PID, j.Path)
+			}
+			if j.State == StateApplying {
+				return nil, fmt.Errorf("%w (%s): run `netdoctor tune rollback` first", ErrUnfinished, j.Path)
+			}
+		}
+	}
+	ops, skipped, err := prepare(p, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(out, "  skip: %s\n", s)
+	}
+	if len(ops) == 0 {
+		fmt.Fprintf(out, "Nothing to change: every setting is already as planned.\n")
+		return nil, nil
+	}
+	if o.DryRun {
+		fmt.Fprintf(out, "Dry run: %d changes would be made (apply with --yes to make them):\n", len(ops))
+		for i, op := range ops {
+			fmt.Fprintf(out, "  %d. %s\n", i+1, op.desc)
+		}
+		return nil, nil
+	}
+	j, err := newJournal(planPath)
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range ops {
+		j.Entries = append(j.Entries, op.entry)
+	}
+	if err := j.save(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "Journal: %s\n", j.Path)
+	for i, op := range ops {
+		if i > 0 && o.StepDelay > 0 {
+			time.Sleep(o.StepDelay)
+		}
+		if err := ctx.Err(); err != nil {
+			return j, undo(j, out, fmt.Errorf("interrupted before %s", op.desc))
+		}
+		if err := op.do(); err != nil {
+			return j, undo(j, out, fmt.Errorf("%s: %w", op.desc, err))
+		}
+		j.Entries[i].Done = true
+		if err := j.save(); err != nil {
+			return j, undo(j, out, err)
+		}
+		fmt.Fprintf(out, "  done: %s\n", op.desc)
+	}
+	j.State = StateApplied
+	if err := j.save(); err != nil {
+		return j, err
+	}
+	return j, nil
+}
+
+// undo rolls back after a failed apply and returns the failure.
+func undo(j *Journal, out io.Writer, cause error) error {
+	fmt.Fprintf(out, "  FAILED: %v\nRolling back:\n", cause)
+	if err := Rollback(j, out); err != nil {
+		return fmt.Errorf("%w; rollback: %v (journal %s)", cause, err, j.Path)
+	}
+	return cause
+}
+
+// prepare reads the live state for every change and turns the plan into
+// steps; changes already made are skipped, unsafe ones refused.
+func prepare(p *Plan, o Options) (ops []op, skipped []string, err error) {
+	var persist []Sysctl
+	for _, c := range p.Changes {
+		switch {
+		case c.Sysctl != nil:
+			s := *c.Sysctl
+			if o.NetNS != "" && !s.Global {
+				s.Scope = Scope{NetNS: o.NetNS}
+			}
+			st, skip, err := sysctlOp(s)
+			if err != nil {
+				return nil, nil, err
+			}
+			if skip != "" {
+				skipped = append(skipped, skip)
+			} else {
+				ops = append(ops, st)
+			}
+			if hostNS(s.Scope) {
+				persist = append(persist, s)
+			} else if o.Persist {
+				skipped = append(skipped, fmt.Sprintf("not persisted: %s in %s (%s applies to the initial namespace at boot: set it where the namespace is created)", s.Name, s.Scope, PersistFile))
+			}
+		case c.File != nil:
+			if !o.Config {
+				skipped = append(skipped, fmt.Sprintf("%s (configuration: apply with --config)", c.Title()))
+				continue
+			}
+			st, skip, err := fileOp(c.File)
+			if err != nil {
+				return nil, nil, err
+			}
+			if skip != "" {
+				skipped = append(skipped, skip)
+			} else {
+				ops = append(ops, st)
+			}
+		case c.Listen != nil:
+			l := *c.Listen
+			if o.NetNS != "" {
+				l.Scope = Scope{NetNS: o.NetNS}
+			}
+			st, skip, err := listenOp(l)
+			if err != nil {
+				return nil, nil, err
+			}
+			if skip != "" {
+				skipped = append(skipped, skip)
+			} else {
+				ops = append(ops, st)
+			}
+		}
+	}
+	if o.Persist {
+		po, skip, err := persistOp(persist)
+		if err != nil {
+			return nil, nil, err
+		}
+		if skip != "" {
+			skipped = append(skipped, skip)
+		} else if po != nil {
+			ops = append(ops, *po)
+		}
+	}
+	return ops, skipped, nil
+}
+
+// hostNS reports a scope in the initial namespace: only its settings
+// belong in /etc/sysctl.d, which boot applies there.
+func hostNS(s Scope) bool {
+	if s.Global {
+		return true
+	}
+	p, err := s.path()
+	if err != nil {
+		return false
+	}
+	init, err := initNetNS()
+	if err != nil {
+		return false
+	}
+	a, err1 := netnsInode(p)
+	b, err2 := netnsInode(init)
+	return err1 == nil && err2 == nil && a == b
+}
+
+func sysctlOp(s Sysctl) (op, string, error) {
+	if err := s.Scope.check(); err != nil {
+		return op{}, "", err
+	}
+	cur, err := (Live{}).Sysctl(s.Scope, s.Name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return op{}, "", fmt.Errorf("refused: %s does not exist on this kernel (%s)", s.Name, s.Scope)
+	}
+	if err != nil {
+		return op{}, "", fmt.Errorf("read %s (%s): %w", s.Name, s.Scope, err)
+	}
+	cur = normalize(cur)
+	if cur == s.Proposed {
+		return op{}, fmt.Sprintf("sysctl %s is already %s (%s)", s.Name, cur, s.Scope), nil
+	}
+	if isLimit(s.Name) && larger(cur, s.Proposed) {
+		return op{}, "", fmt.Errorf("refused: %s %s → %s would lower a limit", s.Name, cur, s.Proposed)
+	}
+	if used, what, ok := usage(s); ok && atoi(s.Proposed) < used {
+		return op{}, "", fmt.Errorf("refused: %s = %s is below current usage (%s %d)", s.Name, s.Proposed, what, used)
+	}
+	path, err := s.Scope.path()
+	if err != nil {
+		return op{}, "", err
+	}
+	ino, err := netnsInode(path)
+	if err != nil {
+		return op{}, "", err
+	}
+	desc := fmt.Sprintf("sysctl %s: %s → %s (%s)", s.Name, cur, s.Proposed, s.Scope)
+	if cur != s.Current {
+		desc += fmt.Sprintf(" [was %s when planned]", s.Current)
+	}
+	e := Entry{Key: "sysctl:" + s.Name + "@" + s.Scope.String(), Title: desc,
+		Sysctl: &SysctlWas{Name: s.Name, Old: cur, New: s.Proposed, Path: path, Inode: ino, Scope: s.Scope.String()}}
+	return op{entry: e, desc: desc, do: func() error { return writeSysctl(s.Scope, s.Name, s.Proposed) }}, "", nil
+}
+
+func netnsInode(path string) (uint64, error) {
+	if path == "" {
+		path = "/proc/thread-self/ns/net"
+	}
+	return netns.Inode(path)
+}
+
+// usage is what a limit must not go below.
+func usage(s Sysctl) (int, string, bool) {
+	switch s.Name {
+	case "net.netfilter.nf_conntrack_max":
+		v, err := (Live{}).Sysctl(Scope{Global: true}, "net.netfilter.nf_conntrack_count")
+		return atoi(v), "nf_conntrack_count", err == nil
+	case "fs.file-max":
+		v, err := (Live{}).Sysctl(Scope{Global: true}, "fs.file-nr")
+		return atoi(v), "open files (fs.file-nr)", err == nil
+	}
+	return 0, "", false
+}
+
+// fileOp checks that the file is the one planned and that its
+// application still runs.
+func fileOp(f *File) (op, string, error) {
+	old, err := os.ReadFile(f.Path)
+	if err != nil {
+		return op{}, "", fmt.Errorf("refused: %w", err)
+	}
+	switch sum(old) {
+	case f.New:
+		return op{}, fmt.Sprintf("%s already has the planned content", f.Path), nil
+	case f.Old:
+	default:
+		return op{}, "", fmt.Errorf("refused: %s changed since the plan was made (sha256 %s, planned from %s): make a new plan", f.Path, sum(old)[:12], f.Old[:12])
+	}
+	if err := alive(f.Reload.PID, f.Reload.Start); err != nil {
+		return op{}, "", fmt.Errorf("refused: %s's master: %w", f.App, err)
+	}
+	st, err := os.Stat(f.Path)
+	if err != nil {
+		return op{}, "", err
+	}
+	sys := st.Sys().(*syscall.Stat_t)
+	reload := f.Reload
+	desc := fmt.Sprintf("%s config %s: %d lines changed, validate (%s), reload (%s)", f.App, f.Path, changedLines(f.Diff), strings.Join(f.Validate, " "), f.Reload)
+	e := Entry{Key: "file:" + f.Path, Title: desc, File: &FileWas{Path: f.Path, Existed: true, Mode: uint32(st.Mode().Perm()),
+		UID: int(sys.Uid), GID: int(sys.Gid), Old: old, OldSHA: f.Old, NewSHA: f.New, App: f.App, Check: f.Validate, Reload: &reload}}
+	return op{entry: e, desc: desc, do: func() error {
+		if err := writeFile(f.Path, []byte(f.Content), st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); err != nil {
+			return err
+		}
+		if err := validate(f.Validate, reload.PID); err != nil {
+			// Put the old file back at once; rollback would too, but the
+			// error should leave no doubt the file is as it was.
+			if rerr := writeFile(f.Path, old, st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); rerr != nil {
+				return fmt.Errorf("%w; restoring %s: %v", err, f.Path, rerr)
+			}
+			return fmt.Errorf("%w (old %s restored)", err, f.Path)
+		}
+		return reloadApp(reload)
+	}}, "", nil
+}
+
+// writeFile replaces a file atomically: a temporary file beside it,
+// fsync'd, renamed over it.
+func writeFile(path string, data []byte, mode os.FileMode, uid, gid int) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".netdoctor-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Chown(uid, gid)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// validate runs the application's configuration check in the
+// application's network namespace (nginx -t binds its listen addresses):
+// the child is forked from a thread inside it.
+func validate(argv []string, pid int) error {
+	if len(argv) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []byte
+	err := netns.Do(fmt.Sprintf("/proc/%d/ns/net", pid), func() error {
+		var err error
+		out, err = exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+		return err
+	})
+	if err != nil {
+		msg := strings.Join(strings.Fields(strings.ReplaceAll(string(out), "\n", "; ")), " ")
+		return fmt.Errorf("validation failed: %s: %v: %s", strings.Join(argv, " "), err, msg)
+	}
+	return nil
+}
+
+// reloadApp signals the master and waits until it has taken the new
+// configuration: nginx starts new workers; php-fpm's master re-executes
+// itself in place (same PID) and forks its pool again.
+func reloadApp(r Reload) error {
+	if err := alive(r.PID, r.Start); err != nil {
+		return err
+	}
+	before := children(r.PID)
+	sig := unix.SIGHUP
+	if r.Signal == "USR2" {
+		sig = unix.SIGUSR2
+	}
+	if err := unix.Kill(r.PID, sig); err != nil {
+		return fmt.Errorf("reload %s: %w", r, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		if !processAlive(r.PID) {
+			return fmt.Errorf("reload %s: the master exited", r)
+		}
+		now := children(r.PID)
+		if len(now) > 0 && !overlaps(before, now) {
+			return nil
+		}
+	}
+	return fmt.Errorf("reload %s: no new workers within 10 s", r)
+}
+
+// children lists a process's children (its workers).
+func children(pid int) []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func overlaps(a, b []int) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func processAlive(pid int) bool {
+	return pid > 0 && unix.Kill(pid, 0) == nil
+}
+
+// alive checks that pid is still the process the plan saw.
+func alive(pid int, start uint64) error {
+	st, err := procfs.Stat(strconv.Itoa(pid))
+	if err != nil {
+		return fmt.Errorf("pid %d is gone", pid)
+	}
+	if start != 0 && st.StartTime != start {
+		return fmt.Errorf("pid %d is another process now (restarted since the plan)", pid)
+	}
+	return nil
+}
+
+// listenOp sets a listener's backlog again.
+func listenOp(l Listener) (op, string, error) {
+	if err := l.Scope.check(); err != nil {
+		return op{}, "", err
+	}
+	if err := alive(l.PID, l.Start); err != nil {
+		return op{}, "", fmt.Errorf("refused: listener %s: %w", l.Addr, err)
+	}
+	cur, err := backlogOf(l.PID, l.Addr)
+	if err != nil {
+		return op{}, "", fmt.Errorf("listener %s: %w", l.Addr, err)
+	}
+	desc := fmt.Sprintf("listen() again on %s (%s pid %d): backlog %d → %d", l.Addr, l.Comm, l.PID, cur, l.Proposed)
+	if cur >= l.Proposed {
+		return op{}, fmt.Sprintf("listener %s already has backlog %d", l.Addr, cur), nil
+	}
+	e := Entry{Key: "listen:" + l.Addr, Title: desc, Listen: &ListenWas{Addr: l.Addr, PID: l.PID, Start: l.Start, Old: cur, New: l.Proposed}}
+	return op{entry: e, desc: desc, do: func() error {
+		got, err := relisten(l.PID, l.Addr, l.Backlog)
+		if err != nil {
+			return err
+		}
+		if got < l.Proposed {
+			return fmt.Errorf("listener %s: backlog %d after listen(%d), want %d (net.core.somaxconn lower than planned?)", l.Addr, got, l.Backlog, l.Proposed)
+		}
+		return nil
+	}}, "", nil
+}
+
+// listeners finds the listening sockets bound to addr among pid's
+// descriptors, as copies (pidfd_getfd) the caller closes.
+func listeners(pid int, addr string) ([]int, error) {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	pfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	defer unix.Close(pfd)
+	var out []int
+	for _, e := range ents {
+		link, err := os.Readlink(filepath.Join(dir, e.Name()))
+		if err != nil || !strings.HasPrefix(link, "socket:") {
+			continue
+		}
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fd, err := unix.PidfdGetfd(pfd, n, 0)
+		if err != nil {
+			continue
+		}
+		if acc, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil || acc != 1 || sockAddr(fd) != addr {
+			unix.Close(fd)
+			continue
+		}
+		out = append(out, fd)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("pid %d holds no listening socket on %s", pid, addr)
+	}
+	return out, nil
+}
+
+func sockAddr(fd int) string {
+	sa, err := unix.Getsockname(fd)
+	if err != nil {
+		return ""
+	}
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
+	case *unix.SockaddrInet6:
+		return net.JoinHostPort(net.IP(a.Addr[:]).String(), strconv.Itoa(a.Port))
+	}
+	return ""
+}
+
+// backlogOf is a listener's effective backlog: for a listening socket
+// TCP_INFO's sacked field is sk_max_ack_backlog.
+func backlogOf(pid int, addr string) (int, error) {
+	fds, err := listeners(pid, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer closeAll(fds)
+	ti, err := unix.GetsockoptTCPInfo(fds[0], unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, err
+	}
+	return int(ti.Sacked), nil
+}
+
+// relisten calls listen() on the process's own listening sockets: on a
+// socket already listening the kernel only sets the new backlog,
+// min(backlog, net.core.somaxconn of the socket's namespace).
+func relisten(pid int, addr string, backlog int) (int, error) {
+	fds, err := listeners(pid, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer closeAll(fds)
+	for _, fd := range fds {
+		if err := unix.Listen(fd, backlog); err != nil {
+			return 0, fmt.Errorf("listen(%s, %d): %w", addr, backlog, err)
+		}
+	}
+	ti, err := unix.GetsockoptTCPInfo(fds[0], unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, err
+	}
+	return int(ti.Sacked), nil
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// persistOp writes the host-namespace settings to PersistFile, replacing
+// earlier lines for the same keys and keeping everything else.
+func persistOp(settings []Sysctl) (*op, string, error) {
+	if len(settings) == 0 {
+		return nil, "", nil
+	}
+	old, err := os.ReadFile(PersistFile)
+	existed := err == nil
+	if err != nil && !os.IsNotExist(err) {
+		return nil, "", err
+	}
+	set := map[string]string{}
+	for _, s := range settings {
+		set[s.Name] = s.Proposed
+	}
+	var b bytes.Buffer
+	if !existed {
+		b.WriteString("# Written by netdoctor tune apply --persist; `netdoctor tune rollback` restores the previous state.\n")
+	}
+	for _, l := range strings.SplitAfter(string(old), "\n") {
+		k, _, ok := strings.Cut(l, "=")
+		if _, ours := set[strings.TrimSpace(k)]; ok && ours {
+			continue
+		}
+		b.WriteString(l)
+	}
+	if b.Len() > 0 && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+		b.WriteString("\n")
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s = %s\n", n, set[n])
+	}
+	if existed && bytes.Equal(old, b.Bytes()) {
+		return nil, PersistFile + " already holds these settings", nil
+	}
+	data := b.Bytes()
+	desc := fmt.Sprintf("persist %d settings in %s", len(names), PersistFile)
+	e := Entry{Key: "file:" + PersistFile, Title: desc, File: &FileWas{Path: PersistFile, Existed: existed, Mode: 0o644, Old: old, OldSHA: sum(old), NewSHA: sum(data)}}
+	return &op{entry: e, desc: desc, do: func() error {
+		if err := os.MkdirAll(filepath.Dir(PersistFile), 0o755); err != nil {
+			return err
+		}
+		return writeFile(PersistFile, data, 0o644, 0, 0)
+	}}, "", nil
+}
+
+// Rollback restores every entry of a journal, whether or not it was
+// marked done, in the order apply made them: kernel limits first, so
+// that an application reloaded with its old configuration, or a
+// listener set back, is capped as it was before.
+func Rollback(j *Journal, out io.Writer) error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	var errs []error
+	for _, e := range j.Entries {
+		msg, err := restore(e)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e.Key, err))
+			fmt.Fprintf(out, "  FAILED: %s: %v\n", e.Key, err)
+			continue
+		}
+		fmt.Fprintf(out, "  %s\n", msg)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	j.State = StateRolledBack
+	return j.save()
+}
+
+func restore(e Entry) (string, error) {
+	switch {
+	case e.Sysctl != nil:
+		s := e.Sysctl
+		if s.Path != "" {
+			if _, err := os.Stat(s.Path); err != nil {
+				return fmt.Sprintf("sysctl %s: namespace %s is gone, nothing to restore", s.Name, s.Path), nil
+			}
+		}
+		ino, err := netnsInode(s.Path)
+		if err != nil {
+			return "", err
+		}
+		if ino != s.Inode {
+			if s.Path == "" {
+				return "", fmt.Errorf("run rollback in the namespace apply ran in (inode %d, this is %d)", s.Inode, ino)
+			}
+			return fmt.Sprintf("sysctl %s: %s is another namespace now (inode %d, was %d), nothing to restore", s.Name, s.Path, ino, s.Inode), nil
+		}
+		var cur []byte
+		err = netns.Do(s.Path, func() error {
+			var err error
+			cur, err = os.ReadFile(sysctlPath(s.Name))
+			if err != nil || normalize(string(cur)) == s.Old {
+				return err
+			}
+			return os.WriteFile(sysctlPath(s.Name), []byte(s.Old), 0)
+		})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("sysctl %s = %s restored (%s)", s.Name, s.Old, s.Scope), nil
+	case e.File != nil:
+		f := e.File
+		cur, err := os.ReadFile(f.Path)
+		if err != nil && !os.IsNotExist(err) {
+			return "", err
+		}
+		if !f.Existed {
+			if err == nil {
+				if err := os.Remove(f.Path); err != nil {
+					return "", err
+				}
+				syncDir(filepath.Dir(f.Path))
+			}
+			return fmt.Sprintf("%s removed (netdoctor created it)", f.Path), nil
+		}
+		if err == nil && sum(cur) == f.OldSHA {
+			return fmt.Sprintf("%s is as it was", f.Path), nil
+		}
+		if err := writeFile(f.Path, f.Old, os.FileMode(f.Mode), f.UID, f.GID); err != nil {
+			return "", err
+		}
+		msg := fmt.Sprintf("%s restored", f.Path)
+		if f.Reload != nil {
+			if err := alive(f.Reload.PID, f.Reload.Start); err != nil {
+				return msg + fmt.Sprintf(" (%s not reloaded: %v)", f.App, err), nil
+			}
+			if err := validate(f.Check, f.Reload.PID); err != nil {
+				return "", fmt.Errorf("%s restored but %w", f.Path, err)
+			}
+			if err := reloadApp(*f.Reload); err != nil {
+				return "", fmt.Errorf("%s restored: %w", f.Path, err)
+			}
+			msg += ", " + f.App + " reloaded"
+		}
+		return msg, nil
+	case e.Listen != nil:
+		l := e.Listen
+		if err := alive(l.PID, l.Start); err != nil {
+			return fmt.Sprintf("listener %s: %v, nothing to restore", l.Addr, err), nil
+		}
+		got, err := relisten(l.PID, l.Addr, l.Old)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("listener %s backlog %d restored", l.Addr, got), nil
+	}
+	return "", fmt.Errorf("empty journal entry")
+}

@@ -1,0 +1,176 @@
+package tune
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// JournalDir holds apply's journals. It must outlive a reboot: a
+// persisted file or a configuration file keeps the change.
+var JournalDir = "/var/lib/netdoctor/tune"
+
+// Journal states.
+const (
+	StateApplying   = "applying"    // written before the first change; a crash leaves it so
+	StateApplied    = "applied"     // every change made
+	StateRolledBack = "rolled-back" // every previous value restored
+)
+
+// Journal records every value apply is about to change, written and
+// fsync'd before the first change, so that rollback can restore them
+// after a crash at any point.
+type Journal struct {
+	Version int       `json:"version"`
+	Path    string    `json:"-"`
+	Plan    string    `json:"plan"`
+	Started time.Time `json:"started"`
+	PID     int       `json:"pid"`
+	State   string    `json:"state"`
+	Entries []Entry   `json:"entries"`
+}
+
+// Entry is one change's previous state. Done says it was made (a crash
+// between the change and the journal's update leaves it false, and
+// rollback restores it anyway: restoring an unchanged value is a no-op).
+type Entry struct {
+	Key    string     `json:"key"`
+	Title  string     `json:"title"`
+	Sysctl *SysctlWas `json:"sysctl,omitempty"`
+	File   *FileWas   `json:"file,omitempty"`
+	Listen *ListenWas `json:"listen,omitempty"`
+	Done   bool       `json:"done"`
+}
+
+// SysctlWas is a setting's previous value.
+type SysctlWas struct {
+	Name string `json:"name"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
+	// Path and Inode name the namespace written (Path "" for the applying
+	// process's own, whose inode Inode is).
+	Path  string `json:"netns_path,omitempty"`
+	Inode uint64 `json:"netns_inode"`
+	Scope string `json:"scope"`
+}
+
+// FileWas is a file's previous content; Existed false means rollback
+// removes it.
+type FileWas struct {
+	Path    string   `json:"path"`
+	Existed bool     `json:"existed"`
+	Mode    uint32   `json:"mode"`
+	UID     int      `json:"uid"`
+	GID     int      `json:"gid"`
+	Old     []byte   `json:"old"`
+	OldSHA  string   `json:"old_sha256"`
+	NewSHA  string   `json:"new_sha256"`
+	App     string   `json:"app,omitempty"`
+	Check   []string `json:"validate,omitempty"`
+	Reload  *Reload  `json:"reload,omitempty"`
+}
+
+// ListenWas is a listening socket's previous effective backlog.
+type ListenWas struct {
+	Addr  string `json:"addr"`
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start_time"`
+	Old   int    `json:"old"`
+	New   int    `json:"new"`
+}
+
+// save writes the journal durably: a temporary file, fsync'd, renamed
+// over the journal, and the directory fsync'd so the rename survives.
+func (j *Journal) save() error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := j.Path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if _, err = f.Write(append(b, '\n')); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, j.Path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write journal %s: %w", j.Path, err)
+	}
+	return syncDir(filepath.Dir(j.Path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// newJournal creates the journal's file name: time first, so that names
+// sort by age.
+func newJournal(plan string) (*Journal, error) {
+	if err := os.MkdirAll(JournalDir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal directory: %w", err)
+	}
+	now := time.Now().UTC()
+	name := fmt.Sprintf("%s-%d.json", now.Format("20060102T150405.000000000Z"), os.Getpid())
+	return &Journal{Version: Version, Path: filepath.Join(JournalDir, name), Plan: plan, Started: now,
+		PID: os.Getpid(), State: StateApplying}, nil
+}
+
+// ReadJournal reads a journal file.
+func ReadJournal(path string) (*Journal, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var j Journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("%s is not a netdoctor journal: %w", path, err)
+	}
+	if j.Version != Version {
+		return nil, fmt.Errorf("%s is not a netdoctor journal (version %d)", path, j.Version)
+	}
+	j.Path = path
+	return &j, nil
+}
+
+// Open lists the journals not rolled back, newest first.
+func Open() ([]*Journal, error) {
+	ents, err := os.ReadDir(JournalDir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []*Journal
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		j, err := ReadJournal(filepath.Join(JournalDir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		if j.State != StateRolledBack {
+			out = append(out, j)
+		}
+	}
+	slices.Reverse(out)
+	return out, nil
+}
