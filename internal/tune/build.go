@@ -326,7 +326,7 @@ func (b *builder) listeners() error {
 			continue
 		}
 		b.p.add(Change{Kind: KindListen, Key: "listen:" + l.Addr + "@" + b.scope.String(), Findings: b.somaxFindings(),
-			Why: []string{fmt.Sprintf("the kernel fixed this socket's backlog at %d, min(listen() backlog, net.core.somaxconn), when %s listened; %s would not listen() again short of a restart, so netdoctor calls listen() on the socket itself (pidfd_getfd), as the restart would", l.SendQ, s.Kind, s.Kind)},
+			Why:    []string{fmt.Sprintf("the kernel fixed this socket's backlog at %d, min(listen() backlog, net.core.somaxconn), when %s listened; %s would not listen() again short of a restart, so netdoctor calls listen() on the socket itself (pidfd_getfd), as the restart would", l.SendQ, s.Kind, s.Kind)},
 			Listen: &Listener{Addr: l.Addr, PID: pid, Start: pr.Start, Comm: pr.Comm, Current: int(l.SendQ), Backlog: asks, Proposed: eff, Scope: b.scope}})
 	}
 	return nil
