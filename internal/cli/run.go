@@ -35,6 +35,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	durationVar(fs, &o.Tail, "tail", 2*time.Second, "time sampled after the load")
 	dns := fs.Bool("dns", false, "also probe the configured nameservers once per side")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with per-second charts to this file")
+	verify := fs.String("verify-with", "", "measure, apply this tune plan (kernel settings and configuration), measure again with the same load, then roll back")
+	keep := fs.Bool("keep", false, "with --verify-with: keep the changes instead of rolling back")
 	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stderr)
 	if err != nil {
 		return err
@@ -55,6 +57,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.Baseline = time.Millisecond
 	}
 	o.DNS = *dns
+	if *keep && *verify == "" {
+		return badInput("--keep goes with --verify-with")
+	}
+	if *verify != "" {
+		return runVerify(ctx, o, lo, set, *verify, *keep, stdout, stderr)
+	}
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
 	lo.o.OnStart = func() {

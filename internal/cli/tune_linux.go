@@ -7,9 +7,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/tune"
 )
 
@@ -169,4 +174,166 @@ func tuneErr(err error) error {
 		return usageError{err}
 	}
 	return err
+}
+
+// verifyReport is the JSON of `run --verify-with`: both runs, what each
+// change did, and the journal of the changes.
+type verifyReport struct {
+	Plan     string         `json:"plan"`
+	Before   *runReport     `json:"before"`
+	After    *runReport     `json:"after"`
+	Verdicts []tune.Verdict `json:"verdicts"`
+	Journal  string         `json:"journal,omitempty"`
+	Kept     bool           `json:"kept"`
+}
+
+// runVerify measures, applies a plan, measures again with the identical
+// load and rolls back unless keep: the seeds' "change one setting, load
+// again, compare" for every change of the plan at once.
+func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]bool, planPath string, keep bool, stdout, stderr io.Writer) error {
+	p, err := readPlan(planPath)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return deniedError{tune.ErrNotRoot}
+	}
+	measure := func(what string) (*run.Result, error) {
+		fmt.Fprintf(stdout, "%s: %s @ %s\n", what, describe(lo.o), lo.o.URL)
+		pr := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
+		o.Load = lo.o
+		o.Load.OnSecond = pr.second
+		res, err := run.Run(ctx, o)
+		pr.done()
+		if err != nil && (errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening)) {
+			return nil, usageError{err}
+		}
+		return res, err
+	}
+	fmt.Fprintf(stdout, "Verifying %s (%d changes): measure, apply, measure again with the same load, %s\n\n", planPath, len(p.Changes), map[bool]string{true: "keep the changes", false: "roll back"}[keep])
+	before, err := measure("1/3 before")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n2/3 applying %s (kernel settings and configuration):\n", planPath)
+	j, err := tune.Apply(ctx, p, planPath, tune.Options{Config: true, Out: stdout})
+	if err != nil {
+		return tuneErr(err)
+	}
+	// Undo on every way out, Ctrl-C included (the run returns early on
+	// a cancelled context; the rollback does not take it).
+	rolledBack := false
+	rollback := func() error {
+		if j == nil || keep || rolledBack {
+			return nil
+		}
+		rolledBack = true
+		fmt.Fprintf(stdout, "\nRolling back (--keep keeps the changes):\n")
+		return tune.Rollback(j, stdout)
+	}
+	defer rollback()
+	fmt.Fprintln(stdout)
+	after, err := measure("3/3 after")
+	if err != nil {
+		if rerr := rollback(); rerr != nil {
+			return fmt.Errorf("%w; rollback: %v", err, rerr)
+		}
+		return err
+	}
+	vs := tune.Judge(p, outcomeOf(before), outcomeOf(after))
+	rb, ra := runReportOf(before), runReportOf(after)
+	writeVerify(stdout, rb, ra, vs)
+	if err := rollback(); err != nil {
+		return fmt.Errorf("rollback: %w (journal %s)", err, j.Path)
+	}
+	if j != nil && keep {
+		fmt.Fprintf(stdout, "\nChanges kept. Undo: netdoctor tune rollback %s\n", j.Path)
+	}
+	if lo.jsonOut != "" {
+		vr := &verifyReport{Plan: planPath, Before: rb, After: ra, Verdicts: vs, Kept: keep}
+		if j != nil {
+			vr.Journal = j.Path
+		}
+		if err := writeOut(lo.jsonOut, stdout, "report", indentedJSON(vr)); err != nil {
+			return err
+		}
+	}
+	for _, f := range ra.Findings {
+		if f.Status == rules.Active && f.Severity == rules.Critical {
+			return errFindings
+		}
+	}
+	return nil
+}
+
+// outcomeOf is a run's findings and its server side's counter rates over
+// the load window (the client's when the server was not observed).
+func outcomeOf(res *run.Result) tune.Outcome {
+	o := tune.Outcome{Findings: res.Findings}
+	for _, s := range res.Sides {
+		if !s.Observed {
+			continue
+		}
+		if w, ok := run.Window(s.Bundle, res.LoadStart).Window(); ok {
+			o.Rate = w.Rate
+			break
+		}
+	}
+	return o
+}
+
+// writeVerify prints the two runs side by side and each change's verdict.
+func writeVerify(w io.Writer, before, after *runReport, vs []tune.Verdict) {
+	fmt.Fprintf(w, "\nBefore → after:\n")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	row := func(name string, f func(*runReport) string) {
+		fmt.Fprintf(tw, "  %s\t%s\t→ %s\n", name, f(before), f(after))
+	}
+	lr := func(f func(*load.Result) string) func(*runReport) string {
+		return func(r *runReport) string {
+			if r.Load == nil {
+				return "-"
+			}
+			return f(r.Load)
+		}
+	}
+	row("requests/s", lr(func(l *load.Result) string { return fmt.Sprintf("%.0f", l.RPS) }))
+	lat := func(f func(*load.Result) time.Duration) func(*load.Result) string {
+		return func(l *load.Result) string {
+			if l.Requests == 0 {
+				return "-"
+			}
+			return dur(f(l))
+		}
+	}
+	row("p50", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P50 })))
+	row("p99", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P99 })))
+	row("errors", lr(func(l *load.Result) string {
+		e := l.Errors
+		return fmt.Sprintf("connect %d, read %d, write %d, timeout %d", e.Connect, e.Read, e.Write, e.Timeout)
+	}))
+	row("non-2xx", lr(func(l *load.Result) string {
+		var parts []string
+		for _, k := range []string{"1xx", "3xx", "4xx", "5xx"} {
+			if n := l.Status[k]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}))
+	tw.Flush()
+	fmt.Fprintf(w, "  before: %s\n  after:  %s\n", before.Verdict, after.Verdict)
+	fmt.Fprintf(w, "\nEach change:\n")
+	for i, v := range vs {
+		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, strings.ToUpper(v.Verdict), v.Change)
+		if v.Note != "" {
+			fmt.Fprintf(w, "       (%s)\n", v.Note)
+		}
+		for k := range v.Before {
+			fmt.Fprintf(w, "       %s\n         → %s\n", v.Before[k], strings.TrimPrefix(v.After[k], strings.SplitN(v.After[k], ": ", 2)[0]+": "))
+		}
+	}
 }

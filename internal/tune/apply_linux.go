@@ -256,7 +256,7 @@ func sysctlOp(s Sysctl) (op, string, error) {
 		desc += fmt.Sprintf(" [was %s when planned]", s.Current)
 	}
 	e := Entry{Key: "sysctl:" + s.Name + "@" + s.Scope.String(), Title: desc,
-		Sysctl: &SysctlWas{Name: s.Name, Old: cur, New: s.Proposed, Path: path, Inode: ino, Scope: s.Scope.String()}}
+		Sysctl: &SysctlWas{Name: s.Name, Old: cur, New: s.Proposed, Path: path, Inode: ino, Global: s.Global, Scope: s.Scope.String()}}
 	return op{entry: e, desc: desc, do: func() error { return writeSysctl(s.Scope, s.Name, s.Proposed) }}, "", nil
 }
 
@@ -648,7 +648,14 @@ func Rollback(j *Journal, out io.Writer) error {
 func restore(e Entry) (string, error) {
 	switch {
 	case e.Sysctl != nil:
-		s := e.Sysctl
+		s := *e.Sysctl
+		if s.Global {
+			p, err := initNetNS()
+			if err != nil {
+				return "", err
+			}
+			s.Path = p
+		}
 		if s.Path != "" {
 			if _, err := os.Stat(s.Path); err != nil {
 				return fmt.Sprintf("sysctl %s: namespace %s is gone, nothing to restore", s.Name, s.Path), nil

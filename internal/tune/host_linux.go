@@ -19,12 +19,13 @@ import (
 // settings are writable. PID 1's may be closed to us (a sandbox's init),
 // so it is the first namespace, from this process up its parents and
 // then across /proc, that has the settings only the initial namespace
-// registers (net.core.rmem_max). "" is this process's own.
+// registers (net.core.netdev_max_backlog; a child namespace sees
+// rmem_max read-only). "" is this process's own.
 func initNetNS() (string, error) {
 	isInit := func(path string) bool {
 		ok := false
 		netns.Do(path, func() error {
-			_, err := os.Stat("/proc/sys/net/core/rmem_max")
+			_, err := os.Stat("/proc/sys/net/core/netdev_max_backlog")
 			ok = err == nil
 			return nil
 		})

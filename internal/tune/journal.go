@@ -53,8 +53,11 @@ type SysctlWas struct {
 	New  string `json:"new"`
 	// Path and Inode name the namespace written (Path "" for the applying
 	// process's own, whose inode Inode is).
-	Path  string `json:"netns_path,omitempty"`
-	Inode uint64 `json:"netns_inode"`
+	// A Global setting's namespace is found again at rollback (the path
+	// apply used may belong to a process that has exited).
+	Path   string `json:"netns_path,omitempty"`
+	Inode  uint64 `json:"netns_inode"`
+	Global bool   `json:"global,omitempty"`
 	Scope string `json:"scope"`
 }
 

@@ -1,0 +1,150 @@
+package tune
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// Verdicts.
+const (
+	Fixed    = "fixed"
+	Improved = "improved"
+	NoEffect = "no effect"
+	Worse    = "worse"
+)
+
+// Outcome is one measurement: its findings and its counters' rates over
+// the load window.
+type Outcome struct {
+	Findings []rules.Finding
+	Rate     func(counter string) float64
+}
+
+// Verdict is what one change did to the findings it targets.
+type Verdict struct {
+	Change  string   `json:"change"`
+	Key     string   `json:"key"`
+	Verdict string   `json:"verdict"`
+	Before  []string `json:"before"` // each target as the first run saw it
+	After   []string `json:"after"`
+	Note    string   `json:"note,omitempty"`
+}
+
+// significant is the share a counter's rate must move by to count.
+const significant = 0.25
+
+// Judge compares the findings each change targets before and after:
+// fixed when none is left active (a latent one: gone), improved when one
+// is less severe or its counters fell by a quarter, worse when one is
+// more severe or its counters rose by a quarter, else no effect.
+func Judge(p *Plan, before, after Outcome) []Verdict {
+	var out []Verdict
+	for _, c := range p.Changes {
+		v := Verdict{Change: c.Title(), Key: c.Key}
+		var better, worse, left, seen bool
+		for _, target := range c.Findings {
+			b, bok := find(before.Findings, target)
+			a, aok := find(after.Findings, target)
+			seen = seen || bok
+			v.Before = append(v.Before, state(target, b, bok, before.Rate))
+			v.After = append(v.After, state(target, a, aok, after.Rate))
+			if !aok || (bok && b.Status == rules.Active && a.Status != rules.Active) {
+				continue
+			}
+			left = true
+			if !bok {
+				worse = true
+				continue
+			}
+			switch {
+			case rules.MoreSevere(a.Severity, b.Severity):
+				worse = true
+			case rules.MoreSevere(b.Severity, a.Severity):
+				better = true
+			default:
+				rb, ra := counterRate(b, before.Rate), counterRate(a, after.Rate)
+				switch {
+				case ra > rb*(1+significant) && ra-rb > 1:
+					worse = true
+				case ra < rb*(1-significant):
+					better = true
+				}
+			}
+		}
+		switch {
+		case worse:
+			v.Verdict = Worse
+		case !left && !seen:
+			v.Verdict, v.Note = NoEffect, "its findings did not show in the first run: nothing to judge it by"
+		case !left:
+			v.Verdict = Fixed
+		case better:
+			v.Verdict = Improved
+		default:
+			v.Verdict = NoEffect
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// find looks a target ("id subject") up among findings; an active one
+// wins over a latent one with the same key.
+func find(fs []rules.Finding, target string) (rules.Finding, bool) {
+	var got rules.Finding
+	ok := false
+	for _, f := range fs {
+		if key(f) != target || f.Side == "client" {
+			continue
+		}
+		if !ok || (f.Status == rules.Active && got.Status != rules.Active) {
+			got, ok = f, true
+		}
+	}
+	return got, ok
+}
+
+// counterRate sums the rates of the counters a finding's window
+// evidence names.
+func counterRate(f rules.Finding, rate func(string) float64) float64 {
+	if rate == nil {
+		return 0
+	}
+	sum := 0.0
+	for _, c := range counters(f) {
+		sum += rate(c)
+	}
+	return sum
+}
+
+func counters(f rules.Finding) []string {
+	var out []string
+	for _, e := range f.Evidence {
+		if e.Window && isCounter(e.Source) && !slices.Contains(out, e.Source) {
+			out = append(out, e.Source)
+		}
+	}
+	return out
+}
+
+// isCounter: a /proc/net/snmp or netstat counter is named "Group.Name".
+func isCounter(s string) bool {
+	g, n, ok := strings.Cut(s, ".")
+	return ok && g != "" && n != "" && !strings.ContainsAny(s, " /:")
+}
+
+func state(target string, f rules.Finding, ok bool, rate func(string) float64) string {
+	if !ok {
+		return target + ": not found"
+	}
+	s := fmt.Sprintf("%s: %s %s", target, f.Severity, f.Status)
+	if rate != nil {
+		for _, c := range counters(f) {
+			s += fmt.Sprintf(", %s %.1f/s", c, rate(c))
+		}
+	}
+	return s
+}
