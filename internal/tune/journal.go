@@ -58,7 +58,7 @@ type SysctlWas struct {
 	Path   string `json:"netns_path,omitempty"`
 	Inode  uint64 `json:"netns_inode"`
 	Global bool   `json:"global,omitempty"`
-	Scope string `json:"scope"`
+	Scope  string `json:"scope"`
 }
 
 // FileWas is a file's previous content; Existed false means rollback
