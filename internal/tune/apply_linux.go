@@ -678,7 +678,15 @@ func restore(e Entry) (string, error) {
 			if err != nil || normalize(string(cur)) == s.Old {
 				return err
 			}
-			return os.WriteFile(sysctlPath(s.Name), []byte(s.Old), 0)
+			if err := os.WriteFile(sysctlPath(s.Name), []byte(s.Old), 0); err != nil {
+				return err
+			}
+			// Read it back: the kernel may round or refuse silently.
+			cur, err = os.ReadFile(sysctlPath(s.Name))
+			if err == nil && normalize(string(cur)) != s.Old {
+				err = fmt.Errorf("reads %q after writing %q", normalize(string(cur)), s.Old)
+			}
+			return err
 		})
 		if err != nil {
 			return "", err
@@ -705,7 +713,10 @@ func restore(e Entry) (string, error) {
 		if err := writeFile(f.Path, f.Old, os.FileMode(f.Mode), f.UID, f.GID); err != nil {
 			return "", err
 		}
-		msg := fmt.Sprintf("%s restored", f.Path)
+		if b, err := os.ReadFile(f.Path); err != nil || sum(b) != f.OldSHA {
+			return "", fmt.Errorf("%s does not read back as it was (sha256 %s)", f.Path, f.OldSHA[:12])
+		}
+		msg := fmt.Sprintf("%s restored (sha256 %s)", f.Path, f.OldSHA[:12])
 		if f.Reload != nil {
 			if err := alive(f.Reload.PID, f.Reload.Start); err != nil {
 				return msg + fmt.Sprintf(" (%s not reloaded: %v)", f.App, err), nil

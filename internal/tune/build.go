@@ -683,7 +683,7 @@ func (b *builder) risky(f rules.Finding, name string) error {
 			want = atoi(host) // the kernel's default there: half the established hash
 		}
 		value = strconv.Itoa(want)
-		why += fmt.Sprintf("; %d in TIME_WAIT now, so %s leaves room for four times that", tw, value)
+		why += fmt.Sprintf("; proposed %s: the larger of %d (the kernel's default with 4 GiB of memory or more, or the host namespace's own value when larger) and four times the %d sockets in TIME_WAIT now", value, twBucketsFloor, tw)
 	case "net.core.somaxconn":
 		value = strconv.Itoa(max(atoi(value), b.somax))
 	}

@@ -12,7 +12,15 @@ import (
 
 // JournalDir holds apply's journals. It must outlive a reboot: a
 // persisted file or a configuration file keeps the change.
-var JournalDir = "/var/lib/netdoctor/tune"
+// NETDOCTOR_JOURNAL_DIR moves it (tests keep theirs apart).
+var JournalDir = journalDir()
+
+func journalDir() string {
+	if d := os.Getenv("NETDOCTOR_JOURNAL_DIR"); d != "" {
+		return d
+	}
+	return "/var/lib/netdoctor/tune"
+}
 
 // Journal states.
 const (
