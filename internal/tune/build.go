@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/nginx"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -184,6 +185,19 @@ func (b *builder) sysctl(f rules.Finding, name, proposed string, why ...string) 
 		sc = Scope{Global: true}
 	}
 	cur, err := b.h.Sysctl(sc, name)
+	if errors.Is(err, netns.ErrNotFound) {
+		// Planned away from the host (or after the namespace went): the
+		// report's value stands in, and apply checks the live one.
+		v, ok := b.in.Summary.Sysctls[name]
+		if !ok {
+			b.note(f, fmt.Sprintf("%s: %s is not here and the report lacks the value", name, sc))
+			return nil
+		}
+		cur, err = v, nil
+		if n := fmt.Sprintf("%s is not here: current values are the report's", sc); !slices.Contains(b.p.Notes, n) {
+			b.p.Notes = append(b.p.Notes, n)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		b.note(f, fmt.Sprintf("%s: this kernel (%s) does not have it", name, sc))
 		return nil
@@ -417,7 +431,7 @@ func (b *builder) reuse(f rules.Finding) error {
 	k := clamp(nextPow2((inflight+w-1)/w), minKeepalive, maxKeepalive)
 	if u.Keepalive == 0 {
 		if err := b.editNginx(s, u.Block, f, fmt.Sprintf("upstream %s: keepalive %d per worker: %d requests in flight over %d workers, rounded up (between %d and %d); nginx then reuses a connection instead of opening one per request", u.Target, k, inflight, w, minKeepalive, maxKeepalive),
-			edit{after: []string{fmt.Sprintf("keepalive %d;", k)}, indent: blockIndent}); err != nil {
+			edit{after: []string{fmt.Sprintf("keepalive %d;", k)}, inside: true}); err != nil {
 			return err
 		}
 	} else {
@@ -522,7 +536,7 @@ func (b *builder) conntrack(f rules.Finding) error {
 	if v, ok := b.current("net.netfilter.nf_conntrack_tcp_timeout_time_wait"); ok && atoi(v) > 0 {
 		tw = float64(atoi(v))
 	}
-	rate := b.rate("Tcp.ActiveOpens") + b.rate("Tcp.PassiveOpens")
+	rate, flows := b.flows()
 	peak := max(ct.Count, ct.Max) // the table was full
 	buckets := ct.Buckets
 	if v, ok := b.current("net.netfilter.nf_conntrack_buckets"); ok && atoi(v) > 0 {
@@ -530,8 +544,8 @@ func (b *builder) conntrack(f rules.Finding) error {
 	}
 	need := uint64(math.Ceil(rate * tw * 1.25))
 	want := max(uint64(nextPow2(int(max(need, 2*peak)))), buckets, minConntrackMax)
-	why := fmt.Sprintf("%.0f new connections/s × %.0f s (nf_conntrack_tcp_timeout_time_wait) × 1.25 = %d entries; the table was full at %d; never below the hash's %d buckets, which is the kernel's own default maximum: %d (~%d MiB at ~320 B an entry)",
-		rate, tw, need, peak, buckets, want, want*320>>20)
+	why := fmt.Sprintf("%.0f new connections/s (%s) × %.0f s (nf_conntrack_tcp_timeout_time_wait) × 1.25 = %d entries; the table was full at %d; never below the hash's %d buckets, which is the kernel's own default maximum: %d (~%d MiB at ~320 B an entry)",
+		rate, flows, tw, need, peak, buckets, want, want*320>>20)
 	if err := b.sysctl(f, "net.netfilter.nf_conntrack_max", strconv.FormatUint(want, 10), why); err != nil {
 		return err
 	}
@@ -540,6 +554,39 @@ func (b *builder) conntrack(f rules.Finding) error {
 			fmt.Sprintf("the hash grows with the maximum (one entry per bucket, as the kernel sizes it), or chains get long and inserts are refused (advice.md #9)"))
 	}
 	return nil
+}
+
+// flows estimates the connections a second that conntrack will see: the
+// passive and active opens, a connection between two local sockets
+// counted once (conntrack has one entry for it, TCP an open at each
+// end), and without those to upstreams the plan keeps open.
+func (b *builder) flows() (float64, string) {
+	active, passive := b.rate("Tcp.ActiveOpens"), b.rate("Tcp.PassiveOpens")
+	local, kept := true, true
+	n := 0
+	for _, s := range b.in.Servers {
+		for _, u := range s.Upstreams {
+			n++
+			if !strings.HasPrefix(u, loopbackPrefix) && !strings.HasPrefix(u, "unix:") {
+				local = false
+			}
+			if b.keep[u] == 0 {
+				kept = false
+			}
+		}
+	}
+	if n == 0 {
+		return active + passive, fmt.Sprintf("%.0f/s accepted + %.0f/s opened", passive, active)
+	}
+	switch {
+	case local && kept:
+		return max(passive-active, 0), fmt.Sprintf("%.0f/s accepted, less the %.0f/s to local upstreams that the plan keeps open", passive, active)
+	case local:
+		return max(passive, active), fmt.Sprintf("%.0f/s accepted, of which %.0f/s from this host to its local upstreams (one entry each)", passive, active)
+	case kept:
+		return passive, fmt.Sprintf("%.0f/s accepted; the %.0f/s opened to upstreams will be kept open by the plan", passive, active)
+	}
+	return active + passive, fmt.Sprintf("%.0f/s accepted + %.0f/s opened", passive, active)
 }
 
 // workers sizes a php-fpm pool or nginx's worker_connections.

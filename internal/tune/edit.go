@@ -16,10 +16,12 @@ import (
 // the line number of the file as the plan read it, so that several edits
 // of one file compose whatever their order.
 type edit struct {
-	line    int                             // 1-based
-	replace func(string) (string, error)    // nil: keep the line
-	after   []string                        // lines inserted after it, indented like it
-	indent  func(line string) (string, int) // optional: the inserted lines' indentation
+	line    int                          // 1-based
+	replace func(string) (string, error) // nil: keep the line
+	after   []string                     // lines inserted after it, indented like it
+	// inside: the line opens a block and the lines go into it, indented
+	// like the block's first line (one level deeper than the line).
+	inside bool
 }
 
 // fileEdits collects a file's edits until the plan is built.
@@ -60,8 +62,8 @@ func (f *fileEdits) apply() ([]byte, error) {
 		}
 		if len(e.after) > 0 {
 			ind := leadingSpace(body)
-			if e.indent != nil {
-				ind, _ = e.indent(body)
+			if e.inside {
+				ind = blockIndent(body, lines[min(e.line, len(lines)-1)])
 			}
 			for _, a := range e.after {
 				after[e.line] = append(after[e.line], ind+a+"\n")
@@ -99,14 +101,18 @@ func leadingSpace(s string) string {
 	return s[:len(s)-len(strings.TrimLeft(s, " \t"))]
 }
 
-// blockIndent indents lines inserted inside a block opened on the line:
-// one level deeper than the line, in the file's own style.
-func blockIndent(line string) (string, int) {
+// blockIndent indents lines inserted inside a block opened on line: as
+// the block's next line when it is deeper, else one level deeper than
+// line in the file's own style.
+func blockIndent(line, next string) string {
 	ind := leadingSpace(line)
-	if strings.Contains(ind, "\t") {
-		return ind + "\t", 0
+	if n := leadingSpace(next); len(n) > len(ind) && strings.TrimSpace(next) != "" {
+		return n
 	}
-	return ind + "    ", 0
+	if strings.Contains(ind, "\t") {
+		return ind + "\t"
+	}
+	return ind + "    "
 }
 
 // nginxDirective matches one simple directive on a line: its name, then
