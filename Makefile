@@ -26,9 +26,10 @@ test: deps lint build
 	go test -count=1 -p 1 ./...
 
 # The main job on the built-in lab: seed 000 with every fault at once,
-# diagnosed, fixed, run again and compared (needs root).
+# diagnosed, then fixed by netdoctor itself: a plan computed from the
+# report, applied, measured again with the same load, rolled back (root).
 demo: build
-	bin/netdoctor lab run nginx-php-throughput --fixed
+	bin/netdoctor lab run nginx-php-throughput --tune
 
 bench: build
 	bench/snapshot.sh

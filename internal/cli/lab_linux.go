@@ -30,7 +30,7 @@ func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "serve":
 		return labServe(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stderr, "usage: netdoctor lab list [-v] | run NAME [--fixed] [--stage N] [--keep] [--html FILE] [--out DIR] | clean")
+		fmt.Fprintln(stderr, "usage: netdoctor lab list [-v] | run NAME [--fixed | --tune] [--stage N] [--keep] [--html FILE] [--out DIR] | clean")
 		return nil
 	}
 	return badInput("lab: unknown subcommand %q (list, run, clean)", args[0])
@@ -99,6 +99,7 @@ func labClean(args []string, stdout, stderr io.Writer) error {
 // labOptions are lab run's flags.
 type labOptions struct {
 	fixed bool
+	tune  bool
 	stage int
 	keep  bool
 	html  string
@@ -110,6 +111,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var o labOptions
 	fs.BoolVar(&o.fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
 	fs.IntVar(&o.stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
+	fs.BoolVar(&o.tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
 	fs.StringVar(&o.out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
@@ -134,6 +136,12 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if len(sc.Stages) > 0 && (stage < 1 || stage > sc.Fixed()) || len(sc.Stages) == 0 && stage != 1 {
 		return badInput("lab run %s --stage %d: it has stages 1 to %d, and %d for all fixed", sc.Name, o.stage, len(sc.Stages), sc.Fixed())
 	}
+	if o.tune && o.fixed {
+		return badInput("lab run: --tune (netdoctor's own fix) and --fixed (the scenario's) are two different runs: pick one")
+	}
+	if o.tune && len(sc.Stages) == 0 {
+		return badInput("lab run %s: nothing to tune (it is the healthy control)", sc.Name)
+	}
 	if o.fixed && stage == sc.Fixed() {
 		return badInput("lab run %s --stage %d is the fixed lab already: drop --fixed", sc.Name, stage)
 	}
@@ -150,6 +158,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.html = filepath.Join(o.out, sc.Name+".html")
 	}
 	before := labPhase{sc: sc, stage: stage, json: filepath.Join(o.out, "before.json"), html: o.html}
+	if o.tune {
+		before.plan, before.verify = filepath.Join(o.out, "plan.json"), filepath.Join(o.out, "verify.json")
+	}
 	phases := []labPhase{before}
 	if o.fixed {
 		to := sc.Fixed()
@@ -185,6 +196,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, ph := range phases {
 		p.f("  %s: %s\n  %s  %s\n", ph.label(), ph.html, strings.Repeat(" ", len(ph.label())), ph.json)
 	}
+	if o.tune {
+		p.f("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
+	}
 	return p.err
 }
 
@@ -193,6 +207,9 @@ type labPhase struct {
 	sc          *lab.Scenario
 	stage, from int
 	json, html  string
+	// plan and verify, when set: plan from the run's report and verify
+	// the plan in the same lab.
+	plan, verify string
 }
 
 func (ph labPhase) label() string {
@@ -243,6 +260,11 @@ func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool)
 		"--json", ph.json, "--html", ph.html, t.URL)
 	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
 		return err
+	}
+	if ph.plan != "" {
+		if err := ph.tune(ctx, e, t, stdout, stderr); err != nil {
+			return err
+		}
 	}
 	if keep {
 		p.f("\nThe lab is kept: e.g. `ip netns exec %s curl %s`; Ctrl-C removes it.\n", e.ClientNS, t.URL)
@@ -325,4 +347,29 @@ func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return lab.ServeRelay(ctx, r, stdout)
 	}
 	return badInput("lab serve: unknown server %q (mock, dns-relay)", args[0])
+}
+
+// tune plans from the phase's report and verifies the plan in the lab:
+// netdoctor's own fix, where --fixed applies the scenario's.
+func (ph labPhase) tune(ctx context.Context, e *lab.Env, t *lab.Target, stdout, stderr io.Writer) error {
+	p := &printer{w: stdout}
+	p.f("\nPlanning from %s:\n\n", ph.json)
+	plan, err := planFrom(ph.json)
+	if err != nil {
+		return err
+	}
+	if err := plan.Text(stdout); err != nil {
+		return err
+	}
+	if err := writeOut(ph.plan, stdout, "plan", indentedJSON(plan)); err != nil {
+		return err
+	}
+	p.f("\n")
+	args := append(append([]string{"run"}, ph.sc.Load...), t.Args...)
+	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
+		"--verify-with", ph.plan, "--json", ph.verify, t.URL)
+	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
+		return err
+	}
+	return p.err
 }

@@ -229,7 +229,11 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 		}
 		rolledBack = true
 		fmt.Fprintf(stdout, "\nRolling back (--keep keeps the changes):\n")
-		return tune.Rollback(j, stdout)
+		if err := tune.Rollback(j, stdout); err != nil {
+			return err
+		}
+		// Everything is back: the journal has served.
+		return tune.Forget(j)
 	}
 	defer rollback()
 	fmt.Fprintln(stdout)
@@ -251,7 +255,7 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 	}
 	if lo.jsonOut != "" {
 		vr := &verifyReport{Plan: planPath, Before: rb, After: ra, Verdicts: vs, Kept: keep}
-		if j != nil {
+		if j != nil && keep {
 			vr.Journal = j.Path
 		}
 		if err := writeOut(lo.jsonOut, stdout, "report", indentedJSON(vr)); err != nil {

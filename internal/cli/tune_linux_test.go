@@ -172,7 +172,9 @@ func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
 	return p, &v
 }
 
-func planHas(p *tune.Plan, pred func(tune.Change) bool) bool { return slices.ContainsFunc(p.Changes, pred) }
+func planHas(p *tune.Plan, pred func(tune.Change) bool) bool {
+	return slices.ContainsFunc(p.Changes, pred)
+}
 
 // TestTuneLab is issue 6's acceptance on the lab: seed 000 with every
 // fault and seed 001's Nagle case, planned from their own run reports,

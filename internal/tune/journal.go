@@ -185,3 +185,18 @@ func Open() ([]*Journal, error) {
 	slices.Reverse(out)
 	return out, nil
 }
+
+// Forget removes a rolled-back journal that only one command needed (a
+// verify run's), and the journal directory when that leaves it empty.
+func Forget(j *Journal) error {
+	if j.State != StateRolledBack {
+		return fmt.Errorf("%s is %s: keep it for rollback", j.Path, j.State)
+	}
+	if err := os.Remove(j.Path); err != nil {
+		return err
+	}
+	if os.Remove(JournalDir) == nil && filepath.Base(filepath.Dir(JournalDir)) == "netdoctor" {
+		os.Remove(filepath.Dir(JournalDir))
+	}
+	return nil
+}
