@@ -393,3 +393,33 @@ func atoi(s string) int {
 	fmt.Sscan(s, &n)
 	return n
 }
+
+// TestTuneBadInput: a clear one-line error and exit 2 for input that is
+// not what tune needs.
+func TestTuneBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "bundle.json")
+	os.WriteFile(bundle, []byte(`{"version": 1, "host": {}, "snapshots": []}`), 0o644)
+	garbage := filepath.Join(dir, "garbage.json")
+	os.WriteFile(garbage, []byte("not json"), 0o644)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tune"}, "needs a subcommand"},
+		{[]string{"tune", "frobnicate"}, "unknown subcommand"},
+		{[]string{"tune", "plan"}, "exactly one report"},
+		{[]string{"tune", "plan", filepath.Join(dir, "missing.json")}, "no such file"},
+		{[]string{"tune", "plan", garbage}, "not a netdoctor report"},
+		{[]string{"tune", "plan", bundle}, "not a netdoctor run or check report"},
+		{[]string{"tune", "apply", garbage}, "not a netdoctor plan"},
+		{[]string{"tune", "apply", bundle, "--yes"}, "not a netdoctor plan"},
+		{[]string{"tune", "rollback", garbage}, "not a netdoctor journal"},
+		{[]string{"run", "--keep", "http://127.0.0.1:1/"}, "--keep goes with --verify-with"},
+	} {
+		code, stdout, stderr := runCLI(t, c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q (stdout %q); want %d and %q on one line", c.args, code, stderr, stdout, ExitUsage, c.want)
+		}
+	}
+}

@@ -156,7 +156,9 @@ func ReadInput(r io.Reader) (*Input, error) {
 // ReadPlan decodes a plan.
 func ReadPlan(r io.Reader) (*Plan, error) {
 	var p Plan
-	if err := json.NewDecoder(r).Decode(&p); err != nil {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields() // a report or a bundle is not a plan
+	if err := dec.Decode(&p); err != nil {
 		return nil, fmt.Errorf("not a netdoctor plan: %w", err)
 	}
 	if p.Version != Version {
