@@ -139,54 +139,41 @@ func undo(j *Journal, out io.Writer, cause error) error {
 func prepare(p *Plan, o Options) (ops []op, skipped []string, err error) {
 	var persist []Sysctl
 	for _, c := range p.Changes {
+		var (
+			st   op
+			skip string
+			err  error
+		)
 		switch {
 		case c.Sysctl != nil:
 			s := *c.Sysctl
 			if o.NetNS != "" && !s.Global {
 				s.Scope = Scope{NetNS: o.NetNS}
 			}
-			st, skip, err := sysctlOp(s)
-			if err != nil {
-				return nil, nil, err
-			}
-			if skip != "" {
-				skipped = append(skipped, skip)
-			} else {
-				ops = append(ops, st)
-			}
+			st, skip, err = sysctlOp(s)
 			if hostNS(s.Scope) {
 				persist = append(persist, s)
 			} else if o.Persist {
 				skipped = append(skipped, fmt.Sprintf("not persisted: %s in %s (%s applies to the initial namespace at boot: set it where the namespace is created)", s.Name, s.Scope, PersistFile))
 			}
+		case c.File != nil && !o.Config:
+			skip = fmt.Sprintf("%s (configuration: apply with --config)", c.Title())
 		case c.File != nil:
-			if !o.Config {
-				skipped = append(skipped, fmt.Sprintf("%s (configuration: apply with --config)", c.Title()))
-				continue
-			}
-			st, skip, err := fileOp(c.File)
-			if err != nil {
-				return nil, nil, err
-			}
-			if skip != "" {
-				skipped = append(skipped, skip)
-			} else {
-				ops = append(ops, st)
-			}
+			st, skip, err = fileOp(c.File)
 		case c.Listen != nil:
 			l := *c.Listen
 			if o.NetNS != "" {
 				l.Scope = Scope{NetNS: o.NetNS}
 			}
-			st, skip, err := listenOp(l)
-			if err != nil {
-				return nil, nil, err
-			}
-			if skip != "" {
-				skipped = append(skipped, skip)
-			} else {
-				ops = append(ops, st)
-			}
+			st, skip, err = listenOp(l)
+		}
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case skip != "":
+			skipped = append(skipped, skip)
+		default:
+			ops = append(ops, st)
 		}
 	}
 	if o.Persist {
