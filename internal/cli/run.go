@@ -9,22 +9,11 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
-	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
 )
-
-// runReport is the JSON of `run`: the report contract (verdict, findings,
-// host summary of the server side) plus the load result and the sides.
-type runReport struct {
-	*report.Report
-	Load    *load.Result  `json:"load"`
-	Shape   run.Shape     `json:"shape"`
-	Sides   []*run.Side   `json:"sides"`
-	Servers []*app.Server `json:"servers,omitempty"`
-}
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
@@ -77,7 +66,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		return err
 	}
-	r := runReportOf(res)
+	r := res.Report()
 	if lo.jsonOut != "-" {
 		if err := writeRunText(stdout, r, lo.latency); err != nil {
 			return err
@@ -111,23 +100,7 @@ func sidesText(serverNS string) string {
 	return "this namespace (client, and server if local)"
 }
 
-// runReportOf builds the report around the server side's load window, or
-// the client's when the server was not observed.
-func runReportOf(res *run.Result) *runReport {
-	var b *evidence.Bundle
-	for _, s := range res.Sides {
-		if s.Observed && b == nil {
-			b = run.Window(s.Bundle, res.LoadStart)
-		}
-	}
-	if b == nil {
-		b = &evidence.Bundle{}
-	}
-	r := report.New("run", b, res.Findings)
-	return &runReport{Report: r, Load: res.Load, Shape: res.Shape, Sides: res.Sides, Servers: res.Servers}
-}
-
-func writeRunText(w io.Writer, r *runReport, latency bool) error {
+func writeRunText(w io.Writer, r *run.Report, latency bool) error {
 	if err := report.Text(w, r.Report); err != nil {
 		return err
 	}
@@ -142,7 +115,7 @@ func writeRunText(w io.Writer, r *runReport, latency bool) error {
 	return writeLoad(w, r.Load, latency)
 }
 
-func writeRunJSON(path string, stdout io.Writer, r *runReport) error {
+func writeRunJSON(path string, stdout io.Writer, r *run.Report) error {
 	return writeOut(path, stdout, "report", indentedJSON(r))
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // runPage turns a run into the HTML report's charts and tables.
-func runPage(r *runReport, res *run.Result) *report.Page {
+func runPage(r *run.Report, res *run.Result) *report.Page {
 	tl := res.Load.Timeline
 	p := &report.Page{Command: "run", Target: res.Load.URL, Verdict: r.Verdict,
 		Host: r.Host.Hostname + " · kernel " + r.Host.Kernel, When: res.LoadStart.Format(time.RFC1123), Findings: r.Findings}
@@ -75,6 +75,6 @@ func runPage(r *runReport, res *run.Result) *report.Page {
 	return p
 }
 
-func writeRunHTML(path string, stdout io.Writer, r *runReport, res *run.Result) error {
+func writeRunHTML(path string, stdout io.Writer, r *run.Report, res *run.Result) error {
 	return writeOut(path, stdout, "HTML report", func(w io.Writer) error { return report.HTML(w, runPage(r, res)) })
 }

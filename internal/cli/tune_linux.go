@@ -180,8 +180,8 @@ func tuneErr(err error) error {
 // change did, and the journal of the changes.
 type verifyReport struct {
 	Plan     string         `json:"plan"`
-	Before   *runReport     `json:"before"`
-	After    *runReport     `json:"after"`
+	Before   *run.Report     `json:"before"`
+	After    *run.Report     `json:"after"`
 	Verdicts []tune.Verdict `json:"verdicts"`
 	Journal  string         `json:"journal,omitempty"`
 	Kept     bool           `json:"kept"`
@@ -245,7 +245,7 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 		return err
 	}
 	vs := tune.Judge(p, outcomeOf(before), outcomeOf(after))
-	rb, ra := runReportOf(before), runReportOf(after)
+	rb, ra := before.Report(), after.Report()
 	writeVerify(stdout, rb, ra, vs)
 	if err := rollback(); err != nil {
 		return fmt.Errorf("rollback: %w (journal %s)", err, j.Path)
@@ -287,14 +287,14 @@ func outcomeOf(res *run.Result) tune.Outcome {
 }
 
 // writeVerify prints the two runs side by side and each change's verdict.
-func writeVerify(w io.Writer, before, after *runReport, vs []tune.Verdict) {
+func writeVerify(w io.Writer, before, after *run.Report, vs []tune.Verdict) {
 	fmt.Fprintf(w, "\nBefore → after:\n")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	row := func(name string, f func(*runReport) string) {
+	row := func(name string, f func(*run.Report) string) {
 		fmt.Fprintf(tw, "  %s\t%s\t→ %s\n", name, f(before), f(after))
 	}
-	lr := func(f func(*load.Result) string) func(*runReport) string {
-		return func(r *runReport) string {
+	lr := func(f func(*load.Result) string) func(*run.Report) string {
+		return func(r *run.Report) string {
 			if r.Load == nil {
 				return "-"
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -52,6 +53,33 @@ type Result struct {
 	// upstreams, when the server side was observed.
 	Servers []*app.Server `json:"servers,omitempty"`
 	port    string        // the target's port
+}
+
+// Report is the JSON of `run`: the report contract (verdict, findings,
+// host summary of the server side) plus the load result and the sides.
+// `tune plan` reads it back (a check report is the same without the
+// run's parts).
+type Report struct {
+	*report.Report
+	Load    *load.Result  `json:"load,omitempty"`
+	Shape   Shape         `json:"shape"`
+	Sides   []*Side       `json:"sides,omitempty"`
+	Servers []*app.Server `json:"servers,omitempty"`
+}
+
+// Report builds the report around the server side's load window, or the
+// client's when the server was not observed.
+func (res *Result) Report() *Report {
+	var b *evidence.Bundle
+	for _, s := range res.Sides {
+		if s.Observed && b == nil {
+			b = Window(s.Bundle, res.LoadStart)
+		}
+	}
+	if b == nil {
+		b = &evidence.Bundle{}
+	}
+	return &Report{Report: report.New("run", b, res.Findings), Load: res.Load, Shape: res.Shape, Sides: res.Sides, Servers: res.Servers}
 }
 
 // ErrNotListening reports a target nobody listens on.

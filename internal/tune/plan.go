@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/app"
-	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
@@ -132,17 +130,13 @@ type Listener struct {
 	Scope
 }
 
-// Input is a report as `run --json` or `check --json` writes it.
-type Input struct {
-	report.Report
-	Load    *load.Result  `json:"load,omitempty"`
-	Sides   []*run.Side   `json:"sides,omitempty"`
-	Servers []*app.Server `json:"servers,omitempty"`
-}
+// Input is a report as `run --json` or `check --json` writes it (a
+// check report has no load, sides or servers).
+type Input = run.Report
 
 // ReadInput decodes a report.
 func ReadInput(r io.Reader) (*Input, error) {
-	var in Input
+	in := Input{Report: &report.Report{}}
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&in); err != nil {
 		return nil, fmt.Errorf("not a netdoctor report: %w", err)
