@@ -61,10 +61,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	res, err := run.Run(ctx, o)
 	p.done()
 	if err != nil {
-		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening) {
-			return usageError{err}
-		}
-		return err
+		return runErr(err)
 	}
 	r := res.Report()
 	if lo.jsonOut != "-" {
@@ -98,6 +95,15 @@ func sidesText(serverNS string) string {
 		return "the server (netns " + serverNS + ") and this client"
 	}
 	return "this namespace (client, and server if local)"
+}
+
+// runErr marks the run errors that are the user's input: a bad URL, a
+// name that does not resolve, a port nobody listens on.
+func runErr(err error) error {
+	if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening) {
+		return usageError{err}
+	}
+	return err
 }
 
 func writeRunText(w io.Writer, r *run.Report, latency bool) error {

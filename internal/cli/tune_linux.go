@@ -205,10 +205,10 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 		o.Load.OnSecond = pr.second
 		res, err := run.Run(ctx, o)
 		pr.done()
-		if err != nil && (errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening)) {
-			return nil, usageError{err}
+		if err != nil {
+			return nil, runErr(err)
 		}
-		return res, err
+		return res, nil
 	}
 	fmt.Fprintf(stdout, "Verifying %s (%d changes): measure, apply, measure again with the same load, %s\n\n", planPath, len(p.Changes), map[bool]string{true: "keep the changes", false: "roll back"}[keep])
 	before, err := measure("1/3 before")
