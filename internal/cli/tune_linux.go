@@ -279,7 +279,7 @@ func outcomeOf(res *run.Result) tune.Outcome {
 			continue
 		}
 		if w, ok := run.Window(s.Bundle, res.LoadStart).Window(); ok {
-			o.Rate = w.Rate
+			o.Rate = w.SourceRate
 			break
 		}
 	}

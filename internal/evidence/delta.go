@@ -1,6 +1,9 @@
 package evidence
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Window is the change between two snapshots of one bundle.
 type Window struct {
@@ -42,6 +45,21 @@ func (w Window) Rate(name string) float64 {
 		return 0
 	}
 	return float64(d) / s
+}
+
+// SourceRate is the per-second rise of what an evidence item names as its
+// source: a counter ("TcpExt.ListenOverflows") or a conntrack statistic
+// ("conntrack.drop"), which live in different parts of a snapshot.
+func (w Window) SourceRate(source string) float64 {
+	st, ok := strings.CutPrefix(source, "conntrack.")
+	if !ok {
+		return w.Rate(source)
+	}
+	s := w.Duration().Seconds()
+	if s <= 0 {
+		return 0
+	}
+	return float64(w.ConntrackStat(st)) / s
 }
 
 // ConntrackStat returns the rise of a conntrack statistic ("drop").

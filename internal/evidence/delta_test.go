@@ -34,3 +34,16 @@ func TestWindow(t *testing.T) {
 		t.Errorf("Rate over 1 s = %v, want 30", got)
 	}
 }
+
+func TestSourceRate(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	a, b := snap(t0, 0, 10), snap(t0, 2, 30)
+	a.Conntrack = &Conntrack{Stats: map[string]uint64{"drop": 5}}
+	b.Conntrack = &Conntrack{Stats: map[string]uint64{"drop": 405}}
+	w := Window{First: &a, Last: &b}
+	for src, want := range map[string]float64{"TcpExt.ListenOverflows": 10, "conntrack.drop": 200, "conntrack.early_drop": 0, "Tcp.Missing": 0} {
+		if got := w.SourceRate(src); got != want {
+			t.Errorf("SourceRate(%q) = %v, want %v", src, got, want)
+		}
+	}
+}
