@@ -31,6 +31,9 @@ func readProc(proc string, pid int) (procInfo, bool) {
 	return p, true
 }
 
+// Children lists a process's children (a master's workers).
+func Children(pid int) []int { return children("/proc", pid) }
+
 // children lists a process's children (CONFIG_PROC_CHILDREN), falling
 // back to a scan of /proc for their parent PID.
 func children(proc string, pid int) []int {

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -368,7 +369,7 @@ func reloadApp(r Reload) error {
 	if err := alive(r.PID, r.Start); err != nil {
 		return err
 	}
-	before := children(r.PID)
+	before := app.Children(r.PID)
 	sig := unix.SIGHUP
 	if r.Signal == "USR2" {
 		sig = unix.SIGUSR2
@@ -382,27 +383,12 @@ func reloadApp(r Reload) error {
 		if !processAlive(r.PID) {
 			return fmt.Errorf("reload %s: the master exited", r)
 		}
-		now := children(r.PID)
+		now := app.Children(r.PID)
 		if len(now) > 0 && !overlaps(before, now) {
 			return nil
 		}
 	}
 	return fmt.Errorf("reload %s: no new workers within 10 s", r)
-}
-
-// children lists a process's children (its workers).
-func children(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 func overlaps(a, b []int) bool {
