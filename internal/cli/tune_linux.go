@@ -180,8 +180,8 @@ func tuneErr(err error) error {
 // change did, and the journal of the changes.
 type verifyReport struct {
 	Plan     string         `json:"plan"`
-	Before   *run.Report     `json:"before"`
-	After    *run.Report     `json:"after"`
+	Before   *run.Report    `json:"before"`
+	After    *run.Report    `json:"after"`
 	Verdicts []tune.Verdict `json:"verdicts"`
 	Journal  string         `json:"journal,omitempty"`
 	Kept     bool           `json:"kept"`

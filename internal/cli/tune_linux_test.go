@@ -56,7 +56,7 @@ func netdoctorIn(t *testing.T, ns string, args ...string) (int, string) {
 	return code, string(out)
 }
 
-// hostState is everything a plan may touch, read independently of
+// planState is everything a plan may touch, read independently of
 // netdoctor: each setting in its namespace (cat under ip netns exec, or
 // this namespace's /proc/sys for host-wide ones), each file's SHA-256,
 // and the listeners' backlogs as ss reports them.

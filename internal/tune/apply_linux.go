@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,7 +65,7 @@ func Apply(ctx context.Context, p *Plan, planPath string, o Options) (*Journal, 
 		return nil, err
 	} else {
 		for _, j := range open {
-			if j.State == StateApplying && processAlive(j.PID) && j.PID != os.Getpid() {
+			if j.State == StateApplying && j.PID != os.Getpid() && alive(j.PID, j.Start) == nil {
 				return nil, fmt.Errorf("%w: apply pid %d is still running (%s)", ErrUnfinished, j.PID, j.Path)
 			}
 			if j.State == StateApplying {
@@ -214,26 +213,25 @@ func sysctlOp(s Sysctl) (op, string, error) {
 	if err := s.Scope.check(); err != nil {
 		return op{}, "", err
 	}
-	cur, err := (Live{}).Sysctl(s.Scope, s.Name)
+	path, err := s.Scope.path()
+	if err != nil {
+		return op{}, "", err
+	}
+	cur, err := readSysctl(path, s.Name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return op{}, "", fmt.Errorf("refused: %s does not exist on this kernel (%s)", s.Name, s.Scope)
 	}
 	if err != nil {
 		return op{}, "", fmt.Errorf("read %s (%s): %w", s.Name, s.Scope, err)
 	}
-	cur = normalize(cur)
 	if cur == s.Proposed {
 		return op{}, fmt.Sprintf("sysctl %s is already %s (%s)", s.Name, cur, s.Scope), nil
 	}
 	if isLimit(s.Name) && larger(cur, s.Proposed) {
-		return op{}, "", fmt.Errorf("refused: %s %s → %s would lower a limit", s.Name, cur, s.Proposed)
+		return op{}, "", fmt.Errorf("refused: %s %s → %s would lower a limit: make a new plan", s.Name, cur, s.Proposed)
 	}
 	if used, what, ok := usage(s); ok && atoi(s.Proposed) < used {
-		return op{}, "", fmt.Errorf("refused: %s = %s is below current usage (%s %d)", s.Name, s.Proposed, what, used)
-	}
-	path, err := s.Scope.path()
-	if err != nil {
-		return op{}, "", err
+		return op{}, "", fmt.Errorf("refused: %s = %s is below current usage (%s %d): make a new plan", s.Name, s.Proposed, what, used)
 	}
 	ino, err := netnsInode(path)
 	if err != nil {
@@ -245,7 +243,7 @@ func sysctlOp(s Sysctl) (op, string, error) {
 	}
 	e := Entry{Key: "sysctl:" + s.Name + "@" + s.Scope.String(), Title: desc,
 		Sysctl: &SysctlWas{Name: s.Name, Old: cur, New: s.Proposed, Path: path, Inode: ino, Global: s.Global, Scope: s.Scope.String()}}
-	return op{entry: e, desc: desc, do: func() error { return writeSysctl(s.Scope, s.Name, s.Proposed) }}, "", nil
+	return op{entry: e, desc: desc, do: func() error { return writeSysctl(path, s.Name, s.Proposed) }}, "", nil
 }
 
 func netnsInode(path string) (uint64, error) {
@@ -259,10 +257,10 @@ func netnsInode(path string) (uint64, error) {
 func usage(s Sysctl) (int, string, bool) {
 	switch s.Name {
 	case "net.netfilter.nf_conntrack_max":
-		v, err := (Live{}).Sysctl(Scope{Global: true}, "net.netfilter.nf_conntrack_count")
+		v, err := Live{}.Sysctl(Scope{Global: true}, "net.netfilter.nf_conntrack_count")
 		return atoi(v), "nf_conntrack_count", err == nil
 	case "fs.file-max":
-		v, err := (Live{}).Sysctl(Scope{Global: true}, "fs.file-nr")
+		v, err := Live{}.Sysctl(Scope{Global: true}, "fs.file-nr")
 		return atoi(v), "open files (fs.file-nr)", err == nil
 	}
 	return 0, "", false
@@ -283,7 +281,7 @@ func fileOp(f *File) (op, string, error) {
 		return op{}, "", fmt.Errorf("refused: %s changed since the plan was made (sha256 %s, planned from %s): make a new plan", f.Path, sum(old)[:12], f.Old[:12])
 	}
 	if err := alive(f.Reload.PID, f.Reload.Start); err != nil {
-		return op{}, "", fmt.Errorf("refused: %s's master: %w", f.App, err)
+		return op{}, "", fmt.Errorf("refused: %s's master: %w: make a new plan", f.App, err)
 	}
 	st, err := os.Stat(f.Path)
 	if err != nil {
@@ -424,7 +422,7 @@ func listenOp(l Listener) (op, string, error) {
 		return op{}, "", err
 	}
 	if err := alive(l.PID, l.Start); err != nil {
-		return op{}, "", fmt.Errorf("refused: listener %s: %w", l.Addr, err)
+		return op{}, "", fmt.Errorf("refused: listener %s: %w: make a new plan", l.Addr, err)
 	}
 	cur, err := backlogOf(l.PID, l.Addr)
 	if err != nil {
@@ -553,37 +551,11 @@ func persistOp(settings []Sysctl) (*op, string, error) {
 	if err != nil && !os.IsNotExist(err) {
 		return nil, "", err
 	}
-	set := map[string]string{}
-	for _, s := range settings {
-		set[s.Name] = s.Proposed
-	}
-	var b bytes.Buffer
-	if !existed {
-		b.WriteString("# Written by netdoctor tune apply --persist; `netdoctor tune rollback` restores the previous state.\n")
-	}
-	for _, l := range strings.SplitAfter(string(old), "\n") {
-		k, _, ok := strings.Cut(l, "=")
-		if _, ours := set[strings.TrimSpace(k)]; ok && ours {
-			continue
-		}
-		b.WriteString(l)
-	}
-	if b.Len() > 0 && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
-		b.WriteString("\n")
-	}
-	names := make([]string, 0, len(set))
-	for n := range set {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(&b, "%s = %s\n", n, set[n])
-	}
-	if existed && bytes.Equal(old, b.Bytes()) {
+	data := persistContent(old, existed, settings)
+	if existed && bytes.Equal(old, data) {
 		return nil, PersistFile + " already holds these settings", nil
 	}
-	data := b.Bytes()
-	desc := fmt.Sprintf("persist %d settings in %s", len(names), PersistFile)
+	desc := fmt.Sprintf("persist %d settings in %s", len(settings), PersistFile)
 	e := Entry{Key: "file:" + PersistFile, Title: desc, File: &FileWas{Path: PersistFile, Existed: existed, Mode: 0o644, Old: old, OldSHA: sum(old), NewSHA: sum(data)}}
 	return &op{entry: e, desc: desc, do: func() error {
 		if err := os.MkdirAll(filepath.Dir(PersistFile), 0o755); err != nil {
@@ -644,24 +616,14 @@ func restore(e Entry) (string, error) {
 			}
 			return fmt.Sprintf("sysctl %s: %s is another namespace now (inode %d, was %d), nothing to restore", s.Name, s.Path, ino, s.Inode), nil
 		}
-		var cur []byte
-		err = netns.Do(s.Path, func() error {
-			var err error
-			cur, err = os.ReadFile(sysctlPath(s.Name))
-			if err != nil || normalize(string(cur)) == s.Old {
-				return err
-			}
-			if err := os.WriteFile(sysctlPath(s.Name), []byte(s.Old), 0); err != nil {
-				return err
-			}
-			// Read it back: the kernel may round or refuse silently.
-			cur, err = os.ReadFile(sysctlPath(s.Name))
-			if err == nil && normalize(string(cur)) != s.Old {
-				err = fmt.Errorf("reads %q after writing %q", normalize(string(cur)), s.Old)
-			}
-			return err
-		})
+		cur, err := readSysctl(s.Path, s.Name)
 		if err != nil {
+			return "", err
+		}
+		if cur == s.Old {
+			return fmt.Sprintf("sysctl %s is %s as it was (%s)", s.Name, s.Old, s.Scope), nil
+		}
+		if err := writeSysctl(s.Path, s.Name, s.Old); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("sysctl %s = %s restored (%s)", s.Name, s.Old, s.Scope), nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -850,8 +851,13 @@ func (b *builder) fileFor(s *app.Server, file string, f rules.Finding, why strin
 	case s.Nginx != nil:
 		inv, _ := nginx.ParseMaster(pr.Cmdline)
 		v := []string{pr.Exe, "-t", "-q"}
-		if inv.Prefix != "" {
-			v = append(v, "-p", inv.Prefix)
+		if p := inv.Prefix; p != "" {
+			// A relative -p was taken from the master's working
+			// directory; the check runs from ours.
+			if !filepath.IsAbs(p) && pr.Cwd != "" {
+				p = filepath.Join(pr.Cwd, p)
+			}
+			v = append(v, "-p", p)
 		}
 		v = append(v, "-c", s.Config)
 		if g := inv.Globals; g != "" {

@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
-	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
 // initNetNS finds the initial network namespace, where host-wide
@@ -53,13 +52,11 @@ func initNetNS() (string, error) {
 			}
 		}
 	}
-	return "", errors.New("cannot find the initial network namespace to write host-wide settings in")
+	return "", errors.New("cannot find the initial network namespace to write host-wide settings in: run netdoctor from it, or leave host-wide settings out of the plan")
 }
 
 // Live is the running host.
 type Live struct{}
-
-var procfs = procnet.Proc{FS: os.DirFS("/proc")}
 
 // path resolves a scope to the namespace file netns.Do enters.
 func (s Scope) path() (string, error) {
@@ -82,10 +79,7 @@ func (s Scope) check() error {
 	if err != nil {
 		return err
 	}
-	if p == "" {
-		p = "/proc/thread-self/ns/net"
-	}
-	ino, err := netns.Inode(p)
+	ino, err := netnsInode(p)
 	if err != nil {
 		return err
 	}
@@ -99,34 +93,36 @@ func sysctlPath(name string) string {
 	return "/proc/sys/" + strings.ReplaceAll(name, ".", "/")
 }
 
-// Sysctl reads a setting inside the scope's namespace (/proc/sys/net
-// follows the reading thread's namespace).
+// Sysctl reads a setting inside the scope's namespace.
 func (Live) Sysctl(s Scope, name string) (string, error) {
 	p, err := s.path()
 	if err != nil {
 		return "", err
 	}
+	return readSysctl(p, name)
+}
+
+// readSysctl reads a setting inside the namespace at path ("" for this
+// one): /proc/sys/net follows the reading thread's namespace.
+func readSysctl(path, name string) (string, error) {
 	var v []byte
-	err = netns.Do(p, func() error {
+	err := netns.Do(path, func() error {
 		var err error
 		v, err = os.ReadFile(sysctlPath(name))
 		return err
 	})
-	return strings.TrimSpace(string(v)), err
+	return normalize(string(v)), err
 }
 
-// writeSysctl writes a setting inside the scope's namespace.
-func writeSysctl(s Scope, name, value string) error {
-	p, err := s.path()
-	if err != nil {
-		return err
-	}
-	return netns.Do(p, func() error {
+// writeSysctl writes a setting inside the namespace at path and reads it
+// back: the kernel may refuse a value or round it without an error.
+func writeSysctl(path, name, value string) error {
+	return netns.Do(path, func() error {
 		f, err := os.OpenFile(sysctlPath(name), os.O_WRONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: this kernel or namespace does not have it", name)
+		}
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return fmt.Errorf("%s: this kernel or namespace does not have it", name)
-			}
 			return err
 		}
 		_, err = f.WriteString(value)
@@ -134,9 +130,13 @@ func writeSysctl(s Scope, name, value string) error {
 			err = cerr
 		}
 		if err != nil {
-			return fmt.Errorf("write %s = %q (%s): %w", name, value, s, err)
+			return fmt.Errorf("write %s = %q: %w", name, value, err)
 		}
-		return nil
+		b, err := os.ReadFile(sysctlPath(name))
+		if err == nil && normalize(string(b)) != normalize(value) {
+			err = fmt.Errorf("%s reads %q after writing %q", name, normalize(string(b)), value)
+		}
+		return err
 	})
 }
 

@@ -1,13 +1,17 @@
 package tune
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
 // JournalDir holds apply's journals. It must outlive a reboot: a
@@ -21,6 +25,9 @@ func journalDir() string {
 	}
 	return "/var/lib/netdoctor/tune"
 }
+
+// procfs is the host's /proc (apply runs in the host's PID namespace).
+var procfs = procnet.Proc{FS: os.DirFS("/proc")}
 
 // Journal states.
 const (
@@ -38,6 +45,7 @@ type Journal struct {
 	Plan    string    `json:"plan"`
 	Started time.Time `json:"started"`
 	PID     int       `json:"pid"`
+	Start   uint64    `json:"start_time"` // the applying process's, to tell a reused PID apart
 	State   string    `json:"state"`
 	Entries []Entry   `json:"entries"`
 }
@@ -139,8 +147,12 @@ func newJournal(plan string) (*Journal, error) {
 	}
 	now := time.Now().UTC()
 	name := fmt.Sprintf("%s-%d.json", now.Format("20060102T150405.000000000Z"), os.Getpid())
-	return &Journal{Version: Version, Path: filepath.Join(JournalDir, name), Plan: plan, Started: now,
-		PID: os.Getpid(), State: StateApplying}, nil
+	j := &Journal{Version: Version, Path: filepath.Join(JournalDir, name), Plan: plan, Started: now,
+		PID: os.Getpid(), State: StateApplying}
+	if st, err := procfs.Stat(strconv.Itoa(j.PID)); err == nil {
+		j.Start = st.StartTime
+	}
+	return j, nil
 }
 
 // ReadJournal reads a journal file.
@@ -199,4 +211,37 @@ func Forget(j *Journal) error {
 		os.Remove(filepath.Dir(JournalDir))
 	}
 	return nil
+}
+
+// persistContent is PersistFile with settings set: lines for other keys
+// kept as they were, earlier lines for these keys dropped, these added in
+// name order.
+func persistContent(old []byte, existed bool, settings []Sysctl) []byte {
+	set := map[string]string{}
+	for _, s := range settings {
+		set[s.Name] = s.Proposed
+	}
+	var b bytes.Buffer
+	if !existed {
+		b.WriteString("# Written by netdoctor tune apply --persist; `netdoctor tune rollback` restores the previous state.\n")
+	}
+	for _, l := range strings.SplitAfter(string(old), "\n") {
+		k, _, ok := strings.Cut(l, "=")
+		if _, ours := set[strings.TrimSpace(k)]; ok && ours {
+			continue
+		}
+		b.WriteString(l)
+	}
+	if b.Len() > 0 && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+		b.WriteString("\n")
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "%s = %s\n", n, set[n])
+	}
+	return b.Bytes()
 }

@@ -2,7 +2,6 @@ package tune
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -166,9 +165,6 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 	}
 	return &p, nil
 }
-
-// ErrNothing reports a report with nothing to change.
-var ErrNothing = errors.New("nothing to change")
 
 // key names a finding as plans and verdicts refer to it.
 func key(f rules.Finding) string {
