@@ -169,6 +169,11 @@ func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
 			t.Errorf("%s made it worse: %v → %v", vd.Change, vd.Before, vd.After)
 		}
 	}
+	// Gone before the next measurement (the healthy control, or this
+	// scenario again, which reuses the lab's name).
+	if err := e.Close(); err != nil {
+		t.Error(err)
+	}
 	return p, &v
 }
 
