@@ -149,21 +149,14 @@ func TestLab(t *testing.T) {
 		})
 	}
 
-	// Fixed seed 000 against healthy: one more pair, alternated with the
-	// first (healthy first, fixed second, healthy again, fixed again:
-	// --stage 6 is the fixed lab), throughput summed over both, as the
-	// machine is noisy.
+	// Fixed seed 000 against healthy (--stage 6 is the fixed lab).
 	t.Run("nginx-php-throughput/vs-healthy", func(t *testing.T) {
 		if fixedSeed000 == 0 {
 			t.Skip("nginx-php-throughput failed")
 		}
-		h2 := labRunCmd(t, "healthy").before.Load.RPS
-		f2 := labRunCmd(t, "nginx-php-throughput", "--stage", "6").before.Load.RPS
-		h, f := healthy.before.Load.RPS+h2, fixedSeed000+f2
-		t.Logf("healthy %.0f, %.0f req/s; fixed seed 000 %.0f, %.0f req/s: %.0f%%", healthy.before.Load.RPS, h2, fixedSeed000, f2, 100*f/h)
-		if f < 0.9*h {
-			t.Errorf("fixed seed 000 at %.0f%% of healthy's throughput, want ≥ 90%%", 100*f/h)
-		}
+		wantNearHealthy(t, "fixed seed 000", fixedSeed000, healthy.before.Load.RPS, func() float64 {
+			return labRunCmd(t, "nginx-php-throughput", "--stage", "6").before.Load.RPS
+		})
 	})
 
 	// Seed 003's second stage: with the backlog fixed, the log lock.
@@ -183,6 +176,33 @@ func TestLab(t *testing.T) {
 			t.Errorf("p50 %v → %v: removing the lock should at least halve it", b, a)
 		}
 	})
+}
+
+// wantNearHealthy holds a lab's throughput to at least 90% of the
+// healthy control's, measured with the same load. Two cores carry the
+// load generator, nginx and php-fpm, so one run varies by ±10% on its
+// own: a first pair (x, healthy) that misses decides nothing, and up to
+// two more pairs are run, alternated (healthy, then x), and the ratio
+// taken of the sums. A real shortfall (a fault left, a pool too small)
+// costs far more than 10% in every pair and still fails.
+func wantNearHealthy(t *testing.T, what string, x, healthy float64, again func() float64) {
+	t.Helper()
+	xs, hs := []float64{x}, []float64{healthy}
+	ratio := func() float64 {
+		var x, h float64
+		for i := range xs {
+			x, h = x+xs[i], h+hs[i]
+		}
+		return x / h
+	}
+	for len(xs) < 3 && ratio() < 0.9 {
+		hs = append(hs, labRunCmd(t, "healthy").before.Load.RPS)
+		xs = append(xs, again())
+	}
+	t.Logf("%s %.0f req/s, healthy %.0f req/s: %.0f%% of healthy's throughput", what, xs, hs, 100*ratio())
+	if ratio() < 0.9 {
+		t.Errorf("%s at %.0f%% of healthy's throughput over %d alternated pairs, want ≥ 90%%", what, 100*ratio(), len(xs))
+	}
 }
 
 // failures counts requests that failed: errors and non-2xx/3xx.

@@ -202,7 +202,7 @@ var Scenarios = []Scenario{
 	{
 		Name:    "healthy",
 		Seed:    "none (the negative control)",
-		Summary: "nginx → php-fpm tuned as the fixed seed 000: upstream keepalive, a pool with room, default queues, no firewall",
+		Summary: "nginx → php-fpm as seed 000 ends: its stateful firewall with a roomy table, upstream keepalive, a pool with room, deep queues",
 		Load:    []string{"-c", "200", "-t", "2", "-d", "5s", "--timeout", "2s"},
 		Article: "seed 000 after every fix: 5180 req/s, no non-2xx",
 	},
