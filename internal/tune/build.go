@@ -119,6 +119,7 @@ func Build(in *Input, name string, h Host) (*Plan, error) {
 		b.p.add(Change{Kind: KindFile, Key: "file:" + path, Findings: fe.findings, Why: fe.why, File: f})
 	}
 	b.p.order()
+	b.p.seen(in.Findings)
 	if err := checkPlan(b.p, func() int { v, _ := b.current("net.netfilter.nf_conntrack_buckets"); return atoi(v) }); err != nil {
 		return nil, fmt.Errorf("internal error: the plan proposes outdated advice: %w", err)
 	}

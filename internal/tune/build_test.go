@@ -131,6 +131,18 @@ func TestBuildSeed000(t *testing.T) {
 	if c := change(p, "sysctl:net.netfilter.nf_conntrack_buckets"); c != nil {
 		t.Errorf("buckets raised though the maximum stays within them: %s", c.Title())
 	}
+	// What each change was made against, for a verification that cannot
+	// see it.
+	for _, c := range p.Changes {
+		for _, target := range c.Findings {
+			if p.Seen[target] == "" {
+				t.Errorf("%s: target %s not recorded as seen", c.Key, target)
+			}
+		}
+	}
+	if got := p.Seen["conntrack-table-full"]; got != "critical active" {
+		t.Errorf("seen conntrack-table-full: %q", got)
+	}
 	if c := change(p, "sysctl:net.core.somaxconn"); c != nil && c.Sysctl.Current != "10" {
 		t.Errorf("somaxconn current %q", c.Sysctl.Current)
 	}
@@ -297,22 +309,30 @@ func TestJudge(t *testing.T) {
 		{Key: "c", Findings: []string{"nagle-delayed-ack"}},
 		{Key: "d", Findings: []string{"upstream-connection-churn"}},
 		{Key: "e", Findings: []string{"dns-slow"}},
-	}}
+		{Key: "f", Findings: []string{"ephemeral-port-exhaustion"}},
+		{Key: "g", Findings: []string{"syn-queue-overflow"}},
+	}, Seen: map[string]string{"ephemeral-port-exhaustion": "critical active"}}
 	before := Outcome{Findings: []rules.Finding{
 		f("accept-queue-overflow", rules.Critical, rules.Active, "TcpExt.ListenOverflows"),
 		f("conntrack-table-full", rules.Critical, rules.Active, "conntrack.drop"),
 		f("nagle-delayed-ack", rules.Warning, rules.Active, "TcpExt.DelayedACKs"),
 		f("upstream-connection-churn", rules.Warning, rules.Active, "Tcp.ActiveOpens"),
-	}, Rate: rate(map[string]float64{"TcpExt.ListenOverflows": 100, "TcpExt.DelayedACKs": 50, "Tcp.ActiveOpens": 1000})}
+		f("syn-queue-overflow", rules.Warning, rules.Active, "TcpExt.ListenDrops"),
+	}, Rate: rate(map[string]float64{"TcpExt.ListenOverflows": 100, "TcpExt.DelayedACKs": 50, "Tcp.ActiveOpens": 1000, "TcpExt.ListenDrops": 40})}
 	after := Outcome{Findings: []rules.Finding{
 		f("conntrack-table-full", rules.Warning, rules.Latent, "conntrack.drop"),
 		f("nagle-delayed-ack", rules.Critical, rules.Active, "TcpExt.DelayedACKs"),
 		f("upstream-connection-churn", rules.Warning, rules.Active, "Tcp.ActiveOpens"),
-	}, Rate: rate(map[string]float64{"Tcp.ActiveOpens": 500})}
-	want := map[string]string{"a": Fixed, "b": Fixed, "c": Worse, "d": Improved, "e": NoEffect}
+		f("syn-queue-overflow", rules.Warning, rules.Active, "TcpExt.ListenDrops"),
+	}, Rate: rate(map[string]float64{"Tcp.ActiveOpens": 500, "TcpExt.ListenDrops": 35})}
+	want := map[string]string{"a": Fixed, "b": Fixed, "c": Worse, "d": Improved, "e": NotJudged, "f": NotJudged, "g": NoEffect}
 	for _, v := range Judge(p, before, after) {
 		if v.Verdict != want[v.Key] {
 			t.Errorf("%s: %s, want %s (%v → %v)", v.Key, v.Verdict, want[v.Key], v.Before, v.After)
+		}
+		// A change not judged says what the plan was made against.
+		if v.Key == "f" && !strings.Contains(v.Note, "ephemeral-port-exhaustion critical active") {
+			t.Errorf("f: note %q does not say what the plan's report had", v.Note)
 		}
 	}
 }

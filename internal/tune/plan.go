@@ -38,6 +38,25 @@ type Plan struct {
 	Changes []Change `json:"changes"`
 	// Notes are findings the plan has no automatic change for, and why.
 	Notes []string `json:"notes,omitempty"`
+	// Seen is each targeted finding as the report showed it ("critical
+	// active"): a verification whose first run does not show a finding
+	// (another fault in the way, a different moment) says what the plan
+	// was made against instead of guessing.
+	Seen map[string]string `json:"seen,omitempty"`
+}
+
+// seen records the plan's targets as the report showed them.
+func (p *Plan) seen(fs []rules.Finding) {
+	for _, c := range p.Changes {
+		for _, target := range c.Findings {
+			if f, ok := find(fs, target); ok {
+				if p.Seen == nil {
+					p.Seen = map[string]string{}
+				}
+				p.Seen[target] = f.Severity + " " + f.Status
+			}
+		}
+	}
 }
 
 // Change is one reviewed change.

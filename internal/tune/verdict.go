@@ -14,6 +14,9 @@ const (
 	Improved = "improved"
 	NoEffect = "no effect"
 	Worse    = "worse"
+	// NotJudged: none of the change's findings showed in the first run,
+	// so the measurement cannot tell what the change did.
+	NotJudged = "not judged"
 )
 
 // Outcome is one measurement: its findings and its counters' rates over
@@ -39,7 +42,8 @@ const significant = 0.25
 // Judge compares the findings each change targets before and after:
 // fixed when none is left active (a latent one: gone), improved when one
 // is less severe or its counters fell by a quarter, worse when one is
-// more severe or its counters rose by a quarter, else no effect.
+// more severe or its counters rose by a quarter, not judged when none
+// showed before and none after, else no effect.
 func Judge(p *Plan, before, after Outcome) []Verdict {
 	var out []Verdict
 	for _, c := range p.Changes {
@@ -78,7 +82,16 @@ func Judge(p *Plan, before, after Outcome) []Verdict {
 		case worse:
 			v.Verdict = Worse
 		case !left && !seen:
-			v.Verdict, v.Note = NoEffect, "its findings did not show in the first run: nothing to judge it by"
+			v.Verdict, v.Note = NotJudged, "its findings did not show in the first run, so this run cannot tell what it did"
+			var was []string
+			for _, target := range c.Findings {
+				if st, ok := p.Seen[target]; ok {
+					was = append(was, target+" "+st)
+				}
+			}
+			if len(was) > 0 {
+				v.Note += "; the plan's report had " + strings.Join(was, ", ") + ": another fault may hide it, verify again once the rest is fixed"
+			}
 		case !left:
 			v.Verdict = Fixed
 		case better:
