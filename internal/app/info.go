@@ -27,6 +27,13 @@ type NginxInfo struct {
 	Upstreams  []NginxUpstream `json:"upstreams,omitempty"`
 }
 
+// Workers is worker_processes, at least 1.
+func (n *NginxInfo) Workers() int { return max(n.WorkerProcesses.Value, 1) }
+
+// Holds is how many connections nginx can hold at once: worker_connections
+// for each worker.
+func (n *NginxInfo) Holds() int { return n.Workers() * max(n.WorkerConnections.Value, 1) }
+
 // NginxListen is one listen directive.
 type NginxListen struct {
 	Addr    string `json:"addr"`    // host:port as nginx binds it

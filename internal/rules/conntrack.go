@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // checkConntrack finds a connection-tracking table that drops new flows
@@ -49,7 +50,7 @@ func checkConntrack(b *evidence.Bundle) []Finding {
 		level.Window = true
 		f := Finding{ID: "conntrack-table-full", Severity: Critical, Status: Active,
 			Title:    "Connection tracking table full: new connections are dropped",
-			Evidence: append(items, level), Fix: conntrackFix(b, ct, peak)}
+			Evidence: append(items, level), Fix: conntrackFix(b, ct, max(peak, ct.Max))}
 		return []Finding{f}
 	case fill >= 0.8:
 		return []Finding{{ID: "conntrack-table-full", Severity: Warning, Status: Latent,
@@ -59,14 +60,19 @@ func checkConntrack(b *evidence.Bundle) []Finding {
 	return nil
 }
 
+// conntrackFix sizes the table as tune plan does, from the connections
+// the window saw opened and accepted (tune's plan may count fewer: those
+// to local upstreams it keeps open) and the most entries seen.
 func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []string {
-	want := uint64(262144)
-	for want < 4*peak {
-		want *= 2
+	rate := 0.0
+	if w, ok := b.Window(); ok {
+		rate = w.Rate("Tcp.ActiveOpens") + w.Rate("Tcp.PassiveOpens")
 	}
-	if want <= ct.Max {
-		want = ct.Max * 4
+	tw := float64(sizing.ConntrackTimeWait)
+	if v, ok := sysctlInt(&b.Snapshots[len(b.Snapshots)-1], "net.netfilter.nf_conntrack_tcp_timeout_time_wait"); ok && v > 0 {
+		tw = float64(v)
 	}
+	want, need := sizing.Conntrack(rate, tw, peak, ct.Buckets)
 	v := strconv.FormatUint(want, 10)
 	fix := []string{
 		"sysctl -w net.netfilter.nf_conntrack_max=" + v + "  (global: set it in the initial namespace)",
@@ -75,6 +81,12 @@ func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []str
 		"for high-rate stateless traffic, skip tracking: nft add rule inet raw prerouting tcp dport <port> notrack (and the output direction)",
 		"entries in TIME_WAIT last net.netfilter.nf_conntrack_tcp_timeout_time_wait (120 s); reusing connections cuts their number",
 	}
+	seen := fmt.Sprintf("%d seen", peak)
+	if peak >= ct.Max {
+		seen += " (the table was full)"
+	}
+	fix = append(fix, fmt.Sprintf("why %s: %.0f new connections/s × %.0f s in TIME_WAIT × %.2f = %d entries, twice the %s, whichever is more, rounded up to a power of two; at least the hash's %d buckets and %d. This counts every connection opened and accepted; `netdoctor tune plan` counts one entry for a connection between two local sockets and none for upstream connections its plan keeps open, so it may propose less",
+		v, rate, tw, sizing.Margin, need, seen, ct.Buckets, sizing.MinConntrackMax))
 	if b.Host.NetNS != "" {
 		fix = append(fix, "note: nf_conntrack_max is shared by every namespace and read-only inside "+b.Host.NetNS)
 	}

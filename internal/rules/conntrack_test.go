@@ -172,38 +172,54 @@ func TestConntrackLatentLevelIsStatic(t *testing.T) {
 	}
 }
 
-// TestConntrackFix checks the size proposed for nf_conntrack_max: at
-// least 262144, at least four times the peak, and always above the
-// current limit.
+// TestConntrackFix checks the size proposed for nf_conntrack_max, as
+// tune plan computes it (sizing.Conntrack): the connections opened and
+// accepted × the TIME_WAIT timeout with a quarter's margin, or twice the
+// most entries seen (the maximum, when the table dropped), a power of
+// two, never below the hash's buckets nor 65536.
 func TestConntrackFix(t *testing.T) {
 	tests := []struct {
 		name       string
 		count, max uint64
+		buckets    uint64
+		opens      uint64 // per second, half opened, half accepted
 		netns      string
 		want       []string
 	}{
-		{name: "tiny table", count: 200, max: 200, want: []string{
-			"sysctl -w net.netfilter.nf_conntrack_max=262144  (global: set it in the initial namespace)",
-			"echo 262144 > /sys/module/nf_conntrack/parameters/hashsize  (grow the hash with the table, or chains get long)",
-			"persist: echo 'net.netfilter.nf_conntrack_max = 262144' >> /etc/sysctl.d/90-netdoctor.conf",
+		{name: "tiny table", count: 190, max: 200, buckets: 1024, want: []string{
+			"sysctl -w net.netfilter.nf_conntrack_max=65536  (global: set it in the initial namespace)",
+			"echo 65536 > /sys/module/nf_conntrack/parameters/hashsize  (grow the hash with the table, or chains get long)",
+			"persist: echo 'net.netfilter.nf_conntrack_max = 65536' >> /etc/sysctl.d/90-netdoctor.conf",
+			"0 new connections/s × 120 s in TIME_WAIT × 1.25 = 0 entries, twice the 200 seen (the table was full)",
 		}},
-		{name: "peak needs more", count: 100000, max: 120000, want: []string{
+		{name: "the kernel's own hash size", count: 200, max: 200, buckets: 262144, want: []string{
+			"sysctl -w net.netfilter.nf_conntrack_max=262144  (global: set it in the initial namespace)",
+		}},
+		{name: "connection rate", count: 200, max: 200, buckets: 1024, opens: 2000, want: []string{
+			"sysctl -w net.netfilter.nf_conntrack_max=524288  (global: set it in the initial namespace)",
+			"2000 new connections/s × 120 s in TIME_WAIT × 1.25 = 300000 entries",
+		}},
+		{name: "peak needs more", count: 100000, max: 120000, buckets: 1024, want: []string{
+			"sysctl -w net.netfilter.nf_conntrack_max=262144  (global: set it in the initial namespace)",
+		}},
+		{name: "above the current limit", count: 230000, max: 262144, buckets: 262144, want: []string{
 			"sysctl -w net.netfilter.nf_conntrack_max=524288  (global: set it in the initial namespace)",
 		}},
-		{name: "above the current limit", count: 230000, max: 262144, want: []string{
-			"sysctl -w net.netfilter.nf_conntrack_max=1048576  (global: set it in the initial namespace)",
+		{name: "drops from a large, nearly empty table", count: 10, max: 1048576, buckets: 262144, want: []string{
+			"sysctl -w net.netfilter.nf_conntrack_max=2097152  (global: set it in the initial namespace)",
 		}},
-		{name: "drops from a large, nearly empty table", count: 10, max: 1048576, want: []string{
-			"sysctl -w net.netfilter.nf_conntrack_max=4194304  (global: set it in the initial namespace)",
-		}},
-		{name: "namespace note", count: 200, max: 200, netns: "feas-srv", want: []string{
+		{name: "namespace note", count: 200, max: 200, buckets: 1024, netns: "feas-srv", want: []string{
 			"note: nf_conntrack_max is shared by every namespace and read-only inside feas-srv",
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			drops := map[string]uint64{"drop": 0}
-			b := inNetNS(bundle(conntrack(tt.count, tt.max, drops), conntrack(tt.count, tt.max, map[string]uint64{"drop": 3})), tt.netns)
+			ct := func(drops uint64) func(*evidence.Snapshot) {
+				return func(s *evidence.Snapshot) {
+					s.Conntrack = &evidence.Conntrack{Count: tt.count, Max: tt.max, Buckets: tt.buckets, Stats: map[string]uint64{"drop": drops}}
+				}
+			}
+			b := inNetNS(bundle(ct(0), all(ct(3), raise(tt.opens/2, "Tcp.ActiveOpens", "Tcp.PassiveOpens"))), tt.netns)
 			got := checkConntrack(b)
 			if len(got) != 1 {
 				t.Fatalf("checkConntrack() = %v, want one finding", keys(got))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // tinyBacklog is the effective backlog below which a listener cannot
@@ -108,11 +109,25 @@ func backlogLimit(l evidence.Listener, somaxconn int64) string {
 }
 
 func backlogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64) []string {
-	want := int64(4096)
+	return BacklogFix(b, l, somaxconn, 0, 0)
+}
+
+// BacklogFix sizes the queue of l as tune plan does (sizing.Backlog):
+// from the connections the window saw arrive, and, when a run knows
+// them, the load's burst (connections opened at once) and its p99 in
+// seconds (0: unknown).
+func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) []string {
+	arrivals := 0.0
+	if w, ok := b.Window(); ok {
+		arrivals = w.Rate("Tcp.PassiveOpens") + w.Rate("TcpExt.ListenDrops")
+	}
+	n, _ := sizing.Backlog(burst, arrivals, p99)
+	want := int64(n)
 	var fix []string
 	if somaxconn > 0 && somaxconn < want {
 		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10))...)
 	}
+	fix = append(fix, "why "+strconv.FormatInt(want, 10)+": the queue must hold "+sizing.BacklogWhy(burst, arrivals, p99))
 	if l.Proto == "unix" {
 		fix = append(fix, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: php-fpm `listen.backlog = %d`, others their backlog option; then restart it",
 			l.Addr, owner(l), want, want))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // smallPortRange is the size of ip_local_port_range below which a busy
@@ -43,13 +44,13 @@ func checkPorts(b *evidence.Bundle) []Finding {
 				{Text: fmt.Sprintf("%d of %d local ports in use towards %s (%d ESTABLISHED, %d TIME_WAIT)", busiest.Ephemeral, size, busiest.Addr, busiest.Established, busiest.TimeWait), Source: "sockdiag", Window: true},
 				rangeItem,
 			},
-			Fix: portFix(b, last, lo, hi),
+			Fix: PortFix(b),
 		})
 	case size < smallPortRange:
 		out = append(out, Finding{ID: "ephemeral-port-exhaustion", Severity: Warning, Status: Latent,
 			Title:    fmt.Sprintf("Only %d local ports: a client making more than %d connections a minute to one server will run out", size, size),
 			Evidence: []Item{rangeItem},
-			Fix:      portFix(b, last, lo, hi),
+			Fix:      PortFix(b),
 		})
 	}
 	if f, ok := churn(b, busiest, size); ok {
@@ -75,12 +76,35 @@ func busiestRemote(b *evidence.Bundle) evidence.Remote {
 	return best
 }
 
-func portFix(b *evidence.Bundle, s *evidence.Snapshot, lo, hi int) []string {
-	fix := []string{"reuse connections instead of opening one per request (HTTP keep-alive, nginx `upstream { keepalive 64; }` with `proxy_http_version 1.1; proxy_set_header Connection \"\";`, `fastcgi_keep_conn on;`)"}
-	if hi-lo+1 < 28232 {
-		fix = append(fix, sysctlFix(b, "net.ipv4.ip_local_port_range", "15000 65000")...)
+// PortFix is the advice for a connecting side short of local ports:
+// reuse first; then the range, sized as tune plan sizes it (the connect
+// rate over the window × the time a port stays taken); then TIME_WAIT
+// reuse.
+func PortFix(b *evidence.Bundle) []string {
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	fix := []string{"reuse connections instead of opening one per request (HTTP keep-alive; nginx: an upstream block with `keepalive`, plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` or `fastcgi_keep_conn on;`)"}
+	rate := 0.0
+	if w, ok := b.Window(); ok {
+		rate = w.Rate("Tcp.ActiveOpens")
 	}
-	if reuse, _ := sysctlInt(s, "net.ipv4.tcp_tw_reuse"); reuse != 1 {
+	reuse, _ := sysctlInt(last, "net.ipv4.tcp_tw_reuse")
+	life := float64(sizing.TimeWait)
+	if reuse == 1 {
+		life = 1
+	}
+	cur := 0
+	if lo, hi, ok := portRange(last); ok {
+		cur = hi - lo + 1
+	}
+	if need, lo, hi, widen := sizing.Ports(rate, life, cur); widen {
+		why := fmt.Sprintf("%.0f new connections/s × %.0f s a port stays taken × %.2f = %d needed per destination", rate, life, sizing.Margin, need)
+		if need <= sizing.DefaultPortWidth {
+			why = fmt.Sprintf("the kernel default's width at least: %s", why)
+		}
+		fix = append(fix, fmt.Sprintf("widen the range to %d ports (%s)", hi-lo+1, why))
+		fix = append(fix, sysctlFix(b, "net.ipv4.ip_local_port_range", fmt.Sprintf("%d %d", lo, hi))...)
+	}
+	if reuse != 1 {
 		fix = append(fix, "on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): "+
 			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0]+" — the default 2 applies to loopback only")
 	}
@@ -106,7 +130,7 @@ func churn(b *evidence.Bundle, r evidence.Remote, size int) (Finding, bool) {
 			it,
 		},
 		Fix: []string{
-			"keep connections to " + r.Addr + " alive and reuse them: nginx `upstream { server " + r.Addr + "; keepalive 64; }` plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` (or `fastcgi_keep_conn on;`); a connection pool in the client library",
+			"keep connections to " + r.Addr + " alive and reuse them: nginx `upstream { server " + r.Addr + "; keepalive N; }` (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + "; `netdoctor run` sizes it) plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` (or `fastcgi_keep_conn on;`); a connection pool in the client library",
 			"TIME_WAIT itself is cheap (about 200 bytes each); do not shorten it with tcp_fin_timeout (that is FIN_WAIT_2) or tcp_tw_recycle (removed in 4.12)",
 		},
 	}

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -156,14 +157,32 @@ func TestPortFix(t *testing.T) {
 		t.Fatalf("checkPorts() = %v, want one finding", keys(got))
 	}
 	want := []string{
-		"reuse connections instead of opening one per request (HTTP keep-alive, nginx `upstream { keepalive 64; }` with `proxy_http_version 1.1; proxy_set_header Connection \"\";`, `fastcgi_keep_conn on;`)",
-		`ip netns exec feas-cli sysctl -w net.ipv4.ip_local_port_range="15000 65000"`,
-		"persist: echo 'net.ipv4.ip_local_port_range = 15000 65000' >> /etc/sysctl.d/90-netdoctor.conf",
+		"reuse connections instead of opening one per request (HTTP keep-alive; nginx: an upstream block with `keepalive`, plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` or `fastcgi_keep_conn on;`)",
+		"widen the range to 28536 ports (the kernel default's width at least: 0 new connections/s × 60 s a port stays taken × 1.25 = 0 needed per destination)",
+		`ip netns exec feas-cli sysctl -w net.ipv4.ip_local_port_range="37000 65535"`,
+		"persist: echo 'net.ipv4.ip_local_port_range = 37000 65535' >> /etc/sysctl.d/90-netdoctor.conf",
 		"on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): " +
 			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0] + " — the default 2 applies to loopback only",
 	}
 	if diff := cmp.Diff(want, got[0].Fix); diff != "" {
 		t.Errorf("checkPorts() fix mismatch (-want +got):\n%s", diff)
+	}
+
+	// Sized from the connect rate, as tune plan sizes it: 1300/s for 60 s
+	// with the margin is 97500 ports, more than any range holds: the
+	// widest, from 10000. With tcp_tw_reuse on a port is taken for 1 s:
+	// the default range would do, and the 51-port one gets the default's
+	// width.
+	for _, c := range []struct{ reuse, rng, because string }{
+		{"0", `ip_local_port_range="10000 65535"`, "1300 new connections/s × 60 s a port stays taken × 1.25 = 97500 needed"},
+		{"1", `ip_local_port_range="37000 65535"`, "the kernel default's width at least: 1300 new connections/s × 1 s a port stays taken × 1.25 = 1625 needed"},
+	} {
+		b = bundle(nil, all(seed000Range, setSysctl("net.ipv4.tcp_tw_reuse", c.reuse), raise(1300, "Tcp.ActiveOpens"),
+			remotes(evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 51, Ephemeral: 51})))
+		fix := strings.Join(checkPorts(b)[0].Fix, "\n")
+		if !strings.Contains(fix, c.rng) || !strings.Contains(fix, c.because) {
+			t.Errorf("tcp_tw_reuse %s: fix lacks %s because %q:\n%s", c.reuse, c.rng, c.because, fix)
+		}
 	}
 
 	// A default-sized range with tw_reuse on needs neither change.

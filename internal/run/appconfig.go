@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // serverSide is the side name server findings carry.
@@ -87,8 +90,11 @@ func ownedBy(subject string, s *app.Server) bool {
 	return err == nil && slices.Contains(s.PIDs, pid)
 }
 
-// backlogSource names the directive behind a listener's backlog.
+// backlogSource names the directive behind a listener's backlog, and
+// sizes the queue with what the run knows and the kernel-only rule does
+// not: the load's burst and its p99.
 func backlogSource(r *Result, f *rules.Finding) {
+	want := resizeBacklog(r, f)
 	for _, s := range r.Servers {
 		if s.Addr != f.Subject {
 			continue
@@ -106,11 +112,46 @@ func backlogSource(r *Result, f *rules.Finding) {
 					b = fmt.Sprintf("backlog=%d", l.Backlog)
 				}
 				f.Evidence = append(f.Evidence, rules.Item{Text: fmt.Sprintf("nginx listen %s %s at %s", l.Addr, b, l.Source), Source: "nginx -T"})
-				f.Fix = append(f.Fix, fmt.Sprintf("nginx: `listen %s backlog=4096;` at %s (with net.core.somaxconn at least as large), then nginx -s reload", l.Addr, l.Source))
+				f.Fix = append(f.Fix, fmt.Sprintf("nginx: `listen %s backlog=%d;` at %s (with net.core.somaxconn at least as large), then nginx -s reload", l.Addr, want, l.Source))
 			}
 		case s.Pool != nil:
 			f.Evidence = append(f.Evidence, rules.Item{Text: fmt.Sprintf("php-fpm pool %s listen.backlog = %s", s.Pool.Name, s.Pool.Backlog), Source: "php-fpm config"})
-			f.Fix = append(f.Fix, fmt.Sprintf("php-fpm: `listen.backlog = 4096` in pool %s (%s), then reload php-fpm", s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)))
+			f.Fix = append(f.Fix, fmt.Sprintf("php-fpm: `listen.backlog = %d` in pool %s (%s), then reload php-fpm", want, s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)))
 		}
 	}
+}
+
+// resizeBacklog redoes the kernel-only rule's advice for the finding's
+// listener with the load's burst and p99, and returns the backlog it
+// proposes.
+func resizeBacklog(r *Result, f *rules.Finding) int {
+	burst, p99 := 0, 0.0
+	if r.Load != nil {
+		burst, p99 = r.Load.Connections, r.Load.Latency.P99.Seconds()
+	}
+	b := Window(serverBundle(r), r.LoadStart)
+	want, _ := sizing.Backlog(burst, 0, p99)
+	if b == nil || len(b.Snapshots) == 0 {
+		return want
+	}
+	var l evidence.Listener
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, sl := range s.Sockets.Listeners {
+			if sl.Addr == f.Subject && sl.Proto != "unix" {
+				l = sl
+			}
+		}
+	}
+	if w, ok := b.Window(); ok {
+		want, _ = sizing.Backlog(burst, w.Rate("Tcp.PassiveOpens")+w.Rate("TcpExt.ListenDrops"), p99)
+	}
+	if l.Addr == "" {
+		return want
+	}
+	somax, _ := strconv.ParseInt(strings.Fields(b.Snapshots[len(b.Snapshots)-1].Sysctls["net.core.somaxconn"] + " x")[0], 10, 64)
+	f.Fix = rules.BacklogFix(b, l, somax, burst, p99)
+	return want
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // upstreamChurn ties nginx's upstream configuration to what the kernel
@@ -53,12 +54,12 @@ func upstreamChurn(r *Result, fs *[]rules.Finding) {
 			if n > 0 {
 				ev = append(ev, rules.Item{Text: logged, Source: "log", Window: true})
 				sev = rules.Critical
-				portsFromLog(fs, serverSide(r), u, logged, r.Load.Status["5xx"])
+				portsFromLog(fs, Window(b, r.LoadStart), serverSide(r), u, logged, r.Load.Status["5xx"])
 			}
 			f := rules.Finding{ID: "upstream-connection-churn", Severity: sev, Status: rules.Active, Side: serverSide(r),
 				Subject:  strings.Join(u.Servers, ","),
 				Title:    fmt.Sprintf("nginx opens a new connection per request to upstream %s", u.Target),
-				Evidence: ev, Fix: reuseFix(u)}
+				Evidence: ev, Fix: reuseFix(u, r.Load.Connections, s.Nginx.Workers())}
 			if n > 0 {
 				// Each failed connect is one 502 the client saw.
 				f.Explains = shareText(uint64(n), r.Load.Status["5xx"], "5xx responses (nginx could not connect upstream)", failures(r.Load))
@@ -107,7 +108,7 @@ func churnFromSockets(r *Result, fs *[]rules.Finding, opens, answered uint64, pe
 			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", busiest.TimeWait, busiest.Established, busiest.Addr), Source: "sockdiag", Window: true},
 		},
 		Fix: []string{
-			"keep connections to " + busiest.Addr + " open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client), or nginx `upstream { keepalive 32; }` when nginx itself proxies",
+			"keep connections to " + busiest.Addr + " open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client), or nginx `upstream { keepalive N; }` when nginx itself proxies (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + ")",
 			"each new connection costs a handshake, a TIME_WAIT slot for 60 s and a search for a free local port: reuse is what raised seed 004 from 3K to 9K TPS",
 		}})
 }
@@ -129,13 +130,16 @@ func upsert(fs *[]rules.Finding, f rules.Finding) {
 	*fs = append(*fs, f)
 }
 
-// reuseFix is the nginx change that keeps upstream connections open.
-func reuseFix(u app.NginxUpstream) []string {
+// reuseFix is the nginx change that keeps upstream connections open,
+// its pool sized as tune plan sizes it: each worker's share of the
+// requests in flight.
+func reuseFix(u app.NginxUpstream, inflight, workers int) []string {
 	var fix []string
+	k, why := sizing.Keepalive(inflight, workers), sizing.KeepaliveWhy(inflight, workers)
 	if u.Block == "" {
-		fix = append(fix, fmt.Sprintf("define an upstream block for %s with `keepalive 32;` and point %s (%s) at it", u.Target, u.Pass, u.PassSource))
+		fix = append(fix, fmt.Sprintf("define an upstream block for %s with `keepalive %d;` (%s) and point %s (%s) at it", u.Target, k, why, u.Pass, u.PassSource))
 	} else if u.Keepalive == 0 {
-		fix = append(fix, fmt.Sprintf("add `keepalive 32;` to upstream %s (%s)", u.Target, u.Block))
+		fix = append(fix, fmt.Sprintf("add `keepalive %d;` to upstream %s (%s): %s", k, u.Target, u.Block, why))
 	}
 	switch u.Pass {
 	case "fastcgi_pass":
@@ -150,7 +154,7 @@ func reuseFix(u app.NginxUpstream) []string {
 // portsFromLog is ephemeral-port-exhaustion on the server side as
 // nginx's log saw it: the ports may run out and come back between two
 // samples, where the socket counts miss it.
-func portsFromLog(fs *[]rules.Finding, side string, u app.NginxUpstream, logged string, fiveXX uint64) {
+func portsFromLog(fs *[]rules.Finding, b *evidence.Bundle, side string, u app.NginxUpstream, logged string, fiveXX uint64) {
 	item := rules.Item{Text: logged, Source: "log", Window: true}
 	for i, k := range *fs {
 		if k.ID == "ephemeral-port-exhaustion" && k.Side != "client" {
@@ -163,5 +167,5 @@ func portsFromLog(fs *[]rules.Finding, side string, u app.NginxUpstream, logged 
 		Subject:  strings.Join(u.Servers, ","),
 		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
 		Evidence: []rules.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", fiveXX), Source: "load", Window: true}},
-		Fix:      []string{"widen the range: `sysctl -w net.ipv4.ip_local_port_range=\"1024 65535\"`, persisted in /etc/sysctl.d/90-netdoctor.conf", "better: reuse upstream connections (see upstream-connection-churn)"}})
+		Fix:      append(rules.PortFix(b), "the lasting fix: reuse upstream connections (see upstream-connection-churn)")})
 }

@@ -2,10 +2,12 @@ package run
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // workerPool finds application worker pools that were full during the
@@ -30,8 +32,7 @@ func workerPool(r *Result) []rules.Finding {
 					Subject: "nginx worker_connections", Side: serverSide(r),
 					Title:    fmt.Sprintf("nginx ran out of worker_connections (%d per worker)", wc.Value),
 					Evidence: []rules.Item{{Text: item, Source: "log", Window: true}},
-					Fix: []string{fmt.Sprintf("raise worker_connections %s to the connections you need per worker (clients plus upstream connections), and worker_rlimit_nofile to at least twice that", wc),
-						"then reload: nginx -s reload"}})
+					Fix:      []string{connsFix(r, s.Nginx), "then reload: nginx -s reload"}})
 			}
 		}
 	}
@@ -124,7 +125,7 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 		Subject: "php-fpm pool " + p.Name, Side: serverSide(r),
 		Title:    fmt.Sprintf("php-fpm pool %s is full: all %d workers busy, requests queue", p.Name, p.MaxChildren.Value),
 		Evidence: ev,
-		Fix:      []string{poolFix(r, p)},
+		Fix:      []string{poolFix(r, s)},
 	}
 	if len(sh) > 0 && sh[0].class != app.WaitRunning {
 		f.Fix = append(f.Fix, fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see app-slow's advice for that wait)", sh[0].class))
@@ -133,18 +134,54 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 	return f, true
 }
 
-// poolFix sizes pm.max_children: enough workers for the requests in
-// flight (the run's connections) while their memory fits.
-func poolFix(r *Result, p *app.PoolInfo) string {
-	want := max(2*p.MaxChildren.Value, 8)
-	if r.Load != nil && r.Load.Connections > want {
-		want = r.Load.Connections
+// connsFix sizes nginx's worker_connections for the run's connections,
+// as tune plan does.
+func connsFix(r *Result, n *app.NginxInfo) string {
+	wc := n.WorkerConnections
+	if r.Load == nil || r.Load.Connections == 0 {
+		return fmt.Sprintf("raise worker_connections %s to the connections you need per worker (clients plus upstream connections), and worker_rlimit_nofile to at least twice that", wc)
 	}
+	want, per := sizing.WorkerConnections(r.Load.Connections, n.Workers())
+	return fmt.Sprintf("raise worker_connections %s → %d: %d client connections over %d workers, each with an upstream connection, is %d per worker; twice that, rounded up; worker_rlimit_nofile at least %d",
+		wc, want, r.Load.Connections, n.Workers(), per, 2*want)
+}
+
+// poolFix sizes pm.max_children as tune plan does: the requests in
+// flight (the run's connections, within what the nginx in front can
+// hold) and spare, while their memory fits.
+func poolFix(r *Result, s *app.Server) string {
+	p := s.Pool
+	inflight := 0
+	if r.Load != nil {
+		inflight = r.Load.Connections
+		if front := frontOf(r, s); front != nil && inflight > 0 {
+			inflight = min(inflight, front.Nginx.Holds())
+		}
+	}
+	want, spare := sizing.Pool(inflight, p.MaxChildren.Value)
 	text := fmt.Sprintf("raise pm.max_children = %d → %d in %s", p.MaxChildren.Value, want, where(p.MaxChildren.Source, "the pool's configuration"))
+	if inflight > 0 {
+		text += fmt.Sprintf(": %d requests in flight and %d spare, one for the status page", inflight, spare)
+	}
 	if p.WorkerRSS > 0 {
 		text += fmt.Sprintf(" (workers use ~%d MiB each: %d MiB for %d; keep it within free memory)", p.WorkerRSS>>20, (uint64(want)*p.WorkerRSS)>>20, want)
 	}
 	return text
+}
+
+// frontOf is the nginx that passes requests to s, if one was found.
+func frontOf(r *Result, s *app.Server) *app.Server {
+	for _, n := range r.Servers {
+		if n.Nginx == nil {
+			continue
+		}
+		for _, u := range n.Nginx.Upstreams {
+			if slices.Contains(u.Servers, s.Addr) || (s.Pool != nil && slices.Contains(u.Servers, s.Pool.Listen)) {
+				return n
+			}
+		}
+	}
+	return nil
 }
 
 func where(source, fallback string) string {

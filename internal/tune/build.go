@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/nginx"
 	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // Host is the live state a plan starts from: the values apply would
@@ -43,22 +43,9 @@ type Proc struct {
 // Defaults the sizing falls back on, each the kernel's or the
 // application's own.
 const (
-	defaultSomaxconn   = 4096  // net.core.somaxconn since 5.4
-	nginxBacklog       = 511   // NGX_LISTEN_BACKLOG on Linux
-	timeWait           = 60    // TCP_TIMEWAIT_LEN, seconds
-	defaultPortWidth   = 28232 // 32768–60999
-	conntrackTimeWait  = 120   // nf_conntrack_tcp_timeout_time_wait default, seconds
-	maxBacklog         = 65535
-	minKeepalive       = 16
-	maxKeepalive       = 128
 	fpmSpawnRate       = 32 // pm.max_spawn_rate default: dynamic forks at most this many a second
-	portRangeLow       = 10000
-	portRangeHigh      = 65535
-	minConntrackMax    = 65536
 	twBucketsFloor     = 262144
-	fpmHeadroomMin     = 4
 	loopbackPrefix     = "127."
-	fpmStatusHeadroom  = 1 // the status page takes a worker too
 	defaultPoolRSSMiB  = 32
 	memoryShare        = 0.8 // of MemAvailable, at most, for a pool
 	burstWindowSeconds = 1.0
@@ -247,14 +234,11 @@ func (b *builder) backlog(f rules.Finding) error {
 		p99 = time.Duration(b.in.Load.Latency.P99).Seconds()
 	}
 	burst := b.concurrency()
-	need := max(float64(burst), math.Ceil(arrivals*max(p99, 0.1)))
-	want := clamp(nextPow2(int(2*need)), nginxBacklog+1, maxBacklog)
-	why := fmt.Sprintf("the queue must hold a burst of %d connections (the load's, opened at once) and %.0f new connections/s (%.0f/s dropped) arriving for %.0f ms (p99, at least 100 ms) while the application does not accept: %.0f; twice that, rounded up: %d",
-		burst, arrivals, b.rate("TcpExt.ListenDrops"), 1000*max(p99, 0.1), need, want)
+	want, _ := sizing.Backlog(burst, arrivals, p99)
+	why := fmt.Sprintf("the queue must hold %s (the burst is the load's connections; %.0f/s of the arrivals were dropped)", sizing.BacklogWhy(burst, arrivals, p99), b.rate("TcpExt.ListenDrops"))
 	somax, _ := b.current("net.core.somaxconn")
-	limit := max(want, defaultSomaxconn)
-	if err := b.sysctl(f, "net.core.somaxconn", strconv.Itoa(limit),
-		fmt.Sprintf("caps every listen() backlog; %s, so at least %d (and never below the kernel's default %d)", why, want, defaultSomaxconn)); err != nil {
+	limit := want
+	if err := b.sysctl(f, "net.core.somaxconn", strconv.Itoa(limit), "caps every listen() backlog; "+why); err != nil {
 		return err
 	}
 	s := b.serverAt(f.Subject)
@@ -309,7 +293,7 @@ func (b *builder) listeners() error {
 		asks := -1 // the application's listen() argument; -1: the limit
 		switch {
 		case s.Nginx != nil:
-			asks = nginxBacklog
+			asks = sizing.NginxBacklog
 			for _, nl := range s.Nginx.Listens {
 				if nl.Addr == l.Addr && nl.Backlog >= 0 {
 					asks = nl.Backlog
@@ -406,10 +390,10 @@ func (b *builder) serverAt(addr string) *app.Server {
 
 // nginxWorkers is worker_processes (at least 1).
 func nginxWorkers(s *app.Server) int {
-	if s.Nginx == nil || s.Nginx.WorkerProcesses.Value < 1 {
+	if s.Nginx == nil {
 		return 1
 	}
-	return s.Nginx.WorkerProcesses.Value
+	return s.Nginx.Workers()
 }
 
 // reuse keeps upstream connections open: an nginx keepalive pool sized so
@@ -427,12 +411,9 @@ func (b *builder) reuse(f rules.Finding) error {
 	}
 	w := nginxWorkers(s)
 	inflight := b.concurrency()
-	if inflight == 0 {
-		inflight = minKeepalive * w
-	}
-	k := clamp(nextPow2((inflight+w-1)/w), minKeepalive, maxKeepalive)
+	k := sizing.Keepalive(inflight, w)
 	if u.Keepalive == 0 {
-		if err := b.editNginx(s, u.Block, f, fmt.Sprintf("upstream %s: keepalive %d per worker: %d requests in flight over %d workers, rounded up (between %d and %d); nginx then reuses a connection instead of opening one per request", u.Target, k, inflight, w, minKeepalive, maxKeepalive),
+		if err := b.editNginx(s, u.Block, f, fmt.Sprintf("upstream %s: %s; nginx then reuses a connection instead of opening one per request", u.Target, sizing.KeepaliveWhy(inflight, w)),
 			edit{after: []string{fmt.Sprintf("keepalive %d;", k)}, inside: true}); err != nil {
 			return err
 		}
@@ -504,20 +485,18 @@ func (b *builder) twReuse(f rules.Finding) error {
 // port stays in TIME_WAIT (60 s; 1 s with tcp_tw_reuse on).
 func (b *builder) ports(f rules.Finding) error {
 	rate := b.rate("Tcp.ActiveOpens")
-	life := float64(timeWait)
+	life := float64(sizing.TimeWait)
 	if v, _ := b.current("net.ipv4.tcp_tw_reuse"); v == "1" {
 		life = 1
 	}
-	need := int(math.Ceil(rate * life * 1.25))
-	width := clamp(need, defaultPortWidth, portRangeHigh-portRangeLow+1)
-	lo := (portRangeHigh + 1 - width) / 1000 * 1000 // even: the kernel prefers start and end of different parity
-	proposed := fmt.Sprintf("%d %d", lo, portRangeHigh)
 	cur, _ := b.current("net.ipv4.ip_local_port_range")
-	if w := rangeWidth(cur); w >= portRangeHigh+1-lo {
+	need, lo, hi, widen := sizing.Ports(rate, life, rangeWidth(cur))
+	if !widen {
 		return nil
 	}
-	why := fmt.Sprintf("%.0f connections/s × %.0f s in TIME_WAIT × 1.25 = %d ports needed per destination; the range gives %d (it had %d)", rate, life, need, portRangeHigh+1-lo, rangeWidth(cur))
-	if need > portRangeHigh+1-lo {
+	proposed := fmt.Sprintf("%d %d", lo, hi)
+	why := fmt.Sprintf("%.0f connections/s × %.0f s in TIME_WAIT × 1.25 = %d ports needed per destination; the range gives %d (it had %d)", rate, life, need, hi+1-lo, rangeWidth(cur))
+	if need > hi+1-lo {
 		why += "; the range alone cannot hold them: keeping connections open (upstream-connection-churn) is the fix, the range is headroom"
 	}
 	return b.sysctl(f, "net.ipv4.ip_local_port_range", proposed, why)
@@ -534,18 +513,20 @@ func (b *builder) conntrack(f rules.Finding) error {
 		b.note(f, "the report has no conntrack numbers")
 		return nil
 	}
-	tw := float64(conntrackTimeWait)
+	tw := float64(sizing.ConntrackTimeWait)
 	if v, ok := b.current("net.netfilter.nf_conntrack_tcp_timeout_time_wait"); ok && atoi(v) > 0 {
 		tw = float64(atoi(v))
 	}
 	rate, flows := b.flows()
-	peak := max(ct.Count, ct.Max) // the table was full
+	peak := ct.Count
+	if f.Status == rules.Active {
+		peak = max(peak, ct.Max) // the table was full
+	}
 	buckets := ct.Buckets
 	if v, ok := b.current("net.netfilter.nf_conntrack_buckets"); ok && atoi(v) > 0 {
 		buckets = uint64(atoi(v))
 	}
-	need := uint64(math.Ceil(rate * tw * 1.25))
-	want := max(uint64(nextPow2(int(max(need, 2*peak)))), buckets, minConntrackMax)
+	want, need := sizing.Conntrack(rate, tw, peak, buckets)
 	why := fmt.Sprintf("%.0f new connections/s (%s) × %.0f s (nf_conntrack_tcp_timeout_time_wait) × 1.25 = %d entries; the table was full at %d; never below the hash's %d buckets, which is the kernel's own default maximum: %d (~%d MiB at ~320 B an entry)",
 		rate, flows, tw, need, peak, buckets, want, want*320>>20)
 	if err := b.sysctl(f, "net.netfilter.nf_conntrack_max", strconv.FormatUint(want, 10), why); err != nil {
@@ -617,18 +598,17 @@ func (b *builder) sizePool(s *app.Server, f rules.Finding) error {
 	inflight := b.concurrency()
 	front, u := b.upstreamOf(s.Addr)
 	if front != nil && front.Nginx != nil && inflight > 0 {
-		inflight = min(inflight, nginxWorkers(front)*max(front.Nginx.WorkerConnections.Value, 1))
+		inflight = min(inflight, front.Nginx.Holds())
 	}
 	if inflight == 0 {
 		inflight = 2 * p.MaxChildren.Value
 	}
-	headroom := max(fpmHeadroomMin, inflight/8) + fpmStatusHeadroom
-	want := max(inflight+headroom, 2*p.MaxChildren.Value)
+	want, spare := sizing.Pool(inflight, p.MaxChildren.Value)
 	why := fmt.Sprintf("%d requests in flight (the load's connections", inflight)
 	if front != nil {
 		why += ", within what nginx can hold"
 	}
-	why += fmt.Sprintf(") plus %d spare (an eighth, at least %d, and one for the status page): %d", headroom-fpmStatusHeadroom, fpmHeadroomMin, want)
+	why += fmt.Sprintf(") plus %d spare (an eighth, at least %d, and one for the status page): %d", spare, sizing.PoolSpareMin, want)
 	if u != nil && (b.keep[s.Addr] > 0 || u.Reuse) {
 		why += fmt.Sprintf("; with fastcgi_keep_conn a worker stays with its nginx connection until nginx closes it, so the pool must cover every connection nginx holds (at most the requests in flight, %d)", inflight)
 	}
@@ -671,8 +651,7 @@ func (b *builder) nginxConns(f rules.Finding) error {
 		return b.generic(f)
 	}
 	w := nginxWorkers(s)
-	per := 2 * ((b.concurrency() + w - 1) / w)
-	want := nextPow2(2 * per)
+	want, per := sizing.WorkerConnections(b.concurrency(), w)
 	wc := s.Nginx.WorkerConnections
 	if want <= wc.Value {
 		return nil
@@ -727,7 +706,7 @@ func (b *builder) risky(f rules.Finding, name string) error {
 	switch name {
 	case "net.ipv4.tcp_max_tw_buckets":
 		tw := b.in.Summary.TCPStates["TIME_WAIT"]
-		want := max(twBucketsFloor, nextPow2(4*tw))
+		want := max(twBucketsFloor, sizing.NextPow2(4*tw))
 		if host, err := b.h.Sysctl(Scope{Global: true}, name); err == nil && atoi(host) > want {
 			want = atoi(host) // the kernel's default there: half the established hash
 		}
@@ -937,13 +916,3 @@ func rangeWidth(v string) int {
 	}
 	return atoi(f[1]) - atoi(f[0]) + 1
 }
-
-func nextPow2(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
-}
-
-func clamp(v, lo, hi int) int { return min(max(v, lo), hi) }

@@ -210,8 +210,8 @@ func TestBuildSeed000(t *testing.T) {
 
 // TestBuildNginxBacklog: when nginx's own queue overflowed, its listen
 // gets a backlog sized from the load (200 connections at once, doubled,
-// a power of two above nginx's 511 default... 512), and nginx listens
-// again on reload, so netdoctor does not.
+// a power of two: 512, below the kernel's default somaxconn, so 4096),
+// and nginx listens again on reload, so netdoctor does not.
 func TestBuildNginxBacklog(t *testing.T) {
 	in := readSeed000(t)
 	in.Findings[0].Subject = "10.99.97.1:80"
@@ -220,7 +220,7 @@ func TestBuildNginxBacklog(t *testing.T) {
 		t.Fatal(err)
 	}
 	ng := change(p, "file:"+labDir+"/nginx/nginx.conf")
-	if ng == nil || !strings.Contains(ng.File.Diff, "-        listen 10.99.97.1:80;\n+        listen 10.99.97.1:80 backlog=512;\n") {
+	if ng == nil || !strings.Contains(ng.File.Diff, "-        listen 10.99.97.1:80;\n+        listen 10.99.97.1:80 backlog=4096;\n") {
 		t.Fatalf("nginx listen not changed: %+v", ng)
 	}
 	if c := change(p, "listen:10.99.97.1:80"); c != nil {
