@@ -132,7 +132,8 @@ func TestRunHealthyStack(t *testing.T) {
 // TestRunPHPMaxChildren is seed 000 stage 2: a dynamic pool of 2 workers
 // whose requests take 100 ms, under 40 connections. php-fpm logs
 // "reached pm.max_children"; run must name the pool, its setting with
-// file:line, and the log line.
+// file:line, and the log line, and size it as tune plan does: 40 in
+// flight, 5 spare, one for the status page.
 func TestRunPHPMaxChildren(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
@@ -147,7 +148,7 @@ func TestRunPHPMaxChildren(t *testing.T) {
 	if code != ExitFindings || f == nil {
 		t.Fatalf("exit %d\n%s", code, text)
 	}
-	if f.Subject != "php-fpm pool www" || !evidenceHas(f, "reached pm.max_children") || !fixHas(f, "pm.max_children = 2 → 40 in "+e.Dir+"/fpm/php-fpm.conf:") {
+	if f.Subject != "php-fpm pool www" || !evidenceHas(f, "reached pm.max_children") || !fixHas(f, "pm.max_children = 2 → 46 in "+e.Dir+"/fpm/php-fpm.conf:") {
 		t.Errorf("subject %q evidence %+v fix %q", f.Subject, f.Evidence, f.Fix)
 	}
 	if !evidenceHas(f, "sleep") {
