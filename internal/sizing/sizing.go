@@ -104,8 +104,16 @@ func Backlog(burst int, arrivals, p99 float64) (want int, need float64) {
 // BacklogWhy says how Backlog came out.
 func BacklogWhy(burst int, arrivals, p99 float64) string {
 	want, need := Backlog(burst, arrivals, p99)
-	return fmt.Sprintf("a burst of %d connections opened at once and %.0f new connections/s arriving for %.0f ms (p99, at least 100 ms) while the application does not accept: %.0f; twice that as a power of two, at least the kernel's default %d (a backlog is a limit, not memory): %d",
-		burst, arrivals, 1000*max(p99, 0.1), need, DefaultSomaxconn, want)
+	during := fmt.Sprintf("for %.0f ms (the load's p99, at least 100 ms)", 1000*max(p99, 0.1))
+	if p99 <= 0 {
+		during = "for 100 ms (no load: the responses' p99 is unknown)"
+	}
+	what := fmt.Sprintf("%.0f new connections/s arriving %s while the application does not accept", arrivals, during)
+	if burst > 0 {
+		what = fmt.Sprintf("a burst of %d connections opened at once and %s", burst, what)
+	}
+	return fmt.Sprintf("%s: %.0f; twice that as a power of two, at least the kernel's default %d (a backlog is a limit, not memory): %d",
+		what, need, DefaultSomaxconn, want)
 }
 
 // Conntrack is nf_conntrack_max for new connections at rate per second,
