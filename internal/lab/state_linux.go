@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/netdoctor/netdoctor/internal/durable"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
@@ -36,29 +37,14 @@ type global struct {
 	Old  string `json:"old"`
 }
 
+// save writes the journal durably: the previous value must be on disk
+// before the global changes, or a crash in between loses it.
 func (s *state) save() error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := s.journal + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		// The value must be on disk before the global changes, or a
-		// crash in between loses it.
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, s.journal)
+	return durable.WriteFile(s.journal, b, 0o600, durable.Keep, durable.Keep)
 }
 
 func newState(id string, netns []string) (*state, error) {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/durable"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -293,49 +294,19 @@ func fileOp(f *File) (op, string, error) {
 	e := Entry{Key: "file:" + f.Path, Title: desc, File: &FileWas{Path: f.Path, Existed: true, Mode: uint32(st.Mode().Perm()),
 		UID: int(sys.Uid), GID: int(sys.Gid), Old: old, OldSHA: f.Old, NewSHA: f.New, App: f.App, Check: f.Validate, Reload: &reload}}
 	return op{entry: e, desc: desc, do: func() error {
-		if err := writeFile(f.Path, []byte(f.Content), st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); err != nil {
+		if err := durable.WriteFile(f.Path, []byte(f.Content), st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); err != nil {
 			return err
 		}
 		if err := validate(f.Validate, reload.PID); err != nil {
 			// Put the old file back at once; rollback would too, but the
 			// error should leave no doubt the file is as it was.
-			if rerr := writeFile(f.Path, old, st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); rerr != nil {
+			if rerr := durable.WriteFile(f.Path, old, st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); rerr != nil {
 				return fmt.Errorf("%w; restoring %s: %v", err, f.Path, rerr)
 			}
 			return fmt.Errorf("%w (old %s restored)", err, f.Path)
 		}
 		return reloadApp(reload)
 	}}, "", nil
-}
-
-// writeFile replaces a file atomically: a temporary file beside it,
-// fsync'd, renamed over it.
-func writeFile(path string, data []byte, mode os.FileMode, uid, gid int) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".netdoctor-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Chown(uid, gid)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return syncDir(filepath.Dir(path))
 }
 
 // validate runs the application's configuration check in the
@@ -561,7 +532,7 @@ func persistOp(settings []Sysctl) (*op, string, error) {
 		if err := os.MkdirAll(filepath.Dir(PersistFile), 0o755); err != nil {
 			return err
 		}
-		return writeFile(PersistFile, data, 0o644, 0, 0)
+		return durable.WriteFile(PersistFile, data, 0o644, 0, 0)
 	}}, "", nil
 }
 
@@ -638,14 +609,14 @@ func restore(e Entry) (string, error) {
 				if err := os.Remove(f.Path); err != nil {
 					return "", err
 				}
-				syncDir(filepath.Dir(f.Path))
+				durable.SyncDir(filepath.Dir(f.Path))
 			}
 			return fmt.Sprintf("%s removed (netdoctor created it)", f.Path), nil
 		}
 		if err == nil && sum(cur) == f.OldSHA {
 			return fmt.Sprintf("%s is as it was", f.Path), nil
 		}
-		if err := writeFile(f.Path, f.Old, os.FileMode(f.Mode), f.UID, f.GID); err != nil {
+		if err := durable.WriteFile(f.Path, f.Old, os.FileMode(f.Mode), f.UID, f.GID); err != nil {
 			return "", err
 		}
 		if b, err := os.ReadFile(f.Path); err != nil || sum(b) != f.OldSHA {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/durable"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
@@ -102,41 +103,17 @@ type ListenWas struct {
 	New   int    `json:"new"`
 }
 
-// save writes the journal durably: a temporary file, fsync'd, renamed
-// over the journal, and the directory fsync'd so the rename survives.
+// save writes the journal durably: replaced atomically, fsync'd, its
+// directory too, before the change it records is made.
 func (j *Journal) save() error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := j.Path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("write journal: %w", err)
+	if err := durable.WriteFile(j.Path, append(b, '\n'), 0o600, durable.Keep, durable.Keep); err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
-	if _, err = f.Write(append(b, '\n')); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, j.Path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write journal %s: %w", j.Path, err)
-	}
-	return syncDir(filepath.Dir(j.Path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return nil
 }
 
 // newJournal creates the journal's file name: time first, so that names
