@@ -63,29 +63,29 @@ func tunePlan(args []string, stdout, stderr io.Writer) error {
 
 // planFrom reads a report and plans from it against the live host.
 func planFrom(path string) (*tune.Plan, error) {
-	f, err := os.Open(path)
+	in, err := readWith(path, "report", tune.ReadInput)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("read report: %w", err)}
-	}
-	defer f.Close()
-	in, err := tune.ReadInput(f)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+		return nil, err
 	}
 	return tune.Build(in, path, tune.Live{})
 }
 
-func readPlan(path string) (*tune.Plan, error) {
+func readPlan(path string) (*tune.Plan, error) { return readWith(path, "plan", tune.ReadPlan) }
+
+// readWith opens a file the user named and decodes it; either failure
+// is bad input (exit 2), naming the file.
+func readWith[T any](path, what string, read func(io.Reader) (T, error)) (T, error) {
+	var zero T
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("read plan: %w", err)}
+		return zero, usageError{fmt.Errorf("read %s: %w", what, err)}
 	}
 	defer f.Close()
-	p, err := tune.ReadPlan(f)
+	v, err := read(f)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+		return zero, usageError{fmt.Errorf("%s: %w", path, err)}
 	}
-	return p, nil
+	return v, nil
 }
 
 func tuneApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -69,7 +69,7 @@ func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []str
 		rate = w.Rate("Tcp.ActiveOpens") + w.Rate("Tcp.PassiveOpens")
 	}
 	tw := float64(sizing.ConntrackTimeWait)
-	if v, ok := sysctlInt(&b.Snapshots[len(b.Snapshots)-1], "net.netfilter.nf_conntrack_tcp_timeout_time_wait"); ok && v > 0 {
+	if v, ok := SysctlInt(&b.Snapshots[len(b.Snapshots)-1], "net.netfilter.nf_conntrack_tcp_timeout_time_wait"); ok && v > 0 {
 		tw = float64(v)
 	}
 	want, need := sizing.Conntrack(rate, tw, peak, ct.Buckets)

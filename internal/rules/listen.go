@@ -20,7 +20,7 @@ const tinyBacklog = 100
 // when its backlog-derived limit is tiny (TCPReqQFullDrop/DoCookies).
 func checkListen(b *evidence.Bundle) []Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	somaxconn, _ := sysctlInt(last, "net.core.somaxconn") // 0: unknown
+	somaxconn, _ := SysctlInt(last, "net.core.somaxconn") // 0: unknown
 	var out []Finding
 	w, ok := b.Window()
 	overflows := uint64(0)
@@ -112,22 +112,28 @@ func backlogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64) []stri
 	return BacklogFix(b, l, somaxconn, 0, 0)
 }
 
-// BacklogFix sizes the queue of l as tune plan does (sizing.Backlog):
-// from the connections the window saw arrive, and, when a run knows
-// them, the load's burst (connections opened at once) and its p99 in
-// seconds (0: unknown).
-func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) []string {
+// Backlog sizes an accept queue as tune plan does (sizing.Backlog): from
+// the connections the window saw arrive (accepted and dropped) and, when
+// a run knows them, the load's burst (connections opened at once) and
+// its p99 in seconds (0: unknown). why says how it came out.
+func Backlog(b *evidence.Bundle, burst int, p99 float64) (want int, why string) {
 	arrivals := 0.0
 	if w, ok := b.Window(); ok {
 		arrivals = w.Rate("Tcp.PassiveOpens") + w.Rate("TcpExt.ListenDrops")
 	}
-	n, _ := sizing.Backlog(burst, arrivals, p99)
+	want, _ = sizing.Backlog(burst, arrivals, p99)
+	return want, sizing.BacklogWhy(burst, arrivals, p99)
+}
+
+// BacklogFix is the advice for l's queue, sized by Backlog.
+func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) []string {
+	n, why := Backlog(b, burst, p99)
 	want := int64(n)
 	var fix []string
 	if somaxconn > 0 && somaxconn < want {
 		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10))...)
 	}
-	fix = append(fix, "why "+strconv.FormatInt(want, 10)+": the queue must hold "+sizing.BacklogWhy(burst, arrivals, p99))
+	fix = append(fix, "why "+strconv.FormatInt(want, 10)+": the queue must hold "+why)
 	if l.Proto == "unix" {
 		fix = append(fix, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: php-fpm `listen.backlog = %d`, others their backlog option; then restart it",
 			l.Addr, owner(l), want, want))
@@ -207,11 +213,11 @@ func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64
 // ListenOverflows). Seed 001 §6's flood stopped at 193 SYN_RECV of 256
 // that way.
 func synEarlyDrop(b *evidence.Bundle, w evidence.Window, last *evidence.Snapshot) (bool, []Item) {
-	cookies, ok := sysctlInt(last, "net.ipv4.tcp_syncookies")
+	cookies, ok := SysctlInt(last, "net.ipv4.tcp_syncookies")
 	if !ok || cookies != 0 {
 		return false, nil
 	}
-	maxSyn, ok := sysctlInt(last, "net.ipv4.tcp_max_syn_backlog")
+	maxSyn, ok := SysctlInt(last, "net.ipv4.tcp_max_syn_backlog")
 	if !ok || maxSyn <= 0 {
 		return false, nil
 	}
@@ -287,7 +293,7 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (Finding, bool) {
 			f.Evidence = append(f.Evidence, Item{Text: fmt.Sprintf("%d half-open (SYN_RECV) sockets at the end of the window", n), Source: "sockdiag", Window: true})
 		}
 	}
-	if v, ok := sysctlInt(last, "net.ipv4.tcp_syncookies"); ok && v == 0 {
+	if v, ok := SysctlInt(last, "net.ipv4.tcp_syncookies"); ok && v == 0 {
 		f.Evidence = append(f.Evidence, settingItem("net.ipv4.tcp_syncookies", "0"))
 		f.Fix = append(f.Fix, sysctlFix(b, "net.ipv4.tcp_syncookies", "1")...)
 	}

@@ -102,7 +102,7 @@ func checkNIC(b *evidence.Bundle) []Finding {
 		}
 	}
 	if dropped > 0 {
-		backlog, known := sysctlInt(w.Last, "net.core.netdev_max_backlog")
+		backlog, known := SysctlInt(w.Last, "net.core.netdev_max_backlog")
 		items := []Item{{Text: fmt.Sprintf("softnet_stat dropped +%d in %s", dropped, round(w)), Source: "/proc/net/softnet_stat", Window: true}}
 		if known {
 			items = append(items, settingItem("net.core.netdev_max_backlog", fmt.Sprint(backlog)))

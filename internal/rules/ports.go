@@ -87,11 +87,8 @@ func PortFix(b *evidence.Bundle) []string {
 	if w, ok := b.Window(); ok {
 		rate = w.Rate("Tcp.ActiveOpens")
 	}
-	reuse, _ := sysctlInt(last, "net.ipv4.tcp_tw_reuse")
-	life := float64(sizing.TimeWait)
-	if reuse == 1 {
-		life = 1
-	}
+	reuse, _ := SysctlInt(last, "net.ipv4.tcp_tw_reuse")
+	life := sizing.PortHold(reuse == 1)
 	cur := 0
 	if lo, hi, ok := portRange(last); ok {
 		cur = hi - lo + 1

@@ -145,9 +145,7 @@ func round(w evidence.Window) string {
 
 // sysctl returns a sysctl from the last snapshot as an integer.
 // SysctlInt is a setting's (first) number as a snapshot recorded it.
-func SysctlInt(s *evidence.Snapshot, name string) (int64, bool) { return sysctlInt(s, name) }
-
-func sysctlInt(s *evidence.Snapshot, name string) (int64, bool) {
+func SysctlInt(s *evidence.Snapshot, name string) (int64, bool) {
 	v, ok := s.Sysctls[name]
 	if !ok {
 		return 0, false

@@ -290,13 +290,13 @@ func TestSysctlInt(t *testing.T) {
 		{"missing", 0, false},
 	}
 	for _, tt := range tests {
-		got, ok := sysctlInt(s, tt.name)
+		got, ok := SysctlInt(s, tt.name)
 		if got != tt.want || ok != tt.wantOK {
-			t.Errorf("sysctlInt(%q) = %d, %v, want %d, %v", tt.name, got, ok, tt.want, tt.wantOK)
+			t.Errorf("SysctlInt(%q) = %d, %v, want %d, %v", tt.name, got, ok, tt.want, tt.wantOK)
 		}
 	}
-	if _, ok := sysctlInt(&evidence.Snapshot{}, "a"); ok {
-		t.Error("sysctlInt() on a snapshot without sysctls reports ok")
+	if _, ok := SysctlInt(&evidence.Snapshot{}, "a"); ok {
+		t.Error("SysctlInt() on a snapshot without sysctls reports ok")
 	}
 }
 

@@ -55,7 +55,7 @@ func checkSysctls(b *evidence.Bundle) []Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	var out []Finding
 	for _, r := range riskySettings {
-		v, ok := sysctlInt(last, r.name)
+		v, ok := SysctlInt(last, r.name)
 		if !ok || !r.bad(v) {
 			continue
 		}

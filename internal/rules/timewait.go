@@ -30,7 +30,7 @@ func checkTimeWait(b *evidence.Bundle) []Finding {
 		return nil
 	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	if twMax, ok := sysctlInt(last, "net.ipv4.tcp_max_tw_buckets"); ok {
+	if twMax, ok := SysctlInt(last, "net.ipv4.tcp_max_tw_buckets"); ok {
 		items = append(items, settingItem("net.ipv4.tcp_max_tw_buckets", strconv.FormatInt(twMax, 10)))
 	}
 	if tw, ok := last.Sockstat["TCP.tw"]; ok {

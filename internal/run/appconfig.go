@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -130,10 +129,11 @@ func resizeBacklog(r *Result, f *rules.Finding) int {
 		burst, p99 = r.Load.Connections, r.Load.Latency.P99.Seconds()
 	}
 	b := Window(serverBundle(r), r.LoadStart)
-	want, _ := sizing.Backlog(burst, 0, p99)
 	if b == nil || len(b.Snapshots) == 0 {
+		want, _ := sizing.Backlog(burst, 0, p99)
 		return want
 	}
+	want, _ := rules.Backlog(b, burst, p99)
 	var l evidence.Listener
 	for _, s := range b.Snapshots {
 		if s.Sockets == nil {
@@ -145,13 +145,9 @@ func resizeBacklog(r *Result, f *rules.Finding) int {
 			}
 		}
 	}
-	if w, ok := b.Window(); ok {
-		want, _ = sizing.Backlog(burst, w.Rate("Tcp.PassiveOpens")+w.Rate("TcpExt.ListenDrops"), p99)
+	if l.Addr != "" {
+		somax, _ := rules.SysctlInt(&b.Snapshots[len(b.Snapshots)-1], "net.core.somaxconn")
+		f.Fix = rules.BacklogFix(b, l, somax, burst, p99)
 	}
-	if l.Addr == "" {
-		return want
-	}
-	somax, _ := strconv.ParseInt(strings.Fields(b.Snapshots[len(b.Snapshots)-1].Sysctls["net.core.somaxconn"] + " x")[0], 10, 64)
-	f.Fix = rules.BacklogFix(b, l, somax, burst, p99)
 	return want
 }

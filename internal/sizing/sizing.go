@@ -71,6 +71,16 @@ func Pool(inflight, current int) (want, spare int) {
 	return max(inflight+spare+PoolStatus, 2*current), spare
 }
 
+// PortHold is how long, in seconds, a closed connection keeps its local
+// port from a new connection to the same destination: TIME_WAIT, or 1 s
+// with tcp_tw_reuse = 1 (a TIME_WAIT port older than that may be taken).
+func PortHold(twReuse bool) float64 {
+	if twReuse {
+		return 1
+	}
+	return TimeWait
+}
+
 // Ports is the ephemeral range for connections opened at rate per second
 // to one destination, each holding its port for life seconds (TimeWait;
 // 1 with tcp_tw_reuse on): need ports with the margin, at least the

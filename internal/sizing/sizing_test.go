@@ -26,8 +26,8 @@ func TestSizing(t *testing.T) {
 		{"pool unknown load", fmt.Sprint(Pool(0, 5)), "15 4"},
 		// Ports: 1300 connections/s × 60 s × 1.25 = 97500, more than any
 		// range: the widest. With tw_reuse, 1625: the default width.
-		{"ports seed 000", fmt.Sprint(Ports(1300, 60, 51)), "97500 10000 65535 true"},
-		{"ports tw_reuse", fmt.Sprint(Ports(1300, 1, 51)), "1625 37000 65535 true"},
+		{"ports seed 000", fmt.Sprint(Ports(1300, PortHold(false), 51)), "97500 10000 65535 true"},
+		{"ports tw_reuse", fmt.Sprint(Ports(1300, PortHold(true), 51)), "1625 37000 65535 true"},
 		{"ports default range holds", fmt.Sprint(Ports(100, 60, 28232)), "7500 0 0 false"},
 		{"ports default range short", fmt.Sprint(Ports(500, 60, 28232)), "37500 28000 65535 true"},
 		{"ports no rate", fmt.Sprint(Ports(0, 60, 28232)), "0 0 0 false"},

@@ -485,10 +485,8 @@ func (b *builder) twReuse(f rules.Finding) error {
 // port stays in TIME_WAIT (60 s; 1 s with tcp_tw_reuse on).
 func (b *builder) ports(f rules.Finding) error {
 	rate := b.rate("Tcp.ActiveOpens")
-	life := float64(sizing.TimeWait)
-	if v, _ := b.current("net.ipv4.tcp_tw_reuse"); v == "1" {
-		life = 1
-	}
+	reuse, _ := b.current("net.ipv4.tcp_tw_reuse")
+	life := sizing.PortHold(reuse == "1")
 	cur, _ := b.current("net.ipv4.ip_local_port_range")
 	need, lo, hi, widen := sizing.Ports(rate, life, rangeWidth(cur))
 	if !widen {
