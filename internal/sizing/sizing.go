@@ -116,7 +116,7 @@ func BacklogWhy(burst int, arrivals, p99 float64) string {
 	want, need := Backlog(burst, arrivals, p99)
 	during := fmt.Sprintf("for %.0f ms (the load's p99, at least 100 ms)", 1000*max(p99, 0.1))
 	if p99 <= 0 {
-		during = "for 100 ms (no load: the responses' p99 is unknown)"
+		during = "for 100 ms (the responses' p99 is unknown without a load; at least 100 ms)"
 	}
 	what := fmt.Sprintf("%.0f new connections/s arriving %s while the application does not accept", arrivals, during)
 	if burst > 0 {
