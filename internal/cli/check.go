@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/run"
 )
 
 type sourceOpts struct {
@@ -100,7 +100,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	durationVar(fs, window, "window", 10*time.Second, "how long to sample")
 	var interval = new(time.Duration)
 	durationVar(fs, interval, "interval", time.Second, "time between snapshots")
-	out := fs.String("o", "", "bundle file to write (required; - for stdout)")
+	out := fs.String("o", "", "bundle file to write, gzip'd if it ends in .gz (required; - for stdout)")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer s.Close()
 	b := s.Bundle(ctx, *interval, count)
-	if err := writeOut(*out, stdout, "bundle", func(w io.Writer) error { return json.NewEncoder(w).Encode(b) }); err != nil {
+	if err := writeOut(*out, stdout, "bundle", gzipped(*out, func(w io.Writer) error { return json.NewEncoder(w).Encode(b) })); err != nil {
 		return err
 	}
 	if *out != "-" {
@@ -134,12 +134,21 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("diagnose", stderr)
 	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout)")
+	htmlOut := fs.String("html", "", "with a run bundle: also write the HTML report to this file")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return badInput("diagnose needs exactly one bundle file")
+	}
+	if kind, err := bundleKind(pos[0]); err != nil {
+		return err
+	} else if kind == run.BundleKind {
+		return diagnoseRun(pos[0], *jsonOut, *htmlOut, stdout)
+	}
+	if *htmlOut != "" {
+		return badInput("diagnose --html needs a run bundle (run --bundle)")
 	}
 	b, err := readBundle(pos[0])
 	if err != nil {
@@ -149,7 +158,7 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func readBundle(path string) (*evidence.Bundle, error) {
-	f, err := os.Open(path)
+	f, err := openData(path)
 	if err != nil {
 		return nil, badInput("read bundle: %v", err)
 	}
@@ -165,4 +174,48 @@ func readBundle(path string) (*evidence.Bundle, error) {
 		return nil, badInput("read bundle %s: no snapshots", path)
 	}
 	return &b, nil
+}
+
+// bundleKind peeks at a bundle's kind: "" for one namespace's snapshots
+// (collect -o), run.BundleKind for a run's evidence (run --bundle).
+func bundleKind(path string) (string, error) {
+	f, err := openData(path)
+	if err != nil {
+		return "", badInput("read bundle: %v", err)
+	}
+	defer f.Close()
+	var top struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.NewDecoder(f).Decode(&top); err != nil {
+		return "", badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
+	}
+	return top.Kind, nil
+}
+
+// diagnoseRun diagnoses a run's evidence again and writes what run
+// wrote.
+func diagnoseRun(path, jsonOut, htmlOut string, stdout io.Writer) error {
+	rb, err := readWith(path, "bundle", run.ReadBundle)
+	if err != nil {
+		return err
+	}
+	res := run.Diagnose(rb)
+	r := res.Report()
+	if jsonOut != "-" {
+		if err := writeRunText(stdout, r, true); err != nil {
+			return err
+		}
+	}
+	if jsonOut != "" {
+		if err := writeRunJSON(jsonOut, stdout, r); err != nil {
+			return err
+		}
+	}
+	if htmlOut != "" {
+		if err := writeRunHTML(htmlOut, stdout, r, res); err != nil {
+			return err
+		}
+	}
+	return runExit(r)
 }

@@ -157,7 +157,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.html == "" {
 		o.html = filepath.Join(o.out, sc.Name+".html")
 	}
-	before := labPhase{sc: sc, stage: stage, json: filepath.Join(o.out, "before.json"), html: o.html}
+	before := labPhase{sc: sc, stage: stage, json: filepath.Join(o.out, "before.json"), bundle: filepath.Join(o.out, "before.bundle.json"), html: o.html}
 	if o.tune {
 		before.plan, before.verify = filepath.Join(o.out, "plan.json"), filepath.Join(o.out, "verify.json")
 	}
@@ -168,7 +168,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			to = stage + 1
 		}
 		ext := filepath.Ext(o.html)
-		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, json: filepath.Join(o.out, "after.json"),
+		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, json: filepath.Join(o.out, "after.json"), bundle: filepath.Join(o.out, "after.bundle.json"),
 			html: strings.TrimSuffix(o.html, ext) + ".fixed" + ext})
 	}
 	for i, ph := range phases {
@@ -194,7 +194,8 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	p.f("\nReports:\n")
 	for _, ph := range phases {
-		p.f("  %s: %s\n  %s  %s\n", ph.label(), ph.html, strings.Repeat(" ", len(ph.label())), ph.json)
+		pad := strings.Repeat(" ", len(ph.label()))
+		p.f("  %s: %s\n  %s  %s\n  %s  %s (evidence: netdoctor diagnose reads it)\n", ph.label(), ph.html, pad, ph.json, pad, ph.bundle)
 	}
 	if o.tune {
 		p.f("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
@@ -207,6 +208,7 @@ type labPhase struct {
 	sc          *lab.Scenario
 	stage, from int
 	json, html  string
+	bundle      string // the run's evidence (run --bundle)
 	// plan and verify, when set: plan from the run's report and verify
 	// the plan in the same lab.
 	plan, verify string
@@ -257,7 +259,7 @@ func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool)
 	}
 	args := append(append([]string{"run"}, sc.Load...), t.Args...)
 	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
-		"--json", ph.json, "--html", ph.html, t.URL)
+		"--json", ph.json, "--html", ph.html, "--bundle", ph.bundle, t.URL)
 	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with per-second charts to this file")
 	verify := fs.String("verify-with", "", "measure, apply this tune plan (kernel settings and configuration), measure again with the same load, then roll back")
 	keep := fs.Bool("keep", false, "with --verify-with: keep the changes instead of rolling back")
+	bundleOut := fs.String("bundle", "", "also write the run's evidence (both sides' snapshots, the load, the servers) to this file, gzip'd if it ends in .gz; `netdoctor diagnose` reads it back")
 	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stderr)
 	if err != nil {
 		return err
@@ -82,6 +83,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stdout, "HTML report: %s\n", *htmlOut)
 		}
 	}
+	if *bundleOut != "" {
+		if err := writeOut(*bundleOut, stdout, "bundle", gzipped(*bundleOut, indentedJSON(res.Bundle()))); err != nil {
+			return err
+		}
+	}
+	return runExit(r)
+}
+
+// runExit is run's exit: errFindings for an active critical finding.
+func runExit(r *run.Report) error {
 	for _, f := range r.Findings {
 		if f.Status == rules.Active && f.Severity == rules.Critical {
 			return errFindings

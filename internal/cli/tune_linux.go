@@ -72,22 +72,6 @@ func planFrom(path string) (*tune.Plan, error) {
 
 func readPlan(path string) (*tune.Plan, error) { return readWith(path, "plan", tune.ReadPlan) }
 
-// readWith opens a file the user named and decodes it; either failure
-// is bad input (exit 2), naming the file.
-func readWith[T any](path, what string, read func(io.Reader) (T, error)) (T, error) {
-	var zero T
-	f, err := os.Open(path)
-	if err != nil {
-		return zero, usageError{fmt.Errorf("read %s: %w", what, err)}
-	}
-	defer f.Close()
-	v, err := read(f)
-	if err != nil {
-		return zero, usageError{fmt.Errorf("%s: %w", path, err)}
-	}
-	return v, nil
-}
-
 func tuneApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tune apply", stderr)
 	var o tune.Options

@@ -14,7 +14,7 @@ import (
 // serverSide is the side name server findings carry.
 func serverSide(r *Result) string {
 	for _, s := range r.Sides {
-		if s.Name == "server" && s.Why == "same namespace as the client" {
+		if s.Name == "server" && s.Why == sameNamespace {
 			return "local"
 		}
 	}

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,7 +41,9 @@ func waitShares(smps []app.Sample) ([]share, int) {
 	for c, n := range sum {
 		out = append(out, share{c, n})
 	}
-	slices.SortFunc(out, func(a, b share) int { return b.n - a.n })
+	// Largest first; equal shares by name, so that reports do not
+	// change order from one reading of the same evidence to the next.
+	slices.SortFunc(out, func(a, b share) int { return cmp.Or(b.n-a.n, strings.Compare(a.class, b.class)) })
 	return out, total
 }
 

@@ -39,7 +39,7 @@ func diagnose(r *Result) []rules.Finding {
 		}
 		seen[s.Bundle] = true
 		name := s.Name
-		if s.Name == "server" && s.Why == "same namespace as the client" {
+		if s.Name == "server" && s.Why == sameNamespace {
 			name = "local"
 		}
 		var side []rules.Finding

@@ -44,7 +44,7 @@ func (s *sampler) side() *Side {
 	}
 	sd := &Side{Name: s.name, NetNS: s.netns, Bundle: src.bundle, Observed: src.bundle != nil, Why: s.why}
 	if s.shared != nil {
-		sd.Why = "same namespace as the client"
+		sd.Why = sameNamespace
 	}
 	return sd
 }

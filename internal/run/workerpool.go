@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -102,7 +103,9 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 	if total > 0 {
 		ev = append(ev, rules.Item{Text: "busy workers were: " + describeWaits(sh, total), Source: "wchan", Window: true})
 	}
-	for code, n := range logStatuses(r.Servers) {
+	statuses := logStatuses(r.Servers)
+	for _, code := range slices.Sorted(maps.Keys(statuses)) {
+		n := statuses[code]
 		// 502 has many causes (a refused or failed connect); 504 and
 		// 499 are requests that waited too long. Up to one 499 per
 		// connection is the load stopping with requests in flight.
