@@ -99,4 +99,3 @@ func goldenFile(t *testing.T, name string, got []byte) {
 		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
 	}
 }
-
