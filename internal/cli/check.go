@@ -85,7 +85,7 @@ func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr i
 		fmt.Fprintln(stderr, "netdoctor: partial evidence: some collectors failed (see \"collectors\" in the report)")
 	}
 	for _, f := range r.Findings {
-		if f.Status == rules.Active && f.Severity == rules.Critical {
+		if f.Status == report.Active && f.Severity == report.Critical {
 			return errFindings
 		}
 	}

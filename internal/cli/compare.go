@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // compared is what compare reads from a `run --json` or `load --json`
@@ -18,7 +18,7 @@ import (
 type compared struct {
 	path     string
 	load     *load.Result
-	findings []rules.Finding
+	findings []report.Finding
 }
 
 func readCompared(path string) (*compared, error) {
@@ -27,10 +27,10 @@ func readCompared(path string) (*compared, error) {
 		return nil, badInput("read report: %v", err)
 	}
 	var top struct {
-		Version  int             `json:"version"`
-		Command  string          `json:"command"`
-		Findings []rules.Finding `json:"findings"`
-		Load     *load.Result    `json:"load"`
+		Version  int              `json:"version"`
+		Command  string           `json:"command"`
+		Findings []report.Finding `json:"findings"`
+		Load     *load.Result     `json:"load"`
 	}
 	if err := json.Unmarshal(b, &top); err != nil || top.Version != 1 {
 		return nil, badInput("read report %s: not a netdoctor run or load report (version 1)", path)
@@ -93,15 +93,15 @@ func writeCompare(w io.Writer, a, b *compared) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	key := func(f rules.Finding) string { return f.ID + " " + f.Subject + " " + f.Side + " " + f.Status }
-	before, after := map[string]rules.Finding{}, map[string]rules.Finding{}
+	key := func(f report.Finding) string { return fmt.Sprintf("%s %s %s %s", f.ID, f.Subject, f.Side, f.Status) }
+	before, after := map[string]report.Finding{}, map[string]report.Finding{}
 	for _, f := range a.findings {
 		before[key(f)] = f
 	}
 	for _, f := range b.findings {
 		after[key(f)] = f
 	}
-	section := func(title string, fs []rules.Finding, other map[string]rules.Finding) {
+	section := func(title string, fs []report.Finding, other map[string]report.Finding) {
 		p.f("\n%s:\n", title)
 		n := 0
 		for _, f := range fs {
@@ -120,8 +120,8 @@ func writeCompare(w io.Writer, a, b *compared) error {
 	return p.err
 }
 
-func intersect(fs []rules.Finding, other map[string]rules.Finding, key func(rules.Finding) string) []rules.Finding {
-	var out []rules.Finding
+func intersect(fs []report.Finding, other map[string]report.Finding, key func(report.Finding) string) []report.Finding {
+	var out []report.Finding
 	for _, f := range fs {
 		if _, ok := other[key(f)]; ok {
 			out = append(out, f)

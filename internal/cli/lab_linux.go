@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -57,10 +58,10 @@ func labList(args []string, stdout, stderr io.Writer) error {
 		}
 		p.f("%s — seed %s\n  %s\n", s.Name, s.Seed, s.Summary)
 		for i, st := range s.Stages {
-			p.f("  stage %d: %s\n           fix: %s\n           reports: %s\n", i+1, st.Fault, st.Fix, strings.Join(st.Reports, ", "))
+			p.f("  stage %d: %s\n           fix: %s\n           reports: %s\n", i+1, st.Fault, st.Fix, report.JoinIDs(st.Reports))
 		}
 		if len(s.Reports) > 0 {
-			p.f("  default (every fault at once) reports: %s\n", strings.Join(s.Reports, ", "))
+			p.f("  default (every fault at once) reports: %s\n", report.JoinIDs(s.Reports))
 		} else {
 			p.f("  reports: no critical finding\n")
 		}
@@ -231,7 +232,7 @@ func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool)
 	}
 	p.f("Faults: %s\n", sc.Faults(ph.stage))
 	if want := sc.Expected(ph.stage); len(want) > 0 {
-		p.f("Expected: %s\n", strings.Join(want, ", "))
+		p.f("Expected: %s\n", report.JoinIDs(want))
 	}
 	e, err := lab.New("L" + strconv.Itoa(os.Getpid()%100000))
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // labNeeds skips unless root with every server the scenarios start.
@@ -73,15 +73,15 @@ func labRunCmd(t *testing.T, args ...string) *labResult {
 func activeIDs(r *runJSON) []string {
 	var ids []string
 	for _, f := range r.Findings {
-		if f.Status == rules.Active {
-			ids = append(ids, f.Severity+" "+f.ID)
+		if f.Status == report.Active {
+			ids = append(ids, string(f.Severity)+" "+string(f.ID))
 		}
 	}
 	return ids
 }
 
 // stageIDs is every finding a scenario's faults raise, at any stage.
-func stageIDs(sc *lab.Scenario) []string {
+func stageIDs(sc *lab.Scenario) []report.FindingID {
 	ids := slices.Clone(sc.Reports)
 	for _, st := range sc.Stages {
 		ids = append(ids, st.Reports...)
@@ -102,7 +102,7 @@ func TestLab(t *testing.T) {
 
 	healthy := labRunCmd(t, "healthy")
 	for _, f := range healthy.before.Findings {
-		if f.Status == rules.Active && f.Severity == rules.Critical {
+		if f.Status == report.Active && f.Severity == report.Critical {
 			t.Errorf("healthy: critical %s: %+v", f.ID, f.Evidence)
 		}
 	}
@@ -126,7 +126,7 @@ func TestLab(t *testing.T) {
 				f := findActive(r.after, id)
 				switch {
 				case f == nil:
-				case slices.Contains(sc.Persists, id) && f.Severity != rules.Critical:
+				case slices.Contains(sc.Persists, id) && f.Severity != report.Critical:
 					t.Logf("%s persists after the fix, as documented: %s", id, f.Title)
 				default:
 					t.Errorf("after the fix, %s is still active: %s %+v", id, f.Title, f.Evidence)
@@ -354,7 +354,7 @@ func TestLabList(t *testing.T) {
 			}
 		}
 		for _, id := range sc.Reports {
-			if !strings.Contains(entry, id) {
+			if !strings.Contains(entry, string(id)) {
 				t.Errorf("%s: %s not documented", sc.Name, id)
 			}
 		}

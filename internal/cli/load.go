@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
 )
 
@@ -147,9 +147,9 @@ func describe(o load.Options) string {
 // loadReport is the JSON of `load --json`: the result's fields at the top
 // level, plus the findings about the load generator itself.
 type loadReport struct {
-	Version  int             `json:"version"`
-	Command  string          `json:"command"`
-	Findings []rules.Finding `json:"findings"`
+	Version  int              `json:"version"`
+	Command  string           `json:"command"`
+	Findings []report.Finding `json:"findings"`
 	*load.Result
 }
 
@@ -175,9 +175,9 @@ func splitShort(args []string, letters string) []string {
 	return out
 }
 
-func nonNil(f []rules.Finding) []rules.Finding {
+func nonNil(f []report.Finding) []report.Finding {
 	if f == nil {
-		return []rules.Finding{}
+		return []report.Finding{}
 	}
 	return f
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
 )
 
@@ -94,7 +93,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // runExit is run's exit: errFindings for an active critical finding.
 func runExit(r *run.Report) error {
 	for _, f := range r.Findings {
-		if f.Status == rules.Active && f.Severity == rules.Critical {
+		if f.Status == report.Active && f.Severity == report.Critical {
 			return errFindings
 		}
 	}

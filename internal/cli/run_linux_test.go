@@ -14,16 +14,16 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/load"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // loadJSON is the load part of a run report.
 type loadJSON = load.Result
 
 type runJSON struct {
-	Verdict  string          `json:"verdict"`
-	Findings []rules.Finding `json:"findings"`
-	Load     *loadJSON       `json:"load"`
+	Verdict  string           `json:"verdict"`
+	Findings []report.Finding `json:"findings"`
+	Load     *loadJSON        `json:"load"`
 	Sides    []struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`
@@ -71,9 +71,9 @@ func runIn(t *testing.T, ns, role, args string, env ...string) (int, *runJSON, s
 	return code, &r, string(out[:i])
 }
 
-func findActive(r *runJSON, id string) *rules.Finding {
+func findActive(r *runJSON, id report.FindingID) *report.Finding {
 	for i := range r.Findings {
-		if r.Findings[i].ID == id && r.Findings[i].Status == rules.Active {
+		if r.Findings[i].ID == id && r.Findings[i].Status == report.Active {
 			return &r.Findings[i]
 		}
 	}
@@ -148,7 +148,7 @@ func checkHTML(t *testing.T, page string) {
 func TestRunHealthy(t *testing.T) {
 	code, r, text := runInNetns(t, "fast", "-c 20 -t 1 -d 2s --baseline 1s --tail 1s")
 	for _, f := range r.Findings {
-		if f.Severity == rules.Critical {
+		if f.Severity == report.Critical {
 			t.Errorf("critical finding on a healthy server: %s %s %+v", f.ID, f.Title, f.Evidence)
 		}
 	}
@@ -267,7 +267,7 @@ func TestRunSeveralFaults(t *testing.T) {
 	labMust(t, e.TrackConnections(server, 60))
 	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	everyActiveHasWindowEvidence(t, r)
-	found := map[string]string{}
+	found := map[report.FindingID]report.Side{}
 	for _, f := range r.Findings {
 		if f.Status == "active" || f.ID == "ephemeral-port-exhaustion" {
 			found[f.ID] = f.Side
@@ -275,7 +275,7 @@ func TestRunSeveralFaults(t *testing.T) {
 	}
 	// The client's 101 ports show as latent (a small range) or, when the
 	// run used them up, active: either names the fault.
-	want := map[string]string{"conntrack-table-full": "server", "accept-queue-overflow": "server", "ephemeral-port-exhaustion": "client"}
+	want := map[report.FindingID]report.Side{"conntrack-table-full": "server", "accept-queue-overflow": "server", "ephemeral-port-exhaustion": "client"}
 	for id, side := range want {
 		if found[id] != side {
 			t.Errorf("%s on side %q, want %q; found %v\n%s", id, found[id], side, found, text)

@@ -8,7 +8,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
 )
 
@@ -18,7 +17,7 @@ func runPage(r *run.Report, res *run.Result) *report.Page {
 	p := &report.Page{Command: "run", Target: res.Load.URL, Verdict: r.Verdict,
 		Host: r.Host.Hostname + " · kernel " + r.Host.Kernel, When: res.LoadStart.Format(time.RFC1123), Findings: r.Findings}
 	for _, f := range r.Findings {
-		p.Bad = p.Bad || (f.Status == rules.Active && f.Severity == rules.Critical)
+		p.Bad = p.Bad || (f.Status == report.Active && f.Severity == report.Critical)
 	}
 	col := func(f func(load.Second) float64) []float64 {
 		out := make([]float64, len(tl))
@@ -42,7 +41,7 @@ func runPage(r *run.Report, res *run.Result) *report.Page {
 	name := "server"
 	for _, s := range res.Sides {
 		if s.Observed {
-			b, name = run.Window(s.Bundle, res.LoadStart), s.Name
+			b, name = run.Window(s.Bundle, res.LoadStart), string(s.Name)
 			break
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/lab/labtest"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // newLab builds a client/server namespace pair for one test.
@@ -30,15 +30,15 @@ func runLab(t *testing.T, e *lab.Env, args string) (int, *runJSON, string) {
 
 // wantActive checks that each finding is active on the side, with at
 // least one evidence item from the run's window, and returns them.
-func wantActive(t *testing.T, r *runJSON, text string, side string, ids ...string) map[string]*rules.Finding {
+func wantActive(t *testing.T, r *runJSON, text string, side report.Side, ids ...report.FindingID) map[report.FindingID]*report.Finding {
 	t.Helper()
-	out := map[string]*rules.Finding{}
+	out := map[report.FindingID]*report.Finding{}
 	for _, id := range ids {
 		f := findActive(r, id)
 		if f == nil {
 			var got []string
 			for _, f := range r.Findings {
-				got = append(got, f.Status+" "+f.ID)
+				got = append(got, string(f.Status)+" "+string(f.ID))
 			}
 			t.Errorf("no active %s; findings: %s\n%s", id, strings.Join(got, ", "), text)
 			continue
@@ -57,7 +57,7 @@ func wantActive(t *testing.T, r *runJSON, text string, side string, ids ...strin
 func everyActiveHasWindowEvidence(t *testing.T, r *runJSON) {
 	t.Helper()
 	for _, f := range r.Findings {
-		if f.Status != rules.Active {
+		if f.Status != report.Active {
 			continue
 		}
 		ok := false
@@ -70,7 +70,7 @@ func everyActiveHasWindowEvidence(t *testing.T, r *runJSON) {
 	}
 }
 
-func evidenceHas(f *rules.Finding, sub string) bool {
+func evidenceHas(f *report.Finding, sub string) bool {
 	for _, e := range f.Evidence {
 		if strings.Contains(e.Text, sub) {
 			return true
@@ -79,7 +79,7 @@ func evidenceHas(f *rules.Finding, sub string) bool {
 	return false
 }
 
-func fixHas(f *rules.Finding, sub string) bool {
+func fixHas(f *report.Finding, sub string) bool {
 	for _, x := range f.Fix {
 		if strings.Contains(x, sub) {
 			return true
@@ -100,7 +100,7 @@ func TestRunHealthyStack(t *testing.T) {
 	labMust(t, err)
 	code, r, text := runLab(t, e, "-c 4 -t 1 -d 3s")
 	for _, f := range r.Findings {
-		if f.Severity == rules.Critical && f.Status == rules.Active {
+		if f.Severity == report.Critical && f.Status == report.Active {
 			t.Errorf("critical %s on a healthy stack: %+v", f.ID, f.Evidence)
 		}
 	}
@@ -160,7 +160,7 @@ func TestRunPHPMaxChildren(t *testing.T) {
 	// The pool's small listen.backlog overflows because the pool is
 	// full: named with its line, and placed after its cause.
 	for i, q := range r.Findings {
-		if q.ID != "accept-queue-overflow" || q.Subject != "127.0.0.1:9000" || q.Status != rules.Active {
+		if q.ID != "accept-queue-overflow" || q.Subject != "127.0.0.1:9000" || q.Status != report.Active {
 			continue
 		}
 		if q.CausedBy != "worker-pool-exhausted" || r.Findings[i-1].ID != "worker-pool-exhausted" {

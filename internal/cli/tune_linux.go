@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/tune"
 )
@@ -247,7 +247,7 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 		}
 	}
 	for _, f := range ra.Findings {
-		if f.Status == rules.Active && f.Severity == rules.Critical {
+		if f.Status == report.Active && f.Severity == report.Critical {
 			return errFindings
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/lab/labtest"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/tune"
 )
 
@@ -221,7 +221,7 @@ func TestTuneLab(t *testing.T) {
 			t.Errorf("before: no active finding")
 		}
 		for _, f := range v.After.Findings {
-			if f.Status == rules.Active && slices.Contains(stageIDs(sc), f.ID) {
+			if f.Status == report.Active && slices.Contains(stageIDs(sc), f.ID) {
 				t.Errorf("after the plan %s is still active: %s", f.ID, f.Title)
 			}
 		}
@@ -246,7 +246,7 @@ func TestTuneLab(t *testing.T) {
 			t.Errorf("before: nagle-delayed-ack not active: %v", activeIDs(v.Before))
 		}
 		for _, f := range v.After.Findings {
-			if f.ID == "nagle-delayed-ack" && f.Status == rules.Active {
+			if f.ID == "nagle-delayed-ack" && f.Status == report.Active {
 				t.Errorf("after the plan: %s", f.Title)
 			}
 		}

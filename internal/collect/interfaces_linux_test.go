@@ -16,6 +16,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -112,7 +113,7 @@ func TestTBFSaturated(t *testing.T) {
 
 	var found bool
 	for _, f := range rules.Run(sender, rules.All) {
-		if f.ID == "bandwidth-saturated" && f.Subject == vethA && f.Status == rules.Active {
+		if f.ID == "bandwidth-saturated" && f.Subject == vethA && f.Status == report.Active {
 			found = true
 			t.Logf("%s %s: %s", f.Severity, f.Title, evidenceText(f))
 		}
@@ -247,7 +248,7 @@ func findClass(t *testing.T, s evidence.Snapshot, name, handle string) evidence.
 	return evidence.Qdisc{}
 }
 
-func evidenceText(f rules.Finding) string {
+func evidenceText(f report.Finding) string {
 	var out []string
 	for _, it := range f.Evidence {
 		out = append(out, it.Text)

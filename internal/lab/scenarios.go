@@ -1,6 +1,11 @@
 package lab
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
 
 // Scenario is one seed case rebuilt in a lab. Its faults come in stages,
 // in the order the seed's author found and fixed them: stage N has the
@@ -11,7 +16,7 @@ type Scenario struct {
 	Seed    string // which seed case and section it reproduces
 	Summary string
 	// Reports are the findings netdoctor must report active at stage 1.
-	Reports []string
+	Reports []report.FindingID
 	Stages  []Stage
 	// Load is the run's load, as netdoctor run flags, the same before
 	// and after the fix.
@@ -22,7 +27,7 @@ type Scenario struct {
 	// Persists are findings the fix leaves active, no longer critical,
 	// because what raises them outlives the fix (a flood goes on; the
 	// fix makes the server survive it).
-	Persists []string
+	Persists []report.FindingID
 	// Note explains what a reader might otherwise take for a defect.
 	Note string
 }
@@ -31,7 +36,7 @@ type Scenario struct {
 type Stage struct {
 	Fault   string
 	Fix     string
-	Reports []string // findings this stage's fault raises when it is the first one left
+	Reports []report.FindingID // findings this stage's fault raises when it is the first one left
 }
 
 // Fixed is the stage number at which every fault is fixed.
@@ -59,7 +64,7 @@ func (s *Scenario) Fixes(n, to int) string {
 }
 
 // Expected is what netdoctor must report active at stage n.
-func (s *Scenario) Expected(n int) []string {
+func (s *Scenario) Expected(n int) []report.FindingID {
 	if n == 1 {
 		return s.Reports
 	}
@@ -95,13 +100,13 @@ var Scenarios = []Scenario{
 		Name:    "nginx-php-throughput",
 		Seed:    "000 (all five stages)",
 		Summary: "nginx → php-fpm hello world under 200 connections collapses; each fix uncovers the next fault",
-		Reports: []string{"conntrack-table-full", "accept-queue-overflow", "upstream-connection-churn", "ephemeral-port-exhaustion"},
+		Reports: []report.FindingID{rules.ConntrackTableFull, rules.AcceptQueueOverflow, rules.UpstreamConnectionChurn, rules.EphemeralPortExhaustion},
 		Stages: []Stage{
-			{Fault: "stateful firewall with nf_conntrack_max 200", Fix: "nf_conntrack_max 262144", Reports: []string{"conntrack-table-full"}},
-			{Fault: "php-fpm pm.max_children 5 (pm dynamic)", Fix: "pm.max_children 256 (static): more than nginx can hold open", Reports: []string{"worker-pool-exhausted"}},
-			{Fault: "net.core.somaxconn 10 (caps nginx's backlog 511 and php-fpm's)", Fix: "somaxconn 4096 with nginx backlog=4096 and listen.backlog = 4096", Reports: []string{"accept-queue-overflow"}},
-			{Fault: "ip_local_port_range 20000 20050 (51 ports) with fastcgi_keep_conn off", Fix: "ip_local_port_range 15000 65000", Reports: []string{"ephemeral-port-exhaustion", "upstream-connection-churn"}},
-			{Fault: "a new FastCGI connection per request with tcp_tw_reuse 0", Fix: "upstream keepalive 128 with fastcgi_keep_conn on", Reports: []string{"upstream-connection-churn"}},
+			{Fault: "stateful firewall with nf_conntrack_max 200", Fix: "nf_conntrack_max 262144", Reports: []report.FindingID{rules.ConntrackTableFull}},
+			{Fault: "php-fpm pm.max_children 5 (pm dynamic)", Fix: "pm.max_children 256 (static): more than nginx can hold open", Reports: []report.FindingID{rules.WorkerPoolExhausted}},
+			{Fault: "net.core.somaxconn 10 (caps nginx's backlog 511 and php-fpm's)", Fix: "somaxconn 4096 with nginx backlog=4096 and listen.backlog = 4096", Reports: []report.FindingID{rules.AcceptQueueOverflow}},
+			{Fault: "ip_local_port_range 20000 20050 (51 ports) with fastcgi_keep_conn off", Fix: "ip_local_port_range 15000 65000", Reports: []report.FindingID{rules.EphemeralPortExhaustion, rules.UpstreamConnectionChurn}},
+			{Fault: "a new FastCGI connection per request with tcp_tw_reuse 0", Fix: "upstream keepalive 128 with fastcgi_keep_conn on", Reports: []report.FindingID{rules.UpstreamConnectionChurn}},
 		},
 		Load:    []string{"-c", "200", "-t", "2", "-d", "5s", "--timeout", "2s"},
 		Article: "189 req/s all non-2xx → 5382 (conntrack) → 4683 (max_children) → 6185 (backlog) → 3208 (ports) → 5180 req/s, no non-2xx (keepalive, tw_reuse)",
@@ -110,9 +115,9 @@ var Scenarios = []Scenario{
 		Name:    "nginx-nagle",
 		Seed:    "001 §7",
 		Summary: "nginx with tcp_nodelay off answers keep-alive clients ~40 ms late: Nagle meets delayed ACK",
-		Reports: []string{"nagle-delayed-ack"},
+		Reports: []report.FindingID{rules.NagleDelayedACK},
 		Stages: []Stage{
-			{Fault: "nginx tcp_nodelay off, sendfile on, a 900-byte page over keep-alive", Fix: "tcp_nodelay on (nginx's default)", Reports: []string{"nagle-delayed-ack"}},
+			{Fault: "nginx tcp_nodelay off, sendfile on, a 900-byte page over keep-alive", Fix: "tcp_nodelay on (nginx's default)", Reports: []report.FindingID{rules.NagleDelayedACK}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "5s"},
 		Article: "wrk p50 44 ms vs 7.8 ms on the other port, 2283 → 12384 req/s after tcp_nodelay on",
@@ -121,9 +126,9 @@ var Scenarios = []Scenario{
 		Name:    "dns-no-resolver",
 		Seed:    "001 §4",
 		Summary: "the application looks up its backend's name per request, and the server's resolv.conf lists no nameserver",
-		Reports: []string{"dns-misconfigured"},
+		Reports: []report.FindingID{rules.DNSMisconfigured},
 		Stages: []Stage{
-			{Fault: "empty resolv.conf in the server's namespace", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-misconfigured"}},
+			{Fault: "empty resolv.conf in the server's namespace", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []report.FindingID{rules.DNSMisconfigured}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
 		Article: "nslookup: “no servers could be reached”",
@@ -132,9 +137,9 @@ var Scenarios = []Scenario{
 		Name:    "dns-slow-resolver",
 		Seed:    "001 §4",
 		Summary: "the application looks up its backend's name per request through a far resolver",
-		Reports: []string{"dns-slow", "app-slow"},
+		Reports: []report.FindingID{rules.DNSSlow, rules.AppSlow},
 		Stages: []Stage{
-			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []string{"dns-slow", "app-slow"}},
+			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []report.FindingID{rules.DNSSlow, rules.AppSlow}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
 		Article: "far resolver: 140 ms ping, lookups of 10–15 s when lossy; with a dnsmasq cache 0.49 s then 0.011 s",
@@ -143,9 +148,9 @@ var Scenarios = []Scenario{
 		Name:    "ping-ptr-timeout",
 		Seed:    "001 §5",
 		Summary: "the application resolves each client's address to a name (as HostnameLookups, UseDNS or ping do) and PTR queries go unanswered",
-		Reports: []string{"reverse-dns-lookup", "app-slow"},
+		Reports: []report.FindingID{rules.ReverseDNSLookup, rules.AppSlow},
 		Stages: []Stage{
-			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []string{"reverse-dns-lookup", "app-slow"}},
+			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []report.FindingID{rules.ReverseDNSLookup, rules.AppSlow}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "5s", "--timeout", "4s"},
 		Article: "ping -c 3 took 11 s: two PTR lookups of 5 s went unanswered; ping -n is instant",
@@ -154,22 +159,22 @@ var Scenarios = []Scenario{
 		Name:    "syn-flood",
 		Seed:    "001 §6",
 		Summary: "an hping3 SYN flood fills nginx's SYN queue while a normal client measures",
-		Reports: []string{"syn-queue-overflow"},
+		Reports: []report.FindingID{rules.SynQueueOverflow},
 		Stages: []Stage{
-			{Fault: "SYN flood at 2000/s from random sources; tcp_syncookies 0, tcp_max_syn_backlog 256", Fix: "tcp_syncookies 1 (the default)", Reports: []string{"syn-queue-overflow"}},
+			{Fault: "SYN flood at 2000/s from random sources; tcp_syncookies 0, tcp_max_syn_backlog 256", Fix: "tcp_syncookies 1 (the default)", Reports: []report.FindingID{rules.SynQueueOverflow}},
 		},
 		Load:     []string{"-c", "10", "-t", "1", "-d", "5s", "--no-keepalive"},
 		Article:  "193 connections in SYN_RECV, curl times out; tcp_max_syn_backlog 256",
-		Persists: []string{"syn-queue-overflow"},
+		Persists: []report.FindingID{rules.SynQueueOverflow},
 		Note:     "after the fix the flood goes on: syn-queue-overflow stays, as a warning that SYN cookies now answer it",
 	},
 	{
 		Name:    "conntrack-sawtooth",
 		Seed:    "002",
 		Summary: "nginx proxy → backend (new connection per request) behind a stateful firewall: TPS climbs, collapses, climbs",
-		Reports: []string{"conntrack-table-full"},
+		Reports: []report.FindingID{rules.ConntrackTableFull},
 		Stages: []Stage{
-			{Fault: "stateful firewall, nf_conntrack_max 2000, TIME_WAIT entries kept 3 s (the article's 120 s cycle, shortened to fit the run)", Fix: "nf_conntrack_max 262144", Reports: []string{"conntrack-table-full"}},
+			{Fault: "stateful firewall, nf_conntrack_max 2000, TIME_WAIT entries kept 3 s (the article's 120 s cycle, shortened to fit the run)", Fix: "nf_conntrack_max 262144", Reports: []report.FindingID{rules.ConntrackTableFull}},
 		},
 		Load:    []string{"-c", "100", "-t", "1", "-d", "10s"},
 		Article: "TPS climbs to ~300, collapses, climbs again, regularly; dmesg “nf_conntrack: table full, dropping packet”; 1000 TPS without iptables",
@@ -178,23 +183,23 @@ var Scenarios = []Scenario{
 		Name:    "accept-queue-backlog",
 		Seed:    "003",
 		Summary: "a 35 ms mock with a listen backlog of 50 under heavy concurrency; behind it a contended log lock",
-		Reports: []string{"accept-queue-overflow"},
+		Reports: []report.FindingID{rules.AcceptQueueOverflow},
 		Stages: []Stage{
-			{Fault: "listen backlog 50 with 100 worker threads under 400 connections", Fix: "listen backlog 5000", Reports: []string{"accept-queue-overflow"}},
-			{Fault: "every request appends to one log under an exclusive flock held 2 ms", Fix: "log level raised: no log line per request", Reports: []string{"app-slow"}},
+			{Fault: "listen backlog 50 with 100 worker threads under 400 connections", Fix: "listen backlog 5000", Reports: []report.FindingID{rules.AcceptQueueOverflow}},
+			{Fault: "every request appends to one log under an exclusive flock held 2 ms", Fix: "log level raised: no log line per request", Reports: []report.FindingID{rules.AppSlow}},
 		},
 		Load:     []string{"-c", "400", "-t", "2", "-d", "5s", "--no-keepalive", "--timeout", "3s"},
 		Article:  "errors (connection reset) from ~3800 TPS; Send-Q 50 on :5000; backlog 5000 → no errors; at 4600 threads RT grows with idle CPU, threads BLOCKED on the log lock; log level → RT 37 ms",
-		Persists: []string{"app-slow"},
+		Persists: []report.FindingID{rules.AppSlow},
 		Note:     "after both fixes the mock still sleeps 35 ms per request, as the seed's did: app-slow stays, now naming that sleep, and p50 falls to the sleep plus queueing",
 	},
 	{
 		Name:    "kv-redis",
 		Seed:    "004",
 		Summary: "nginx + Lua → redis, connecting per request; TIME_WAIT bucket table too small",
-		Reports: []string{"upstream-connection-churn", "timewait-bucket-overflow"},
+		Reports: []report.FindingID{rules.UpstreamConnectionChurn, rules.TimewaitBucketOverflow},
 		Stages: []Stage{
-			{Fault: "a new redis connection per request (red:close()), tcp_max_tw_buckets 1024", Fix: "red:set_keepalive(10000, 1024): a pool per worker", Reports: []string{"upstream-connection-churn", "timewait-bucket-overflow"}},
+			{Fault: "a new redis connection per request (red:close()), tcp_max_tw_buckets 1024", Fix: "red:set_keepalive(10000, 1024): a pool per worker", Reports: []report.FindingID{rules.UpstreamConnectionChurn, rules.TimewaitBucketOverflow}},
 		},
 		Load:    []string{"-c", "100", "-t", "1", "-d", "5s"},
 		Article: "strace: a connect() to redis per request; upstream keepalive 1024: TPS 3K → 9K, RT 300 ms → 20 ms; dmesg “time wait bucket table overflow”",

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"html/template"
 	"io"
-
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 //go:embed assets/page.html
@@ -39,7 +37,7 @@ func (c Chart) JSON() (string, error) {
 type Page struct {
 	Command, Target, Host, When, Verdict string
 	Bad                                  bool
-	Findings                             []rules.Finding
+	Findings                             []Finding
 	Charts                               []Chart
 	LoadRows                             [][2]string
 }

@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // TestHTMLSelfContained: the page carries its script and data inline,
 // escapes what it shows, and fetches nothing.
 func TestHTMLSelfContained(t *testing.T) {
 	p := &Page{Command: "run", Target: "http://10.0.0.2/", Verdict: "UNHEALTHY: <x>", Bad: true,
-		Findings: []rules.Finding{{ID: "accept-queue-overflow", Severity: "critical", Status: "active", Title: "Accept queue overflow",
-			Evidence: []rules.Item{{Text: "TcpExt.ListenOverflows +481", Window: true}}, Fix: []string{"sysctl -w net.core.somaxconn=4096"}}},
+		Findings: []Finding{{ID: "accept-queue-overflow", Severity: "critical", Status: "active", Title: "Accept queue overflow",
+			Evidence: []Item{{Text: "TcpExt.ListenOverflows +481", Window: true}}, Fix: []string{"sysctl -w net.core.somaxconn=4096"}}},
 		Charts: []Chart{{Title: "Requests", Series: []Series{{Name: "requests/s", Points: []float64{1, 2, 3}}}}}}
 	var b bytes.Buffer
 	if err := HTML(&b, p); err != nil {

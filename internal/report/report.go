@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // Version is the JSON report format version (docs/report.md).
@@ -17,12 +16,12 @@ const Version = 1
 
 // Report is the outcome of `check` or `diagnose`: the JSON contract.
 type Report struct {
-	Version  int             `json:"version"`
-	Command  string          `json:"command"`
-	Verdict  string          `json:"verdict"`
-	Host     evidence.Host   `json:"host"`
-	Window   WindowInfo      `json:"window"`
-	Findings []rules.Finding `json:"findings"`
+	Version  int           `json:"version"`
+	Command  string        `json:"command"`
+	Verdict  string        `json:"verdict"`
+	Host     evidence.Host `json:"host"`
+	Window   WindowInfo    `json:"window"`
+	Findings []Finding     `json:"findings"`
 	// Collectors lists, per collector, the worst state seen and why, so a
 	// partial report says what is missing.
 	Collectors []evidence.Status `json:"collectors"`
@@ -54,10 +53,10 @@ var keyRates = []string{"Tcp.ActiveOpens", "Tcp.PassiveOpens", "Tcp.InSegs", "Tc
 	"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPTimeWaitOverflow"}
 
 // New builds a report from a bundle and the findings of the rules.
-func New(command string, b *evidence.Bundle, findings []rules.Finding) *Report {
+func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 	r := &Report{Version: Version, Command: command, Host: b.Host, Findings: findings}
 	if r.Findings == nil {
-		r.Findings = []rules.Finding{}
+		r.Findings = []Finding{}
 	}
 	if n := len(b.Snapshots); n > 0 {
 		first, last := &b.Snapshots[0], &b.Snapshots[n-1]
@@ -119,18 +118,18 @@ func worstStatus(b *evidence.Bundle) []evidence.Status {
 	return out
 }
 
-func verdict(fs []rules.Finding, snapshots int) string {
+func verdict(fs []Finding, snapshots int) string {
 	if snapshots < 2 {
 		return "incomplete: fewer than two snapshots, nothing could be measured over time"
 	}
 	var crit, warn, latent int
 	for _, f := range fs {
 		switch {
-		case f.Status == rules.Latent:
+		case f.Status == Latent:
 			latent++
-		case f.Severity == rules.Critical:
+		case f.Severity == Critical:
 			crit++
-		case f.Severity == rules.Warning:
+		case f.Severity == Warning:
 			warn++
 		}
 	}
@@ -166,7 +165,7 @@ func Text(w io.Writer, r *Report) error {
 		p.f("(partial evidence: some collectors failed, see the end)\n")
 	}
 	for i, f := range r.Findings {
-		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(f.Severity), f.Status, f.Title, f.ID)
+		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(string(f.Severity)), f.Status, f.Title, f.ID)
 		if f.CausedBy != "" {
 			p.f("   a consequence of %s (above)\n", f.CausedBy)
 		}

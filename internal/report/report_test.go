@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -48,12 +49,12 @@ func golden(t *testing.T, name string, got []byte) {
 // TestGolden renders the captured accept-overflow bundle in both formats.
 func TestGolden(t *testing.T) {
 	b := loadBundle(t, "../../testdata/bundles/accept-overflow.json")
-	r := New("diagnose", b, rules.Run(b, rules.All))
+	r := report.New("diagnose", b, rules.Run(b, rules.All))
 	var text, js bytes.Buffer
-	if err := Text(&text, r); err != nil {
+	if err := report.Text(&text, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := JSON(&js, r); err != nil {
+	if err := report.JSON(&js, r); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "accept-overflow.txt", text.Bytes())
@@ -66,18 +67,18 @@ func TestPartialAndVerdict(t *testing.T) {
 	t0 := evidence.Snapshot{Status: []evidence.Status{{Collector: "kmsg", State: "ok"}}}
 	t1 := evidence.Snapshot{Status: []evidence.Status{{Collector: "kmsg", State: "unavailable", Error: "open /dev/kmsg: permission denied"}}}
 	b := &evidence.Bundle{Snapshots: []evidence.Snapshot{t0, t1}}
-	r := New("check", b, nil)
+	r := report.New("check", b, nil)
 	if !r.Partial || r.Collectors[0].State != "unavailable" {
 		t.Errorf("partial = %v, collectors = %+v; want partial with kmsg unavailable", r.Partial, r.Collectors)
 	}
 	if r.Verdict != "HEALTHY: no problem found" {
 		t.Errorf("verdict = %q", r.Verdict)
 	}
-	latent := []rules.Finding{{ID: "risky-sysctl", Severity: "warning", Status: "latent", Title: "x"}}
-	if v := New("check", b, latent).Verdict; v != "OK now, 1 latent risk(s) that will hurt at scale" {
+	latent := []report.Finding{{ID: "risky-sysctl", Severity: "warning", Status: "latent", Title: "x"}}
+	if v := report.New("check", b, latent).Verdict; v != "OK now, 1 latent risk(s) that will hurt at scale" {
 		t.Errorf("verdict with a latent finding = %q", v)
 	}
-	if v := New("check", &evidence.Bundle{Snapshots: []evidence.Snapshot{t0}}, nil).Verdict; v[:10] != "incomplete" {
+	if v := report.New("check", &evidence.Bundle{Snapshots: []evidence.Snapshot{t0}}, nil).Verdict; v[:10] != "incomplete" {
 		t.Errorf("verdict with one snapshot = %q", v)
 	}
 }

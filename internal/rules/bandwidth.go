@@ -10,7 +10,11 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
+
+// BandwidthSaturated: a link or a shaper is full.
+const BandwidthSaturated report.FindingID = "bandwidth-saturated"
 
 // Thresholds of bandwidth-saturated. A rate counts as saturated at 90 %
 // of its limit: TCP through a shaper settles at 95–100 % of its rate, and
@@ -76,12 +80,12 @@ type usage struct {
 // at the link speed for several seconds of the window. Rates are taken
 // per sample interval, so a load that fills only part of the window
 // still shows. A shaper alone is no fault and raises nothing.
-func checkBandwidth(b *evidence.Bundle) []Finding {
+func checkBandwidth(b *evidence.Bundle) []report.Finding {
 	if _, ok := b.Window(); !ok {
 		return nil
 	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	var out []Finding
+	var out []report.Finding
 	for i := range last.Interfaces {
 		if f, ok := bandwidthFinding(b, &last.Interfaces[i]); ok {
 			out = append(out, f)
@@ -92,7 +96,7 @@ func checkBandwidth(b *evidence.Bundle) []Finding {
 
 // bandwidthFinding judges every limit of one interface, as configured in
 // the last snapshot, and reports the saturated ones, lowest rate first.
-func bandwidthFinding(b *evidence.Bundle, ifc *evidence.Interface) (Finding, bool) {
+func bandwidthFinding(b *evidence.Bundle, ifc *evidence.Interface) (report.Finding, bool) {
 	type hit struct {
 		l limit
 		u usage
@@ -109,11 +113,11 @@ func bandwidthFinding(b *evidence.Bundle, ifc *evidence.Interface) (Finding, boo
 		hits = append(hits, hit{l, u})
 	}
 	if len(hits) == 0 {
-		return Finding{}, false
+		return report.Finding{}, false
 	}
 	slices.SortStableFunc(hits, func(x, y hit) int { return cmp.Compare(x.l.bytesPerSec, y.l.bytesPerSec) })
 	top := hits[0]
-	f := Finding{ID: "bandwidth-saturated", Severity: Warning, Status: Active, Subject: ifc.Name,
+	f := report.Finding{ID: BandwidthSaturated, Severity: report.Warning, Status: report.Active, Subject: ifc.Name,
 		Title: fmt.Sprintf("Interface %s is saturated: %s at %.0f%% of its %s for %s", ifc.Name, top.l.dir,
 			100*rateOf(top.u)/top.l.bytesPerSec, limitName(top.l), top.u.satTime.Round(100*time.Millisecond))}
 	for _, h := range hits {
@@ -121,7 +125,7 @@ func bandwidthFinding(b *evidence.Bundle, ifc *evidence.Interface) (Finding, boo
 		if it, hurt, ok := queueItem(b, h.l, h.u); ok {
 			f.Evidence = append(f.Evidence, it)
 			if hurt {
-				f.Severity = Critical
+				f.Severity = report.Critical
 			}
 		}
 		f.Evidence = append(f.Evidence, confItem(h.l))
@@ -281,7 +285,7 @@ func limitName(l limit) string {
 
 // rateItem is the measured rate: "veth0 sent 9.6 Mbit/s for 8s = 96% of
 // its tbf rate 10 Mbit/s (peak …; … averaged over the 20s window)".
-func rateItem(l limit, u usage) Item {
+func rateItem(l limit, u usage) report.Item {
 	who := l.iface
 	if l.kind == "htb" {
 		who = l.iface + " class " + l.conf.Handle
@@ -292,22 +296,22 @@ func rateItem(l limit, u usage) Item {
 	if u.totalTime > u.satTime {
 		text += fmt.Sprintf("; %s averaged over %s", bitrate(float64(u.total)/u.totalTime.Seconds()), u.totalTime.Round(100*time.Millisecond))
 	}
-	return Item{Text: text + ")", Source: l.source, Window: true}
+	return report.Item{Text: text + ")", Source: l.source, Window: true}
 }
 
 // queueItem reports the queue in front of a limit: drops, overlimits and
 // requeues over the window, the peak backlog, and whether a backlog stood
 // through the saturated intervals. hurt is true when packets were
 // dropped or the backlog stood.
-func queueItem(b *evidence.Bundle, l limit, u usage) (it Item, hurt, ok bool) {
+func queueItem(b *evidence.Bundle, l limit, u usage) (it report.Item, hurt, ok bool) {
 	if l.queue.label == "" {
-		return Item{}, false, false
+		return report.Item{}, false, false
 	}
 	w, _ := b.Window()
 	first, okF := queueAt(w.First, l)
 	lastQ, okL := queueAt(w.Last, l)
 	if !okL {
-		return Item{}, false, false
+		return report.Item{}, false, false
 	}
 	rise := func(a, z uint64) uint64 {
 		if !okF || z < a {
@@ -339,7 +343,7 @@ func queueItem(b *evidence.Bundle, l limit, u usage) (it Item, hurt, ok bool) {
 	if standing {
 		text += fmt.Sprintf("; packets were queued in %d of %d samples while saturated", held, bounds)
 	}
-	return Item{Text: text, Source: "qdisc", Window: true}, drops > 0 || standing, true
+	return report.Item{Text: text, Source: "qdisc", Window: true}, drops > 0 || standing, true
 }
 
 // queueAt sums the queue's qdiscs or classes in one snapshot.
@@ -365,7 +369,7 @@ func queueAt(s *evidence.Snapshot, l limit) (evidence.Qdisc, bool) {
 }
 
 // confItem is the limit as configured.
-func confItem(l limit) Item {
+func confItem(l limit) report.Item {
 	q := l.conf
 	switch l.kind {
 	case "tbf":
@@ -376,12 +380,12 @@ func confItem(l limit) Item {
 		if q.LimitBytes > 0 {
 			text += ", limit " + byteSize(q.LimitBytes)
 		}
-		return Item{Text: text, Source: "qdisc"}
+		return report.Item{Text: text, Source: "qdisc"}
 	case "htb":
-		return Item{Text: fmt.Sprintf("htb class %s (parent %s) on %s: rate %s, ceil %s", q.Handle, q.Parent, l.iface,
+		return report.Item{Text: fmt.Sprintf("htb class %s (parent %s) on %s: rate %s, ceil %s", q.Handle, q.Parent, l.iface,
 			bitrate(float64(q.RateBytesPerSec)), bitrate(float64(q.CeilBytesPerSec))), Source: "qdisc"}
 	}
-	return Item{Text: fmt.Sprintf("%s link speed %d Mb/s", l.iface, l.speedMbps), Source: "ethtool"}
+	return report.Item{Text: fmt.Sprintf("%s link speed %d Mb/s", l.iface, l.speedMbps), Source: "ethtool"}
 }
 
 // bandwidthFix names what to change for the lowest saturated limit, and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // Rates in bytes per second.
@@ -129,7 +130,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "tbf at its rate with drops",
 			bundle: timeline(10, shaped(1, 9, 1_200_000, 154, 45<<10)),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Critical, Subject: "veth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Critical, Subject: "veth0", Evidence: []string{
 				"veth0 sent 9.6 Mbit/s for 8s = 96% of its tbf rate 10 Mbit/s (peak 9.6 Mbit/s; 7.68 Mbit/s averaged over 10s)",
 				"qdisc tbf 1: dropped +1232, overlimits +5680, backlog peaked 45 KiB",
 				"qdisc tbf 1: (parent root) on veth0: rate 10 Mbit/s, burst 3.91 KiB, limit 64.9 KiB",
@@ -138,7 +139,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "tbf at its rate, no drops, no queue",
 			bundle: timeline(6, shaped(0, 6, 1_150_000, 0, 0)),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Warning, Subject: "veth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Warning, Subject: "veth0", Evidence: []string{
 				"veth0 sent 9.2 Mbit/s for 6s = 92% of its tbf rate 10 Mbit/s (peak 9.2 Mbit/s)",
 				"qdisc tbf 1: dropped +0, overlimits +4260, backlog peaked 0 B",
 			}}},
@@ -146,7 +147,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "tbf with a standing queue and no drops",
 			bundle: timeline(6, shaped(0, 6, 1_240_000, 0, 30000)),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Critical, Subject: "veth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Critical, Subject: "veth0", Evidence: []string{
 				"backlog peaked 29.3 KiB; packets were queued in 6 of 7 samples while saturated",
 			}}},
 		},
@@ -169,7 +170,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "link speed saturated without a shaper",
 			bundle: timeline(8, linkLoad(2, 7, 120_000_000, 2_000_000)),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Warning, Subject: "eth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Warning, Subject: "eth0", Evidence: []string{
 				"eth0 sent 960 Mbit/s for 5s = 96% of its link speed 1 Gbit/s",
 				"qdisc fq_codel 0: dropped +0",
 				"eth0 link speed 1000 Mb/s",
@@ -178,7 +179,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "link speed saturated on receive",
 			bundle: timeline(8, linkLoad(0, 8, 1_000_000, 118_000_000)),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Warning, Subject: "eth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Warning, Subject: "eth0", Evidence: []string{
 				"eth0 received 944 Mbit/s for 8s = 94% of its link speed 1 Gbit/s",
 			}}},
 		},
@@ -210,7 +211,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "htb leaf class at its ceil",
 			bundle: timeline(8, htbLoad(1, 7, 612_000, 125_000, 90)), // the drops are 1:20's
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Warning, Subject: "veth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Warning, Subject: "veth0", Evidence: []string{
 				"veth0 class 1:10 sent 4.9 Mbit/s for 6s = 98% of its htb class 1:10 ceil 5 Mbit/s",
 				"htb class 1:10 dropped +0",
 				"htb class 1:10 (parent 1:1) on veth0: rate 2 Mbit/s, ceil 5 Mbit/s",
@@ -219,7 +220,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "htb parent class at its ceil, its children below theirs",
 			bundle: timeline(8, htbLoad(0, 8, 375_000, 825_000, 20)),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Critical, Subject: "veth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Critical, Subject: "veth0", Evidence: []string{
 				"veth0 class 1:1 sent 9.6 Mbit/s for 8s = 96% of its htb class 1:1 ceil 10 Mbit/s",
 				"htb class 1:1 dropped +160",
 			}}},
@@ -231,7 +232,7 @@ func bandwidthCases() []ruleCase {
 		{
 			name:   "check's two snapshots 5 s apart",
 			bundle: twoSnapshots(5*time.Second, shaped(0, 5, 1_230_000, 40, 0)),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Critical, Subject: "veth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Critical, Subject: "veth0", Evidence: []string{
 				"veth0 sent 9.84 Mbit/s for 5s = 98% of its tbf rate 10 Mbit/s",
 				"qdisc tbf 1: dropped +200",
 			}}},
@@ -250,7 +251,7 @@ func bandwidthCases() []ruleCase {
 					q.Drops = 0
 				}
 			}),
-			want: []want{{ID: "bandwidth-saturated", Status: Active, Severity: Warning, Subject: "veth0", Evidence: []string{
+			want: []want{{ID: "bandwidth-saturated", Status: report.Active, Severity: report.Warning, Subject: "veth0", Evidence: []string{
 				"veth0 sent 9.6 Mbit/s for 6s",
 				"qdisc tbf 1: dropped +0",
 			}}},
@@ -296,13 +297,13 @@ func TestBandwidthFindingsShape(t *testing.T) {
 	for _, tc := range bandwidthCases() {
 		for _, f := range checkBandwidth(tc.bundle) {
 			firing++
-			if f.Status != Active {
+			if f.Status != report.Active {
 				t.Errorf("%s: %s finding, want active only", tc.name, f.Status)
 			}
-			if !slices.ContainsFunc(f.Evidence, func(it Item) bool { return it.Window }) {
+			if !slices.ContainsFunc(f.Evidence, func(it report.Item) bool { return it.Window }) {
 				t.Errorf("%s: no window evidence: %+v", tc.name, f.Evidence)
 			}
-			if !slices.ContainsFunc(f.Evidence, func(it Item) bool { return !it.Window }) {
+			if !slices.ContainsFunc(f.Evidence, func(it report.Item) bool { return !it.Window }) {
 				t.Errorf("%s: no static item naming the limit: %+v", tc.name, f.Evidence)
 			}
 			if !hasFix(f, "ip -s link show dev "+f.Subject) || (strings.Contains(f.Title, " sent ") && !hasFix(f, "tc -s qdisc show dev "+f.Subject)) {
@@ -364,7 +365,7 @@ func TestBandwidthFix(t *testing.T) {
 func TestBandwidthInRun(t *testing.T) {
 	b := timeline(10, shaped(1, 9, 1_200_000, 154, 45<<10))
 	got := Run(b, All)
-	if !slices.ContainsFunc(got, func(f Finding) bool { return f.ID == "bandwidth-saturated" && f.Subject == "veth0" }) {
+	if !slices.ContainsFunc(got, func(f report.Finding) bool { return f.ID == "bandwidth-saturated" && f.Subject == "veth0" }) {
 		t.Errorf("Run() = %v, want bandwidth-saturated on veth0", keys(got))
 	}
 	checkOrder(t, got)

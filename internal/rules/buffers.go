@@ -6,16 +6,21 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kmsg"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
+
+// SocketBufferLimit: socket buffers hit their limits.
+const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
 // checkBuffers finds data dropped because socket buffers or TCP's global
 // memory limit ran out.
-func checkBuffers(b *evidence.Bundle) []Finding {
+func checkBuffers(b *evidence.Bundle) []report.Finding {
 	w, ok := b.Window()
 	if !ok {
 		return nil
 	}
-	var items []Item
+	var items []report.Item
 	for _, c := range []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
 		"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"} {
 		if it, d := counterItem(w, c); d > 0 {
@@ -23,8 +28,8 @@ func checkBuffers(b *evidence.Bundle) []Finding {
 		}
 	}
 	for _, m := range b.Kmsg() {
-		if m.Class == "out-of-socket-memory" || m.Class == "too-many-orphans" {
-			items = append(items, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+		if m.Class == kmsg.ClassOutOfSocketMemory || m.Class == kmsg.ClassTooManyOrphans {
+			items = append(items, report.Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
 			break
 		}
 	}
@@ -34,7 +39,7 @@ func checkBuffers(b *evidence.Bundle) []Finding {
 	last := w.Last
 	if mem, ok := last.Sockstat["TCP.mem"]; ok {
 		if f := strings.Fields(last.Sysctls["net.ipv4.tcp_mem"]); len(f) == 3 {
-			items = append(items, Item{Text: fmt.Sprintf("TCP memory %d pages; tcp_mem (min pressure max) = %s", mem, last.Sysctls["net.ipv4.tcp_mem"]), Source: "sockstat", Window: true})
+			items = append(items, report.Item{Text: fmt.Sprintf("TCP memory %d pages; tcp_mem (min pressure max) = %s", mem, last.Sysctls["net.ipv4.tcp_mem"]), Source: "sockstat", Window: true})
 		}
 	}
 	fix := []string{
@@ -46,7 +51,7 @@ func checkBuffers(b *evidence.Bundle) []Finding {
 			fix = append(fix, "UDP receivers: "+sysctlFix(b, "net.core.rmem_max", strconv.Itoa(16<<20))[0]+" and a larger SO_RCVBUF in the application")
 		}
 	}
-	return []Finding{{ID: "socket-buffer-limit", Severity: Warning, Status: Active,
+	return []report.Finding{{ID: SocketBufferLimit, Severity: report.Warning, Status: report.Active,
 		Title:    "Data dropped for lack of socket buffer or TCP memory",
 		Evidence: items, Fix: fix}}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 const oomMsg = "TCP: out of memory -- consider tuning tcp_mem"
@@ -17,7 +18,7 @@ func buffersCases() []ruleCase {
 		{
 			name:   "receive queue drops",
 			bundle: bundle(nil, raise(42, "TcpExt.TCPRcvQDrop")),
-			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"TcpExt.TCPRcvQDrop +42 in 1s (42.0/s)"}}},
 		},
 		{
@@ -25,15 +26,15 @@ func buffersCases() []ruleCase {
 			bundle: bundle(nil, all(raise(1, "TcpExt.TCPRcvQDrop"), raise(2, "TcpExt.TCPBacklogDrop"), raise(3, "TcpExt.PruneCalled"),
 				raise(4, "TcpExt.RcvPruned"), raise(5, "TcpExt.TCPMemoryPressures"), raise(6, "TcpExt.TCPAbortOnMemory"),
 				raise(7, "Udp.RcvbufErrors"), raise(8, "Udp.SndbufErrors"), raise(9, "Udp6.RcvbufErrors"))),
-			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"TcpExt.TCPRcvQDrop +1", "TcpExt.TCPBacklogDrop +2", "TcpExt.PruneCalled +3", "TcpExt.RcvPruned +4",
 					"TcpExt.TCPMemoryPressures +5", "TcpExt.TCPAbortOnMemory +6", "Udp.RcvbufErrors +7", "Udp.SndbufErrors +8", "Udp6.RcvbufErrors +9"}}},
 		},
 		{
 			name: "TCP out of memory",
-			bundle: bundle(nil, all(raise(12, "TcpExt.TCPAbortOnMemory"), kmsg("out-of-socket-memory", oomMsg, oomMsg),
+			bundle: bundle(nil, all(raise(12, "TcpExt.TCPAbortOnMemory"), kmsgs("out-of-socket-memory", oomMsg, oomMsg),
 				func(s *evidence.Snapshot) { s.Sockstat["TCP.mem"] = 380001 })),
-			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{
 					"TcpExt.TCPAbortOnMemory +12",
 					"kernel: " + oomMsg,
@@ -42,13 +43,13 @@ func buffersCases() []ruleCase {
 		},
 		{
 			name:   "too many orphans message only",
-			bundle: bundle(nil, kmsg("too-many-orphans", "TCP: too many orphaned sockets")),
-			want: []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning,
+			bundle: bundle(nil, kmsgs("too-many-orphans", "TCP: too many orphaned sockets")),
+			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"kernel: TCP: too many orphaned sockets"}}},
 		},
 		{
 			name:   "unrelated kernel message",
-			bundle: bundle(nil, kmsg("link-down", "e1000e: eth0 NIC Link is Down")),
+			bundle: bundle(nil, kmsgs("link-down", "e1000e: eth0 NIC Link is Down")),
 		},
 		{
 			name:   "memory level alone is no finding",
@@ -61,11 +62,11 @@ func buffersCases() []ruleCase {
 		{
 			name:   "no sockstat or sysctls",
 			bundle: bundle(nil, all(raise(3, "Udp.RcvbufErrors"), func(s *evidence.Snapshot) { s.Sockstat, s.Sysctls = nil, nil })),
-			want:   []want{{ID: "socket-buffer-limit", Status: Active, Severity: Warning, Evidence: []string{"Udp.RcvbufErrors +3"}}},
+			want:   []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning, Evidence: []string{"Udp.RcvbufErrors +3"}}},
 		},
 		{
 			name:   "one snapshot",
-			bundle: single(kmsg("out-of-socket-memory", oomMsg)),
+			bundle: single(kmsgs("out-of-socket-memory", oomMsg)),
 		},
 	}
 }

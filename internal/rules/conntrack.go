@@ -5,12 +5,17 @@ import (
 	"strconv"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kmsg"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
+// ConntrackTableFull: the connection-tracking table dropped new flows, or is close to it.
+const ConntrackTableFull report.FindingID = "conntrack-table-full"
+
 // checkConntrack finds a connection-tracking table that drops new flows
 // (seed 000 stage 1, seed 002) or is close to doing so.
-func checkConntrack(b *evidence.Bundle) []Finding {
+func checkConntrack(b *evidence.Bundle) []report.Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	ct := last.Conntrack
 	if ct == nil || ct.Max == 0 {
@@ -22,40 +27,40 @@ func checkConntrack(b *evidence.Bundle) []Finding {
 			peak = s.Conntrack.Count
 		}
 	}
-	var items []Item
+	var items []report.Item
 	w, ok := b.Window()
 	if ok {
 		for _, st := range []string{"drop", "early_drop", "insert_failed"} {
 			if d := w.ConntrackStat(st); d > 0 {
-				items = append(items, Item{Text: fmt.Sprintf("nf_conntrack %s +%d in %s", st, d, round(w)), Source: "conntrack." + st, Window: true})
+				items = append(items, report.Item{Text: fmt.Sprintf("nf_conntrack %s +%d in %s", st, d, round(w)), Source: "conntrack." + st, Window: true})
 			}
 		}
 	}
 	var msgs int
 	for _, m := range b.Kmsg() {
-		if m.Class == "conntrack-table-full" && (m.NetNS == 0 || b.Host.NetNSInode == 0 || m.NetNS == b.Host.NetNSInode) {
+		if m.Class == kmsg.ClassConntrackTableFull && (m.NetNS == 0 || b.Host.NetNSInode == 0 || m.NetNS == b.Host.NetNSInode) {
 			if msgs == 0 {
-				items = append(items, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+				items = append(items, report.Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
 			}
 			msgs++
 		}
 	}
 	if msgs > 1 {
-		items = append(items, Item{Text: fmt.Sprintf("%d 'table full' kernel messages in the window", msgs), Source: "kmsg", Window: true})
+		items = append(items, report.Item{Text: fmt.Sprintf("%d 'table full' kernel messages in the window", msgs), Source: "kmsg", Window: true})
 	}
 	fill := float64(peak) / float64(ct.Max)
-	level := Item{Text: fmt.Sprintf("nf_conntrack_count peaked at %d of nf_conntrack_max %d (%.0f%%), %d hash buckets", peak, ct.Max, 100*fill, ct.Buckets), Source: "conntrack"}
+	level := report.Item{Text: fmt.Sprintf("nf_conntrack_count peaked at %d of nf_conntrack_max %d (%.0f%%), %d hash buckets", peak, ct.Max, 100*fill, ct.Buckets), Source: "conntrack"}
 	switch {
 	case len(items) > 0:
 		level.Window = true
-		f := Finding{ID: "conntrack-table-full", Severity: Critical, Status: Active,
+		f := report.Finding{ID: ConntrackTableFull, Severity: report.Critical, Status: report.Active,
 			Title:    "Connection tracking table full: new connections are dropped",
 			Evidence: append(items, level), Fix: conntrackFix(b, ct, max(peak, ct.Max))}
-		return []Finding{f}
+		return []report.Finding{f}
 	case fill >= 0.8:
-		return []Finding{{ID: "conntrack-table-full", Severity: Warning, Status: Latent,
+		return []report.Finding{{ID: ConntrackTableFull, Severity: report.Warning, Status: report.Latent,
 			Title:    fmt.Sprintf("Connection tracking table %.0f%% full: it will drop new connections when it fills", 100*fill),
-			Evidence: []Item{level}, Fix: conntrackFix(b, ct, peak)}}
+			Evidence: []report.Item{level}, Fix: conntrackFix(b, ct, peak)}}
 	}
 	return nil
 }

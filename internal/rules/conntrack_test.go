@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // ctTableFull is the 6.18 kernel message of kernel-evidence fault 3.
@@ -27,8 +28,8 @@ func conntrackCases() []ruleCase {
 		{
 			name: "table full and dropping (fault 3, seed 000 stage 1)",
 			bundle: bundle(conntrack(200, 200, map[string]uint64{"drop": 0}),
-				all(conntrack(200, 200, map[string]uint64{"drop": 175}), kmsg("conntrack-table-full", ctTableFull, ctTableFull))),
-			want: []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical,
+				all(conntrack(200, 200, map[string]uint64{"drop": 175}), kmsgs("conntrack-table-full", ctTableFull, ctTableFull))),
+			want: []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
 					"nf_conntrack drop +175 in 1s",
 					"kernel: " + ctTableFull,
@@ -40,31 +41,31 @@ func conntrackCases() []ruleCase {
 			name: "early_drop and insert_failed rising",
 			bundle: bundle(conntrack(190, 200, map[string]uint64{"early_drop": 3, "insert_failed": 1}),
 				conntrack(150, 200, map[string]uint64{"early_drop": 40, "insert_failed": 9})),
-			want: []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical,
+			want: []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"nf_conntrack early_drop +37", "nf_conntrack insert_failed +8", "peaked at 190 of nf_conntrack_max 200 (95%)"}}},
 		},
 		{
 			name:   "kernel message only (seed 002)",
-			bundle: bundle(nil, kmsg("conntrack-table-full", "nf_conntrack: table full, dropping packet")),
-			want: []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical,
+			bundle: bundle(nil, kmsgs("conntrack-table-full", "nf_conntrack: table full, dropping packet")),
+			want: []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"kernel: nf_conntrack: table full, dropping packet", "peaked at 10 of nf_conntrack_max 262144 (0%)"}}},
 		},
 		{
 			name:   "nearly full: latent",
 			bundle: bundle(nil, conntrack(220000, 262144, nil)),
-			want: []want{{ID: "conntrack-table-full", Status: Latent, Severity: Warning,
+			want: []want{{ID: "conntrack-table-full", Status: report.Latent, Severity: report.Warning,
 				Evidence: []string{"nf_conntrack_count peaked at 220000 of nf_conntrack_max 262144 (84%)"}}},
 		},
 		{
 			name:   "peak in the first snapshot counts",
 			bundle: bundle(conntrack(250000, 262144, nil), conntrack(100, 262144, nil)),
-			want: []want{{ID: "conntrack-table-full", Status: Latent, Severity: Warning,
+			want: []want{{ID: "conntrack-table-full", Status: report.Latent, Severity: report.Warning,
 				Evidence: []string{"peaked at 250000 of nf_conntrack_max 262144 (95%)"}}},
 		},
 		{
 			name:   "exactly 80% full",
 			bundle: bundle(nil, conntrack(80, 100, nil)),
-			want:   []want{{ID: "conntrack-table-full", Status: Latent, Severity: Warning, Evidence: []string{"80 of nf_conntrack_max 100 (80%)"}}},
+			want:   []want{{ID: "conntrack-table-full", Status: report.Latent, Severity: report.Warning, Evidence: []string{"80 of nf_conntrack_max 100 (80%)"}}},
 		},
 		{
 			name:   "79% full",
@@ -77,7 +78,7 @@ func conntrackCases() []ruleCase {
 		{
 			name:   "no stats in the first snapshot",
 			bundle: bundle(conntrack(10, 262144, nil), conntrack(10, 262144, map[string]uint64{"drop": 7})),
-			want: []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical,
+			want: []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"nf_conntrack drop +7"}}},
 		},
 		{
@@ -87,7 +88,7 @@ func conntrackCases() []ruleCase {
 		{
 			name: "no conntrack at all",
 			bundle: bundle(func(s *evidence.Snapshot) { s.Conntrack = nil },
-				all(func(s *evidence.Snapshot) { s.Conntrack = nil }, kmsg("conntrack-table-full", ctTableFull))),
+				all(func(s *evidence.Snapshot) { s.Conntrack = nil }, kmsgs("conntrack-table-full", ctTableFull))),
 		},
 		{
 			name:   "max unknown",
@@ -97,12 +98,12 @@ func conntrackCases() []ruleCase {
 			name: "table full in this namespace",
 			bundle: withInode(bundle(nil, messages(evidence.KernelMsg{Class: "conntrack-table-full", NetNS: 4026532246, Text: ctTableFull})),
 				4026532246),
-			want: []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical, Evidence: []string{"kernel: " + ctTableFull}}},
+			want: []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical, Evidence: []string{"kernel: " + ctTableFull}}},
 		},
 		{
 			name:   "old message without a namespace, ours known",
-			bundle: withInode(bundle(nil, kmsg("conntrack-table-full", "nf_conntrack: table full, dropping packet")), 4026531840),
-			want: []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical,
+			bundle: withInode(bundle(nil, kmsgs("conntrack-table-full", "nf_conntrack: table full, dropping packet")), 4026531840),
+			want: []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"kernel: nf_conntrack: table full, dropping packet"}}},
 		},
 		{
@@ -113,7 +114,7 @@ func conntrackCases() []ruleCase {
 		{
 			name:   "table full in a namespace, ours unknown",
 			bundle: bundle(nil, messages(evidence.KernelMsg{Class: "conntrack-table-full", NetNS: 4026532246, Text: ctTableFull})),
-			want:   []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical, Evidence: []string{"kernel: " + ctTableFull}}},
+			want:   []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical, Evidence: []string{"kernel: " + ctTableFull}}},
 		},
 		{
 			name:   "one snapshot, healthy",
@@ -122,12 +123,12 @@ func conntrackCases() []ruleCase {
 		{
 			name:   "one snapshot, nearly full",
 			bundle: single(conntrack(199, 200, nil)),
-			want:   []want{{ID: "conntrack-table-full", Status: Latent, Severity: Warning, Evidence: []string{"199 of nf_conntrack_max 200"}}},
+			want:   []want{{ID: "conntrack-table-full", Status: report.Latent, Severity: report.Warning, Evidence: []string{"199 of nf_conntrack_max 200"}}},
 		},
 		{
 			name:   "one snapshot with a table full message",
-			bundle: single(kmsg("conntrack-table-full", ctTableFull)),
-			want:   []want{{ID: "conntrack-table-full", Status: Active, Severity: Critical, Evidence: []string{"kernel: " + ctTableFull}}},
+			bundle: single(kmsgs("conntrack-table-full", ctTableFull)),
+			want:   []want{{ID: "conntrack-table-full", Status: report.Active, Severity: report.Critical, Evidence: []string{"kernel: " + ctTableFull}}},
 		},
 	}
 }
@@ -141,13 +142,13 @@ func TestCheckConntrack(t *testing.T) {
 func TestConntrackEvidence(t *testing.T) {
 	b := bundle(conntrack(200, 200, map[string]uint64{"drop": 0, "early_drop": 0}),
 		all(conntrack(200, 200, map[string]uint64{"drop": 175, "early_drop": 0}),
-			kmsg("conntrack-table-full", ctTableFull, ctTableFull, ctTableFull),
-			kmsg("ratelimit-suppressed", "net_ratelimit: 240 callbacks suppressed")))
+			kmsgs("conntrack-table-full", ctTableFull, ctTableFull, ctTableFull),
+			kmsgs("ratelimit-suppressed", "net_ratelimit: 240 callbacks suppressed")))
 	got := checkConntrack(b)
 	if len(got) != 1 {
 		t.Fatalf("checkConntrack() = %v, want one finding", keys(got))
 	}
-	want := []Item{
+	want := []report.Item{
 		{Text: "nf_conntrack drop +175 in 1s", Source: "conntrack.drop", Window: true},
 		{Text: "kernel: " + ctTableFull, Source: "kmsg", Window: true},
 		{Text: "3 'table full' kernel messages in the window", Source: "kmsg", Window: true},

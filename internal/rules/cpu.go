@@ -4,13 +4,17 @@ import (
 	"fmt"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
+
+// CPUSaturated: the CPUs are busy.
+const CPUSaturated report.FindingID = "cpu-saturated"
 
 // checkCPU finds CPUs with no idle time left in the window. A saturated
 // CPU makes every other number a symptom, so this is reported first among
 // equals; a single saturated CPU among idle ones usually means interrupts
 // or one thread carry all the work.
-func checkCPU(b *evidence.Bundle) []Finding {
+func checkCPU(b *evidence.Bundle) []report.Finding {
 	w, ok := b.Window()
 	if !ok || w.Duration().Seconds() < 0.5 {
 		return nil
@@ -19,7 +23,7 @@ func checkCPU(b *evidence.Bundle) []Finding {
 	for _, c := range w.First.CPU {
 		first[c.CPU] = c
 	}
-	var items []Item
+	var items []report.Item
 	var total, busy float64
 	var aggregate struct{ user, sys, soft, total float64 }
 	for _, c := range w.Last.CPU {
@@ -44,7 +48,7 @@ func checkCPU(b *evidence.Bundle) []Finding {
 		total++
 		if u := 1 - idle/t; u >= 0.9 {
 			busy++
-			items = append(items, Item{
+			items = append(items, report.Item{
 				Text:   fmt.Sprintf("cpu%d %.0f%% busy (softirq %.0f%%)", c.CPU, 100*u, 100*tickDelta(c.SoftIRQ, f.SoftIRQ)/t),
 				Source: "/proc/stat", Window: true,
 			})
@@ -53,7 +57,7 @@ func checkCPU(b *evidence.Bundle) []Finding {
 	if busy == 0 {
 		return nil
 	}
-	f := Finding{ID: "cpu-saturated", Severity: Warning, Status: Active, Evidence: items,
+	f := report.Finding{ID: CPUSaturated, Severity: report.Warning, Status: report.Active, Evidence: items,
 		Fix: []string{
 			"see where the time goes: `perf top` or `perf record -a -g` (sy and si: kernel networking; us: the application)",
 			"high softirq on one CPU: spread receive work (RSS queues, RPS `/sys/class/net/<if>/queues/rx-*/rps_cpus`, irqbalance)",
@@ -66,12 +70,12 @@ func checkCPU(b *evidence.Bundle) []Finding {
 		f.Title = fmt.Sprintf("%d of %d CPUs are saturated while others have idle time", int(busy), int(total))
 	}
 	if aggregate.total > 0 {
-		f.Evidence = append(f.Evidence, Item{
+		f.Evidence = append(f.Evidence, report.Item{
 			Text:   fmt.Sprintf("all CPUs: user %.0f%%, system %.0f%%, softirq %.0f%%", 100*aggregate.user/aggregate.total, 100*aggregate.sys/aggregate.total, 100*aggregate.soft/aggregate.total),
 			Source: "/proc/stat", Window: true,
 		})
 	}
-	return []Finding{f}
+	return []report.Finding{f}
 }
 
 // tick returns b-a as a float, or 0 if the counter went down.

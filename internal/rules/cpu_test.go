@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // tick returns a change that adds d's ticks to the /proc/stat line of
@@ -67,19 +68,19 @@ func cpuCases() []ruleCase {
 		{
 			name:   "all CPUs saturated",
 			bundle: bundle(nil, ticks(cpuFull, cpuFull)),
-			want: []want{{ID: "cpu-saturated", Status: Active, Severity: Warning,
+			want: []want{{ID: "cpu-saturated", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"cpu0 100% busy (softirq 20%)", "cpu1 100% busy (softirq 20%)", "all CPUs: user 50%, system 30%, softirq 20%"}}},
 		},
 		{
 			name:   "one CPU does all receive work",
 			bundle: bundle(nil, ticks(evidence.CPU{User: 5, System: 30, SoftIRQ: 60, Idle: 5}, cpuIdle)),
-			want: []want{{ID: "cpu-saturated", Status: Active, Severity: Warning,
+			want: []want{{ID: "cpu-saturated", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"cpu0 95% busy (softirq 60%)", "all CPUs: user 10%, system 18%, softirq 30%"}}},
 		},
 		{
 			name:   "90% busy is saturated",
 			bundle: bundle(nil, ticks(evidence.CPU{User: 90, Idle: 10}, evidence.CPU{User: 90, Idle: 10})),
-			want:   []want{{ID: "cpu-saturated", Status: Active, Severity: Warning, Evidence: []string{"cpu0 90% busy (softirq 0%)"}}},
+			want:   []want{{ID: "cpu-saturated", Status: report.Active, Severity: report.Warning, Evidence: []string{"cpu0 90% busy (softirq 0%)"}}},
 		},
 		{
 			name:   "89% busy is not",
@@ -92,14 +93,14 @@ func cpuCases() []ruleCase {
 		{
 			name:   "steal and irq count as busy",
 			bundle: bundle(nil, ticks(evidence.CPU{Steal: 50, IRQ: 45, Idle: 5}, cpuIdle)),
-			want:   []want{{ID: "cpu-saturated", Status: Active, Severity: Warning, Evidence: []string{"cpu0 95% busy"}}},
+			want:   []want{{ID: "cpu-saturated", Status: report.Active, Severity: report.Warning, Evidence: []string{"cpu0 95% busy"}}},
 		},
 		{
 			name: "no aggregate line",
 			bundle: bundle(nil, all(ticks(cpuFull, cpuIdle), func(s *evidence.Snapshot) {
 				s.CPU = s.CPU[1:]
 			})),
-			want: []want{{ID: "cpu-saturated", Status: Active, Severity: Warning, Evidence: []string{"cpu0 100% busy"}}},
+			want: []want{{ID: "cpu-saturated", Status: report.Active, Severity: report.Warning, Evidence: []string{"cpu0 100% busy"}}},
 		},
 		{
 			name: "window under half a second",

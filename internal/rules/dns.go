@@ -5,6 +5,14 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// Findings of this file.
+const (
+	DNSMisconfigured report.FindingID = "dns-misconfigured"  // no nameserver answers: name lookups fail
+	DNSSlow          report.FindingID = "dns-slow"           // name lookups are slow or lost
+	ReverseDNSLookup report.FindingID = "reverse-dns-lookup" // reverse (PTR) lookups hang
 )
 
 // slowDNS is the lookup time above which every uncached name costs a
@@ -14,7 +22,7 @@ const slowDNS = 100 * time.Millisecond
 // checkDNS finds a resolver configuration that cannot work (seed 001 §4:
 // an empty resolv.conf), nameservers that do not answer or answer slowly,
 // and reverse lookups that hang (§5: ping took 11 s on unanswered PTRs).
-func checkDNS(b *evidence.Bundle) []Finding {
+func checkDNS(b *evidence.Bundle) []report.Finding {
 	var r *evidence.Resolver
 	for i := range b.Snapshots {
 		if s := b.Snapshots[i].Resolver; s != nil && (r == nil || len(s.Probes) > 0) {
@@ -24,21 +32,21 @@ func checkDNS(b *evidence.Bundle) []Finding {
 	if r == nil {
 		return nil
 	}
-	conf := Item{Text: fmt.Sprintf("%s: nameservers %v", r.ConfPath, r.Nameservers), Source: "resolver"}
+	conf := report.Item{Text: fmt.Sprintf("%s: nameservers %v", r.ConfPath, r.Nameservers), Source: "resolver"}
 	if len(r.Nameservers) == 0 {
-		return []Finding{{ID: "dns-misconfigured", Severity: Critical, Status: Active,
+		return []report.Finding{{ID: DNSMisconfigured, Severity: report.Critical, Status: report.Active,
 			Title:    "No nameserver configured: every name lookup fails",
-			Evidence: []Item{{Text: r.ConfPath + " lists no nameserver", Source: "resolver", Window: true}},
+			Evidence: []report.Item{{Text: r.ConfPath + " lists no nameserver", Source: "resolver", Window: true}},
 			Fix:      []string{"add `nameserver <address>` to " + r.ConfPath + " (a local cache such as dnsmasq or systemd-resolved answers repeated names in under 1 ms)"}}}
 	}
 	if len(r.Probes) == 0 {
 		return nil
 	}
-	var out []Finding
+	var out []report.Finding
 	aOK, aFail := 0, 0
-	var failItems, slowItems, ptrItems []Item
+	var failItems, slowItems, ptrItems []report.Item
 	for _, p := range r.Probes {
-		it := Item{Text: probeText(p), Source: "resolver", Window: true}
+		it := report.Item{Text: probeText(p), Source: "resolver", Window: true}
 		switch {
 		case p.Type == "PTR" && (p.Err != "" || p.Duration >= slowDNS):
 			ptrItems = append(ptrItems, it)
@@ -53,7 +61,7 @@ func checkDNS(b *evidence.Bundle) []Finding {
 		}
 	}
 	if aOK == 0 && aFail > 0 {
-		out = append(out, Finding{ID: "dns-misconfigured", Severity: Critical, Status: Active,
+		out = append(out, report.Finding{ID: DNSMisconfigured, Severity: report.Critical, Status: report.Active,
 			Title:    "No configured nameserver answers: name lookups fail",
 			Evidence: append(failItems, conf),
 			Fix:      []string{"point " + r.ConfPath + " at a reachable resolver, or run a local cache (dnsmasq) that forwards to one"}})
@@ -61,7 +69,7 @@ func checkDNS(b *evidence.Bundle) []Finding {
 		slowItems = append(slowItems, failItems...)
 	}
 	if len(slowItems) > 0 {
-		out = append(out, Finding{ID: "dns-slow", Severity: Warning, Status: Active,
+		out = append(out, report.Finding{ID: DNSSlow, Severity: report.Warning, Status: report.Active,
 			Title:    "Name lookups are slow or fail on some nameservers: each uncached lookup adds this delay (glibc waits 5 s per unanswered try)",
 			Evidence: append(slowItems, conf),
 			Fix: []string{
@@ -70,7 +78,7 @@ func checkDNS(b *evidence.Bundle) []Finding {
 			}})
 	}
 	if len(ptrItems) > 0 {
-		out = append(out, Finding{ID: "reverse-dns-lookup", Severity: Warning, Status: Latent,
+		out = append(out, report.Finding{ID: ReverseDNSLookup, Severity: report.Warning, Status: report.Latent,
 			Title:    "Reverse (PTR) lookups hang: any program that resolves client addresses (logging, access control, ping, ssh) stalls per connection",
 			Evidence: ptrItems,
 			Fix: []string{

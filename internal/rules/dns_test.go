@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // resolver returns a change that replaces the resolver evidence.
@@ -36,13 +37,13 @@ func dnsCases() []ruleCase {
 		{
 			name:   "empty resolv.conf (seed 001 §4)",
 			bundle: bundle(resolver(nil), resolver(nil)),
-			want: []want{{ID: "dns-misconfigured", Status: Active, Severity: Critical,
+			want: []want{{ID: "dns-misconfigured", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"/etc/resolv.conf lists no nameserver"}}},
 		},
 		{
 			name:   "no nameserver answers",
 			bundle: bundle(nil, resolver(two, aProbe("10.0.0.2", 2*time.Second, "", "timeout"), aProbe("8.8.8.8", time.Millisecond, "", "connection refused"))),
-			want: []want{{ID: "dns-misconfigured", Status: Active, Severity: Critical,
+			want: []want{{ID: "dns-misconfigured", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
 					"10.0.0.2 A query for web1: timeout after 2s",
 					"8.8.8.8 A query for web1: connection refused after 1ms",
@@ -52,19 +53,19 @@ func dnsCases() []ruleCase {
 		{
 			name:   "one of two nameservers does not answer",
 			bundle: bundle(nil, resolver(two, aProbe("10.0.0.2", 2*time.Second, "", "timeout"), aProbe("8.8.8.8", 12*time.Millisecond, "NOERROR", ""))),
-			want: []want{{ID: "dns-slow", Status: Active, Severity: Warning,
+			want: []want{{ID: "dns-slow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"10.0.0.2 A query for web1: timeout after 2s", "nameservers [10.0.0.2 8.8.8.8]"}}},
 		},
 		{
 			name:   "far resolver (seed 001 §4)",
 			bundle: bundle(nil, resolver(one, aProbe("10.0.0.2", 140*time.Millisecond, "NOERROR", ""))),
-			want: []want{{ID: "dns-slow", Status: Active, Severity: Warning,
+			want: []want{{ID: "dns-slow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"10.0.0.2 A query for web1: NOERROR after 140ms"}}},
 		},
 		{
 			name:   "100 ms is slow",
 			bundle: bundle(nil, resolver(one, aProbe("10.0.0.2", 100*time.Millisecond, "NXDOMAIN", ""))),
-			want:   []want{{ID: "dns-slow", Status: Active, Severity: Warning, Evidence: []string{"NXDOMAIN after 100ms"}}},
+			want:   []want{{ID: "dns-slow", Status: report.Active, Severity: report.Warning, Evidence: []string{"NXDOMAIN after 100ms"}}},
 		},
 		{
 			name:   "99 ms is not",
@@ -74,21 +75,21 @@ func dnsCases() []ruleCase {
 			name: "PTR not answered (seed 001 §5, fault 8)",
 			bundle: bundle(nil, resolver(one, aProbe("10.0.0.2", 12*time.Millisecond, "NOERROR", ""),
 				ptrProbe("10.0.0.2", 2*time.Second, "", "timeout"))),
-			want: []want{{ID: "reverse-dns-lookup", Status: Latent, Severity: Warning,
+			want: []want{{ID: "reverse-dns-lookup", Status: report.Latent, Severity: report.Warning,
 				Evidence: []string{"10.0.0.2 PTR query for 10.77.0.1: timeout after 2s"}}},
 		},
 		{
 			name:   "slow PTR",
 			bundle: bundle(nil, resolver(one, aProbe("10.0.0.2", time.Millisecond, "NOERROR", ""), ptrProbe("10.0.0.2", 300*time.Millisecond, "NXDOMAIN", ""))),
-			want:   []want{{ID: "reverse-dns-lookup", Status: Latent, Severity: Warning, Evidence: []string{"PTR query for 10.77.0.1: NXDOMAIN after 300ms"}}},
+			want:   []want{{ID: "reverse-dns-lookup", Status: report.Latent, Severity: report.Warning, Evidence: []string{"PTR query for 10.77.0.1: NXDOMAIN after 300ms"}}},
 		},
 		{
 			name: "nothing answers at all",
 			bundle: bundle(nil, resolver(one, aProbe("10.0.0.2", 2*time.Second, "", "timeout"),
 				ptrProbe("10.0.0.2", 2*time.Second, "", "timeout"))),
 			want: []want{
-				{ID: "dns-misconfigured", Status: Active, Severity: Critical, Evidence: []string{"A query for web1: timeout"}},
-				{ID: "reverse-dns-lookup", Status: Latent, Severity: Warning, Evidence: []string{"PTR query for 10.77.0.1: timeout"}},
+				{ID: "dns-misconfigured", Status: report.Active, Severity: report.Critical, Evidence: []string{"A query for web1: timeout"}},
+				{ID: "reverse-dns-lookup", Status: report.Latent, Severity: report.Warning, Evidence: []string{"PTR query for 10.77.0.1: timeout"}},
 			},
 		},
 		{
@@ -96,8 +97,8 @@ func dnsCases() []ruleCase {
 			bundle: bundle(nil, resolver(one, aProbe("10.0.0.2", 400*time.Millisecond, "NOERROR", ""),
 				ptrProbe("10.0.0.2", 2*time.Second, "", "timeout"))),
 			want: []want{
-				{ID: "dns-slow", Status: Active, Severity: Warning, Evidence: []string{"NOERROR after 400ms"}},
-				{ID: "reverse-dns-lookup", Status: Latent, Severity: Warning, Evidence: []string{"PTR query for 10.77.0.1: timeout"}},
+				{ID: "dns-slow", Status: report.Active, Severity: report.Warning, Evidence: []string{"NOERROR after 400ms"}},
+				{ID: "reverse-dns-lookup", Status: report.Latent, Severity: report.Warning, Evidence: []string{"PTR query for 10.77.0.1: timeout"}},
 			},
 		},
 		{
@@ -111,7 +112,7 @@ func dnsCases() []ruleCase {
 		{
 			name:   "probes from the first snapshot are used",
 			bundle: bundle(resolver(one, aProbe("10.0.0.2", 2*time.Second, "", "timeout")), resolver(one)),
-			want:   []want{{ID: "dns-misconfigured", Status: Active, Severity: Critical, Evidence: []string{"timeout after 2s"}}},
+			want:   []want{{ID: "dns-misconfigured", Status: report.Active, Severity: report.Critical, Evidence: []string{"timeout after 2s"}}},
 		},
 		{
 			name:   "the last probes win",
@@ -124,7 +125,7 @@ func dnsCases() []ruleCase {
 		{
 			name:   "one snapshot, empty resolv.conf",
 			bundle: single(resolver(nil)),
-			want:   []want{{ID: "dns-misconfigured", Status: Active, Severity: Critical, Evidence: []string{"lists no nameserver"}}},
+			want:   []want{{ID: "dns-misconfigured", Status: report.Active, Severity: report.Critical, Evidence: []string{"lists no nameserver"}}},
 		},
 	}
 }
@@ -140,7 +141,7 @@ func TestDNSMisconfiguredEvidence(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("checkDNS() = %v, want one finding", keys(got))
 	}
-	want := []Item{
+	want := []report.Item{
 		{Text: "10.0.0.2 A query for web1: timeout after 2s", Source: "resolver", Window: true},
 		{Text: "/etc/resolv.conf: nameservers [10.0.0.2]", Source: "resolver"},
 	}

@@ -6,13 +6,17 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
+
+// FDLimit: a process (or the host) is at or near its open-file limit.
+const FDLimit report.FindingID = "fd-limit"
 
 // checkFD finds processes at or near their open-file limit (seeds 004
 // and the fd-limit fault: accept4() fails with EMFILE, connections wait in
 // the accept queue), and a host near fs.file-max.
-func checkFD(b *evidence.Bundle) []Finding {
-	var out []Finding
+func checkFD(b *evidence.Bundle) []report.Finding {
+	var out []report.Finding
 	peak := map[int]evidence.Process{}
 	var order []int
 	for _, s := range b.Snapshots {
@@ -31,22 +35,22 @@ func checkFD(b *evidence.Bundle) []Finding {
 			continue
 		}
 		use := float64(p.OpenFDs) / float64(p.NofileSoft)
-		item := Item{Text: fmt.Sprintf("%s pid %d (%s): %d open files, limit %d (soft) / %d (hard)", p.Comm, p.PID, p.Role, p.OpenFDs, p.NofileSoft, p.NofileHard), Source: "process", Window: true}
+		item := report.Item{Text: fmt.Sprintf("%s pid %d (%s): %d open files, limit %d (soft) / %d (hard)", p.Comm, p.PID, p.Role, p.OpenFDs, p.NofileSoft, p.NofileHard), Source: "process", Window: true}
 		fix := []string{
 			fmt.Sprintf("raise the limit where %s is started: systemd `LimitNOFILE=65535` in its unit, or `ulimit -n 65535` in its start script (a login shell's ulimit does not reach services)", p.Comm),
 			"nginx: `worker_rlimit_nofile 65535;` with `worker_connections` below it (each proxied request uses two descriptors)",
 		}
 		switch {
 		case use >= 0.95:
-			out = append(out, Finding{ID: "fd-limit", Severity: Critical, Status: Active, Subject: strconv.Itoa(p.PID),
-				Title: fmt.Sprintf("%s (pid %d) is out of file descriptors: new connections cannot be accepted", p.Comm, p.PID), Evidence: []Item{item}, Fix: fix})
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Subject: strconv.Itoa(p.PID),
+				Title: fmt.Sprintf("%s (pid %d) is out of file descriptors: new connections cannot be accepted", p.Comm, p.PID), Evidence: []report.Item{item}, Fix: fix})
 		case use >= 0.8:
-			out = append(out, Finding{ID: "fd-limit", Severity: Warning, Status: Active, Subject: strconv.Itoa(p.PID),
-				Title: fmt.Sprintf("%s (pid %d) uses %.0f%% of its file descriptor limit", p.Comm, p.PID, 100*use), Evidence: []Item{item}, Fix: fix})
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Warning, Status: report.Active, Subject: strconv.Itoa(p.PID),
+				Title: fmt.Sprintf("%s (pid %d) uses %.0f%% of its file descriptor limit", p.Comm, p.PID, 100*use), Evidence: []report.Item{item}, Fix: fix})
 		case p.NofileSoft <= 1024 && strings.HasPrefix(p.Role, "listener"):
 			item.Window = false
-			out = append(out, Finding{ID: "fd-limit", Severity: Info, Status: Latent, Subject: strconv.Itoa(p.PID),
-				Title: fmt.Sprintf("%s (pid %d) serves connections with a limit of %d open files", p.Comm, p.PID, p.NofileSoft), Evidence: []Item{item}, Fix: fix})
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Info, Status: report.Latent, Subject: strconv.Itoa(p.PID),
+				Title: fmt.Sprintf("%s (pid %d) serves connections with a limit of %d open files", p.Comm, p.PID, p.NofileSoft), Evidence: []report.Item{item}, Fix: fix})
 		}
 	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
@@ -54,9 +58,9 @@ func checkFD(b *evidence.Bundle) []Finding {
 		used, _ := strconv.ParseFloat(f[0], 64)
 		max, _ := strconv.ParseFloat(f[2], 64)
 		if max > 0 && used/max >= 0.8 {
-			out = append(out, Finding{ID: "fd-limit", Severity: Critical, Status: Active, Subject: "fs.file-max",
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Subject: "fs.file-max",
 				Title:    fmt.Sprintf("The host has %.0f%% of fs.file-max open", 100*used/max),
-				Evidence: []Item{{Text: fmt.Sprintf("fs.file-nr: %s allocated of %s", f[0], f[2]), Source: "sysctl", Window: true}},
+				Evidence: []report.Item{{Text: fmt.Sprintf("fs.file-nr: %s allocated of %s", f[0], f[2]), Source: "sysctl", Window: true}},
 				Fix:      sysctlFix(b, "fs.file-max", strconv.FormatFloat(max*4, 'f', 0, 64))})
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // processes returns a change that replaces the processes of interest.
@@ -29,34 +30,34 @@ func fdCases() []ruleCase {
 		{
 			name:   "out of descriptors (fault 10)",
 			bundle: bundle(processes(worker(40, 64)), processes(worker(65, 64))),
-			want: []want{{ID: "fd-limit", Status: Active, Severity: Critical, Subject: "3677",
+			want: []want{{ID: "fd-limit", Status: report.Active, Severity: report.Critical, Subject: "3677",
 				Evidence: []string{"nginx pid 3677 (listener :8080): 65 open files, limit 64 (soft) / 64 (hard)"}}},
 		},
 		{
 			name:   "peak in the first snapshot counts",
 			bundle: bundle(processes(worker(64, 64)), processes(worker(10, 64))),
-			want: []want{{ID: "fd-limit", Status: Active, Severity: Critical, Subject: "3677",
+			want: []want{{ID: "fd-limit", Status: report.Active, Severity: report.Critical, Subject: "3677",
 				Evidence: []string{"64 open files, limit 64 (soft)"}}},
 		},
 		{
 			name:   "95% is critical",
 			bundle: bundle(nil, processes(worker(95, 100))),
-			want:   []want{{ID: "fd-limit", Status: Active, Severity: Critical, Subject: "3677", Evidence: []string{"95 open files, limit 100"}}},
+			want:   []want{{ID: "fd-limit", Status: report.Active, Severity: report.Critical, Subject: "3677", Evidence: []string{"95 open files, limit 100"}}},
 		},
 		{
 			name:   "94% is a warning",
 			bundle: bundle(nil, processes(worker(94, 100))),
-			want:   []want{{ID: "fd-limit", Status: Active, Severity: Warning, Subject: "3677", Evidence: []string{"94 open files, limit 100"}}},
+			want:   []want{{ID: "fd-limit", Status: report.Active, Severity: report.Warning, Subject: "3677", Evidence: []string{"94 open files, limit 100"}}},
 		},
 		{
 			name:   "80 of 100 is a warning",
 			bundle: bundle(nil, processes(worker(80, 100))),
-			want:   []want{{ID: "fd-limit", Status: Active, Severity: Warning, Subject: "3677", Evidence: []string{"80 open files, limit 100"}}},
+			want:   []want{{ID: "fd-limit", Status: report.Active, Severity: report.Warning, Subject: "3677", Evidence: []string{"80 open files, limit 100"}}},
 		},
 		{
 			name:   "80% is a warning",
 			bundle: bundle(nil, processes(worker(52430, 65535))),
-			want:   []want{{ID: "fd-limit", Status: Active, Severity: Warning, Subject: "3677", Evidence: []string{"52430 open files, limit 65535"}}},
+			want:   []want{{ID: "fd-limit", Status: report.Active, Severity: report.Warning, Subject: "3677", Evidence: []string{"52430 open files, limit 65535"}}},
 		},
 		{
 			name:   "79% of a large limit",
@@ -65,13 +66,13 @@ func fdCases() []ruleCase {
 		{
 			name:   "a listener with the 1024 default (latent)",
 			bundle: bundle(nil, processes(phpDefault)),
-			want: []want{{ID: "fd-limit", Status: Latent, Severity: Info, Subject: "200",
+			want: []want{{ID: "fd-limit", Status: report.Latent, Severity: report.Info, Subject: "200",
 				Evidence: []string{"php-fpm8.2 pid 200 (listener 127.0.0.1:9000): 30 open files, limit 1024 (soft) / 524288 (hard)"}}},
 		},
 		{
 			name:   "79% of a small limit is only latent",
 			bundle: bundle(nil, processes(worker(79, 100))),
-			want:   []want{{ID: "fd-limit", Status: Latent, Severity: Info, Subject: "3677", Evidence: []string{"79 open files, limit 100"}}},
+			want:   []want{{ID: "fd-limit", Status: report.Latent, Severity: report.Info, Subject: "3677", Evidence: []string{"79 open files, limit 100"}}},
 		},
 		{
 			name:   "a client with the 1024 default",
@@ -85,14 +86,14 @@ func fdCases() []ruleCase {
 			name:   "each process once",
 			bundle: bundle(processes(worker(64, 64), phpDefault), processes(phpDefault, worker(64, 64))),
 			want: []want{
-				{ID: "fd-limit", Status: Active, Severity: Critical, Subject: "3677", Evidence: []string{"nginx pid 3677"}},
-				{ID: "fd-limit", Status: Latent, Severity: Info, Subject: "200", Evidence: []string{"php-fpm8.2 pid 200"}},
+				{ID: "fd-limit", Status: report.Active, Severity: report.Critical, Subject: "3677", Evidence: []string{"nginx pid 3677"}},
+				{ID: "fd-limit", Status: report.Latent, Severity: report.Info, Subject: "200", Evidence: []string{"php-fpm8.2 pid 200"}},
 			},
 		},
 		{
 			name:   "host near fs.file-max",
 			bundle: bundle(nil, setSysctl("fs.file-nr", "900000 0 1000000")),
-			want: []want{{ID: "fd-limit", Status: Active, Severity: Critical, Subject: "fs.file-max",
+			want: []want{{ID: "fd-limit", Status: report.Active, Severity: report.Critical, Subject: "fs.file-max",
 				Evidence: []string{"fs.file-nr: 900000 allocated of 1000000"}}},
 		},
 		{
@@ -110,7 +111,7 @@ func fdCases() []ruleCase {
 		{
 			name:   "one snapshot",
 			bundle: single(processes(worker(64, 64))),
-			want:   []want{{ID: "fd-limit", Status: Active, Severity: Critical, Subject: "3677", Evidence: []string{"64 open files"}}},
+			want:   []want{{ID: "fd-limit", Status: report.Active, Severity: report.Critical, Subject: "3677", Evidence: []string{"64 open files"}}},
 		},
 	}
 }

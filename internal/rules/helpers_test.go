@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // t0 is when every test bundle starts.
@@ -203,7 +204,7 @@ func listeners(ls ...evidence.Listener) func(*evidence.Snapshot) {
 }
 
 // kmsg returns a change that adds kernel messages of one class.
-func kmsg(class string, texts ...string) func(*evidence.Snapshot) {
+func kmsgs(class string, texts ...string) func(*evidence.Snapshot) {
 	return func(s *evidence.Snapshot) {
 		for _, t := range texts {
 			s.Kmsg = append(s.Kmsg, evidence.KernelMsg{Time: s.Time, Priority: 4, Text: t, Class: class})
@@ -225,9 +226,9 @@ func messages(ms ...evidence.KernelMsg) func(*evidence.Snapshot) {
 // want is what a test expects of one finding: its identity, plus texts
 // that must each appear in one of its evidence items.
 type want struct {
-	ID       string
-	Status   string
-	Severity string
+	ID       report.FindingID
+	Status   report.Status
+	Severity report.Severity
 	Subject  string
 	Evidence []string
 }
@@ -240,9 +241,14 @@ type ruleCase struct {
 }
 
 // key is the part of a finding compared as a whole.
-type key struct{ ID, Status, Severity, Subject string }
+type key struct {
+	ID       report.FindingID
+	Status   report.Status
+	Severity report.Severity
+	Subject  string
+}
 
-func keys(fs []Finding) []key {
+func keys(fs []report.Finding) []key {
 	var out []key
 	for _, f := range fs {
 		out = append(out, key{f.ID, f.Status, f.Severity, f.Subject})
@@ -259,7 +265,7 @@ func wantKeys(ws []want) []key {
 }
 
 // hasEvidence reports whether one of f's evidence items contains s.
-func hasEvidence(f Finding, s string) bool {
+func hasEvidence(f report.Finding, s string) bool {
 	for _, it := range f.Evidence {
 		if strings.Contains(it.Text, s) {
 			return true
@@ -268,7 +274,7 @@ func hasEvidence(f Finding, s string) bool {
 	return false
 }
 
-func evidenceTexts(f Finding) []string {
+func evidenceTexts(f report.Finding) []string {
 	out := make([]string, len(f.Evidence))
 	for i, it := range f.Evidence {
 		out[i] = it.Text
@@ -277,7 +283,7 @@ func evidenceTexts(f Finding) []string {
 }
 
 // hasFix reports whether one of f's fix lines contains s.
-func hasFix(f Finding, s string) bool {
+func hasFix(f report.Finding, s string) bool {
 	for _, l := range f.Fix {
 		if strings.Contains(l, s) {
 			return true
@@ -288,7 +294,7 @@ func hasFix(f Finding, s string) bool {
 
 // runCases runs check over each case and compares the findings with the
 // case's wants.
-func runCases(t *testing.T, name string, check func(*evidence.Bundle) []Finding, cases []ruleCase) {
+func runCases(t *testing.T, name string, check func(*evidence.Bundle) []report.Finding, cases []ruleCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -320,7 +326,7 @@ func runCases(t *testing.T, name string, check func(*evidence.Bundle) []Finding,
 // table is one rule's cases, for tests that look across every rule.
 type table struct {
 	name  string
-	check func(*evidence.Bundle) []Finding
+	check func(*evidence.Bundle) []report.Finding
 	cases func() []ruleCase
 }
 

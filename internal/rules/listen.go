@@ -6,7 +6,15 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kmsg"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
+)
+
+// Findings of this file.
+const (
+	AcceptQueueOverflow report.FindingID = "accept-queue-overflow" // its accept queue overflowed: connections were dropped or refused, or a backlog is too small for a burst
+	SynQueueOverflow    report.FindingID = "syn-queue-overflow"    // half-open connections overflowed the SYN queue
 )
 
 // tinyBacklog is the effective backlog below which a listener cannot
@@ -18,10 +26,10 @@ const tinyBacklog = 100
 // when the application accepts too slowly for its backlog (ListenOverflows).
 // The SYN queue holds half-open requests; it overflows under SYN floods or
 // when its backlog-derived limit is tiny (TCPReqQFullDrop/DoCookies).
-func checkListen(b *evidence.Bundle) []Finding {
+func checkListen(b *evidence.Bundle) []report.Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	somaxconn, _ := SysctlInt(last, "net.core.somaxconn") // 0: unknown
-	var out []Finding
+	var out []report.Finding
 	w, ok := b.Window()
 	overflows := uint64(0)
 	if ok {
@@ -146,8 +154,8 @@ func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst 
 	return fix
 }
 
-func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64) Finding {
-	f := Finding{ID: "accept-queue-overflow", Severity: Critical, Status: Active,
+func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64) report.Finding {
+	f := report.Finding{ID: AcceptQueueOverflow, Severity: report.Critical, Status: report.Active,
 		Title: "Accept queue overflow: connections are dropped because the application does not accept them fast enough"}
 	if overflows > 0 {
 		it, _ := counterItem(w, "TcpExt.ListenOverflows")
@@ -162,7 +170,7 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 		if i == 0 {
 			subject = l
 		}
-		f.Evidence = append(f.Evidence, Item{
+		f.Evidence = append(f.Evidence, report.Item{
 			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d — %s; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, fullness(l), backlogLimit(l, somaxconn)),
 			Source: "sockdiag", Window: true,
 		})
@@ -180,7 +188,7 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 			}
 		}
 		if subject.Addr != "" {
-			f.Evidence = append(f.Evidence, Item{
+			f.Evidence = append(f.Evidence, report.Item{
 				Text:   fmt.Sprintf("smallest backlog: listener %s (%s), %s", subject.Addr, owner(subject), backlogLimit(subject, somaxconn)),
 				Source: "sockdiag",
 			})
@@ -195,10 +203,10 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 	return f
 }
 
-func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64) Finding {
-	return Finding{ID: "accept-queue-overflow", Severity: Warning, Status: Latent, Subject: l.Addr,
+func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64) report.Finding {
+	return report.Finding{ID: AcceptQueueOverflow, Severity: report.Warning, Status: report.Latent, Subject: l.Addr,
 		Title: fmt.Sprintf("Listener %s has an accept queue of only %d: a burst of connections will overflow it", l.Addr, l.SendQ),
-		Evidence: []Item{{
+		Evidence: []report.Item{{
 			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
 			Source: "sockdiag",
 		}},
@@ -212,7 +220,7 @@ func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64
 // other SYN, counting only ListenDrops (not TCPReqQFullDrop, not
 // ListenOverflows). Seed 001 §6's flood stopped at 193 SYN_RECV of 256
 // that way.
-func synEarlyDrop(b *evidence.Bundle, w evidence.Window, last *evidence.Snapshot) (bool, []Item) {
+func synEarlyDrop(b *evidence.Bundle, w evidence.Window, last *evidence.Snapshot) (bool, []report.Item) {
 	cookies, ok := SysctlInt(last, "net.ipv4.tcp_syncookies")
 	if !ok || cookies != 0 {
 		return false, nil
@@ -234,12 +242,12 @@ func synEarlyDrop(b *evidence.Bundle, w evidence.Window, last *evidence.Snapshot
 	}
 	it, _ := counterItem(w, "TcpExt.ListenDrops")
 	it.Text += fmt.Sprintf(", of which accept-queue overflows %d: the rest are SYNs dropped", overflows)
-	return true, []Item{it,
+	return true, []report.Item{it,
 		{Text: fmt.Sprintf("%d half-open (SYN_RECV) connections at the peak, tcp_max_syn_backlog %d: with syncookies off the last quarter is kept for peers seen before, every other SYN is dropped", peak, maxSyn), Source: "sockdiag", Window: true},
 	}
 }
 
-func synOverflow(b *evidence.Bundle, w evidence.Window) (Finding, bool) {
+func synOverflow(b *evidence.Bundle, w evidence.Window) (report.Finding, bool) {
 	drop, _ := w.Counter("TcpExt.TCPReqQFullDrop")
 	cookies, _ := w.Counter("TcpExt.TCPReqQFullDoCookies")
 	// The kernel log is shared by every namespace: keep the messages
@@ -254,24 +262,24 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (Finding, bool) {
 	}
 	var floods []evidence.KernelMsg
 	for _, m := range b.Kmsg() {
-		if m.Class == "syn-flooding" && (m.Port == 0 || ports[m.Port]) {
+		if m.Class == kmsg.ClassSYNFlooding && (m.Port == 0 || ports[m.Port]) {
 			floods = append(floods, m)
 		}
 	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	early, earlyItems := synEarlyDrop(b, w, last)
 	if drop == 0 && cookies == 0 && len(floods) == 0 && !early {
-		return Finding{}, false
+		return report.Finding{}, false
 	}
-	f := Finding{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+	f := report.Finding{ID: SynQueueOverflow, Status: report.Active, Severity: report.Warning,
 		Title: "SYN queue overflow: half-open connections exceed the listener's SYN backlog"}
 	if early {
-		f.Severity = Critical
+		f.Severity = report.Critical
 		f.Title = "SYN queue overflow: connection requests are dropped"
 		f.Evidence = append(f.Evidence, earlyItems...)
 	}
 	if drop > 0 {
-		f.Severity = Critical
+		f.Severity = report.Critical
 		f.Title = "SYN queue overflow: connection requests are dropped"
 		it, _ := counterItem(w, "TcpExt.TCPReqQFullDrop")
 		f.Evidence = append(f.Evidence, it)
@@ -283,14 +291,14 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (Finding, bool) {
 	}
 	for i, m := range floods {
 		if i == 3 {
-			f.Evidence = append(f.Evidence, Item{Text: fmt.Sprintf("… and %d more such kernel messages", len(floods)-3), Source: "kmsg", Window: true})
+			f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("… and %d more such kernel messages", len(floods)-3), Source: "kmsg", Window: true})
 			break
 		}
-		f.Evidence = append(f.Evidence, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+		f.Evidence = append(f.Evidence, report.Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
 	}
 	if last.Sockets != nil && !early {
 		if n := last.Sockets.TCP["SYN_RECV"] + last.Sockets.TCP["NEW_SYN_RECV"]; n > 0 {
-			f.Evidence = append(f.Evidence, Item{Text: fmt.Sprintf("%d half-open (SYN_RECV) sockets at the end of the window", n), Source: "sockdiag", Window: true})
+			f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("%d half-open (SYN_RECV) sockets at the end of the window", n), Source: "sockdiag", Window: true})
 		}
 	}
 	if v, ok := SysctlInt(last, "net.ipv4.tcp_syncookies"); ok && v == 0 {

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // nginxFull is the listener of kernel-evidence fault 1: nginx with
@@ -41,7 +42,7 @@ func listenCases() []ruleCase {
 			name: "accept queue full and ListenOverflows rising (fault 1)",
 			bundle: bundle(listeners(nginxIdle), all(listeners(nginxFull),
 				raise(117, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"))),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{
 					"TcpExt.ListenOverflows +117 in 1s (117.0/s)",
 					"TcpExt.ListenDrops +117",
@@ -53,7 +54,7 @@ func listenCases() []ruleCase {
 			name: "somaxconn caps the backlog (seed 000 stage 3)",
 			bundle: bundle(all(setSysctl("net.core.somaxconn", "10"), listeners(nginxFull, phpTen)),
 				all(setSysctl("net.core.somaxconn", "10"), listeners(nginxAtLimit, phpTen), raise(622, "TcpExt.ListenOverflows"))),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{
 					"TcpExt.ListenOverflows +622",
 					"accept queue 11 of 10 — full",
@@ -63,14 +64,14 @@ func listenCases() []ruleCase {
 		{
 			name:   "full queue sampled once, no counter rise",
 			bundle: bundle(listeners(nginxFull), listeners(nginxIdle)),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{"accept queue 11 of 10 — full"}}},
 		},
 		{
 			name: "counter rose, no sample full: the smallest backlog is named",
 			bundle: bundle(nil, all(raise(3104, "TcpExt.ListenOverflows"),
 				listeners(nginxBusy, phpTen, unixTiny))),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "127.0.0.1:9000",
 				Evidence: []string{
 					"TcpExt.ListenOverflows +3104",
 					"smallest backlog: listener 127.0.0.1:9000 (php-fpm8.2 pid 200,201), effective backlog 10",
@@ -79,27 +80,27 @@ func listenCases() []ruleCase {
 		{
 			name:   "counter rose, no listeners at all",
 			bundle: bundle(nil, all(raise(5, "TcpExt.ListenOverflows"), listeners())),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical,
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"TcpExt.ListenOverflows +5"}}},
 		},
 		{
 			name:   "tiny application backlog (seed 003)",
 			bundle: bundle(nil, listeners(nginxBusy, mock, unixTiny)),
-			want: []want{{ID: "accept-queue-overflow", Status: Latent, Severity: Warning, Subject: "[::]:5000",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Latent, Severity: report.Warning, Subject: "[::]:5000",
 				Evidence: []string{"listener [::]:5000 (java pid 4242): accept queue 0 of 50; effective backlog 50 = the application's listen() backlog"}}},
 		},
 		{
 			name:   "tiny backlogs, each listener once",
 			bundle: bundle(nil, listeners(mock, noOwner)),
 			want: []want{
-				{ID: "accept-queue-overflow", Status: Latent, Severity: Warning, Subject: "[::]:5000", Evidence: []string{"accept queue 0 of 50"}},
-				{ID: "accept-queue-overflow", Status: Latent, Severity: Warning, Subject: "0.0.0.0:8080", Evidence: []string{"listener 0.0.0.0:8080 (owner unknown): accept queue 0 of 20"}},
+				{ID: "accept-queue-overflow", Status: report.Latent, Severity: report.Warning, Subject: "[::]:5000", Evidence: []string{"accept queue 0 of 50"}},
+				{ID: "accept-queue-overflow", Status: report.Latent, Severity: report.Warning, Subject: "0.0.0.0:8080", Evidence: []string{"listener 0.0.0.0:8080 (owner unknown): accept queue 0 of 20"}},
 			},
 		},
 		{
 			name:   "queue at its limit counts as full (seed 000: Recv-Q 10, Send-Q 10)",
 			bundle: bundle(nil, listeners(nginxAtLimit)),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{"accept queue 10 of 10 — at its limit"}}},
 		},
 		{
@@ -113,8 +114,8 @@ func listenCases() []ruleCase {
 		{
 			name: "SYN queue drops with syncookies off (fault 2)",
 			bundle: bundle(setSysctl("net.ipv4.tcp_syncookies", "0"), all(setSysctl("net.ipv4.tcp_syncookies", "0"),
-				raise(4941, "TcpExt.TCPReqQFullDrop", "TcpExt.ListenDrops"), halfOpen(512), kmsg("syn-flooding", synFlood))),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Critical,
+				raise(4941, "TcpExt.TCPReqQFullDrop", "TcpExt.ListenDrops"), halfOpen(512), kmsgs("syn-flooding", synFlood))),
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
 					"TcpExt.TCPReqQFullDrop +4941 in 1s",
 					"kernel: " + synFlood,
@@ -129,7 +130,7 @@ func listenCases() []ruleCase {
 			bundle: bundle(all(setSysctl("net.ipv4.tcp_syncookies", "0"), setSysctl("net.ipv4.tcp_max_syn_backlog", "256")),
 				all(setSysctl("net.ipv4.tcp_syncookies", "0"), setSysctl("net.ipv4.tcp_max_syn_backlog", "256"),
 					raise(1618, "TcpExt.ListenDrops"), halfOpen(193))),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Critical,
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
 					"TcpExt.ListenDrops +1618 in 1s (1618.0/s), of which accept-queue overflows 0: the rest are SYNs dropped",
 					"193 half-open (SYN_RECV) connections at the peak, tcp_max_syn_backlog 256",
@@ -145,26 +146,26 @@ func listenCases() []ruleCase {
 		{
 			name:   "a single dropped SYN is critical",
 			bundle: bundle(nil, raise(1, "TcpExt.TCPReqQFullDrop")),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Critical,
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"TcpExt.TCPReqQFullDrop +1 in 1s"}}},
 		},
 		{
 			name:   "SYN cookies sent (seed 000, fault 1)",
 			bundle: bundle(nil, raise(544, "TcpExt.TCPReqQFullDoCookies")),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"TcpExt.TCPReqQFullDoCookies +544", "SYN cookies answered instead of queueing"}}},
 		},
 		{
 			name:   "SYN flooding kernel message only (seed 004)",
-			bundle: bundle(nil, kmsg("syn-flooding", "TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies.")),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+			bundle: bundle(nil, kmsgs("syn-flooding", "TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies.")),
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"kernel: TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies."}}},
 		},
 		{
 			name: "SYN flooding on a port that listens here",
 			bundle: bundle(nil, messages(evidence.KernelMsg{Class: "syn-flooding", Port: 80,
 				Text: "TCP: request_sock_TCP: Possible SYN flooding on port 0.0.0.0:80. Sending cookies."})),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"Possible SYN flooding on port 0.0.0.0:80"}}},
 		},
 		{
@@ -172,7 +173,7 @@ func listenCases() []ruleCase {
 			bundle: bundle(listeners(php4096), all(listeners(php4096),
 				messages(evidence.KernelMsg{Class: "syn-flooding",
 					Text: "TCP: request_sock_TCP: Possible SYN flooding on port ?. Sending cookies."}))),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"Possible SYN flooding on port ?"}}},
 		},
 		{
@@ -182,8 +183,8 @@ func listenCases() []ruleCase {
 		},
 		{
 			name:   "many SYN flooding messages are summarised",
-			bundle: bundle(kmsg("syn-flooding", synCookies, synCookies), kmsg("syn-flooding", synCookies, synCookies, synCookies)),
-			want: []want{{ID: "syn-queue-overflow", Status: Active, Severity: Warning,
+			bundle: bundle(kmsgs("syn-flooding", synCookies, synCookies), kmsgs("syn-flooding", synCookies, synCookies, synCookies)),
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"… and 2 more such kernel messages"}}},
 		},
 		{
@@ -191,13 +192,13 @@ func listenCases() []ruleCase {
 			bundle: bundle(nil, all(listeners(nginxFull), raise(3104, "TcpExt.ListenOverflows"),
 				raise(544, "TcpExt.TCPReqQFullDoCookies"))),
 			want: []want{
-				{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80", Evidence: []string{"+3104", "accept queue 11 of 10"}},
-				{ID: "syn-queue-overflow", Status: Active, Severity: Warning, Evidence: []string{"+544"}},
+				{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80", Evidence: []string{"+3104", "accept queue 11 of 10"}},
+				{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning, Evidence: []string{"+544"}},
 			},
 		},
 		{
 			name:   "unrelated kernel messages",
-			bundle: bundle(nil, kmsg("timewait-overflow", "TCP: time wait bucket table overflow")),
+			bundle: bundle(nil, kmsgs("timewait-overflow", "TCP: time wait bucket table overflow")),
 		},
 		{
 			name: "counters went backwards",
@@ -216,12 +217,12 @@ func listenCases() []ruleCase {
 		{
 			name:   "one snapshot with a full queue",
 			bundle: single(listeners(nginxFull)),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{"accept queue 11 of 10 — full"}}},
 		},
 		{
 			name:   "one snapshot with a SYN flooding message needs a window",
-			bundle: single(kmsg("syn-flooding", synCookies)),
+			bundle: single(kmsgs("syn-flooding", synCookies)),
 		},
 		{
 			name:   "no socket dump",
@@ -230,14 +231,14 @@ func listenCases() []ruleCase {
 		{
 			name:   "no socket dump in the first snapshot",
 			bundle: bundle(func(s *evidence.Snapshot) { s.Sockets = nil }, listeners(nginxFull)),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{"accept queue 11 of 10"}}},
 		},
 		{
 			name: "no sysctls",
 			bundle: bundle(func(s *evidence.Snapshot) { s.Sysctls = nil },
 				all(func(s *evidence.Snapshot) { s.Sysctls = nil }, listeners(nginxFull), raise(117, "TcpExt.ListenOverflows"))),
-			want: []want{{ID: "accept-queue-overflow", Status: Active, Severity: Critical, Subject: "10.77.0.2:80",
+			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{"TcpExt.ListenOverflows +117", "accept queue 11 of 10 — full"}}},
 		},
 	}
@@ -299,7 +300,7 @@ func TestAcceptOverflowEvidence(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("checkListen() = %v, want one finding", keys(got))
 	}
-	want := []Item{
+	want := []report.Item{
 		{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true},
 		{Text: "listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full; effective backlog 10 = the application's listen() backlog (net.core.somaxconn is 4096)",
 			Source: "sockdiag", Window: true},
@@ -313,7 +314,7 @@ func TestAcceptOverflowEvidence(t *testing.T) {
 // messages are quoted, followed by a count of the rest.
 func TestSynFloodMessagesCapped(t *testing.T) {
 	msg := "TCP: request_sock_TCP: Possible SYN flooding on port 10.77.0.2:80. Sending cookies."
-	b := bundle(kmsg("syn-flooding", msg, msg), kmsg("syn-flooding", msg, msg, msg))
+	b := bundle(kmsgs("syn-flooding", msg, msg), kmsgs("syn-flooding", msg, msg, msg))
 	got := checkListen(b)
 	if len(got) != 1 {
 		t.Fatalf("checkListen() = %v, want one finding", keys(got))

@@ -4,6 +4,13 @@ import (
 	"fmt"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// Findings of this file.
+const (
+	PacketLoss report.FindingID = "packet-loss" // segments are lost and retransmitted
+	NICDrops   report.FindingID = "nic-drops"   // an interface or the softnet backlog drops packets
 )
 
 // minSegments is the traffic below which a retransmission ratio means
@@ -13,7 +20,7 @@ const minSegments = 1000
 // checkLoss finds TCP retransmissions high enough to hurt throughput and
 // latency. SYN retransmits are left out: they come from dropped SYNs,
 // which the listen rules explain.
-func checkLoss(b *evidence.Bundle) []Finding {
+func checkLoss(b *evidence.Bundle) []report.Finding {
 	w, ok := b.Window()
 	if !ok {
 		return nil
@@ -33,9 +40,9 @@ func checkLoss(b *evidence.Bundle) []Finding {
 	if ratio < 0.01 {
 		return nil
 	}
-	f := Finding{ID: "packet-loss", Severity: Warning, Status: Active,
+	f := report.Finding{ID: PacketLoss, Severity: report.Warning, Status: report.Active,
 		Title: fmt.Sprintf("Packet loss: %.1f%% of TCP segments were retransmitted", 100*ratio),
-		Evidence: []Item{{
+		Evidence: []report.Item{{
 			Text:   fmt.Sprintf("%d data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of %d segments sent in %s", retrans, out, round(w)),
 			Source: "Tcp.RetransSegs", Window: true,
 		}},
@@ -45,23 +52,23 @@ func checkLoss(b *evidence.Bundle) []Finding {
 		},
 	}
 	if ratio >= 0.05 {
-		f.Severity = Critical
+		f.Severity = report.Critical
 	}
 	for _, c := range []string{"TcpExt.TCPTimeouts", "TcpExt.TCPLossProbes", "TcpExt.TCPFastRetrans", "TcpExt.TCPDSACKRecv"} {
 		if it, d := counterItem(w, c); d > 0 {
 			f.Evidence = append(f.Evidence, it)
 		}
 	}
-	return []Finding{f}
+	return []report.Finding{f}
 }
 
 // checkNIC finds packets dropped by interfaces and by the per-CPU backlog.
-func checkNIC(b *evidence.Bundle) []Finding {
+func checkNIC(b *evidence.Bundle) []report.Finding {
 	w, ok := b.Window()
 	if !ok {
 		return nil
 	}
-	var out []Finding
+	var out []report.Finding
 	first := map[string]evidence.Interface{}
 	for _, i := range w.First.Interfaces {
 		first[i.Name] = i
@@ -71,10 +78,10 @@ func checkNIC(b *evidence.Bundle) []Finding {
 		if !seen {
 			continue
 		}
-		var items []Item
+		var items []report.Item
 		add := func(what string, a, b uint64) {
 			if b > a {
-				items = append(items, Item{Text: fmt.Sprintf("%s %s +%d in %s", l.Name, what, b-a, round(w)), Source: "/proc/net/dev", Window: true})
+				items = append(items, report.Item{Text: fmt.Sprintf("%s %s +%d in %s", l.Name, what, b-a, round(w)), Source: "/proc/net/dev", Window: true})
 			}
 		}
 		add("rx_dropped", f.RxDrop, l.RxDrop)
@@ -86,7 +93,7 @@ func checkNIC(b *evidence.Bundle) []Finding {
 		if len(items) == 0 {
 			continue
 		}
-		out = append(out, Finding{ID: "nic-drops", Severity: Warning, Status: Active, Subject: l.Name,
+		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: l.Name,
 			Title:    fmt.Sprintf("Interface %s is dropping packets", l.Name),
 			Evidence: items,
 			Fix: []string{
@@ -103,13 +110,13 @@ func checkNIC(b *evidence.Bundle) []Finding {
 	}
 	if dropped > 0 {
 		backlog, known := SysctlInt(w.Last, "net.core.netdev_max_backlog")
-		items := []Item{{Text: fmt.Sprintf("softnet_stat dropped +%d in %s", dropped, round(w)), Source: "/proc/net/softnet_stat", Window: true}}
+		items := []report.Item{{Text: fmt.Sprintf("softnet_stat dropped +%d in %s", dropped, round(w)), Source: "/proc/net/softnet_stat", Window: true}}
 		if known {
 			items = append(items, settingItem("net.core.netdev_max_backlog", fmt.Sprint(backlog)))
 		} else {
 			backlog = 1000 // the kernel default
 		}
-		out = append(out, Finding{ID: "nic-drops", Severity: Warning, Status: Active, Subject: "softnet",
+		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: "softnet",
 			Title:    "Per-CPU input backlog overflow: received packets dropped before the protocol stack",
 			Evidence: items,
 			Fix: append(sysctlFix(b, "net.core.netdev_max_backlog", fmt.Sprint(max(2*backlog, 2000))),

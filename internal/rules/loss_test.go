@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // traffic returns a change that adds sent segments and retransmissions.
@@ -27,7 +28,7 @@ func lossCases() []ruleCase {
 			name: "7.5% retransmitted (fault 7)",
 			bundle: bundle(nil, all(traffic(10000, 754, 0), raise(125, "TcpExt.TCPTimeouts"),
 				raise(615, "TcpExt.TCPLossProbes"), raise(14, "TcpExt.TCPFastRetrans"))),
-			want: []want{{ID: "packet-loss", Status: Active, Severity: Critical,
+			want: []want{{ID: "packet-loss", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
 					"754 data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of 10000 segments sent in 1s",
 					"TcpExt.TCPTimeouts +125 in 1s",
@@ -38,13 +39,13 @@ func lossCases() []ruleCase {
 		{
 			name:   "exactly 1% is a warning",
 			bundle: bundle(nil, traffic(10000, 100, 0)),
-			want: []want{{ID: "packet-loss", Status: Active, Severity: Warning,
+			want: []want{{ID: "packet-loss", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"100 data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of 10000 segments"}}},
 		},
 		{
 			name:   "exactly 5% is critical",
 			bundle: bundle(nil, traffic(10000, 500, 0)),
-			want:   []want{{ID: "packet-loss", Status: Active, Severity: Critical, Evidence: []string{"500 data retransmissions"}}},
+			want:   []want{{ID: "packet-loss", Status: report.Active, Severity: report.Critical, Evidence: []string{"500 data retransmissions"}}},
 		},
 		{
 			name:   "just under 1%",
@@ -57,7 +58,7 @@ func lossCases() []ruleCase {
 		{
 			name:   "SYN retransmits subtracted",
 			bundle: bundle(nil, traffic(10000, 2412, 593)),
-			want: []want{{ID: "packet-loss", Status: Active, Severity: Critical,
+			want: []want{{ID: "packet-loss", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{"1819 data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of 10000 segments"}}},
 		},
 		{
@@ -71,7 +72,7 @@ func lossCases() []ruleCase {
 		{
 			name:   "1000 segments is enough",
 			bundle: bundle(nil, traffic(1000, 500, 0)),
-			want:   []want{{ID: "packet-loss", Status: Active, Severity: Critical, Evidence: []string{"500 data retransmissions", "of 1000 segments"}}},
+			want:   []want{{ID: "packet-loss", Status: report.Active, Severity: report.Critical, Evidence: []string{"500 data retransmissions", "of 1000 segments"}}},
 		},
 		{
 			name:   "counters went backwards",
@@ -116,7 +117,7 @@ func nicCases() []ruleCase {
 		{
 			name:   "qdisc drops on the way out (fault 11)",
 			bundle: bundle(nil, iface("eth0", func(i *evidence.Interface) { i.TxDrop += 343 })),
-			want: []want{{ID: "nic-drops", Status: Active, Severity: Warning, Subject: "eth0",
+			want: []want{{ID: "nic-drops", Status: report.Active, Severity: report.Warning, Subject: "eth0",
 				Evidence: []string{"eth0 tx_dropped +343 in 1s"}}},
 		},
 		{
@@ -129,7 +130,7 @@ func nicCases() []ruleCase {
 				i.TxErrs += 5
 				i.TxCarrier += 6
 			})),
-			want: []want{{ID: "nic-drops", Status: Active, Severity: Warning, Subject: "eth0",
+			want: []want{{ID: "nic-drops", Status: report.Active, Severity: report.Warning, Subject: "eth0",
 				Evidence: []string{"eth0 rx_dropped +1 in 1s", "eth0 rx_errors +2", "eth0 rx_fifo +3", "eth0 tx_dropped +4", "eth0 tx_errors +5", "eth0 tx_carrier +6"}}},
 		},
 		{
@@ -137,14 +138,14 @@ func nicCases() []ruleCase {
 			bundle: bundle(nil, all(iface("lo", func(i *evidence.Interface) { i.RxDrop += 9 }),
 				iface("eth0", func(i *evidence.Interface) { i.RxErrs += 1 }))),
 			want: []want{
-				{ID: "nic-drops", Status: Active, Severity: Warning, Subject: "lo", Evidence: []string{"lo rx_dropped +9"}},
-				{ID: "nic-drops", Status: Active, Severity: Warning, Subject: "eth0", Evidence: []string{"eth0 rx_errors +1"}},
+				{ID: "nic-drops", Status: report.Active, Severity: report.Warning, Subject: "lo", Evidence: []string{"lo rx_dropped +9"}},
+				{ID: "nic-drops", Status: report.Active, Severity: report.Warning, Subject: "eth0", Evidence: []string{"eth0 rx_errors +1"}},
 			},
 		},
 		{
 			name:   "per-CPU backlog drops",
 			bundle: bundle(nil, func(s *evidence.Snapshot) { s.Softnet[1].Dropped += 12; s.Softnet[0].TimeSqueeze += 50 }),
-			want: []want{{ID: "nic-drops", Status: Active, Severity: Warning, Subject: "softnet",
+			want: []want{{ID: "nic-drops", Status: report.Active, Severity: report.Warning, Subject: "softnet",
 				Evidence: []string{"softnet_stat dropped +12 in 1s", "net.core.netdev_max_backlog = 1000"}}},
 		},
 		{
@@ -156,8 +157,8 @@ func nicCases() []ruleCase {
 			bundle: bundle(nil, all(iface("eth0", func(i *evidence.Interface) { i.RxFifo += 7 }),
 				func(s *evidence.Snapshot) { s.Softnet[0].Dropped += 3 })),
 			want: []want{
-				{ID: "nic-drops", Status: Active, Severity: Warning, Subject: "eth0", Evidence: []string{"eth0 rx_fifo +7"}},
-				{ID: "nic-drops", Status: Active, Severity: Warning, Subject: "softnet", Evidence: []string{"softnet_stat dropped +3"}},
+				{ID: "nic-drops", Status: report.Active, Severity: report.Warning, Subject: "eth0", Evidence: []string{"eth0 rx_fifo +7"}},
+				{ID: "nic-drops", Status: report.Active, Severity: report.Warning, Subject: "softnet", Evidence: []string{"softnet_stat dropped +3"}},
 			},
 		},
 		{

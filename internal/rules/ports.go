@@ -6,8 +6,12 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
+
+// EphemeralPortExhaustion: a connecting side ran out of local ports, or has too few.
+const EphemeralPortExhaustion report.FindingID = "ephemeral-port-exhaustion"
 
 // smallPortRange is the size of ip_local_port_range below which a busy
 // client runs out of ports: at 1000 new connections per second and 60 s
@@ -26,7 +30,7 @@ func portRange(s *evidence.Snapshot) (lo, hi int, ok bool) {
 
 // checkPorts finds outgoing connections that use up the local port range
 // (seed 000 stage 4) and the churn that causes it (seeds 000 and 004).
-func checkPorts(b *evidence.Bundle) []Finding {
+func checkPorts(b *evidence.Bundle) []report.Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	lo, hi, ok := portRange(last)
 	if !ok {
@@ -34,22 +38,22 @@ func checkPorts(b *evidence.Bundle) []Finding {
 	}
 	size := hi - lo + 1
 	rangeItem := settingItem("net.ipv4.ip_local_port_range", fmt.Sprintf("%d %d (%d ports)", lo, hi, size))
-	var out []Finding
+	var out []report.Finding
 	busiest := busiestRemote(b)
 	switch {
 	case busiest.Ephemeral > 0 && busiest.Ephemeral >= size*9/10:
-		out = append(out, Finding{ID: "ephemeral-port-exhaustion", Severity: Critical, Status: Active, Subject: busiest.Addr,
+		out = append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Critical, Status: report.Active, Subject: busiest.Addr,
 			Title: fmt.Sprintf("Local ports exhausted towards %s: new connections fail with EADDRNOTAVAIL", busiest.Addr),
-			Evidence: []Item{
+			Evidence: []report.Item{
 				{Text: fmt.Sprintf("%d of %d local ports in use towards %s (%d ESTABLISHED, %d TIME_WAIT)", busiest.Ephemeral, size, busiest.Addr, busiest.Established, busiest.TimeWait), Source: "sockdiag", Window: true},
 				rangeItem,
 			},
 			Fix: PortFix(b),
 		})
 	case size < smallPortRange:
-		out = append(out, Finding{ID: "ephemeral-port-exhaustion", Severity: Warning, Status: Latent,
+		out = append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Warning, Status: report.Latent,
 			Title:    fmt.Sprintf("Only %d local ports: a client making more than %d connections a minute to one server will run out", size, size),
-			Evidence: []Item{rangeItem},
+			Evidence: []report.Item{rangeItem},
 			Fix:      PortFix(b),
 		})
 	}
@@ -110,19 +114,19 @@ func PortFix(b *evidence.Bundle) []string {
 
 // churn reports many short-lived outgoing connections to one upstream: a
 // TIME_WAIT pile-up towards it while new connections keep being opened.
-func churn(b *evidence.Bundle, r evidence.Remote, size int) (Finding, bool) {
+func churn(b *evidence.Bundle, r evidence.Remote, size int) (report.Finding, bool) {
 	w, ok := b.Window()
 	if !ok || r.Addr == "" {
-		return Finding{}, false
+		return report.Finding{}, false
 	}
 	rate := w.Rate("Tcp.ActiveOpens")
 	if r.TimeWait < 1000 || r.TimeWait < size/4 || rate < 50 {
-		return Finding{}, false
+		return report.Finding{}, false
 	}
 	it, _ := counterItem(w, "Tcp.ActiveOpens")
-	f := Finding{ID: "upstream-connection-churn", Severity: Warning, Status: Active, Subject: r.Addr,
+	f := report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr,
 		Title: fmt.Sprintf("A new connection per request to %s: %d in TIME_WAIT, %.0f new connections/s", r.Addr, r.TimeWait, rate),
-		Evidence: []Item{
+		Evidence: []report.Item{
 			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", r.TimeWait, r.Established, r.Addr), Source: "sockdiag", Window: true},
 			it,
 		},
@@ -132,7 +136,7 @@ func churn(b *evidence.Bundle, r evidence.Remote, size int) (Finding, bool) {
 		},
 	}
 	if r.TimeWait >= size/2 {
-		f.Severity = Critical
+		f.Severity = report.Critical
 	}
 	return f, true
 }

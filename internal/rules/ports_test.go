@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // remotes returns a change that replaces the outgoing connection counts.
@@ -30,7 +31,7 @@ func portsCases() []ruleCase {
 		{
 			name:   "51 ports all used towards php-fpm (seed 000 stage 4)",
 			bundle: bundle(seed000Range, all(seed000Range, remotes(php))),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Active, Severity: report.Critical, Subject: "127.0.0.1:9000",
 				Evidence: []string{
 					"51 of 51 local ports in use towards 127.0.0.1:9000 (0 ESTABLISHED, 51 TIME_WAIT)",
 					"net.ipv4.ip_local_port_range = 20000 20050 (51 ports)",
@@ -39,33 +40,33 @@ func portsCases() []ruleCase {
 		{
 			name:   "exhaustion seen in the first snapshot only",
 			bundle: bundle(all(seed000Range, remotes(php)), seed000Range),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Active, Severity: report.Critical, Subject: "127.0.0.1:9000",
 				Evidence: []string{"51 of 51 local ports in use"}}},
 		},
 		{
 			name: "90% of a 100-port range",
 			bundle: bundle(nil, all(setSysctl("net.ipv4.ip_local_port_range", "20000 20099"),
 				remotes(evidence.Remote{Addr: "127.0.0.1:9000", Established: 10, TimeWait: 80, Ephemeral: 90}))),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Active, Severity: report.Critical, Subject: "127.0.0.1:9000",
 				Evidence: []string{"90 of 100 local ports in use towards 127.0.0.1:9000 (10 ESTABLISHED, 80 TIME_WAIT)"}}},
 		},
 		{
 			name: "89% of a 100-port range is only a small range",
 			bundle: bundle(nil, all(setSysctl("net.ipv4.ip_local_port_range", "20000 20099"),
 				remotes(evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 89, Ephemeral: 89}))),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Latent, Severity: report.Warning,
 				Evidence: []string{"net.ipv4.ip_local_port_range = 20000 20099 (100 ports)"}}},
 		},
 		{
 			name:   "tiny range, idle",
 			bundle: bundle(seed000Range, seed000Range),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Latent, Severity: report.Warning,
 				Evidence: []string{"net.ipv4.ip_local_port_range = 20000 20050 (51 ports)"}}},
 		},
 		{
 			name:   "9999 ports is small",
 			bundle: bundle(nil, setSysctl("net.ipv4.ip_local_port_range", "50000 59998")),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Latent, Severity: report.Warning,
 				Evidence: []string{"(9999 ports)"}}},
 		},
 		{
@@ -75,7 +76,7 @@ func portsCases() []ruleCase {
 		{
 			name:   "a new connection per request to redis (seed 004)",
 			bundle: bundle(remotes(redis(7000, 10)), all(remotes(redis(8000, 10)), raise(1200, "Tcp.ActiveOpens"))),
-			want: []want{{ID: "upstream-connection-churn", Status: Active, Severity: Warning, Subject: "10.0.0.5:6379",
+			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
 				Evidence: []string{
 					"8000 TIME_WAIT and 10 ESTABLISHED connections to 10.0.0.5:6379",
 					"Tcp.ActiveOpens +1200 in 1s (1200.0/s)",
@@ -84,23 +85,23 @@ func portsCases() []ruleCase {
 		{
 			name:   "churn filling half the range is critical",
 			bundle: bundle(nil, all(remotes(redis(15000, 10)), raise(1000, "Tcp.ActiveOpens"))),
-			want: []want{{ID: "upstream-connection-churn", Status: Active, Severity: Critical, Subject: "10.0.0.5:6379",
+			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Critical, Subject: "10.0.0.5:6379",
 				Evidence: []string{"15000 TIME_WAIT"}}},
 		},
 		{
 			name:   "ports exhausted by churn (seed 000 stage 5)",
 			bundle: bundle(nil, all(remotes(redis(26000, 0)), raise(1000, "Tcp.ActiveOpens"))),
 			want: []want{
-				{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "10.0.0.5:6379",
+				{ID: "ephemeral-port-exhaustion", Status: report.Active, Severity: report.Critical, Subject: "10.0.0.5:6379",
 					Evidence: []string{"26000 of 28232 local ports in use towards 10.0.0.5:6379"}},
-				{ID: "upstream-connection-churn", Status: Active, Severity: Critical, Subject: "10.0.0.5:6379",
+				{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Critical, Subject: "10.0.0.5:6379",
 					Evidence: []string{"26000 TIME_WAIT", "Tcp.ActiveOpens +1000"}},
 			},
 		},
 		{
 			name:   "churn threshold: a quarter of the range in TIME_WAIT at 50/s",
 			bundle: bundle(nil, all(remotes(redis(7058, 0)), raise(50, "Tcp.ActiveOpens"))),
-			want: []want{{ID: "upstream-connection-churn", Status: Active, Severity: Warning, Subject: "10.0.0.5:6379",
+			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
 				Evidence: []string{"Tcp.ActiveOpens +50 in 1s (50.0/s)"}}},
 		},
 		{
@@ -122,14 +123,14 @@ func portsCases() []ruleCase {
 		{
 			name:   "one snapshot, ports exhausted",
 			bundle: single(all(seed000Range, remotes(php))),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Active, Severity: Critical, Subject: "127.0.0.1:9000",
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Active, Severity: report.Critical, Subject: "127.0.0.1:9000",
 				Evidence: []string{"51 of 51 local ports"}}},
 		},
 		{
 			name: "no socket dump",
 			bundle: bundle(func(s *evidence.Snapshot) { s.Sockets = nil },
 				all(seed000Range, func(s *evidence.Snapshot) { s.Sockets = nil }, raise(1000, "Tcp.ActiveOpens"))),
-			want: []want{{ID: "ephemeral-port-exhaustion", Status: Latent, Severity: Warning,
+			want: []want{{ID: "ephemeral-port-exhaustion", Status: report.Latent, Severity: report.Warning,
 				Evidence: []string{"(51 ports)"}}},
 		},
 		{

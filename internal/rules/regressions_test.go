@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // Regressions for bugs found by review; each failed before its fix.
@@ -59,7 +60,7 @@ func TestPortsNoRemote(t *testing.T) {
 	one := all(setSysctl("net.ipv4.ip_local_port_range", "40000 40000"), func(s *evidence.Snapshot) { s.Sockets.Remotes = nil })
 	b := bundle(one, one)
 	for _, f := range checkPorts(b) {
-		if f.Status == Active {
+		if f.Status == report.Active {
 			t.Errorf("checkPorts() with no remotes fired active: %+v", f)
 		}
 	}

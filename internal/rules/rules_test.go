@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // seed000 is seed 000 with its first, third and fourth faults at once: a
@@ -27,7 +28,7 @@ func seed000() *evidence.Bundle {
 	return bundle(faults, all(faults,
 		listeners(nginxFull, php),
 		conntrack(200, 200, map[string]uint64{"drop": 175}),
-		kmsg("conntrack-table-full", ctTableFull),
+		kmsgs("conntrack-table-full", ctTableFull),
 		raise(3104, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"),
 		raise(544, "TcpExt.TCPReqQFullDoCookies"),
 		func(s *evidence.Snapshot) { s.Sockstat["TCP.tw"] = 1178 },
@@ -36,14 +37,14 @@ func seed000() *evidence.Bundle {
 
 // checkOrder fails unless active findings come before latent ones and,
 // within each, more severe before less.
-func checkOrder(t *testing.T, fs []Finding) {
+func checkOrder(t *testing.T, fs []report.Finding) {
 	t.Helper()
 	for i := 1; i < len(fs); i++ {
 		a, b := fs[i-1], fs[i]
-		if a.Status == Latent && b.Status == Active {
+		if a.Status == report.Latent && b.Status == report.Active {
 			t.Errorf("latent %s sorts before active %s", a.ID, b.ID)
 		}
-		if a.Status == b.Status && sevRank(a.Severity) > sevRank(b.Severity) {
+		if a.Status == b.Status && report.MoreSevere(b.Severity, a.Severity) {
 			t.Errorf("%s %s sorts before %s %s", a.Severity, a.ID, b.Severity, b.ID)
 		}
 	}
@@ -52,17 +53,17 @@ func checkOrder(t *testing.T, fs []Finding) {
 func TestRunSeed000(t *testing.T) {
 	got := Run(seed000(), All)
 	want := []key{
-		{"accept-queue-overflow", Active, Critical, "10.77.0.2:80"},
-		{"conntrack-table-full", Active, Critical, ""},
-		{"syn-queue-overflow", Active, Warning, ""},
-		{"ephemeral-port-exhaustion", Latent, Warning, ""},
-		{"risky-sysctl", Latent, Warning, "net.core.somaxconn"},
+		{"accept-queue-overflow", report.Active, report.Critical, "10.77.0.2:80"},
+		{"conntrack-table-full", report.Active, report.Critical, ""},
+		{"syn-queue-overflow", report.Active, report.Warning, ""},
+		{"ephemeral-port-exhaustion", report.Latent, report.Warning, ""},
+		{"risky-sysctl", report.Latent, report.Warning, "net.core.somaxconn"},
 	}
 	if diff := cmp.Diff(want, keys(got)); diff != "" {
 		t.Errorf("Run() mismatch (-want +got):\n%s", diff)
 	}
-	for _, id := range []string{"conntrack-table-full", "accept-queue-overflow", "ephemeral-port-exhaustion"} {
-		if !slices.ContainsFunc(got, func(f Finding) bool { return f.ID == id }) {
+	for _, id := range []report.FindingID{ConntrackTableFull, AcceptQueueOverflow, EphemeralPortExhaustion} {
+		if !slices.ContainsFunc(got, func(f report.Finding) bool { return f.ID == id }) {
 			t.Errorf("Run() lacks %s", id)
 		}
 	}
@@ -92,25 +93,25 @@ func TestRunSortsEveryCase(t *testing.T) {
 }
 
 func TestRunSortKeys(t *testing.T) {
-	in := []Finding{
-		{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "b"},
-		{ID: "fd-limit", Status: Latent, Severity: Info},
-		{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "a"},
-		{ID: "dns-slow", Status: Active, Severity: Warning},
-		{ID: "packet-loss", Status: Active, Severity: Critical},
-		{ID: "conntrack-table-full", Status: Latent, Severity: Warning},
-		{ID: "cpu-saturated", Status: Active, Severity: Critical},
+	in := []report.Finding{
+		{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: "b"},
+		{ID: "fd-limit", Status: report.Latent, Severity: report.Info},
+		{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: "a"},
+		{ID: "dns-slow", Status: report.Active, Severity: report.Warning},
+		{ID: "packet-loss", Status: report.Active, Severity: report.Critical},
+		{ID: "conntrack-table-full", Status: report.Latent, Severity: report.Warning},
+		{ID: "cpu-saturated", Status: report.Active, Severity: report.Critical},
 	}
-	rule := Rule{Name: "fixed", Check: func(*evidence.Bundle) []Finding { return slices.Clone(in) }}
+	rule := Rule{Name: "fixed", Check: func(*evidence.Bundle) []report.Finding { return slices.Clone(in) }}
 	got := Run(bundle(nil, nil), []Rule{rule})
 	want := []key{
-		{"cpu-saturated", Active, Critical, ""},
-		{"packet-loss", Active, Critical, ""},
-		{"dns-slow", Active, Warning, ""},
-		{"conntrack-table-full", Latent, Warning, ""},
-		{"risky-sysctl", Latent, Warning, "a"},
-		{"risky-sysctl", Latent, Warning, "b"},
-		{"fd-limit", Latent, Info, ""},
+		{"cpu-saturated", report.Active, report.Critical, ""},
+		{"packet-loss", report.Active, report.Critical, ""},
+		{"dns-slow", report.Active, report.Warning, ""},
+		{"conntrack-table-full", report.Latent, report.Warning, ""},
+		{"risky-sysctl", report.Latent, report.Warning, "a"},
+		{"risky-sysctl", report.Latent, report.Warning, "b"},
+		{"fd-limit", report.Latent, report.Info, ""},
 	}
 	if diff := cmp.Diff(want, keys(got)); diff != "" {
 		t.Errorf("Run() order mismatch (-want +got):\n%s", diff)
@@ -173,7 +174,7 @@ func TestHealthyHostQuiet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, f := range Run(tt.b, All) {
-				if f.Severity == Critical || f.Severity == Warning {
+				if f.Severity == report.Critical || f.Severity == report.Warning {
 					t.Errorf("Run() on a healthy host: %s %s %s (%s): %s", f.Status, f.Severity, f.ID, f.Subject, f.Title)
 				}
 			}
@@ -189,11 +190,11 @@ func TestActiveFindingsHaveWindowEvidence(t *testing.T) {
 	for _, tb := range tables {
 		for _, tc := range tb.cases() {
 			for _, f := range tb.check(tc.bundle) {
-				if f.Status != Active {
+				if f.Status != report.Active {
 					continue
 				}
 				active++
-				if !slices.ContainsFunc(f.Evidence, func(it Item) bool { return it.Window }) {
+				if !slices.ContainsFunc(f.Evidence, func(it report.Item) bool { return it.Window }) {
 					t.Errorf("%s %q: active %s (%s) has no evidence with Window = true: %+v", tb.name, tc.name, f.ID, f.Subject, f.Evidence)
 				}
 			}
@@ -352,12 +353,12 @@ func TestCounterItem(t *testing.T) {
 		dur   time.Duration
 		first uint64
 		last  uint64
-		want  Item
+		want  report.Item
 		wantD uint64
 	}{
-		{"one second", time.Second, 0, 117, Item{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 117},
-		{"rounded window", 2540 * time.Millisecond, 10, 35, Item{Text: "TcpExt.ListenOverflows +25 in 2.5s (9.8/s)", Source: "TcpExt.ListenOverflows", Window: true}, 25},
-		{"backwards", time.Second, 500, 3, Item{Text: "TcpExt.ListenOverflows +0 in 1s (0.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 0},
+		{"one second", time.Second, 0, 117, report.Item{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 117},
+		{"rounded window", 2540 * time.Millisecond, 10, 35, report.Item{Text: "TcpExt.ListenOverflows +25 in 2.5s (9.8/s)", Source: "TcpExt.ListenOverflows", Window: true}, 25},
+		{"backwards", time.Second, 500, 3, report.Item{Text: "TcpExt.ListenOverflows +0 in 1s (0.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 0},
 	}
 	for _, tt := range tests {
 		b := bundle(func(s *evidence.Snapshot) { s.Counters["TcpExt.ListenOverflows"] = tt.first },

@@ -5,7 +5,11 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
+
+// RiskySysctl: a setting copied from old advice hurts.
+const RiskySysctl report.FindingID = "risky-sysctl"
 
 // risky is one setting that copy-paste tuning guides recommend and that
 // hurts on current kernels (../shared/docs/advice.md).
@@ -51,17 +55,17 @@ func Risky(name string, v int64) (bad bool, value, why string, known bool) {
 }
 
 // checkSysctls flags settings known to hurt, whatever the load.
-func checkSysctls(b *evidence.Bundle) []Finding {
+func checkSysctls(b *evidence.Bundle) []report.Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	var out []Finding
+	var out []report.Finding
 	for _, r := range riskySettings {
 		v, ok := SysctlInt(last, r.name)
 		if !ok || !r.bad(v) {
 			continue
 		}
-		out = append(out, Finding{ID: "risky-sysctl", Severity: Warning, Status: Latent, Subject: r.name,
+		out = append(out, report.Finding{ID: RiskySysctl, Severity: report.Warning, Status: report.Latent, Subject: r.name,
 			Title:    fmt.Sprintf("%s = %d: %s", r.name, v, strings.SplitN(r.why, ";", 2)[0]),
-			Evidence: []Item{settingItem(r.name, fmt.Sprint(v)), {Text: "why: " + r.why, Source: "advice"}},
+			Evidence: []report.Item{settingItem(r.name, fmt.Sprint(v)), {Text: "why: " + r.why, Source: "advice"}},
 			Fix:      sysctlFix(b, r.name, r.value),
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 func sysctlCases() []ruleCase {
@@ -13,7 +14,7 @@ func sysctlCases() []ruleCase {
 		return ruleCase{
 			name:   name + "=" + value,
 			bundle: bundle(nil, setSysctl(name, value)),
-			want: []want{{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: name,
+			want: []want{{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: name,
 				Evidence: []string{name + " = " + value, "why: "}}},
 		}
 	}
@@ -54,10 +55,10 @@ func sysctlCases() []ruleCase {
 			bundle: bundle(nil, all(setSysctl("net.ipv4.tcp_keepalive_time", "3"), setSysctl("net.ipv4.tcp_tw_recycle", "1"),
 				setSysctl("net.core.netdev_max_backlog", "1"), setSysctl("net.ipv4.tcp_max_tw_buckets", "5000"))),
 			want: []want{
-				{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "net.ipv4.tcp_tw_recycle", Evidence: []string{"net.ipv4.tcp_tw_recycle = 1"}},
-				{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "net.ipv4.tcp_max_tw_buckets", Evidence: []string{"net.ipv4.tcp_max_tw_buckets = 5000"}},
-				{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "net.core.netdev_max_backlog", Evidence: []string{"net.core.netdev_max_backlog = 1"}},
-				{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "net.ipv4.tcp_keepalive_time", Evidence: []string{"net.ipv4.tcp_keepalive_time = 3"}},
+				{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: "net.ipv4.tcp_tw_recycle", Evidence: []string{"net.ipv4.tcp_tw_recycle = 1"}},
+				{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: "net.ipv4.tcp_max_tw_buckets", Evidence: []string{"net.ipv4.tcp_max_tw_buckets = 5000"}},
+				{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: "net.core.netdev_max_backlog", Evidence: []string{"net.core.netdev_max_backlog = 1"}},
+				{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: "net.ipv4.tcp_keepalive_time", Evidence: []string{"net.ipv4.tcp_keepalive_time = 3"}},
 			},
 		},
 		{
@@ -75,7 +76,7 @@ func sysctlCases() []ruleCase {
 		{
 			name:   "one snapshot",
 			bundle: single(setSysctl("net.ipv4.tcp_abort_on_overflow", "1")),
-			want: []want{{ID: "risky-sysctl", Status: Latent, Severity: Warning, Subject: "net.ipv4.tcp_abort_on_overflow",
+			want: []want{{ID: "risky-sysctl", Status: report.Latent, Severity: report.Warning, Subject: "net.ipv4.tcp_abort_on_overflow",
 				Evidence: []string{"net.ipv4.tcp_abort_on_overflow = 1"}}},
 		},
 	}
@@ -90,20 +91,20 @@ func TestCheckSysctls(t *testing.T) {
 func TestRiskySysctlFinding(t *testing.T) {
 	b := inNetNS(bundle(nil, all(setSysctl("net.ipv4.tcp_tw_recycle", "1"), setSysctl("net.core.netdev_max_backlog", "1"))), "feas-srv")
 	got := checkSysctls(b)
-	want := []Finding{
+	want := []report.Finding{
 		{
-			ID: "risky-sysctl", Severity: Warning, Status: Latent, Subject: "net.ipv4.tcp_tw_recycle",
+			ID: "risky-sysctl", Severity: report.Warning, Status: report.Latent, Subject: "net.ipv4.tcp_tw_recycle",
 			Title: "net.ipv4.tcp_tw_recycle = 1: drops SYNs from clients behind NAT",
-			Evidence: []Item{
+			Evidence: []report.Item{
 				{Text: "net.ipv4.tcp_tw_recycle = 1", Source: "sysctl"},
 				{Text: "why: drops SYNs from clients behind NAT; broken since 4.10 and removed in 4.12", Source: "advice"},
 			},
 			Fix: sysctlFix(b, "net.ipv4.tcp_tw_recycle", "0"),
 		},
 		{
-			ID: "risky-sysctl", Severity: Warning, Status: Latent, Subject: "net.core.netdev_max_backlog",
+			ID: "risky-sysctl", Severity: report.Warning, Status: report.Latent, Subject: "net.core.netdev_max_backlog",
 			Title: "net.core.netdev_max_backlog = 1: a tiny per-CPU input backlog drops received packets under any burst",
-			Evidence: []Item{
+			Evidence: []report.Item{
 				{Text: "net.core.netdev_max_backlog = 1", Source: "sysctl"},
 				{Text: "why: a tiny per-CPU input backlog drops received packets under any burst", Source: "advice"},
 			},

@@ -5,24 +5,29 @@ import (
 	"strconv"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kmsg"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
+
+// TimewaitBucketOverflow: TIME_WAIT sockets were destroyed early: tcp_max_tw_buckets was reached.
+const TimewaitBucketOverflow report.FindingID = "timewait-bucket-overflow"
 
 // checkTimeWait finds TIME_WAIT sockets destroyed early because the table
 // hit tcp_max_tw_buckets (seed 004). On 6.x only the counter records it;
 // older kernels also log "time wait bucket table overflow".
-func checkTimeWait(b *evidence.Bundle) []Finding {
+func checkTimeWait(b *evidence.Bundle) []report.Finding {
 	w, ok := b.Window()
 	if !ok {
 		return nil
 	}
 	it, d := counterItem(w, "TcpExt.TCPTimeWaitOverflow")
-	var items []Item
+	var items []report.Item
 	if d > 0 {
 		items = append(items, it)
 	}
 	for _, m := range b.Kmsg() {
-		if m.Class == "timewait-overflow" {
-			items = append(items, Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+		if m.Class == kmsg.ClassTimewaitOverflow {
+			items = append(items, report.Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
 			break
 		}
 	}
@@ -34,10 +39,10 @@ func checkTimeWait(b *evidence.Bundle) []Finding {
 		items = append(items, settingItem("net.ipv4.tcp_max_tw_buckets", strconv.FormatInt(twMax, 10)))
 	}
 	if tw, ok := last.Sockstat["TCP.tw"]; ok {
-		items = append(items, Item{Text: fmt.Sprintf("%d sockets in TIME_WAIT at the end of the window", tw), Source: "sockstat", Window: true})
+		items = append(items, report.Item{Text: fmt.Sprintf("%d sockets in TIME_WAIT at the end of the window", tw), Source: "sockstat", Window: true})
 	}
 	want := "262144"
-	return []Finding{{ID: "timewait-bucket-overflow", Severity: Warning, Status: Active,
+	return []report.Finding{{ID: TimewaitBucketOverflow, Severity: report.Warning, Status: report.Active,
 		Title:    "TIME_WAIT table overflow: closing connections skip TIME_WAIT, losing protection against stray old segments",
 		Evidence: items,
 		Fix: append(sysctlFix(b, "net.ipv4.tcp_max_tw_buckets", want),

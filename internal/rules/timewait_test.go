@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 const twOverflowMsg = "TCP: time wait bucket table overflow"
@@ -20,7 +21,7 @@ func timeWaitCases() []ruleCase {
 		{
 			name:   "overflow counter rising (fault 6)",
 			bundle: bundle(tiny, all(tiny, raise(19428, "TcpExt.TCPTimeWaitOverflow"), func(s *evidence.Snapshot) { s.Sockstat["TCP.tw"] = 10 })),
-			want: []want{{ID: "timewait-bucket-overflow", Status: Active, Severity: Warning,
+			want: []want{{ID: "timewait-bucket-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{
 					"TcpExt.TCPTimeWaitOverflow +19428 in 1s (19428.0/s)",
 					"net.ipv4.tcp_max_tw_buckets = 10",
@@ -29,14 +30,14 @@ func timeWaitCases() []ruleCase {
 		},
 		{
 			name:   "kernel message only (older kernels, seed 004)",
-			bundle: bundle(nil, kmsg("timewait-overflow", twOverflowMsg, twOverflowMsg)),
-			want: []want{{ID: "timewait-bucket-overflow", Status: Active, Severity: Warning,
+			bundle: bundle(nil, kmsgs("timewait-overflow", twOverflowMsg, twOverflowMsg)),
+			want: []want{{ID: "timewait-bucket-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"kernel: " + twOverflowMsg, "net.ipv4.tcp_max_tw_buckets = 131072"}}},
 		},
 		{
 			name:   "no sockstat",
 			bundle: bundle(nil, all(raise(1, "TcpExt.TCPTimeWaitOverflow"), func(s *evidence.Snapshot) { s.Sockstat = nil })),
-			want: []want{{ID: "timewait-bucket-overflow", Status: Active, Severity: Warning,
+			want: []want{{ID: "timewait-bucket-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{"TcpExt.TCPTimeWaitOverflow +1 in 1s"}}},
 		},
 		{
@@ -53,11 +54,11 @@ func timeWaitCases() []ruleCase {
 		},
 		{
 			name:   "unrelated kernel message",
-			bundle: bundle(nil, kmsg("syn-flooding", "TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies.")),
+			bundle: bundle(nil, kmsgs("syn-flooding", "TCP: request_sock_TCP: Possible SYN flooding on port 80. Sending cookies.")),
 		},
 		{
 			name:   "one snapshot",
-			bundle: single(kmsg("timewait-overflow", twOverflowMsg)),
+			bundle: single(kmsgs("timewait-overflow", twOverflowMsg)),
 		},
 	}
 }
@@ -71,13 +72,13 @@ func TestCheckTimeWait(t *testing.T) {
 func TestTimeWaitEvidence(t *testing.T) {
 	tiny := setSysctl("net.ipv4.tcp_max_tw_buckets", "10")
 	b := inNetNS(bundle(tiny, all(tiny, raise(19428, "TcpExt.TCPTimeWaitOverflow"),
-		kmsg("timewait-overflow", twOverflowMsg, twOverflowMsg),
+		kmsgs("timewait-overflow", twOverflowMsg, twOverflowMsg),
 		func(s *evidence.Snapshot) { s.Sockstat["TCP.tw"] = 10 })), "feas-srv")
 	got := checkTimeWait(b)
 	if len(got) != 1 {
 		t.Fatalf("checkTimeWait() = %v, want one finding", keys(got))
 	}
-	wantEvidence := []Item{
+	wantEvidence := []report.Item{
 		{Text: "TcpExt.TCPTimeWaitOverflow +19428 in 1s (19428.0/s)", Source: "TcpExt.TCPTimeWaitOverflow", Window: true},
 		{Text: "kernel: " + twOverflowMsg, Source: "kmsg", Window: true},
 		{Text: "net.ipv4.tcp_max_tw_buckets = 10", Source: "sysctl"},

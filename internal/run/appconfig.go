@@ -7,37 +7,38 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // serverSide is the side name server findings carry.
-func serverSide(r *Result) string {
+func serverSide(r *Result) report.Side {
 	for _, s := range r.Sides {
-		if s.Name == "server" && s.Why == sameNamespace {
-			return "local"
+		if s.Name == report.Server && s.Why == sameNamespace {
+			return report.Local
 		}
 	}
-	return "server"
+	return report.Server
 }
 
 // appConfig adds to the kernel's findings what the servers' own
 // configuration and logs say about them: the directive, with file and
 // line, that sets the limit, and the log lines the fault wrote. A fix
 // then names the line to change, not just the sysctl.
-func appConfig(r *Result, fs *[]rules.Finding) {
+func appConfig(r *Result, fs *[]report.Finding) {
 	for i := range *fs {
 		f := &(*fs)[i]
 		switch f.ID {
-		case "accept-queue-overflow":
+		case rules.AcceptQueueOverflow:
 			backlogSource(r, f)
-		case "nagle-delayed-ack":
+		case rules.NagleDelayedACK:
 			for _, s := range r.Servers {
 				if s.Nginx == nil {
 					continue
 				}
 				for _, src := range s.Nginx.NoDelayOff {
-					f.Evidence = append(f.Evidence, rules.Item{Text: "nginx: tcp_nodelay off at " + src, Source: "nginx -T"})
+					f.Evidence = append(f.Evidence, report.Item{Text: "nginx: tcp_nodelay off at " + src, Source: "nginx -T"})
 					f.Fix = append([]string{fmt.Sprintf("set `tcp_nodelay on;` at %s (nginx's default), then nginx -s reload", src)}, f.Fix...)
 				}
 			}
@@ -48,7 +49,7 @@ func appConfig(r *Result, fs *[]rules.Finding) {
 		if n == 0 {
 			continue
 		}
-		logged := rules.Item{Text: item, Source: "log", Window: true}
+		logged := report.Item{Text: item, Source: "log", Window: true}
 		var fix []string
 		switch {
 		case s.Nginx != nil:
@@ -63,10 +64,10 @@ func appConfig(r *Result, fs *[]rules.Finding) {
 		merged := false
 		for i := range *fs {
 			f := &(*fs)[i]
-			if f.ID == "fd-limit" && f.Status == rules.Active && ownedBy(f.Subject, s) {
-				f.Evidence = append([]rules.Item{logged}, f.Evidence...)
+			if f.ID == rules.FDLimit && f.Status == report.Active && ownedBy(f.Subject, s) {
+				f.Evidence = append([]report.Item{logged}, f.Evidence...)
 				f.Fix = append(fix, f.Fix...)
-				f.Severity = rules.Critical
+				f.Severity = report.Critical
 				merged = true
 			}
 		}
@@ -76,10 +77,10 @@ func appConfig(r *Result, fs *[]rules.Finding) {
 		if len(fix) == 0 {
 			fix = []string{"raise the process's RLIMIT_NOFILE (ulimit -n, systemd LimitNOFILE=) and check for descriptor leaks"}
 		}
-		*fs = append(*fs, rules.Finding{ID: "fd-limit", Severity: rules.Critical, Status: rules.Active, Side: serverSide(r),
+		*fs = append(*fs, report.Finding{ID: rules.FDLimit, Severity: report.Critical, Status: report.Active, Side: serverSide(r),
 			Subject:  strconv.Itoa(s.PIDs[0]),
 			Title:    fmt.Sprintf("%s ran out of file descriptors: accept() failed with EMFILE", s.Kind),
-			Evidence: []rules.Item{logged}, Fix: fix})
+			Evidence: []report.Item{logged}, Fix: fix})
 	}
 }
 
@@ -92,7 +93,7 @@ func ownedBy(subject string, s *app.Server) bool {
 // backlogSource names the directive behind a listener's backlog, and
 // sizes the queue with what the run knows and the kernel-only rule does
 // not: the load's burst and its p99.
-func backlogSource(r *Result, f *rules.Finding) {
+func backlogSource(r *Result, f *report.Finding) {
 	want := resizeBacklog(r, f)
 	for _, s := range r.Servers {
 		if s.Addr != f.Subject {
@@ -110,11 +111,11 @@ func backlogSource(r *Result, f *rules.Finding) {
 				if l.Backlog >= 0 {
 					b = fmt.Sprintf("backlog=%d", l.Backlog)
 				}
-				f.Evidence = append(f.Evidence, rules.Item{Text: fmt.Sprintf("nginx listen %s %s at %s", l.Addr, b, l.Source), Source: "nginx -T"})
+				f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("nginx listen %s %s at %s", l.Addr, b, l.Source), Source: "nginx -T"})
 				f.Fix = append(f.Fix, fmt.Sprintf("nginx: `listen %s backlog=%d;` at %s (with net.core.somaxconn at least as large), then nginx -s reload", l.Addr, want, l.Source))
 			}
 		case s.Pool != nil:
-			f.Evidence = append(f.Evidence, rules.Item{Text: fmt.Sprintf("php-fpm pool %s listen.backlog = %s", s.Pool.Name, s.Pool.Backlog), Source: "php-fpm config"})
+			f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("php-fpm pool %s listen.backlog = %s", s.Pool.Name, s.Pool.Backlog), Source: "php-fpm config"})
 			f.Fix = append(f.Fix, fmt.Sprintf("php-fpm: `listen.backlog = %d` in pool %s (%s), then reload php-fpm", want, s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)))
 		}
 	}
@@ -123,7 +124,7 @@ func backlogSource(r *Result, f *rules.Finding) {
 // resizeBacklog redoes the kernel-only rule's advice for the finding's
 // listener with the load's burst and p99, and returns the backlog it
 // proposes.
-func resizeBacklog(r *Result, f *rules.Finding) int {
+func resizeBacklog(r *Result, f *report.Finding) int {
 	burst, p99 := 0, 0.0
 	if r.Load != nil {
 		burst, p99 = r.Load.Connections, r.Load.Latency.P99.Seconds()

@@ -8,6 +8,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -33,7 +34,7 @@ func TestBacklogFromLoad(t *testing.T) {
 		Servers: []*app.Server{{Kind: "nginx", Addr: "10.0.0.1:80", PIDs: []int{7},
 			Nginx: &app.NginxInfo{Listens: []app.NginxListen{{Addr: "10.0.0.1:80", Backlog: -1, Source: "/etc/nginx/nginx.conf:12"}}}}}}
 	fs := rules.Run(b, rules.All)
-	var f *rules.Finding
+	var f *report.Finding
 	for i := range fs {
 		if fs[i].ID == "accept-queue-overflow" {
 			f = &fs[i]

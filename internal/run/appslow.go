@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -17,18 +18,18 @@ const appSlowLatency = 30 * time.Millisecond
 // kernel dropped nothing: the time goes to waiting inside the
 // application (seed 003: threads blocked on a logging lock). Workers'
 // wait channels say on what: a lock, a sleep, a backend's socket.
-func appSlow(r *Result, found []rules.Finding) []rules.Finding {
+func appSlow(r *Result, found []report.Finding) []report.Finding {
 	lr := r.Load
 	if lr == nil || lr.Requests < 20 || lr.Latency.P50 < appSlowLatency {
 		return nil
 	}
 	for _, f := range found {
-		if f.Status != rules.Active {
+		if f.Status != report.Active {
 			continue
 		}
 		switch f.ID {
-		case "worker-pool-exhausted", "nagle-delayed-ack", "cpu-saturated", "conntrack-table-full",
-			"syn-queue-overflow", "packet-loss", "bandwidth-saturated", "load-generator-saturated":
+		case rules.WorkerPoolExhausted, rules.NagleDelayedACK, rules.CPUSaturated, rules.ConntrackTableFull,
+			rules.SynQueueOverflow, rules.PacketLoss, rules.BandwidthSaturated, rules.LoadGeneratorSaturated:
 			return nil // a cause of latency already named
 		}
 	}
@@ -44,7 +45,7 @@ func appSlow(r *Result, found []rules.Finding) []rules.Finding {
 			s = c
 		}
 	}
-	ev := []rules.Item{
+	ev := []report.Item{
 		{Text: fmt.Sprintf("responses took p50 %s, p99 %s over %d requests", lr.Latency.P50.Round(time.Millisecond/10), lr.Latency.P99.Round(time.Millisecond/10), lr.Requests), Source: "load", Window: true},
 		{Text: fmt.Sprintf("server CPU %.0f%% busy, and no queue overflowed nor packet dropped", 100*busy), Source: "/proc/stat", Window: true},
 	}
@@ -53,17 +54,17 @@ func appSlow(r *Result, found []rules.Finding) []rules.Finding {
 	if s != nil {
 		subject = s.Kind + " " + s.Addr
 		sh, total := waitShares(loadSamples(s, r))
-		ev = append(ev, rules.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %s", s.Kind, describeWaits(sh, total)), Source: "wchan", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %s", s.Kind, describeWaits(sh, total)), Source: "wchan", Window: true})
 		if len(sh) > 0 && 2*sh[0].n >= total {
 			fix = append([]string{waitFix[sh[0].class]}, fix...)
 		}
 	}
 	for _, sv := range r.Servers {
 		if item, n := logItem(sv, app.EventSlow, "slow requests"); n > 0 {
-			ev = append(ev, rules.Item{Text: item, Source: "log", Window: true})
+			ev = append(ev, report.Item{Text: item, Source: "log", Window: true})
 		}
 	}
-	return []rules.Finding{{ID: "app-slow", Severity: rules.Warning, Status: rules.Active, Subject: subject, Side: serverSide(r),
+	return []report.Finding{{ID: rules.AppSlow, Severity: report.Warning, Status: report.Active, Subject: subject, Side: serverSide(r),
 		Title:    fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond)),
 		Evidence: ev, Fix: fix}}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -18,7 +19,7 @@ import (
 // Unless the load failed with it: drops that a flood or another client
 // keeps going (seed 001 §6) are not the load's doing either, but when the
 // load's own connections fail in numbers they hurt it all the same.
-func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side string, lr *load.Result) {
+func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side report.Side, lr *load.Result) {
 	if b == nil {
 		return
 	}
@@ -40,7 +41,7 @@ func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side stri
 	}
 	for i := range fs {
 		f := &fs[i]
-		if f.Status != rules.Active || f.Side != side {
+		if f.Status != report.Active || f.Side != side {
 			continue
 		}
 		background := true
@@ -59,25 +60,25 @@ func baseline(fs []rules.Finding, b *evidence.Bundle, start time.Time, side stri
 			continue
 		}
 		if connFailed(lr) && dropsConnections[f.ID] {
-			f.Evidence = append(f.Evidence, rules.Item{
+			f.Evidence = append(f.Evidence, report.Item{
 				Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: something besides the load drives them, and the load's connections failed with them", bw.Duration().Seconds()),
 				Source: "baseline", Window: true,
 			})
 			continue
 		}
-		f.Evidence = append(f.Evidence, rules.Item{
+		f.Evidence = append(f.Evidence, report.Item{
 			Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: background, not caused by it", bw.Duration().Seconds()),
 			Source: "baseline", Window: true,
 		})
-		if f.Severity == rules.Critical {
-			f.Severity = rules.Warning
+		if f.Severity == report.Critical {
+			f.Severity = report.Warning
 		}
 	}
 }
 
 // dropsConnections are findings whose counters count connections or
 // packets the kernel dropped.
-var dropsConnections = map[string]bool{"syn-queue-overflow": true, "accept-queue-overflow": true, "conntrack-table-full": true}
+var dropsConnections = map[report.FindingID]bool{rules.SynQueueOverflow: true, rules.AcceptQueueOverflow: true, rules.ConntrackTableFull: true}
 
 // connFailed reports a load whose connects failed or timed out for at
 // least a tenth of its attempts.

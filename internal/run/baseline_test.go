@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // TestBaseline: retransmits rising as fast before the load are
@@ -21,15 +21,15 @@ func TestBaseline(t *testing.T) {
 		b.Snapshots = append(b.Snapshots, evidence.Snapshot{Time: t0.Add(time.Duration(i) * time.Second),
 			Counters: map[string]uint64{"Tcp.RetransSegs": uint64(50 * i), "TcpExt.ListenOverflows": overflows}})
 	}
-	fs := []rules.Finding{
-		{ID: "packet-loss", Severity: rules.Critical, Status: rules.Active, Side: "server", Evidence: []rules.Item{{Source: "Tcp.RetransSegs", Window: true}}},
-		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Side: "server", Evidence: []rules.Item{{Source: "TcpExt.ListenOverflows", Window: true}}},
+	fs := []report.Finding{
+		{ID: "packet-loss", Severity: report.Critical, Status: report.Active, Side: "server", Evidence: []report.Item{{Source: "Tcp.RetransSegs", Window: true}}},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Side: "server", Evidence: []report.Item{{Source: "TcpExt.ListenOverflows", Window: true}}},
 	}
 	baseline(fs, b, start, "server", nil)
-	if fs[0].Severity != rules.Warning || len(fs[0].Evidence) != 2 || fs[0].Evidence[1].Source != "baseline" {
+	if fs[0].Severity != report.Warning || len(fs[0].Evidence) != 2 || fs[0].Evidence[1].Source != "baseline" {
 		t.Errorf("background retransmits: %+v", fs[0])
 	}
-	if fs[1].Severity != rules.Critical || len(fs[1].Evidence) != 1 {
+	if fs[1].Severity != report.Critical || len(fs[1].Evidence) != 1 {
 		t.Errorf("load-driven overflows: %+v", fs[1])
 	}
 }

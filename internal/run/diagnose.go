@@ -6,6 +6,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -29,8 +30,8 @@ func Window(b *evidence.Bundle, start time.Time) *evidence.Bundle {
 
 // diagnose runs the rules on each observed side's load window, and adds
 // the load generator's judgement of itself.
-func diagnose(r *Result) []rules.Finding {
-	var out []rules.Finding
+func diagnose(r *Result) []report.Finding {
+	var out []report.Finding
 	seen := map[*evidence.Bundle]bool{}
 	hosts := map[string]bool{} // hosts whose CPUs were judged
 	for _, s := range r.Sides {
@@ -39,15 +40,15 @@ func diagnose(r *Result) []rules.Finding {
 		}
 		seen[s.Bundle] = true
 		name := s.Name
-		if s.Name == "server" && s.Why == sameNamespace {
-			name = "local"
+		if s.Name == report.Server && s.Why == sameNamespace {
+			name = report.Local
 		}
-		var side []rules.Finding
+		var side []report.Finding
 		for _, f := range rules.Run(Window(s.Bundle, r.LoadStart), rules.All) {
-			if f.ID == "accept-queue-overflow" && f.Status == rules.Latent && !r.serves(f.Subject) {
+			if f.ID == rules.AcceptQueueOverflow && f.Status == report.Latent && !r.serves(f.Subject) {
 				continue // another service's small backlog is not this run's business
 			}
-			if f.ID == "cpu-saturated" {
+			if f.ID == rules.CPUSaturated {
 				// /proc/stat is the host's, whatever the namespace: two
 				// sides on one host saw the same CPUs.
 				if hosts[s.Bundle.Host.Hostname] {
@@ -93,24 +94,24 @@ func diagnose(r *Result) []rules.Finding {
 }
 
 // LoadFindings turns the load generator's self-judgement into findings.
-func LoadFindings(res *load.Result) []rules.Finding {
+func LoadFindings(res *load.Result) []report.Finding {
 	if res == nil || !res.Saturated {
 		return nil
 	}
-	f := rules.Finding{ID: "load-generator-saturated", Severity: rules.Warning, Status: rules.Active, Side: "client",
+	f := report.Finding{ID: rules.LoadGeneratorSaturated, Severity: report.Warning, Status: report.Active, Side: "client",
 		Title: "The load generator, not the server, may limit these numbers",
 		Fix: []string{"run with more threads (-t) on more CPUs, or from another host, and compare",
 			"raise the generator's open-file limit (ulimit -n) or local port range when those ran out"}}
 	for _, s := range res.SaturatedBy {
-		f.Evidence = append(f.Evidence, rules.Item{Text: s, Source: "load", Window: true})
+		f.Evidence = append(f.Evidence, report.Item{Text: s, Source: "load", Window: true})
 	}
-	return []rules.Finding{f}
+	return []report.Finding{f}
 }
 
 // tieShape adds the throughput's shape as evidence to the findings whose
 // counters moved with it: the saw-tooth of seed 002 belongs to the
 // conntrack drops that rose in step with each collapse.
-func tieShape(fs []rules.Finding, sh Shape) {
+func tieShape(fs []report.Finding, sh Shape) {
 	if len(sh.MovedWith) == 0 {
 		return
 	}
@@ -121,7 +122,7 @@ func tieShape(fs []rules.Finding, sh Shape) {
 	for i := range fs {
 		for _, e := range fs[i].Evidence {
 			if moved[e.Source] {
-				fs[i].Evidence = append(fs[i].Evidence, rules.Item{Text: sh.Text, Source: "timeline", Window: true})
+				fs[i].Evidence = append(fs[i].Evidence, report.Item{Text: sh.Text, Source: "timeline", Window: true})
 				break
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -15,7 +16,7 @@ import (
 // client). A reverse-lookup hang, latent for a host at rest, is then
 // active: it is what requests wait for. relate names it as the cause of
 // the full pool or the slow application.
-func dnsInPath(r *Result, fs []rules.Finding) {
+func dnsInPath(r *Result, fs []report.Finding) {
 	var who *app.Server
 	var pct float64
 	for _, s := range r.Servers {
@@ -30,11 +31,11 @@ func dnsInPath(r *Result, fs []rules.Finding) {
 	side := serverSide(r)
 	for i := range fs {
 		f := &fs[i]
-		if f.Side != side || (f.ID != "reverse-dns-lookup" && f.ID != "dns-slow") {
+		if f.Side != side || (f.ID != rules.ReverseDNSLookup && f.ID != rules.DNSSlow) {
 			continue
 		}
-		f.Status = rules.Active
-		f.Evidence = append(f.Evidence, rules.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %.0f%% waiting in a name lookup (a UDP socket to port 53, polled); requests took p50 %v: these lookups are in the request path",
+		f.Status = report.Active
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %.0f%% waiting in a name lookup (a UDP socket to port 53, polled); requests took p50 %v: these lookups are in the request path",
 			who.Kind, pct, r.Load.Latency.P50.Round(1e5)), Source: "wchan", Window: true})
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -20,7 +21,7 @@ const (
 // nagle finds the Nagle / delayed-ACK stall (seed 001 §7): most latencies
 // in the 40 ms band, small responses, and about one delayed ACK per
 // request on the client.
-func nagle(res *load.Result, client *evidence.Bundle, start time.Time) []rules.Finding {
+func nagle(res *load.Result, client *evidence.Bundle, start time.Time) []report.Finding {
 	if res == nil || res.Requests < 20 || client == nil {
 		return nil
 	}
@@ -38,9 +39,9 @@ func nagle(res *load.Result, client *evidence.Bundle, start time.Time) []rules.F
 	if perReq < 0.5 || size > 16<<10 {
 		return nil
 	}
-	f := rules.Finding{ID: "nagle-delayed-ack", Severity: rules.Critical, Status: rules.Active, Side: "server",
+	f := report.Finding{ID: rules.NagleDelayedACK, Severity: report.Critical, Status: report.Active, Side: "server",
 		Title: fmt.Sprintf("Nagle's algorithm meets delayed ACKs: each response waits ~40 ms (p50 %v)", l.P50.Round(100*time.Microsecond)),
-		Evidence: []rules.Item{
+		Evidence: []report.Item{
 			{Text: fmt.Sprintf("latency p50 %v, p75 %v: inside the 35–60 ms band of the 40 ms delayed-ACK timer", l.P50.Round(100*time.Microsecond), l.P75.Round(100*time.Microsecond)), Source: "load", Window: true},
 			{Text: fmt.Sprintf("client TcpExt.DelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExt.DelayedACKs", Window: true},
 			{Text: fmt.Sprintf("responses are small (%d bytes each): sent as separate small writes, the second waits for the first's ACK", size), Source: "load", Window: true},
@@ -51,5 +52,5 @@ func nagle(res *load.Result, client *evidence.Bundle, start time.Time) []rules.F
 			"do not try to fix it on the client with tcp_low_latency (a no-op since 4.14)",
 		},
 	}
-	return []rules.Finding{f}
+	return []report.Finding{f}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -13,47 +14,47 @@ import (
 // both are active in one run. Seed 000 stage 4 and seed 004 are the
 // chain: one new connection per request to an upstream leaves TIME_WAIT
 // behind until the local ports run out; the port search then burns CPU.
-var consequences = map[string][]string{
-	"upstream-connection-churn": {"ephemeral-port-exhaustion", "timewait-bucket-overflow"},
+var consequences = map[report.FindingID][]report.FindingID{
+	rules.UpstreamConnectionChurn: {rules.EphemeralPortExhaustion, rules.TimewaitBucketOverflow},
 	// A pool with every worker busy stops accepting, so its listen queue
 	// fills: the overflow on the pool's socket is what the full pool does.
-	"worker-pool-exhausted": {"accept-queue-overflow"},
+	rules.WorkerPoolExhausted: {rules.AcceptQueueOverflow},
 	// Lookups in the request path hold the workers (seed 001 §4–5).
-	"reverse-dns-lookup": {"worker-pool-exhausted", "app-slow"},
-	"dns-slow":           {"worker-pool-exhausted", "app-slow"},
+	rules.ReverseDNSLookup: {rules.WorkerPoolExhausted, rules.AppSlow},
+	rules.DNSSlow:          {rules.WorkerPoolExhausted, rules.AppSlow},
 }
 
 // relate marks symptoms with their cause and orders every cause right
 // before its symptoms, keeping the impact order otherwise. pools maps a
 // worker-pool finding's subject to the listen address of its pool, so an
 // overflow elsewhere is not blamed on it.
-func relate(fs []rules.Finding, pools map[string]string) []rules.Finding {
-	fs = rules.Sort(fs)
+func relate(fs []report.Finding, pools map[string]string) []report.Finding {
+	fs = report.Sort(fs)
 	causeOf := make([]int, len(fs))
 	for i := range causeOf {
 		causeOf[i] = -1
 	}
 	for i := range fs {
 		c := fs[i]
-		if c.Status != rules.Active {
+		if c.Status != report.Active {
 			continue
 		}
 		for _, sym := range consequences[c.ID] {
 			for j := range fs {
 				s := &fs[j]
-				if j == i || causeOf[j] >= 0 || s.ID != sym || s.Status != rules.Active {
+				if j == i || causeOf[j] >= 0 || s.ID != sym || s.Status != report.Active {
 					continue
 				}
-				if c.ID == "worker-pool-exhausted" && !sameAddr(s.Subject, pools[c.Subject]) {
+				if c.ID == rules.WorkerPoolExhausted && !sameAddr(s.Subject, pools[c.Subject]) {
 					continue
 				}
-				if c.ID == "upstream-connection-churn" && c.Subject != "" && s.Subject != "" && s.Subject != c.Subject && s.ID == "ephemeral-port-exhaustion" {
+				if c.ID == rules.UpstreamConnectionChurn && c.Subject != "" && s.Subject != "" && s.Subject != c.Subject && s.ID == rules.EphemeralPortExhaustion {
 					continue // another destination's ports
 				}
 				s.CausedBy = c.ID
 				causeOf[j] = i
 				// A cause is as severe as the worst of what it does.
-				if rules.MoreSevere(s.Severity, fs[i].Severity) {
+				if report.MoreSevere(s.Severity, fs[i].Severity) {
 					fs[i].Severity = s.Severity
 				}
 			}
@@ -67,8 +68,8 @@ func relate(fs []rules.Finding, pools map[string]string) []rules.Finding {
 			roots = append(roots, i)
 		}
 	}
-	slices.SortStableFunc(roots, func(a, b int) int { return rules.Compare(fs[a], fs[b]) })
-	out := make([]rules.Finding, 0, len(fs))
+	slices.SortStableFunc(roots, func(a, b int) int { return report.Compare(fs[a], fs[b]) })
+	out := make([]report.Finding, 0, len(fs))
 	var emit func(i int)
 	emit = func(i int) {
 		out = append(out, fs[i])
@@ -98,22 +99,22 @@ const (
 )
 
 // explainsClass says what kind of failure each finding causes.
-func explainsClass(f rules.Finding, front string) string {
+func explainsClass(f report.Finding, front string) string {
 	switch f.ID {
-	case "conntrack-table-full", "syn-queue-overflow":
+	case rules.ConntrackTableFull, rules.SynQueueOverflow:
 		return failConn
-	case "accept-queue-overflow":
+	case rules.AcceptQueueOverflow:
 		if f.CausedBy == "" && (front == "" || strings.HasSuffix(f.Subject, ":"+front)) {
 			return failConn
 		}
-	case "ephemeral-port-exhaustion":
+	case rules.EphemeralPortExhaustion:
 		if f.Side == "client" {
 			return failConn
 		}
 		return failStatus
-	case "upstream-connection-churn", "worker-pool-exhausted":
+	case rules.UpstreamConnectionChurn, rules.WorkerPoolExhausted:
 		return failStatus
-	case "fd-limit":
+	case rules.FDLimit:
 		return failConn
 	}
 	return ""
@@ -122,7 +123,7 @@ func explainsClass(f rules.Finding, front string) string {
 // explain fills in, for active findings, the share of the run's failed
 // requests they account for. Findings of one class share the failures:
 // the text names the others, rather than each claiming all of them.
-func explain(fs []rules.Finding, lr *load.Result, frontPort string) {
+func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 	if lr == nil {
 		return
 	}
@@ -135,7 +136,7 @@ func explain(fs []rules.Finding, lr *load.Result, frontPort string) {
 	byClass := map[string][]int{}
 	taken := map[string]bool{}
 	for i, f := range fs {
-		if f.Status != rules.Active || f.CausedBy != "" {
+		if f.Status != report.Active || f.CausedBy != "" {
 			continue
 		}
 		if f.Explains != "" {
@@ -161,7 +162,7 @@ func explain(fs []rules.Finding, lr *load.Result, frontPort string) {
 			var with []string
 			for _, j := range idx {
 				if j != i {
-					with = append(with, fs[j].ID)
+					with = append(with, string(fs[j].ID))
 				}
 			}
 			text := fmt.Sprintf("accounts for the %d %s: %.0f%% of the %d failed requests", n, what, 100*float64(n)/float64(failed), failed)

@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/load"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
-func ids(fs []rules.Finding) string {
+func ids(fs []report.Finding) string {
 	var s []string
 	for _, f := range fs {
-		id := f.ID
+		id := string(f.ID)
 		if f.CausedBy != "" {
-			id += "<" + f.CausedBy
+			id += "<" + string(f.CausedBy)
 		}
 		s = append(s, id)
 	}
@@ -21,14 +21,14 @@ func ids(fs []rules.Finding) string {
 }
 
 func TestRelateCauseFirst(t *testing.T) {
-	fs := []rules.Finding{
-		{ID: "ephemeral-port-exhaustion", Severity: rules.Critical, Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server"},
-		{ID: "conntrack-table-full", Severity: rules.Critical, Status: rules.Active, Side: "server"},
-		{ID: "upstream-connection-churn", Severity: rules.Warning, Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server"},
-		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server"},
-		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Subject: "0.0.0.0:80", Side: "server"},
-		{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active, Subject: "pool www", Side: "server"},
-		{ID: "timewait-bucket-overflow", Severity: rules.Warning, Status: rules.Latent, Side: "server"},
+	fs := []report.Finding{
+		{ID: "ephemeral-port-exhaustion", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "conntrack-table-full", Severity: report.Critical, Status: report.Active, Side: "server"},
+		{ID: "upstream-connection-churn", Severity: report.Warning, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "0.0.0.0:80", Side: "server"},
+		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www", Side: "server"},
+		{ID: "timewait-bucket-overflow", Severity: report.Warning, Status: report.Latent, Side: "server"},
 	}
 	got := ids(relate(fs, map[string]string{"pool www": "127.0.0.1:9000"}))
 	// The churn (a warning) is promoted to critical by the port
@@ -41,9 +41,9 @@ func TestRelateCauseFirst(t *testing.T) {
 }
 
 func TestRelatePoolElsewhere(t *testing.T) {
-	fs := []rules.Finding{
-		{ID: "accept-queue-overflow", Severity: rules.Critical, Status: rules.Active, Subject: "0.0.0.0:80"},
-		{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active, Subject: "pool www"},
+	fs := []report.Finding{
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "0.0.0.0:80"},
+		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www"},
 	}
 	for _, f := range relate(fs, map[string]string{"pool www": "/run/php/www.sock"}) {
 		if f.CausedBy != "" {
@@ -54,12 +54,12 @@ func TestRelatePoolElsewhere(t *testing.T) {
 
 func TestExplain(t *testing.T) {
 	lr := &load.Result{Errors: load.Errors{Connect: 30, Timeout: 10}, Status: map[string]uint64{"2xx": 1000, "5xx": 60}}
-	fs := []rules.Finding{
-		{ID: "conntrack-table-full", Status: rules.Active, Side: "server"},
-		{ID: "accept-queue-overflow", Status: rules.Active, Subject: "0.0.0.0:80", Side: "server"},
-		{ID: "worker-pool-exhausted", Status: rules.Active, Subject: "pool www", Side: "server"},
-		{ID: "accept-queue-overflow", Status: rules.Active, Subject: "127.0.0.1:9000", Side: "server", CausedBy: "worker-pool-exhausted"},
-		{ID: "risky-sysctl", Status: rules.Latent},
+	fs := []report.Finding{
+		{ID: "conntrack-table-full", Status: report.Active, Side: "server"},
+		{ID: "accept-queue-overflow", Status: report.Active, Subject: "0.0.0.0:80", Side: "server"},
+		{ID: "worker-pool-exhausted", Status: report.Active, Subject: "pool www", Side: "server"},
+		{ID: "accept-queue-overflow", Status: report.Active, Subject: "127.0.0.1:9000", Side: "server", CausedBy: "worker-pool-exhausted"},
+		{ID: "risky-sysctl", Status: report.Latent},
 	}
 	explain(fs, lr, "80")
 	for i, want := range []string{
@@ -72,7 +72,7 @@ func TestExplain(t *testing.T) {
 			t.Errorf("%s %s explains %q, want %q", fs[i].ID, fs[i].Subject, fs[i].Explains, want)
 		}
 	}
-	healthy := []rules.Finding{{ID: "conntrack-table-full", Status: rules.Active}}
+	healthy := []report.Finding{{ID: "conntrack-table-full", Status: report.Active}}
 	explain(healthy, &load.Result{Status: map[string]uint64{"2xx": 5}}, "80")
 	if healthy[0].Explains != "" {
 		t.Errorf("no failures, yet %q", healthy[0].Explains)

@@ -15,7 +15,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // Options describe one run.
@@ -33,7 +32,7 @@ type Options struct {
 
 // Side is what was observed on one end.
 type Side struct {
-	Name     string           `json:"name"` // "server" or "client"
+	Name     report.Side      `json:"name"` // server or client
 	NetNS    string           `json:"netns,omitempty"`
 	Bundle   *evidence.Bundle `json:"-"`
 	Observed bool             `json:"observed"`
@@ -42,11 +41,11 @@ type Side struct {
 
 // Result is a finished run.
 type Result struct {
-	Load      *load.Result    `json:"load"`
-	LoadStart time.Time       `json:"load_start"`
-	LoadEnd   time.Time       `json:"load_end"`
-	Sides     []*Side         `json:"sides"`
-	Findings  []rules.Finding `json:"findings"`
+	Load      *load.Result     `json:"load"`
+	LoadStart time.Time        `json:"load_start"`
+	LoadEnd   time.Time        `json:"load_end"`
+	Sides     []*Side          `json:"sides"`
+	Findings  []report.Finding `json:"findings"`
 	// Shape is the per-second throughput's pattern and what moved with it.
 	Shape Shape `json:"shape"`
 	// Servers are the applications behind the target port and their
@@ -161,8 +160,8 @@ func wait(ctx context.Context, d time.Duration) {
 // sides decides what to observe: the server in its namespace (or in ours
 // when the target address is ours), the client in ours.
 func sides(o Options) (server, client *sampler, err error) {
-	client = &sampler{name: "client"}
-	server = &sampler{name: "server", netns: o.ServerNetNS}
+	client = &sampler{name: report.Client}
+	server = &sampler{name: report.Server, netns: o.ServerNetNS}
 	// One probe per side, in the load's first second: evidence of the
 	// window, made while the application resolves under load.
 	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSDelay: o.Baseline + 500*time.Millisecond}

@@ -10,11 +10,12 @@ import (
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // sampler snapshots one side every interval.
 type sampler struct {
-	name   string
+	name   report.Side
 	netns  string
 	snap   *collect.Snapshotter
 	shared *sampler // the server shares the client's namespace

@@ -7,7 +7,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 var t0 = time.Unix(1700000000, 0)
@@ -62,7 +62,7 @@ func TestShape(t *testing.T) {
 	}
 
 	// The shape becomes evidence of the finding whose counter moved.
-	fs := []rules.Finding{{ID: "conntrack-table-full", Evidence: []rules.Item{{Source: "conntrack.drop"}}}, {ID: "cpu-saturated", Evidence: []rules.Item{{Source: "/proc/stat"}}}}
+	fs := []report.Finding{{ID: "conntrack-table-full", Evidence: []report.Item{{Source: "conntrack.drop"}}}, {ID: "cpu-saturated", Evidence: []report.Item{{Source: "/proc/stat"}}}}
 	tieShape(fs, Shape{Pattern: "saw-tooth", MovedWith: []string{"conntrack.drop"}, Text: "saw"})
 	if len(fs[0].Evidence) != 2 || fs[0].Evidence[1].Source != "timeline" || len(fs[1].Evidence) != 1 {
 		t.Errorf("tieShape: %+v", fs)

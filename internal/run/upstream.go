@@ -6,6 +6,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
@@ -17,7 +18,7 @@ import (
 // address)" and answers 502 (seed 000 stage 4). The kernel-only rule
 // needs 1000 TIME_WAIT; with a 51-port range, as in the seed, there are
 // never that many, so the configuration and the log carry the proof.
-func upstreamChurn(r *Result, fs *[]rules.Finding) {
+func upstreamChurn(r *Result, fs *[]report.Finding) {
 	b := serverBundle(r)
 	if b == nil || r.Load == nil || r.Load.Requests == 0 {
 		return
@@ -46,17 +47,17 @@ func upstreamChurn(r *Result, fs *[]rules.Finding) {
 			if perReq < 0.5 && n == 0 {
 				continue
 			}
-			ev := []rules.Item{
+			ev := []report.Item{
 				{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests answered upstream: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
 				{Text: fmt.Sprintf("%s %s at %s: %s", u.Pass, u.Target, u.PassSource, u.Why), Source: "nginx -T", Window: false},
 			}
-			sev := rules.Warning
+			sev := report.Warning
 			if n > 0 {
-				ev = append(ev, rules.Item{Text: logged, Source: "log", Window: true})
-				sev = rules.Critical
+				ev = append(ev, report.Item{Text: logged, Source: "log", Window: true})
+				sev = report.Critical
 				portsFromLog(fs, Window(b, r.LoadStart), serverSide(r), u, logged, r.Load.Status["5xx"])
 			}
-			f := rules.Finding{ID: "upstream-connection-churn", Severity: sev, Status: rules.Active, Side: serverSide(r),
+			f := report.Finding{ID: rules.UpstreamConnectionChurn, Severity: sev, Status: report.Active, Side: serverSide(r),
 				Subject:  strings.Join(u.Servers, ","),
 				Title:    fmt.Sprintf("nginx opens a new connection per request to upstream %s", u.Target),
 				Evidence: ev, Fix: reuseFix(u, r.Load.Connections, s.Nginx.Workers())}
@@ -77,10 +78,10 @@ func upstreamChurn(r *Result, fs *[]rules.Finding) {
 // against the port range; here the load says how many requests there
 // were, so about one new connection for each, towards the one backend
 // holding the TIME_WAIT, is proof enough.
-func churnFromSockets(r *Result, fs *[]rules.Finding, opens, answered uint64, perReq float64) {
+func churnFromSockets(r *Result, fs *[]report.Finding, opens, answered uint64, perReq float64) {
 	side := serverSide(r)
 	for _, f := range *fs {
-		if f.ID == "upstream-connection-churn" && f.Status == rules.Active && f.Side == side {
+		if f.ID == rules.UpstreamConnectionChurn && f.Status == report.Active && f.Side == side {
 			return
 		}
 	}
@@ -101,9 +102,9 @@ func churnFromSockets(r *Result, fs *[]rules.Finding, opens, answered uint64, pe
 	if busiest.TimeWait < 100 {
 		return
 	}
-	*fs = append(*fs, rules.Finding{ID: "upstream-connection-churn", Severity: rules.Warning, Status: rules.Active, Side: side, Subject: busiest.Addr,
+	*fs = append(*fs, report.Finding{ID: rules.UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Side: side, Subject: busiest.Addr,
 		Title: fmt.Sprintf("The server opens a new connection per request to %s", busiest.Addr),
-		Evidence: []rules.Item{
+		Evidence: []report.Item{
 			{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
 			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", busiest.TimeWait, busiest.Established, busiest.Addr), Source: "sockdiag", Window: true},
 		},
@@ -116,11 +117,11 @@ func churnFromSockets(r *Result, fs *[]rules.Finding, opens, answered uint64, pe
 // upsert adds f, or, when the kernel-only rule already reported the same
 // finding for the same destination, puts f's evidence and fix first in
 // it so that one finding carries all the evidence.
-func upsert(fs *[]rules.Finding, f rules.Finding) {
+func upsert(fs *[]report.Finding, f report.Finding) {
 	for i, k := range *fs {
-		if k.ID == f.ID && k.Status == rules.Active && k.Side == f.Side && (k.Subject == "" || strings.Contains(f.Subject, k.Subject)) {
+		if k.ID == f.ID && k.Status == report.Active && k.Side == f.Side && (k.Subject == "" || strings.Contains(f.Subject, k.Subject)) {
 			f.Evidence = append(f.Evidence, k.Evidence...)
-			if rules.MoreSevere(k.Severity, f.Severity) {
+			if report.MoreSevere(k.Severity, f.Severity) {
 				f.Severity = k.Severity
 			}
 			(*fs)[i] = f
@@ -154,18 +155,18 @@ func reuseFix(u app.NginxUpstream, inflight, workers int) []string {
 // portsFromLog is ephemeral-port-exhaustion on the server side as
 // nginx's log saw it: the ports may run out and come back between two
 // samples, where the socket counts miss it.
-func portsFromLog(fs *[]rules.Finding, b *evidence.Bundle, side string, u app.NginxUpstream, logged string, fiveXX uint64) {
-	item := rules.Item{Text: logged, Source: "log", Window: true}
+func portsFromLog(fs *[]report.Finding, b *evidence.Bundle, side report.Side, u app.NginxUpstream, logged string, fiveXX uint64) {
+	item := report.Item{Text: logged, Source: "log", Window: true}
 	for i, k := range *fs {
-		if k.ID == "ephemeral-port-exhaustion" && k.Side != "client" {
-			(*fs)[i].Evidence = append([]rules.Item{item}, k.Evidence...)
-			(*fs)[i].Status, (*fs)[i].Severity = rules.Active, rules.Critical
+		if k.ID == rules.EphemeralPortExhaustion && k.Side != report.Client {
+			(*fs)[i].Evidence = append([]report.Item{item}, k.Evidence...)
+			(*fs)[i].Status, (*fs)[i].Severity = report.Active, report.Critical
 			return
 		}
 	}
-	*fs = append(*fs, rules.Finding{ID: "ephemeral-port-exhaustion", Severity: rules.Critical, Status: rules.Active, Side: side,
+	*fs = append(*fs, report.Finding{ID: rules.EphemeralPortExhaustion, Severity: report.Critical, Status: report.Active, Side: side,
 		Subject:  strings.Join(u.Servers, ","),
 		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
-		Evidence: []rules.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", fiveXX), Source: "load", Window: true}},
+		Evidence: []report.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", fiveXX), Source: "load", Window: true}},
 		Fix:      append(rules.PortFix(b), "the lasting fix: reuse upstream connections (see upstream-connection-churn)")})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
@@ -17,8 +18,8 @@ import (
 // status page) or every worker seen busy while requests queued on its
 // socket are the evidence; what the workers were waiting on says whether
 // more workers or faster ones are the fix.
-func workerPool(r *Result) []rules.Finding {
-	var out []rules.Finding
+func workerPool(r *Result) []report.Finding {
+	var out []report.Finding
 	b := serverBundle(r)
 	for _, s := range r.Servers {
 		switch {
@@ -29,10 +30,10 @@ func workerPool(r *Result) []rules.Finding {
 		case s.Nginx != nil:
 			if item, n := logItem(s, app.EventWorkerConns, "“worker_connections are not enough”"); n > 0 {
 				wc := s.Nginx.WorkerConnections
-				out = append(out, rules.Finding{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active,
+				out = append(out, report.Finding{ID: rules.WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
 					Subject: "nginx worker_connections", Side: serverSide(r),
 					Title:    fmt.Sprintf("nginx ran out of worker_connections (%d per worker)", wc.Value),
-					Evidence: []rules.Item{{Text: item, Source: "log", Window: true}},
+					Evidence: []report.Item{{Text: item, Source: "log", Window: true}},
 					Fix:      []string{connsFix(r, s.Nginx), "then reload: nginx -s reload"}})
 			}
 		}
@@ -40,13 +41,13 @@ func workerPool(r *Result) []rules.Finding {
 	return out
 }
 
-func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool) {
+func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 	p := s.Pool
 	smps := loadSamples(s, r)
-	var ev []rules.Item
+	var ev []report.Item
 	reached := false
 	if item, n := logItem(s, app.EventMaxChildren, "“server reached pm.max_children”"); n > 0 {
-		ev = append(ev, rules.Item{Text: item, Source: "log", Window: true})
+		ev = append(ev, report.Item{Text: item, Source: "log", Window: true})
 		reached = true
 	}
 	// Seconds in which every worker was busy, from the status page when
@@ -83,25 +84,25 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 	q, backlog := peakRecvQ(b, s.Addr, r)
 	queued := queuePeak > 0 || q > 0
 	if !reached && !(allBusy >= 2 && queued) {
-		return rules.Finding{}, false
+		return report.Finding{}, false
 	}
 	if allBusy > 0 {
-		ev = append(ev, rules.Item{Text: fmt.Sprintf("all %d workers busy in %d of %d sampled seconds (pm.max_children = %s)", p.MaxChildren.Value, allBusy, len(smps), p.MaxChildren), Source: "workers", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("all %d workers busy in %d of %d sampled seconds (pm.max_children = %s)", p.MaxChildren.Value, allBusy, len(smps), p.MaxChildren), Source: "workers", Window: true})
 	}
 	if statusBusy > 0 {
-		ev = append(ev, rules.Item{Text: fmt.Sprintf("the status page (served by a free worker) did not answer within 0.8 s in %d of %d seconds", statusBusy, len(smps)), Source: "php-fpm status", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("the status page (served by a free worker) did not answer within 0.8 s in %d of %d seconds", statusBusy, len(smps)), Source: "php-fpm status", Window: true})
 	}
 	if maxReached > 0 {
-		ev = append(ev, rules.Item{Text: fmt.Sprintf("status page: max children reached +%d", maxReached), Source: "php-fpm status", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("status page: max children reached +%d", maxReached), Source: "php-fpm status", Window: true})
 	}
 	if queuePeak > 0 {
-		ev = append(ev, rules.Item{Text: fmt.Sprintf("status page: listen queue peaked at %d requests waiting for a worker", queuePeak), Source: "php-fpm status", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("status page: listen queue peaked at %d requests waiting for a worker", queuePeak), Source: "php-fpm status", Window: true})
 	} else if q > 0 {
-		ev = append(ev, rules.Item{Text: fmt.Sprintf("%d connections waited in the pool's accept queue on %s (backlog %d)", q, s.Addr, backlog), Source: "sockdiag", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("%d connections waited in the pool's accept queue on %s (backlog %d)", q, s.Addr, backlog), Source: "sockdiag", Window: true})
 	}
 	sh, total := waitShares(smps)
 	if total > 0 {
-		ev = append(ev, rules.Item{Text: "busy workers were: " + describeWaits(sh, total), Source: "wchan", Window: true})
+		ev = append(ev, report.Item{Text: "busy workers were: " + describeWaits(sh, total), Source: "wchan", Window: true})
 	}
 	statuses := logStatuses(r.Servers)
 	for _, code := range slices.Sorted(maps.Keys(statuses)) {
@@ -113,18 +114,18 @@ func fpmPool(r *Result, s *app.Server, b *evidence.Bundle) (rules.Finding, bool)
 			continue
 		}
 		if code == 499 || code == 504 {
-			ev = append(ev, rules.Item{Text: fmt.Sprintf("the front server answered %d× %d during the run", n, code), Source: "access log", Window: true})
+			ev = append(ev, report.Item{Text: fmt.Sprintf("the front server answered %d× %d during the run", n, code), Source: "access log", Window: true})
 		}
 	}
 	for _, fs := range r.Servers {
 		if item, n := logItem(fs, app.EventUpstreamTimeout, "“upstream timed out”"); n > 0 && fs != s {
-			ev = append(ev, rules.Item{Text: item, Source: "log", Window: true})
+			ev = append(ev, report.Item{Text: item, Source: "log", Window: true})
 		}
 	}
 	if busy, ok := hostBusy(b, r.LoadStart, r.LoadEnd); ok && busy < 0.7 {
-		ev = append(ev, rules.Item{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*busy), Source: "/proc/stat", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*busy), Source: "/proc/stat", Window: true})
 	}
-	f := rules.Finding{ID: "worker-pool-exhausted", Severity: rules.Critical, Status: rules.Active,
+	f := report.Finding{ID: rules.WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
 		Subject: "php-fpm pool " + p.Name, Side: serverSide(r),
 		Title:    fmt.Sprintf("php-fpm pool %s is full: all %d workers busy, requests queue", p.Name, p.MaxChildren.Value),
 		Evidence: ev,

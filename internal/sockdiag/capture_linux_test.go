@@ -1,11 +1,12 @@
 package sockdiag
 
 import (
-	"golang.org/x/sys/unix"
 	"net"
 	"os"
 	"strconv"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestCaptureFixture rewrites testdata/tcp4_dump.bin, the raw datagrams of

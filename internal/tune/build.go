@@ -14,6 +14,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/nginx"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
@@ -84,7 +85,7 @@ func Build(in *Input, name string, h Host) (*Plan, error) {
 	findings := slices.Clone(in.Findings)
 	// Connection reuse first: the pool sizing and the port range depend
 	// on whether connections will be kept.
-	slices.SortStableFunc(findings, func(a, c rules.Finding) int { return planRank(a.ID) - planRank(c.ID) })
+	slices.SortStableFunc(findings, func(a, c report.Finding) int { return planRank(a.ID) - planRank(c.ID) })
 	for _, f := range findings {
 		if f.Side == "client" {
 			b.note(f, "seen on the client (the load generator), not on the server: tune that host separately")
@@ -113,42 +114,42 @@ func Build(in *Input, name string, h Host) (*Plan, error) {
 	return b.p, nil
 }
 
-func planRank(id string) int {
+func planRank(id report.FindingID) int {
 	switch id {
-	case "upstream-connection-churn":
+	case rules.UpstreamConnectionChurn:
 		return 0
-	case "worker-pool-exhausted":
+	case rules.WorkerPoolExhausted:
 		return 1
 	}
 	return 2
 }
 
-func (b *builder) note(f rules.Finding, why string) {
+func (b *builder) note(f report.Finding, why string) {
 	n := key(f) + ": " + why
 	if !slices.Contains(b.p.Notes, n) {
 		b.p.Notes = append(b.p.Notes, n)
 	}
 }
 
-func (b *builder) finding(f rules.Finding) error {
+func (b *builder) finding(f report.Finding) error {
 	switch f.ID {
-	case "accept-queue-overflow":
+	case rules.AcceptQueueOverflow:
 		return b.backlog(f)
-	case "syn-queue-overflow":
+	case rules.SynQueueOverflow:
 		return b.synQueue(f)
-	case "upstream-connection-churn":
+	case rules.UpstreamConnectionChurn:
 		return b.reuse(f)
-	case "ephemeral-port-exhaustion":
+	case rules.EphemeralPortExhaustion:
 		return b.ports(f)
-	case "conntrack-table-full":
+	case rules.ConntrackTableFull:
 		return b.conntrack(f)
-	case "worker-pool-exhausted":
+	case rules.WorkerPoolExhausted:
 		return b.workers(f)
-	case "nagle-delayed-ack":
+	case rules.NagleDelayedACK:
 		return b.nodelay(f)
-	case "risky-sysctl":
+	case rules.RiskySysctl:
 		return b.risky(f, f.Subject)
-	case "timewait-bucket-overflow":
+	case rules.TimewaitBucketOverflow:
 		return b.risky(f, "net.ipv4.tcp_max_tw_buckets")
 	}
 	return b.generic(f)
@@ -168,7 +169,7 @@ func (b *builder) concurrency() int {
 // sysctl proposes a setting in the server's namespace (or host-wide for a
 // global one). Limits only ever go up: a proposal below the current
 // value is dropped.
-func (b *builder) sysctl(f rules.Finding, name, proposed string, why ...string) error {
+func (b *builder) sysctl(f report.Finding, name, proposed string, why ...string) error {
 	sc := b.scope
 	if rules.GlobalSysctl(name) {
 		sc = Scope{Global: true}
@@ -227,7 +228,7 @@ func (b *builder) current(name string) (string, bool) {
 // connections all at once, and new connections at the observed rate
 // during the service's own slowest responses (p99), when the application
 // does not accept.
-func (b *builder) backlog(f rules.Finding) error {
+func (b *builder) backlog(f report.Finding) error {
 	arrivals := b.rate("Tcp.PassiveOpens") + b.rate("TcpExt.ListenDrops")
 	p99 := 0.0
 	if b.in.Load != nil {
@@ -345,7 +346,7 @@ func (b *builder) somaxFindings() []string {
 // synQueue: with syncookies off the SYN queue drops at 3/4 of
 // tcp_max_syn_backlog; with them on, the listen backlog is the limit and
 // accept-queue-overflow's change covers it.
-func (b *builder) synQueue(f rules.Finding) error {
+func (b *builder) synQueue(f report.Finding) error {
 	if v, ok := b.current("net.ipv4.tcp_syncookies"); ok && v == "0" {
 		return b.sysctl(f, "net.ipv4.tcp_syncookies", "1",
 			"with syncookies off a full SYN queue drops connection requests (at 3/4 of tcp_max_syn_backlog); with them on the kernel answers with a cookie instead and the queue limit is the listen backlog")
@@ -400,7 +401,7 @@ func nginxWorkers(s *app.Server) int {
 // that every worker can keep its share of the requests in flight, and
 // the pass's own switch (fastcgi_keep_conn, HTTP/1.1 without
 // "Connection: close").
-func (b *builder) reuse(f rules.Finding) error {
+func (b *builder) reuse(f report.Finding) error {
 	s, u := b.upstreamOf(f.Subject)
 	if s == nil {
 		return b.twReuse(f)
@@ -467,7 +468,7 @@ func (b *builder) reuse(f rules.Finding) error {
 // connections (an application's own client): outgoing connections may
 // take a TIME_WAIT port older than 1 s. Safe for outgoing connections
 // with timestamps on; the default 2 does it for loopback only.
-func (b *builder) twReuse(f rules.Finding) error {
+func (b *builder) twReuse(f report.Finding) error {
 	cur, ok := b.current("net.ipv4.tcp_tw_reuse")
 	if !ok || cur == "1" || (cur == "2" && strings.HasPrefix(f.Subject, loopbackPrefix)) {
 		b.note(f, "reuse connections in the application that opens them (a connection pool); the kernel already reuses TIME_WAIT ports for it")
@@ -483,7 +484,7 @@ func (b *builder) twReuse(f rules.Finding) error {
 
 // ports sizes the ephemeral range from the connect rate times the time a
 // port stays in TIME_WAIT (60 s; 1 s with tcp_tw_reuse on).
-func (b *builder) ports(f rules.Finding) error {
+func (b *builder) ports(f report.Finding) error {
 	rate := b.rate("Tcp.ActiveOpens")
 	reuse, _ := b.current("net.ipv4.tcp_tw_reuse")
 	life := sizing.PortHold(reuse == "1")
@@ -505,7 +506,7 @@ func (b *builder) ports(f rules.Finding) error {
 // closes. Never below the hash table's size, which is what the kernel
 // itself sets the maximum to (since 5.15); the hash grows with it so
 // that chains stay short (advice.md #9).
-func (b *builder) conntrack(f rules.Finding) error {
+func (b *builder) conntrack(f report.Finding) error {
 	ct := b.in.Summary.Conntrack
 	if ct == nil {
 		b.note(f, "the report has no conntrack numbers")
@@ -517,7 +518,7 @@ func (b *builder) conntrack(f rules.Finding) error {
 	}
 	rate, flows := b.flows()
 	peak := ct.Count
-	if f.Status == rules.Active {
+	if f.Status == report.Active {
 		peak = max(peak, ct.Max) // the table was full
 	}
 	buckets := ct.Buckets
@@ -571,7 +572,7 @@ func (b *builder) flows() (float64, string) {
 }
 
 // workers sizes a php-fpm pool or nginx's worker_connections.
-func (b *builder) workers(f rules.Finding) error {
+func (b *builder) workers(f report.Finding) error {
 	if strings.HasPrefix(f.Subject, "nginx") {
 		return b.nginxConns(f)
 	}
@@ -590,7 +591,7 @@ func (b *builder) workers(f rules.Finding) error {
 // sizePool sizes pm.max_children for the requests in flight, and for
 // every connection nginx keeps when fastcgi_keep_conn pins a worker to
 // each.
-func (b *builder) sizePool(s *app.Server, f rules.Finding) error {
+func (b *builder) sizePool(s *app.Server, f report.Finding) error {
 	p := s.Pool
 	planned := atoi(b.poolPlanned[poolKey(s, "pm.max_children")])
 	inflight := b.concurrency()
@@ -637,7 +638,7 @@ func (b *builder) sizePool(s *app.Server, f rules.Finding) error {
 // nginxConns raises worker_connections to the connections a worker
 // holds: its share of the clients plus one upstream connection each, and
 // worker_rlimit_nofile to twice that.
-func (b *builder) nginxConns(f rules.Finding) error {
+func (b *builder) nginxConns(f report.Finding) error {
 	var s *app.Server
 	for _, c := range b.in.Servers {
 		if c.Nginx != nil {
@@ -669,7 +670,7 @@ func (b *builder) nginxConns(f rules.Finding) error {
 }
 
 // nodelay turns tcp_nodelay back on where it was turned off.
-func (b *builder) nodelay(f rules.Finding) error {
+func (b *builder) nodelay(f report.Finding) error {
 	for _, s := range b.in.Servers {
 		if s.Nginx == nil {
 			continue
@@ -685,7 +686,7 @@ func (b *builder) nodelay(f rules.Finding) error {
 }
 
 // risky corrects a setting the advice table marks harmful.
-func (b *builder) risky(f rules.Finding, name string) error {
+func (b *builder) risky(f report.Finding, name string) error {
 	cur, ok := b.current(name)
 	if !ok {
 		return b.generic(f)
@@ -698,7 +699,7 @@ func (b *builder) risky(f rules.Finding, name string) error {
 	if !known {
 		return b.generic(f)
 	}
-	if !bad && f.ID == "risky-sysctl" {
+	if !bad && f.ID == rules.RiskySysctl {
 		return nil // already corrected
 	}
 	switch name {
@@ -720,7 +721,7 @@ var sysctlW = regexp.MustCompile(`sysctl -w ([a-z0-9_.]+)=("[^"]*"|\S+)`)
 
 // generic takes the setting the finding's rule computed from its
 // evidence, when its fix names one.
-func (b *builder) generic(f rules.Finding) error {
+func (b *builder) generic(f report.Finding) error {
 	for _, fix := range f.Fix {
 		m := sysctlW.FindStringSubmatch(fix)
 		if m == nil {
@@ -734,7 +735,7 @@ func (b *builder) generic(f rules.Finding) error {
 	return nil
 }
 
-func evidenceText(f rules.Finding) string {
+func evidenceText(f report.Finding) string {
 	var t []string
 	for _, e := range f.Evidence {
 		if e.Window {
@@ -748,7 +749,7 @@ func evidenceText(f rules.Finding) string {
 }
 
 // editNginx adds an edit at a "file:line" source of an nginx server.
-func (b *builder) editNginx(s *app.Server, src string, f rules.Finding, why string, e edit) error {
+func (b *builder) editNginx(s *app.Server, src string, f report.Finding, why string, e edit) error {
 	file, line, ok := source(src)
 	if !ok {
 		b.note(f, fmt.Sprintf("where to write it is unknown (%q): %s", src, why))
@@ -757,7 +758,7 @@ func (b *builder) editNginx(s *app.Server, src string, f rules.Finding, why stri
 	return b.editNginxAt(s, file, line, f, why, e)
 }
 
-func (b *builder) editNginxAt(s *app.Server, file string, line int, f rules.Finding, why string, e edit) error {
+func (b *builder) editNginxAt(s *app.Server, file string, line int, f report.Finding, why string, e edit) error {
 	fe, err := b.fileFor(s, file, f, why)
 	if err != nil || fe == nil {
 		return err
@@ -769,7 +770,7 @@ func (b *builder) editNginxAt(s *app.Server, file string, line int, f rules.Find
 
 // editPool sets key = value in a php-fpm pool: where the pool sets it,
 // else next to its pm.max_children (which every pool must set).
-func (b *builder) editPool(s *app.Server, k, value string, f rules.Finding, why string) error {
+func (b *builder) editPool(s *app.Server, k, value string, f report.Finding, why string) error {
 	file := poolFile(s)
 	if b.poolPlanned[poolKey(s, k)] == value {
 		return nil
@@ -805,7 +806,7 @@ func poolFile(s *app.Server) string {
 // fileFor returns the edits of a file, reading it and working out how to
 // validate and reload it the first time. nil without error: the file
 // cannot be edited (noted).
-func (b *builder) fileFor(s *app.Server, file string, f rules.Finding, why string) (*fileEdits, error) {
+func (b *builder) fileFor(s *app.Server, file string, f report.Finding, why string) (*fileEdits, error) {
 	if fe, ok := b.files[file]; ok {
 		fe.addReason(f, why)
 		return fe, nil
@@ -861,7 +862,7 @@ func (b *builder) fileFor(s *app.Server, file string, f rules.Finding, why strin
 	return fe, nil
 }
 
-func (fe *fileEdits) addReason(f rules.Finding, why string) {
+func (fe *fileEdits) addReason(f report.Finding, why string) {
 	if !slices.Contains(fe.findings, key(f)) {
 		fe.findings = append(fe.findings, key(f))
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // recorded is a host as it was when testdata/seed000.json was captured
@@ -299,8 +299,8 @@ func TestCheckAdvice(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	f := func(id, sev, status string, counter string) rules.Finding {
-		return rules.Finding{ID: id, Severity: sev, Status: status, Evidence: []rules.Item{{Text: "x", Source: counter, Window: true}}}
+	f := func(id report.FindingID, sev report.Severity, status report.Status, counter string) report.Finding {
+		return report.Finding{ID: id, Severity: sev, Status: status, Evidence: []report.Item{{Text: "x", Source: counter, Window: true}}}
 	}
 	rate := func(m map[string]float64) func(string) float64 { return func(s string) float64 { return m[s] } }
 	p := &Plan{Changes: []Change{
@@ -312,18 +312,18 @@ func TestJudge(t *testing.T) {
 		{Key: "f", Findings: []string{"ephemeral-port-exhaustion"}},
 		{Key: "g", Findings: []string{"syn-queue-overflow"}},
 	}, Seen: map[string]string{"ephemeral-port-exhaustion": "critical active"}}
-	before := Outcome{Findings: []rules.Finding{
-		f("accept-queue-overflow", rules.Critical, rules.Active, "TcpExt.ListenOverflows"),
-		f("conntrack-table-full", rules.Critical, rules.Active, "conntrack.drop"),
-		f("nagle-delayed-ack", rules.Warning, rules.Active, "TcpExt.DelayedACKs"),
-		f("upstream-connection-churn", rules.Warning, rules.Active, "Tcp.ActiveOpens"),
-		f("syn-queue-overflow", rules.Warning, rules.Active, "TcpExt.ListenDrops"),
+	before := Outcome{Findings: []report.Finding{
+		f("accept-queue-overflow", report.Critical, report.Active, "TcpExt.ListenOverflows"),
+		f("conntrack-table-full", report.Critical, report.Active, "conntrack.drop"),
+		f("nagle-delayed-ack", report.Warning, report.Active, "TcpExt.DelayedACKs"),
+		f("upstream-connection-churn", report.Warning, report.Active, "Tcp.ActiveOpens"),
+		f("syn-queue-overflow", report.Warning, report.Active, "TcpExt.ListenDrops"),
 	}, Rate: rate(map[string]float64{"TcpExt.ListenOverflows": 100, "TcpExt.DelayedACKs": 50, "Tcp.ActiveOpens": 1000, "TcpExt.ListenDrops": 40})}
-	after := Outcome{Findings: []rules.Finding{
-		f("conntrack-table-full", rules.Warning, rules.Latent, "conntrack.drop"),
-		f("nagle-delayed-ack", rules.Critical, rules.Active, "TcpExt.DelayedACKs"),
-		f("upstream-connection-churn", rules.Warning, rules.Active, "Tcp.ActiveOpens"),
-		f("syn-queue-overflow", rules.Warning, rules.Active, "TcpExt.ListenDrops"),
+	after := Outcome{Findings: []report.Finding{
+		f("conntrack-table-full", report.Warning, report.Latent, "conntrack.drop"),
+		f("nagle-delayed-ack", report.Critical, report.Active, "TcpExt.DelayedACKs"),
+		f("upstream-connection-churn", report.Warning, report.Active, "Tcp.ActiveOpens"),
+		f("syn-queue-overflow", report.Warning, report.Active, "TcpExt.ListenDrops"),
 	}, Rate: rate(map[string]float64{"Tcp.ActiveOpens": 500, "TcpExt.ListenDrops": 35})}
 	want := map[string]string{"a": Fixed, "b": Fixed, "c": Worse, "d": Improved, "e": NotJudged, "f": NotJudged, "g": NoEffect}
 	for _, v := range Judge(p, before, after) {

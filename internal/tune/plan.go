@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
 )
 
@@ -46,14 +45,14 @@ type Plan struct {
 }
 
 // seen records the plan's targets as the report showed them.
-func (p *Plan) seen(fs []rules.Finding) {
+func (p *Plan) seen(fs []report.Finding) {
 	for _, c := range p.Changes {
 		for _, target := range c.Findings {
 			if f, ok := find(fs, target); ok {
 				if p.Seen == nil {
 					p.Seen = map[string]string{}
 				}
-				p.Seen[target] = f.Severity + " " + f.Status
+				p.Seen[target] = string(f.Severity) + " " + string(f.Status)
 			}
 		}
 	}
@@ -186,8 +185,8 @@ func ReadPlan(r io.Reader) (*Plan, error) {
 }
 
 // key names a finding as plans and verdicts refer to it.
-func key(f rules.Finding) string {
-	return strings.TrimSpace(f.ID + " " + f.Subject)
+func key(f report.Finding) string {
+	return strings.TrimSpace(string(f.ID) + " " + f.Subject)
 }
 
 // add merges a change into the plan: the same setting in the same scope

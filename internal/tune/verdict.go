@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // Verdicts.
@@ -22,7 +22,7 @@ const (
 // Outcome is one measurement: its findings and its counters' rates over
 // the load window.
 type Outcome struct {
-	Findings []rules.Finding
+	Findings []report.Finding
 	Rate     func(counter string) float64
 }
 
@@ -55,7 +55,7 @@ func Judge(p *Plan, before, after Outcome) []Verdict {
 			seen = seen || bok
 			v.Before = append(v.Before, state(target, b, bok, before.Rate))
 			v.After = append(v.After, state(target, a, aok, after.Rate))
-			if !aok || (bok && b.Status == rules.Active && a.Status != rules.Active) {
+			if !aok || (bok && b.Status == report.Active && a.Status != report.Active) {
 				continue
 			}
 			left = true
@@ -64,9 +64,9 @@ func Judge(p *Plan, before, after Outcome) []Verdict {
 				continue
 			}
 			switch {
-			case rules.MoreSevere(a.Severity, b.Severity):
+			case report.MoreSevere(a.Severity, b.Severity):
 				worse = true
-			case rules.MoreSevere(b.Severity, a.Severity):
+			case report.MoreSevere(b.Severity, a.Severity):
 				better = true
 			default:
 				rb, ra := counterRate(b, before.Rate), counterRate(a, after.Rate)
@@ -106,14 +106,14 @@ func Judge(p *Plan, before, after Outcome) []Verdict {
 
 // find looks a target ("id subject") up among findings; an active one
 // wins over a latent one with the same key.
-func find(fs []rules.Finding, target string) (rules.Finding, bool) {
-	var got rules.Finding
+func find(fs []report.Finding, target string) (report.Finding, bool) {
+	var got report.Finding
 	ok := false
 	for _, f := range fs {
 		if key(f) != target || f.Side == "client" {
 			continue
 		}
-		if !ok || (f.Status == rules.Active && got.Status != rules.Active) {
+		if !ok || (f.Status == report.Active && got.Status != report.Active) {
 			got, ok = f, true
 		}
 	}
@@ -122,7 +122,7 @@ func find(fs []rules.Finding, target string) (rules.Finding, bool) {
 
 // counterRate sums the rates of the counters a finding's window
 // evidence names.
-func counterRate(f rules.Finding, rate func(string) float64) float64 {
+func counterRate(f report.Finding, rate func(string) float64) float64 {
 	if rate == nil {
 		return 0
 	}
@@ -133,7 +133,7 @@ func counterRate(f rules.Finding, rate func(string) float64) float64 {
 	return sum
 }
 
-func counters(f rules.Finding) []string {
+func counters(f report.Finding) []string {
 	var out []string
 	for _, e := range f.Evidence {
 		if e.Window && isCounter(e.Source) && !slices.Contains(out, e.Source) {
@@ -149,7 +149,7 @@ func isCounter(s string) bool {
 	return ok && g != "" && n != "" && !strings.ContainsAny(s, " /:")
 }
 
-func state(target string, f rules.Finding, ok bool, rate func(string) float64) string {
+func state(target string, f report.Finding, ok bool, rate func(string) float64) string {
 	if !ok {
 		return target + ": not found"
 	}

@@ -1,0 +1,127 @@
+package report
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// FindingID names a kind of finding: stable, kebab-case, documented in
+// docs/findings.md. Each one is declared, as a constant, next to the rule
+// that makes it (internal/rules).
+type FindingID string
+
+// Severity says how much a finding hurts.
+type Severity string
+
+// Severities, most severe first.
+const (
+	Critical Severity = "critical" // the service is failing: drops, errors
+	Warning  Severity = "warning"  // degraded, or at risk
+	Info     Severity = "info"
+)
+
+// Status says when a finding hurts: active means the problem hurt during
+// the window (a counter rose, a queue was full, a lookup failed); latent
+// means a setting or a level that will hurt at scale.
+type Status string
+
+// Statuses.
+const (
+	Active Status = "active"
+	Latent Status = "latent"
+)
+
+// Side is where a run observed something.
+type Side string
+
+// Sides of a run. Check and diagnose observe one namespace and leave a
+// finding's side empty.
+const (
+	Server Side = "server"
+	Client Side = "client"
+	// Local is both at once: the server shares the client's namespace,
+	// so one set of snapshots is both sides' evidence.
+	Local Side = "local"
+)
+
+// Finding is one diagnosed problem. Its fields are the JSON report
+// contract (docs/report.md).
+type Finding struct {
+	ID       FindingID `json:"id"`
+	Severity Severity  `json:"severity"`
+	Status   Status    `json:"status"`
+	Title    string    `json:"title"`
+	// Subject names what the finding is about when a rule can fire more
+	// than once: a listener, a sysctl, a nameserver, an interface.
+	Subject string `json:"subject,omitempty"`
+	// Side says where it was observed in a run; empty for check and
+	// diagnose.
+	Side     Side     `json:"side,omitempty"`
+	Evidence []Item   `json:"evidence"`
+	Fix      []string `json:"fix"`
+	// CausedBy names the finding this one is a consequence of, so a
+	// report leads with the cause: TIME_WAIT piling up and local ports
+	// running out are what upstream connection churn looks like.
+	CausedBy FindingID `json:"caused_by,omitempty"`
+	// Explains says which share of the run's failed requests (or of its
+	// latency) this finding accounts for, when that is measurable.
+	Explains string `json:"explains,omitempty"`
+}
+
+// Hurts reports an active critical finding: what makes a command exit 1.
+func (f Finding) Hurts() bool { return f.Status == Active && f.Severity == Critical }
+
+// Item is one piece of evidence.
+type Item struct {
+	Text string `json:"text"`
+	// Source names where it was read: a counter ("TcpExt.ListenOverflows"),
+	// "sockdiag", "kmsg", "sysctl", "resolver", "process".
+	Source string `json:"source"`
+	// Window is true when the item was observed changing or happening
+	// during the collection window, false for a static setting.
+	Window bool `json:"window"`
+}
+
+// Sort orders findings by impact: active before latent, then by severity,
+// then by ID, subject and side.
+func Sort(fs []Finding) []Finding {
+	slices.SortStableFunc(fs, Compare)
+	return fs
+}
+
+// Compare orders two findings as Sort does.
+func Compare(a, b Finding) int {
+	return cmp.Or(cmp.Compare(statusRank(a.Status), statusRank(b.Status)),
+		cmp.Compare(sevRank(a.Severity), sevRank(b.Severity)),
+		cmp.Compare(a.ID, b.ID), cmp.Compare(a.Subject, b.Subject), cmp.Compare(a.Side, b.Side))
+}
+
+func statusRank(s Status) int {
+	if s == Active {
+		return 0
+	}
+	return 1
+}
+
+// MoreSevere reports whether severity a ranks above b.
+func MoreSevere(a, b Severity) bool { return sevRank(a) < sevRank(b) }
+
+func sevRank(s Severity) int {
+	switch s {
+	case Critical:
+		return 0
+	case Warning:
+		return 1
+	}
+	return 2
+}
+
+// JoinIDs lists finding IDs as text: "a, b".
+func JoinIDs(ids []FindingID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
+	}
+	return strings.Join(s, ", ")
+}
