@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/phpfpm"
 )
 
@@ -68,7 +67,7 @@ func (o *Observer) fpm(s *Server, master procInfo, l evidence.Listener) {
 		path := pi.StatusPath
 		s.status = func(ctx context.Context) (*PoolStatus, error) {
 			st, err := phpfpm.Status(ctx, func(ctx context.Context) (net.Conn, error) {
-				return netns.DialContext(ctx, o.nsPath, network, addr)
+				return o.ns.Dial(ctx, network, addr)
 			}, path)
 			if err != nil {
 				return nil, err

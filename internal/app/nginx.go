@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/nginx"
 )
 
@@ -37,7 +36,7 @@ func (o *Observer) nginx(ctx context.Context, s *Server, master procInfo) {
 	// "address in use": run it in the server's namespace, where they
 	// exist and are in use, not in the caller's, where they may not be.
 	var dump []byte
-	err = netns.Do(o.nsPath, func() error {
+	err = o.ns.Do(func() error {
 		var err error
 		dump, err = nginx.Dump(ctx, s.Exe, inv)
 		return err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // Server is one application serving a listener: the front one (the
@@ -58,14 +59,14 @@ type Sample struct {
 type Observer struct {
 	Servers []*Server
 	proc    string
-	nsPath  string
+	ns      netns.NS
 }
 
 // Discover finds the servers behind port among the listeners of one
-// namespace (nsPath, "" for the caller's), and the upstreams those send
-// to when they listen in the same namespace.
-func Discover(ctx context.Context, listeners []evidence.Listener, port int, nsPath string) *Observer {
-	o := &Observer{proc: "/proc", nsPath: nsPath}
+// namespace, and the upstreams those send to when they listen in the
+// same namespace.
+func Discover(ctx context.Context, listeners []evidence.Listener, port int, ns netns.NS) *Observer {
+	o := &Observer{proc: "/proc", ns: ns}
 	seen := map[int]bool{} // by master or first PID
 	var front *Server
 	for _, l := range listeners {

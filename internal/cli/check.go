@@ -9,6 +9,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
@@ -30,7 +31,11 @@ func (o *sourceOpts) register(fs interface {
 }
 
 func (o *sourceOpts) snapshotter(dnsEvery int) (*collect.Snapshotter, error) {
-	return collect.New(collect.Config{NetNS: o.netns, DNS: !o.noDNS, DNSName: o.dnsName, DNSEvery: dnsEvery})
+	ns, err := netns.Resolve(o.netns)
+	if err != nil {
+		return nil, err
+	}
+	return collect.New(collect.Config{NetNS: ns, DNS: !o.noDNS, DNSName: o.dnsName, DNSEvery: dnsEvery})
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
 )
@@ -18,7 +19,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlags("run", stderr)
 	lo := loadFlags(fs)
 	var o run.Options
-	fs.StringVar(&o.ServerNetNS, "server-netns", "", "the server's network namespace (name or path); default: this one when the target is local")
+	serverNS := fs.String("server-netns", "", "the server's network namespace (name or path); default: this one when the target is local")
 	durationVar(fs, &o.Baseline, "baseline", 3*time.Second, "quiet time sampled before the load")
 	durationVar(fs, &o.Tail, "tail", 2*time.Second, "time sampled after the load")
 	dns := fs.Bool("dns", false, "also probe the configured nameservers once per side")
@@ -46,6 +47,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.Baseline = time.Millisecond
 	}
 	o.DNS = *dns
+	if o.ServerNetNS, err = netns.Resolve(*serverNS); err != nil {
+		return err
+	}
 	if *keep && *verify == "" {
 		return badInput("--keep goes with --verify-with")
 	}
@@ -55,7 +59,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
 	lo.o.OnStart = func() {
-		fmt.Fprintf(stdout, "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS))
+		fmt.Fprintf(stdout, "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String()))
 	}
 	o.Load = lo.o
 	res, err := run.Run(ctx, o)

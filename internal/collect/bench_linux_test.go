@@ -4,13 +4,19 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // BenchmarkSnapshot takes full snapshots of NETDOCTOR_BENCH_NETNS (or the
 // current namespace), as the 1 Hz sampler does after its first snapshot.
 // bench/snapshot.sh fills that namespace with 100k sockets first.
 func BenchmarkSnapshot(b *testing.B) {
-	s, err := New(Config{NetNS: os.Getenv("NETDOCTOR_BENCH_NETNS")})
+	ns, err := netns.Resolve(os.Getenv("NETDOCTOR_BENCH_NETNS"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := New(Config{NetNS: ns})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -29,9 +29,9 @@ type Collector interface {
 
 // Config says what to observe.
 type Config struct {
-	// NetNS is the namespace to observe, a name under /run/netns or a
-	// path; "" is the caller's own.
-	NetNS string
+	// NetNS is the namespace to observe, resolved by the caller (the
+	// zero NS is the caller's own).
+	NetNS netns.NS
 	// PIDs are extra processes of interest besides listener owners.
 	PIDs []int
 	// DNS enables the resolver probe; DNSEvery probes on every Nth
@@ -50,20 +50,15 @@ type Config struct {
 // Snapshotter takes snapshots of one namespace.
 type Snapshotter struct {
 	cfg        Config
-	path       string
 	Host       evidence.Host
 	collectors []Collector
 	kmsg       *kmsgCollector
 }
 
-// New resolves the namespace and prepares the collectors. It fails only
+// New prepares the collectors for cfg.NetNS. It fails only
 // when the namespace itself cannot be observed; every other problem shows
 // up later as a collector status. Callers must Close the Snapshotter.
 func New(cfg Config) (*Snapshotter, error) {
-	path, err := netns.Resolve(cfg.NetNS)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
@@ -71,11 +66,11 @@ func New(cfg Config) (*Snapshotter, error) {
 	if cfg.Proc != nil {
 		p = *cfg.Proc
 	}
-	s := &Snapshotter{cfg: cfg, path: path}
+	s := &Snapshotter{cfg: cfg}
 	s.Host = hostInfo(cfg.NetNS)
 	// Entering the namespace once here turns a permission problem into a
 	// clear error before any sampling starts.
-	err = netns.Do(path, func() error {
+	err := cfg.NetNS.Do(func() error {
 		ino, err := netns.Inode("")
 		s.Host.NetNSInode = ino
 		return err
@@ -95,7 +90,7 @@ func (s *Snapshotter) Close() { s.kmsg.close() }
 // outcome is in the snapshot's Status.
 func (s *Snapshotter) Snapshot(ctx context.Context) evidence.Snapshot {
 	snap := evidence.Snapshot{Time: time.Now()}
-	err := netns.Do(s.path, func() error {
+	err := s.cfg.NetNS.Do(func() error {
 		for _, c := range s.collectors {
 			start := time.Now()
 			err := c.Collect(ctx, &snap)
@@ -137,8 +132,8 @@ func status(name string, err error, d time.Duration) evidence.Status {
 	return st
 }
 
-func hostInfo(ns string) evidence.Host {
-	h := evidence.Host{NetNS: ns, CPUs: numCPU(), UserHZ: 100}
+func hostInfo(ns netns.NS) evidence.Host {
+	h := evidence.Host{NetNS: ns.String(), CPUs: numCPU(), UserHZ: 100}
 	h.Hostname, _ = os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		h.Kernel = string(trimSpace(b))

@@ -140,16 +140,16 @@ func tcExec(t *testing.T, args ...string) {
 // stop ends the traffic and may be called more than once.
 func pushTCP(t *testing.T, nsA, nsB string, secs int) (stop func()) {
 	t.Helper()
-	pathA, err := netns.Resolve(nsA)
+	nsHA, err := netns.Resolve(nsA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pathB, err := netns.Resolve(nsB)
+	nsHB, err := netns.Resolve(nsB)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ln net.Listener
-	if err := netns.Do(pathB, func() (err error) { ln, err = net.Listen("tcp", "10.78.0.2:0"); return err }); err != nil {
+	if err := nsHB.Do(func() (err error) { ln, err = net.Listen("tcp", "10.78.0.2:0"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
@@ -166,7 +166,7 @@ func pushTCP(t *testing.T, nsA, nsB string, secs int) (stop func()) {
 	t.Cleanup(cancel)
 	buf := make([]byte, 64<<10)
 	for range 8 {
-		c, err := netns.DialContext(context.Background(), pathA, "tcp", ln.Addr().String())
+		c, err := nsHA.Dial(context.Background(), "tcp", ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,11 @@ func pushTCP(t *testing.T, nsA, nsB string, secs int) (stop func()) {
 // nil) once the first is taken.
 func sample(t *testing.T, ns string, n int, every time.Duration, after func()) *evidence.Bundle {
 	t.Helper()
-	s, err := New(Config{NetNS: ns})
+	nsh, err := netns.Resolve(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{NetNS: nsh})
 	if err != nil {
 		t.Fatal(err)
 	}

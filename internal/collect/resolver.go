@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -29,7 +27,7 @@ func newResolver(cfg Config) *resolverCollector {
 func (r *resolverCollector) Name() string { return "resolver" }
 
 func (r *resolverCollector) Collect(ctx context.Context, s *evidence.Snapshot) error {
-	path := resolver.ConfPath(nsName(r.cfg.NetNS))
+	path := r.cfg.NetNS.ResolvConf()
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -55,22 +53,6 @@ func (r *resolverCollector) Collect(ctx context.Context, s *evidence.Snapshot) e
 	}
 	conf.Probes = resolver.Prober{}.ProbeAll(ctx, conf, name, ptrTarget())
 	return nil
-}
-
-// nsName returns the `ip netns` name of a namespace given by name or by a
-// path under /run/netns, whose /etc/netns/NAME files `ip netns exec`
-// would bind-mount.
-func nsName(ns string) string {
-	if ns == "" {
-		return ""
-	}
-	if !strings.ContainsRune(ns, '/') {
-		return ns
-	}
-	if filepath.Dir(ns) == "/run/netns" {
-		return filepath.Base(ns)
-	}
-	return ""
 }
 
 // ptrTarget picks the address whose reverse lookup a server here would

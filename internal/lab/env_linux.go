@@ -306,7 +306,7 @@ func (p *Proc) tail() string {
 // WaitListening waits until addr ("host:port" or "unix:/path") accepts
 // connections inside namespace ns, or p exits, or 10 s pass.
 func (e *Env) WaitListening(ctx context.Context, p *Proc, ns, addr string) error {
-	path, err := netns.Resolve(ns)
+	nsh, err := netns.Resolve(ns)
 	if err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ func (e *Env) WaitListening(ctx context.Context, p *Proc, ns, addr string) error
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		c, err := netns.DialContext(dctx, path, network, a)
+		c, err := nsh.Dial(dctx, network, a)
 		cancel()
 		if err == nil {
 			c.Close()

@@ -20,12 +20,12 @@ import (
 // get fetches url from inside the client namespace.
 func get(t *testing.T, e *lab.Env, url string) string {
 	t.Helper()
-	path, err := netns.Resolve(e.ClientNS)
+	ns, err := netns.Resolve(e.ClientNS)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return netns.DialContext(ctx, path, network, addr)
+		return ns.Dial(ctx, network, addr)
 	}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: dial}}
 	resp, err := c.Get(url)

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"runtime"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,30 +18,35 @@ var ErrNotFound = errors.New("no such network namespace")
 // process lacks (CAP_SYS_ADMIN, in practice root).
 var ErrPermission = errors.New("entering a network namespace needs root (CAP_SYS_ADMIN)")
 
-// Resolve turns a name as `ip netns` knows it (a file under /run/netns) or
-// a path (/proc/PID/ns/net, a bind mount) into a path, and checks that it
-// is a network namespace. "" stays "", meaning the caller's own namespace.
-func Resolve(nameOrPath string) (string, error) {
-	if nameOrPath == "" {
-		return "", nil
+// Resolve checks that a namespace, given as `ip netns` knows it (a name
+// under /run/netns) or by path (/proc/PID/ns/net, a bind mount), exists
+// and is a network namespace, and reads its inode. "" is the caller's
+// own namespace.
+func Resolve(nameOrPath string) (NS, error) {
+	n := Parse(nameOrPath)
+	if n.Own() {
+		ino, err := Inode("/proc/self/ns/net")
+		n.Inode = ino
+		return n, err
 	}
-	path := nameOrPath
-	if !strings.ContainsRune(nameOrPath, '/') {
-		path = filepath.Join("/run/netns", nameOrPath)
-	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(n.Path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return "", fmt.Errorf("%w: %s (not in /run/netns, see `ip netns list`)", ErrNotFound, nameOrPath)
+			return NS{}, fmt.Errorf("%w: %s (not in /run/netns, see `ip netns list`)", ErrNotFound, nameOrPath)
 		}
-		return "", fmt.Errorf("open netns %s: %w", path, err)
+		return NS{}, fmt.Errorf("open netns %s: %w", n.Path, err)
 	}
 	defer unix.Close(fd)
 	typ, err := unix.IoctlRetInt(fd, unix.NS_GET_NSTYPE)
 	if err != nil || typ != unix.CLONE_NEWNET {
-		return "", fmt.Errorf("%w: %s is not a network namespace file", ErrNotFound, path)
+		return NS{}, fmt.Errorf("%w: %s is not a network namespace file", ErrNotFound, n.Path)
 	}
-	return path, nil
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return NS{}, fmt.Errorf("stat netns %s: %w", n.Path, err)
+	}
+	n.Inode = st.Ino
+	return n, nil
 }
 
 // Inode returns the namespace's inode number, the id the kernel prints
@@ -60,13 +63,14 @@ func Inode(path string) (uint64, error) {
 	return st.Ino, nil
 }
 
-// Do runs fn on an OS thread inside the network namespace at path, as
-// returned by Resolve, and waits for it. With an empty path fn runs on a
-// locked thread in the current namespace. The thread returns to its own
+// Do runs fn on an OS thread inside the namespace and waits for it. In
+// the caller's own namespace fn runs on a locked thread too. The thread returns to its own
 // namespace afterwards: were it left behind, and were it the main thread,
 // /proc/PID/ns/net would name the other namespace for the whole process
 // (and `ip netns pids` would count the process as one of its own).
-func Do(path string, fn func() error) error {
+func (n NS) Do(fn func() error) error { return do(n.Path, fn) }
+
+func do(path string, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -118,14 +122,13 @@ func enter(path string) error {
 	return nil
 }
 
-// DialContext connects from inside the namespace at path ("" for the
-// caller's). A socket belongs to the namespace it was created in, so only
+// Dial connects from inside the namespace. A socket belongs to the namespace it was created in, so only
 // the dial needs the namespace's thread; the connection may then be used
 // from anywhere. (An http.Transport dials on goroutines of its own, which
 // is why wrapping a whole request in Do is not enough.)
-func DialContext(ctx context.Context, path, network, addr string) (net.Conn, error) {
+func (n NS) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	var c net.Conn
-	err := Do(path, func() error {
+	err := n.Do(func() error {
 		var d net.Dialer
 		var err error
 		c, err = d.DialContext(ctx, network, addr)

@@ -19,27 +19,27 @@ var ErrPermission = errors.New("entering a network namespace needs root")
 var errNotSupported = fmt.Errorf("network namespaces are not supported on %s", runtime.GOOS)
 
 // Resolve fails unless nameOrPath is empty.
-func Resolve(nameOrPath string) (string, error) {
+func Resolve(nameOrPath string) (NS, error) {
 	if nameOrPath == "" {
-		return "", nil
+		return NS{}, nil
 	}
-	return "", errNotSupported
+	return NS{}, errNotSupported
 }
 
 // Inode is not supported.
 func Inode(string) (uint64, error) { return 0, errNotSupported }
 
-// Do runs fn when path is empty.
-func Do(path string, fn func() error) error {
-	if path != "" {
+// Do runs fn in the caller's own namespace only.
+func (n NS) Do(fn func() error) error {
+	if !n.Own() {
 		return errNotSupported
 	}
 	return fn()
 }
 
-// DialContext dials in the caller's namespace when path is empty.
-func DialContext(ctx context.Context, path, network, addr string) (net.Conn, error) {
-	if path != "" {
+// Dial dials in the caller's own namespace only.
+func (n NS) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if !n.Own() {
 		return nil, errNotSupported
 	}
 	var d net.Dialer

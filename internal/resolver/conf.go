@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -78,36 +76,4 @@ func scanLines(data []byte, atEOF bool) (advance int, token []byte, err error) {
 		return len(data), data, nil
 	}
 	return 0, nil, nil
-}
-
-// ConfPath returns the resolv.conf that programs in the network namespace
-// netns read. For a named namespace that is /etc/netns/NAME/resolv.conf if
-// it exists, the file `ip netns exec` bind-mounts over /etc/resolv.conf;
-// otherwise, and for "" (the caller's own namespace), /etc/resolv.conf.
-// A path under /run/netns counts as the name it ends with; other paths,
-// such as /proc/PID/ns/net, get /etc/resolv.conf.
-func ConfPath(netns string) string {
-	return confPathIn("/etc", netns)
-}
-
-// confPathIn is ConfPath with etc in place of "/etc".
-func confPathIn(etc, netns string) string {
-	def := filepath.Join(etc, "resolv.conf")
-	name := netns
-	if strings.Contains(netns, "/") {
-		dir, base := filepath.Split(filepath.Clean(netns))
-		dir = filepath.Clean(dir)
-		if dir != "/run/netns" && dir != "/var/run/netns" {
-			return def
-		}
-		name = base
-	}
-	if name == "" || name == "." || name == ".." {
-		return def
-	}
-	p := filepath.Join(etc, "netns", name, "resolv.conf")
-	if _, err := os.Stat(p); err != nil {
-		return def
-	}
-	return p
 }

@@ -1,8 +1,6 @@
 package resolver
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -95,33 +93,5 @@ func TestParseConf(t *testing.T) {
 				t.Errorf("ParseConf mismatch (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func TestConfPath(t *testing.T) {
-	etc := t.TempDir()
-	nsConf := filepath.Join(etc, "netns", "feas-cli", "resolv.conf")
-	if err := os.MkdirAll(filepath.Dir(nsConf), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(nsConf, []byte("nameserver 10.77.0.2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	def := filepath.Join(etc, "resolv.conf")
-	for _, tt := range []struct{ netns, want string }{
-		{"", def},
-		{"feas-cli", nsConf},
-		{"feas-srv", def},
-		{"/run/netns/feas-cli", nsConf},
-		{"/var/run/netns/feas-cli", nsConf},
-		{"/proc/1234/ns/net", def},
-		{"..", def},
-	} {
-		if got := confPathIn(etc, tt.netns); got != tt.want {
-			t.Errorf("confPathIn(%q) = %q, want %q", tt.netns, got, tt.want)
-		}
-	}
-	if got := ConfPath(""); got != DefaultConfPath {
-		t.Errorf(`ConfPath("") = %q, want %q`, got, DefaultConfPath)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -391,7 +392,7 @@ func confItem(l limit) report.Item {
 // bandwidthFix names what to change for the lowest saturated limit, and
 // how to confirm it.
 func bandwidthFix(b *evidence.Bundle, l limit) []string {
-	ns := nsPrefix(b)
+	ns := netns.Parse(b.Host.NetNS).ExecPrefix()
 	dev := l.iface
 	var out []string
 	switch l.kind {
@@ -428,18 +429,6 @@ func bandwidthFix(b *evidence.Bundle, l limit) []string {
 		return append(out, fmt.Sprintf("confirm while the load runs: `%sip -s link show dev %s` (received bytes per second stay below 90%% of the link speed)", ns, dev))
 	}
 	return append(out, fmt.Sprintf("confirm while the load runs: `%stc -s qdisc show dev %s` (drops, overlimits and backlog stop growing) and `%sip -s link show dev %s` (bytes per second stay below 90%% of the new limit)", ns, dev, ns, dev))
-}
-
-// nsPrefix runs a command in the observed namespace.
-func nsPrefix(b *evidence.Bundle) string {
-	ns := b.Host.NetNS
-	switch {
-	case ns == "":
-		return ""
-	case strings.ContainsRune(ns, '/'):
-		return "nsenter --net=" + ns + " "
-	}
-	return "ip netns exec " + ns + " "
 }
 
 // bitrate formats bytes per second as bits: "9.6 Mbit/s", "1 Gbit/s".

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -77,12 +78,8 @@ func settingItem(name, value string) report.Item {
 // note when the namespace observed is not the caller's.
 func sysctlFix(b *evidence.Bundle, name, value string) []string {
 	prefix := ""
-	if ns := b.Host.NetNS; ns != "" && !GlobalSysctl(name) {
-		if strings.ContainsRune(ns, '/') {
-			prefix = "nsenter --net=" + ns + " " // ip netns exec takes names only
-		} else {
-			prefix = "ip netns exec " + ns + " "
-		}
+	if !GlobalSysctl(name) {
+		prefix = netns.Parse(b.Host.NetNS).ExecPrefix()
 	}
 	v := value
 	if strings.ContainsAny(v, " \t") {

@@ -14,15 +14,16 @@ import (
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // Options describe one run.
 type Options struct {
 	Load load.Options
-	// ServerNetNS is the server's namespace (name or path). Empty means the
-	// caller's own when the target address is local, else not observed.
-	ServerNetNS string
+	// ServerNetNS is the server's namespace. The caller's own (the zero
+	// NS) means: observed when the target address is local, else not.
+	ServerNetNS netns.NS
 	// Baseline is the quiet time sampled before the load (default 3 s);
 	// Tail the time after it (default 2 s).
 	Baseline, Tail time.Duration
@@ -169,7 +170,7 @@ func sides(o Options) (server, client *sampler, err error) {
 		return nil, nil, fmt.Errorf("observe the client side: %w", err)
 	}
 	switch {
-	case o.ServerNetNS != "":
+	case !o.ServerNetNS.Own():
 		cfg.NetNS = o.ServerNetNS
 		if server.snap, err = collect.New(cfg); err != nil {
 			client.close()

@@ -16,7 +16,7 @@ import (
 // sampler snapshots one side every interval.
 type sampler struct {
 	name   report.Side
-	netns  string
+	netns  netns.NS
 	snap   *collect.Snapshotter
 	shared *sampler // the server shares the client's namespace
 	why    string
@@ -43,7 +43,7 @@ func (s *sampler) side() *Side {
 	if s.shared != nil {
 		src = s.shared
 	}
-	sd := &Side{Name: s.name, NetNS: s.netns, Bundle: src.bundle, Observed: src.bundle != nil, Why: s.why}
+	sd := &Side{Name: s.name, NetNS: s.netns.String(), Bundle: src.bundle, Observed: src.bundle != nil, Why: s.why}
 	if s.shared != nil {
 		sd.Why = sameNamespace
 	}
@@ -91,11 +91,7 @@ func (s *sampler) discover(ctx context.Context, port string) *app.Observer {
 	if snap.Sockets == nil {
 		return nil
 	}
-	path, err := netns.Resolve(src.netns)
-	if err != nil {
-		return nil
-	}
-	return app.Discover(ctx, snap.Sockets.Listeners, p, path)
+	return app.Discover(ctx, snap.Sockets.Listeners, p, src.netns)
 }
 
 // sampleApps samples the applications' workers every interval until ctx

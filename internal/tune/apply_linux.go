@@ -319,7 +319,7 @@ func validate(argv []string, pid int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out []byte
-	err := netns.Do(fmt.Sprintf("/proc/%d/ns/net", pid), func() error {
+	err := netns.NS{Path: fmt.Sprintf("/proc/%d/ns/net", pid)}.Do(func() error {
 		var err error
 		out, err = exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
 		return err

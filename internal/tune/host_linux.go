@@ -23,7 +23,7 @@ import (
 func initNetNS() (string, error) {
 	isInit := func(path string) bool {
 		ok := false
-		netns.Do(path, func() error {
+		netns.NS{Path: path}.Do(func() error {
 			_, err := os.Stat("/proc/sys/net/core/netdev_max_backlog")
 			ok = err == nil
 			return nil
@@ -64,7 +64,8 @@ func (s Scope) path() (string, error) {
 	case s.Global:
 		return initNetNS()
 	case s.NetNS != "":
-		return netns.Resolve(s.NetNS)
+		ns, err := netns.Resolve(s.NetNS)
+		return ns.Path, err
 	}
 	return "", nil
 }
@@ -106,7 +107,7 @@ func (Live) Sysctl(s Scope, name string) (string, error) {
 // one): /proc/sys/net follows the reading thread's namespace.
 func readSysctl(path, name string) (string, error) {
 	var v []byte
-	err := netns.Do(path, func() error {
+	err := netns.NS{Path: path}.Do(func() error {
 		var err error
 		v, err = os.ReadFile(sysctlPath(name))
 		return err
@@ -117,7 +118,7 @@ func readSysctl(path, name string) (string, error) {
 // writeSysctl writes a setting inside the namespace at path and reads it
 // back: the kernel may refuse a value or round it without an error.
 func writeSysctl(path, name, value string) error {
-	return netns.Do(path, func() error {
+	return netns.NS{Path: path}.Do(func() error {
 		f, err := os.OpenFile(sysctlPath(name), os.O_WRONLY, 0)
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%s: this kernel or namespace does not have it", name)
