@@ -75,7 +75,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // finish runs the rules and writes the reports.
 func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr io.Writer) error {
-	r := report.New(command, b, rules.Run(b, rules.All))
+	r := report.New(command, b, rules.Check(b))
 	if jsonOut != "-" {
 		if err := report.Text(stdout, r); err != nil {
 			return err
@@ -208,7 +208,7 @@ func diagnoseRun(path, jsonOut, htmlOut string, stdout io.Writer) error {
 	res := run.Diagnose(rb)
 	r := res.Report()
 	if jsonOut != "-" {
-		if err := writeRunText(stdout, r, true); err != nil {
+		if err := report.RunText(stdout, r, true); err != nil {
 			return err
 		}
 	}
@@ -222,5 +222,5 @@ func diagnoseRun(path, jsonOut, htmlOut string, stdout io.Writer) error {
 			return err
 		}
 	}
-	return runExit(r)
+	return exitFor(r.Findings)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/tune"
 	"github.com/netdoctor/netdoctor/internal/tune/tunetest"
@@ -38,13 +39,13 @@ func TestRunGolden(t *testing.T) {
 			res := run.Diagnose(rb)
 			r := res.Report()
 			var text, js, html bytes.Buffer
-			if err := writeRunText(&text, r, true); err != nil {
+			if err := report.RunText(&text, r, true); err != nil {
 				t.Fatal(err)
 			}
 			if err := indentedJSON(r)(&js); err != nil {
 				t.Fatal(err)
 			}
-			if err := writeRunHTML("-", &html, r, res); err != nil {
+			if err := res.HTML(&html, r); err != nil {
 				t.Fatal(err)
 			}
 			goldenFile(t, name+".txt", text.Bytes())

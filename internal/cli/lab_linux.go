@@ -189,7 +189,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err != nil {
 			return err
 		}
-		if err := writeCompare(stdout, a, b); err != nil {
+		if err := report.CompareText(stdout, phases[0].json, a, phases[1].json, b); err != nil {
 			return err
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/run"
+	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // headerFlags collects repeated -H values.
@@ -123,7 +123,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return err
 	}
-	if err := writeLoad(stdout, res, lo.latency); err != nil {
+	if err := report.LoadText(stdout, res, lo.latency); err != nil {
 		return err
 	}
 	if lo.jsonOut != "" {
@@ -144,18 +144,8 @@ func describe(o load.Options) string {
 	return "10s"
 }
 
-// loadReport is the JSON of `load --json`: the result's fields at the top
-// level, plus the findings about the load generator itself.
-type loadReport struct {
-	Version  int              `json:"version"`
-	Command  string           `json:"command"`
-	Findings []report.Finding `json:"findings"`
-	*load.Result
-}
-
 func writeLoadJSON(path string, stdout io.Writer, res *load.Result) error {
-	r := loadReport{Version: 1, Command: "load", Findings: nonNil(run.LoadFindings(res)), Result: res}
-	return writeOut(path, stdout, "result", indentedJSON(r))
+	return writeOut(path, stdout, "result", indentedJSON(report.NewLoad(res, rules.LoadGen(res))))
 }
 
 // splitShort turns wrk's attached short flags ("-t2", "-c50", "-d10s")
@@ -173,11 +163,4 @@ func splitShort(args []string, letters string) []string {
 		out = append(out, a)
 	}
 	return out
-}
-
-func nonNil(f []report.Finding) []report.Finding {
-	if f == nil {
-		return []report.Finding{}
-	}
-	return f
 }

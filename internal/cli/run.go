@@ -8,7 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -69,7 +68,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	r := res.Report()
 	if lo.jsonOut != "-" {
-		if err := writeRunText(stdout, r, lo.latency); err != nil {
+		if err := report.RunText(stdout, r, lo.latency); err != nil {
 			return err
 		}
 	}
@@ -91,13 +90,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	return runExit(r)
+	return exitFor(r.Findings)
 }
 
-// runExit is run's exit: errFindings for an active critical finding.
-func runExit(r *run.Report) error {
-	for _, f := range r.Findings {
-		if f.Status == report.Active && f.Severity == report.Critical {
+// exitFor is a report's exit: errFindings for an active critical finding.
+func exitFor(fs []report.Finding) error {
+	for _, f := range fs {
+		if f.Hurts() {
 			return errFindings
 		}
 	}
@@ -120,67 +119,10 @@ func runErr(err error) error {
 	return err
 }
 
-func writeRunText(w io.Writer, r *run.Report, latency bool) error {
-	if err := report.Text(w, r.Report); err != nil {
-		return err
-	}
-	for _, s := range r.Sides {
-		if !s.Observed {
-			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, s.Why)
-		}
-	}
-	writeServers(w, r.Servers)
-	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
-	fmt.Fprintf(w, "\nLoad:\n")
-	return writeLoad(w, r.Load, latency)
-}
-
-func writeRunJSON(path string, stdout io.Writer, r *run.Report) error {
+func writeRunJSON(path string, stdout io.Writer, r *report.Run) error {
 	return writeOut(path, stdout, "report", indentedJSON(r))
 }
 
-// writeServers lists the applications found behind the port: what they
-// are, the limits their configuration sets, and what their logs said.
-func writeServers(w io.Writer, servers []*app.Server) {
-	if len(servers) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nServers:\n")
-	for _, s := range servers {
-		fmt.Fprintf(w, "  %s %s on %s", s.Role, s.Kind, s.Addr)
-		if s.Master != 0 {
-			fmt.Fprintf(w, " (master %d, %d other processes)", s.Master, len(s.PIDs)-1)
-		}
-		if s.Config != "" {
-			fmt.Fprintf(w, ", config %s", s.Config)
-		}
-		fmt.Fprintln(w)
-		if n := s.Nginx; n != nil {
-			fmt.Fprintf(w, "    worker_processes %s, worker_connections %s", n.WorkerProcesses, n.WorkerConnections)
-			if n.WorkerRlimitNofile.Value > 0 {
-				fmt.Fprintf(w, ", worker_rlimit_nofile %s", n.WorkerRlimitNofile)
-			}
-			fmt.Fprintln(w)
-			for _, u := range n.Upstreams {
-				reuse := "connections reused"
-				if !u.Reuse {
-					reuse = "a new connection per request: " + u.Why
-				}
-				fmt.Fprintf(w, "    %s %s (%s): %s\n", u.Pass, u.Target, u.PassSource, reuse)
-			}
-		}
-		if p := s.Pool; p != nil {
-			fmt.Fprintf(w, "    php-fpm pool %s: pm %s, pm.max_children %s, listen.backlog %s\n", p.Name, p.PM, p.MaxChildren, p.Backlog)
-		}
-		for _, l := range s.Logs {
-			fmt.Fprintf(w, "    %s log %s: %d lines during the run", l.Kind, l.Path, l.Lines)
-			if l.Status != "ok" && l.Status != "" {
-				fmt.Fprintf(w, " (%s)", l.Status)
-			}
-			fmt.Fprintln(w)
-		}
-		for _, n := range s.Notes {
-			fmt.Fprintf(w, "    note: %s\n", n)
-		}
-	}
+func writeRunHTML(path string, stdout io.Writer, r *report.Run, res *run.Result) error {
+	return writeOut(path, stdout, "HTML report", func(w io.Writer) error { return res.HTML(w, r) })
 }

@@ -164,8 +164,8 @@ func tuneErr(err error) error {
 // change did, and the journal of the changes.
 type verifyReport struct {
 	Plan     string         `json:"plan"`
-	Before   *run.Report    `json:"before"`
-	After    *run.Report    `json:"after"`
+	Before   *report.Run    `json:"before"`
+	After    *report.Run    `json:"after"`
 	Verdicts []tune.Verdict `json:"verdicts"`
 	Journal  string         `json:"journal,omitempty"`
 	Kept     bool           `json:"kept"`
@@ -262,7 +262,7 @@ func outcomeOf(res *run.Result) tune.Outcome {
 		if !s.Observed {
 			continue
 		}
-		if w, ok := run.Window(s.Bundle, res.LoadStart).Window(); ok {
+		if w, ok := res.Window(s).Window(); ok {
 			o.Rate = w.SourceRate
 			break
 		}
@@ -271,14 +271,14 @@ func outcomeOf(res *run.Result) tune.Outcome {
 }
 
 // writeVerify prints the two runs side by side and each change's verdict.
-func writeVerify(w io.Writer, before, after *run.Report, vs []tune.Verdict) {
+func writeVerify(w io.Writer, before, after *report.Run, vs []tune.Verdict) {
 	fmt.Fprintf(w, "\nBefore → after:\n")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	row := func(name string, f func(*run.Report) string) {
+	row := func(name string, f func(*report.Run) string) {
 		fmt.Fprintf(tw, "  %s\t%s\t→ %s\n", name, f(before), f(after))
 	}
-	lr := func(f func(*load.Result) string) func(*run.Report) string {
-		return func(r *run.Report) string {
+	lr := func(f func(*load.Result) string) func(*report.Run) string {
+		return func(r *report.Run) string {
 			if r.Load == nil {
 				return "-"
 			}
@@ -291,7 +291,7 @@ func writeVerify(w io.Writer, before, after *run.Report, vs []tune.Verdict) {
 			if l.Requests == 0 {
 				return "-"
 			}
-			return dur(f(l))
+			return report.Dur(f(l))
 		}
 	}
 	row("p50", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P50 })))

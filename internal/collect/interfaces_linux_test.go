@@ -112,7 +112,7 @@ func TestTBFSaturated(t *testing.T) {
 	}
 
 	var found bool
-	for _, f := range rules.Run(sender, rules.All) {
+	for _, f := range rules.Check(sender) {
 		if f.ID == "bandwidth-saturated" && f.Subject == vethA && f.Status == report.Active {
 			found = true
 			t.Logf("%s %s: %s", f.Severity, f.Title, evidenceText(f))

@@ -84,3 +84,47 @@ func (b *Bundle) Kmsg() []KernelMsg {
 	}
 	return out
 }
+
+// From returns the part of the bundle from t on: from the last snapshot
+// taken at or before t to the end, so that every counter delta over it
+// happened after t. A run takes it from the load's start: its rules see
+// the load and the tail, not the quiet baseline before. nil stays nil.
+func (b *Bundle) From(t time.Time) *Bundle {
+	if b == nil {
+		return nil
+	}
+	from := 0
+	for i, s := range b.Snapshots {
+		if !s.Time.After(t) {
+			from = i
+		}
+	}
+	w := *b
+	w.Snapshots = b.Snapshots[from:]
+	return &w
+}
+
+// Until returns the snapshots taken at or before t.
+func (b *Bundle) Until(t time.Time) *Bundle {
+	w := *b
+	w.Snapshots = nil
+	for _, s := range b.Snapshots {
+		if !s.Time.After(t) {
+			w.Snapshots = append(w.Snapshots, s)
+		}
+	}
+	return &w
+}
+
+// RateAt is the per-second rise of a source (a counter, or a conntrack
+// statistic as "conntrack.drop") between the two snapshots around t; 0
+// outside the bundle.
+func (b *Bundle) RateAt(source string, t time.Time) float64 {
+	for i := 1; i < len(b.Snapshots); i++ {
+		if b.Snapshots[i].Time.Before(t) {
+			continue
+		}
+		return Window{First: &b.Snapshots[i-1], Last: &b.Snapshots[i]}.SourceRate(source)
+	}
+	return 0
+}

@@ -49,7 +49,7 @@ func golden(t *testing.T, name string, got []byte) {
 // TestGolden renders the captured accept-overflow bundle in both formats.
 func TestGolden(t *testing.T) {
 	b := loadBundle(t, "../../testdata/bundles/accept-overflow.json")
-	r := report.New("diagnose", b, rules.Run(b, rules.All))
+	r := report.New("diagnose", b, rules.Check(b))
 	var text, js bytes.Buffer
 	if err := report.Text(&text, r); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,89 @@
 package rules
 
-import "github.com/netdoctor/netdoctor/internal/report"
+import (
+	"fmt"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
 
 // AppSlow: the application holds requests while the CPU idles.
 const AppSlow report.FindingID = "app-slow"
+
+// appSlowLatency is the median below which a response is not called slow:
+// a hello-world through nginx and php-fpm answers in about a millisecond,
+// and 40 ms is Nagle's signature, which has its own rule.
+const appSlowLatency = 30 * time.Millisecond
+
+// checkAppSlow finds a server that holds requests while its CPU idles and the
+// kernel dropped nothing: the time goes to waiting inside the
+// application (seed 003: threads blocked on a logging lock). Workers'
+// wait channels say on what: a lock, a sleep, a backend's socket.
+func checkAppSlow(in *Input) []report.Finding {
+	r := in.Run
+	if r == nil {
+		return nil
+	}
+	found := in.Found
+	lr := r.Load
+	if lr == nil || lr.Requests < 20 || lr.Latency.P50 < appSlowLatency {
+		return nil
+	}
+	for _, f := range found {
+		if f.Status != report.Active {
+			continue
+		}
+		switch f.ID {
+		case WorkerPoolExhausted, NagleDelayedACK, CPUSaturated, ConntrackTableFull,
+			SynQueueOverflow, PacketLoss, BandwidthSaturated, LoadGeneratorSaturated:
+			return nil // a cause of latency already named
+		}
+	}
+	b := r.serverBundle()
+	busy, ok := hostBusy(b, r.LoadStart, r.LoadEnd)
+	if !ok || busy >= 0.7 {
+		return nil
+	}
+	// The innermost observed server with blocking workers tells most.
+	var s *app.Server
+	for _, c := range r.Servers {
+		if _, total := waitShares(r.Samples(c)); total > 0 && (s == nil || c.Role == "upstream") {
+			s = c
+		}
+	}
+	ev := []report.Item{
+		{Text: fmt.Sprintf("responses took p50 %s, p99 %s over %d requests", lr.Latency.P50.Round(time.Millisecond/10), lr.Latency.P99.Round(time.Millisecond/10), lr.Requests), Source: "load", Window: true},
+		{Text: fmt.Sprintf("server CPU %.0f%% busy, and no queue overflowed nor packet dropped", 100*busy), Source: "/proc/stat", Window: true},
+	}
+	subject := ""
+	fix := []string{"profile where requests wait off-CPU: `perf trace -s -p PID`, bcc's `offcputime -p PID`, or the runtime's own (thread dumps, php-fpm slowlog with request_slowlog_timeout)"}
+	if s != nil {
+		subject = s.Kind + " " + s.Addr
+		sh, total := waitShares(r.Samples(s))
+		ev = append(ev, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %s", s.Kind, describeWaits(sh, total)), Source: "wchan", Window: true})
+		if len(sh) > 0 && 2*sh[0].n >= total {
+			fix = append([]string{waitFix[sh[0].class]}, fix...)
+		}
+	}
+	for _, sv := range r.Servers {
+		if item, n := logItem(sv, app.EventSlow, "slow requests"); n > 0 {
+			ev = append(ev, report.Item{Text: item, Source: "log", Window: true})
+		}
+	}
+	return []report.Finding{{ID: AppSlow, Severity: report.Warning, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+		Title:    fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond)),
+		Evidence: ev, Fix: fix}}
+}
+
+// waitFix is the advice for the wait that dominates busy workers.
+var waitFix = map[string]string{
+	app.WaitFile:    "workers queue on a file lock (flock/fcntl), as on the shared log file of seed 003: log less (raise the log level), log asynchronously or per worker, and keep locks out of the request path",
+	app.WaitLock:    "workers queue on a mutex (futex): find the contended lock (`perf lock`, thread dumps); for PHP, sessions lock per user: call session_write_close() early",
+	app.WaitSleep:   "workers sleep in the request path (sleep/usleep, retry back-offs, rate limiters): remove or shorten those sleeps",
+	app.WaitDNS:     "workers wait for name lookups (glibc's resolver polling its nameserver): point resolv.conf at a local cache (dnsmasq, systemd-resolved, nscd), resolve backends once at start, and take reverse lookups (gethostbyaddr, HostnameLookups, UseDNS) out of the request path",
+	app.WaitNetwork: "workers wait on a peer's socket (a database, cache or API): measure that backend's latency, keep connections to it open, add an index or a cache",
+	app.WaitDisk:    "workers wait for disk I/O: check `iostat -x 1`, move logs and sessions off slow disks or into memory",
+	app.WaitRunning: "workers are on CPU: profile them (`perf record -g -p PID`) and make the request cheaper",
+	app.WaitOther:   "workers wait in the kernel elsewhere: see other_waits in the JSON report for the functions",
+}

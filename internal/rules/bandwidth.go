@@ -81,7 +81,8 @@ type usage struct {
 // at the link speed for several seconds of the window. Rates are taken
 // per sample interval, so a load that fills only part of the window
 // still shows. A shaper alone is no fault and raises nothing.
-func checkBandwidth(b *evidence.Bundle) []report.Finding {
+func checkBandwidth(in *Input) []report.Finding {
+	b := in.Bundle
 	if _, ok := b.Window(); !ok {
 		return nil
 	}

@@ -284,8 +284,8 @@ func twoSnapshots(dt time.Duration, step func(int, *evidence.Snapshot)) *evidenc
 // TestBandwidthTwoSnapshotsOneSecond: with only two snapshots 1 s apart
 // (the rules tests' usual bundle) nothing can be saturated for 3 s.
 func TestBandwidthTwoSnapshotsOneSecond(t *testing.T) {
-	if got := checkBandwidth(twoSnapshots(time.Second, shaped(0, 1, 1_250_000, 500, 60000))); len(got) != 0 {
-		t.Errorf("checkBandwidth() over 1 s = %v, want nothing", keys(got))
+	if got := checkBandwidth(on(twoSnapshots(time.Second, shaped(0, 1, 1_250_000, 500, 60000)))); len(got) != 0 {
+		t.Errorf("checkBandwidth(on()) over 1 s = %v, want nothing", keys(got))
 	}
 }
 
@@ -295,7 +295,7 @@ func TestBandwidthTwoSnapshotsOneSecond(t *testing.T) {
 func TestBandwidthFindingsShape(t *testing.T) {
 	firing := 0
 	for _, tc := range bandwidthCases() {
-		for _, f := range checkBandwidth(tc.bundle) {
+		for _, f := range checkBandwidth(on(tc.bundle)) {
 			firing++
 			if f.Status != report.Active {
 				t.Errorf("%s: %s finding, want active only", tc.name, f.Status)
@@ -348,9 +348,9 @@ func TestBandwidthFix(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		got := checkBandwidth(tt.b)
+		got := checkBandwidth(on(tt.b))
 		if len(got) != 1 {
-			t.Fatalf("%s: checkBandwidth() = %v, want one finding", tt.name, keys(got))
+			t.Fatalf("%s: checkBandwidth(on()) = %v, want one finding", tt.name, keys(got))
 		}
 		for _, w := range tt.want {
 			if !hasFix(got[0], w) {
@@ -360,16 +360,16 @@ func TestBandwidthFix(t *testing.T) {
 	}
 }
 
-// TestBandwidthInRun checks the rule is in All and its finding sorts with
+// TestBandwidthInRun checks the rule is in the registry and its finding sorts with
 // the others.
 func TestBandwidthInRun(t *testing.T) {
 	b := timeline(10, shaped(1, 9, 1_200_000, 154, 45<<10))
-	got := Run(b, All)
+	got := Check(b)
 	if !slices.ContainsFunc(got, func(f report.Finding) bool { return f.ID == "bandwidth-saturated" && f.Subject == "veth0" }) {
 		t.Errorf("Run() = %v, want bandwidth-saturated on veth0", keys(got))
 	}
 	checkOrder(t, got)
-	for _, f := range Run(timeline(10, nil), All) {
+	for _, f := range Check(timeline(10, nil)) {
 		if f.ID == "bandwidth-saturated" {
 			t.Errorf("Run() on a healthy timeline: %v", f)
 		}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -15,7 +14,8 @@ const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
 // checkBuffers finds data dropped because socket buffers or TCP's global
 // memory limit ran out.
-func checkBuffers(b *evidence.Bundle) []report.Finding {
+func checkBuffers(in *Input) []report.Finding {
+	b := in.Bundle
 	w, ok := b.Window()
 	if !ok {
 		return nil

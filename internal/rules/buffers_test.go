@@ -90,9 +90,9 @@ func TestBuffersRmemFix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		b := bundle(nil, all(raise(7, "Udp.RcvbufErrors"), setSysctl("net.core.rmem_max", tt.rmemMax)))
-		got := checkBuffers(b)
+		got := checkBuffers(on(b))
 		if len(got) != 1 {
-			t.Fatalf("rmem_max %q: checkBuffers() = %v, want one finding", tt.rmemMax, keys(got))
+			t.Fatalf("rmem_max %q: checkBuffers(on()) = %v, want one finding", tt.rmemMax, keys(got))
 		}
 		if g := hasFix(got[0], sysctlFix(b, "net.core.rmem_max", "16777216")[0]); g != tt.want {
 			t.Errorf("rmem_max %q: fix raises rmem_max = %v, want %v; fix %q", tt.rmemMax, g, tt.want, got[0].Fix)

@@ -1,6 +1,219 @@
 package rules
 
-import "github.com/netdoctor/netdoctor/internal/report"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/sizing"
+)
 
 // UpstreamConnectionChurn: a server opens a new connection per request to its upstream.
 const UpstreamConnectionChurn report.FindingID = "upstream-connection-churn"
+
+// checkChurn finds a server that opens a new connection for each
+// request to its upstream (seeds 000 and 004), from three kinds of
+// evidence, strongest first:
+//
+//   - in a run, nginx's configuration: an upstream without connection
+//     reuse, while Tcp.ActiveOpens keeps pace with the requests (and, when
+//     the local ports ran out, nginx's "(99: Cannot assign requested
+//     address)");
+//   - from the kernel alone, a pile of TIME_WAIT towards one remote while
+//     new connections keep being opened;
+//   - in a run, about one new connection per request towards the remote
+//     holding the TIME_WAIT, from code no configuration shows (nginx + Lua
+//     calling redis, connect() per request).
+//
+// The first two make one finding when they see the same destination.
+func checkChurn(in *Input) []report.Finding {
+	var out []report.Finding
+	if f, ok := kernelChurn(in.Bundle); ok {
+		f.Side = in.Side
+		out = append(out, f)
+	}
+	if !in.ServerSide() {
+		return out
+	}
+	r := in.Run
+	if r.Load == nil || r.Load.Requests == 0 {
+		return out
+	}
+	w, ok := in.Bundle.Window()
+	if !ok {
+		return out
+	}
+	opens, _ := w.Counter("Tcp.ActiveOpens")
+	// Requests nginx failed to connect upstream for opened nothing: count
+	// the ones that got an answer other than 502.
+	answered := r.Load.Requests - min(r.Load.Requests, uint64(logStatuses(r.Servers)[502]))
+	if answered == 0 {
+		answered = r.Load.Status["2xx"]
+	}
+	perReq := float64(opens) / float64(max(answered, 1))
+	for _, s := range r.Servers {
+		if s.Nginx == nil {
+			continue
+		}
+		for _, u := range s.Nginx.Upstreams {
+			if u.Reuse {
+				continue
+			}
+			if f, ok := configChurn(in, s, u, opens, answered, perReq); ok {
+				out = upsert(out, f)
+			}
+		}
+	}
+	for _, f := range out {
+		if f.Status == report.Active {
+			return out
+		}
+	}
+	if f, ok := socketChurn(in.Bundle, opens, answered, perReq); ok {
+		out = append(out, f)
+	}
+	return out
+}
+
+// configChurn is churn as nginx's configuration and log show it.
+func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered uint64, perReq float64) (report.Finding, bool) {
+	r := in.Run
+	logged, n := logItem(s, app.EventCannotAssign, cannotAssign)
+	if perReq < 0.5 && n == 0 {
+		return report.Finding{}, false
+	}
+	ev := []report.Item{
+		{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests answered upstream: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
+		{Text: fmt.Sprintf("%s %s at %s: %s", u.Pass, u.Target, u.PassSource, u.Why), Source: "nginx -T", Window: false},
+	}
+	sev := report.Warning
+	if n > 0 {
+		ev = append(ev, report.Item{Text: logged, Source: "log", Window: true})
+		sev = report.Critical
+	}
+	f := report.Finding{ID: UpstreamConnectionChurn, Severity: sev, Status: report.Active, Side: r.ServerSide(),
+		Subject:  strings.Join(u.Servers, ","),
+		Title:    fmt.Sprintf("nginx opens a new connection per request to upstream %s", u.Target),
+		Evidence: ev, Fix: reuseFix(u, r.Load.Connections, s.Nginx.Workers())}
+	if n > 0 {
+		// Each failed connect is one 502 the client saw.
+		f.Explains = shareText(uint64(n), r.Load.Status["5xx"], "5xx responses (nginx could not connect upstream)", failures(r.Load))
+	}
+	return f, true
+}
+
+// cannotAssign is how nginx's log lines for EADDRNOTAVAIL are named.
+const cannotAssign = "“(99: Cannot assign requested address)” connecting upstream"
+
+// socketChurn finds a connection per request that no configuration
+// shows: code that connects to its backend itself (seed 004: nginx + Lua
+// calling redis, connect() per request in strace) and closes after each
+// answer. The kernel-only rule waits for a pile of TIME_WAIT large
+// against the port range; here the load says how many requests there
+// were, so about one new connection for each, towards the one backend
+// holding the TIME_WAIT, is proof enough.
+func socketChurn(b *evidence.Bundle, opens, answered uint64, perReq float64) (report.Finding, bool) {
+	if answered < 100 || perReq < 0.5 {
+		return report.Finding{}, false
+	}
+	var busiest evidence.Remote
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, rm := range s.Sockets.Remotes {
+			if rm.TimeWait > busiest.TimeWait {
+				busiest = rm
+			}
+		}
+	}
+	if busiest.TimeWait < 100 {
+		return report.Finding{}, false
+	}
+	return report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: busiest.Addr,
+		Title: fmt.Sprintf("The server opens a new connection per request to %s", busiest.Addr),
+		Evidence: []report.Item{
+			{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
+			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", busiest.TimeWait, busiest.Established, busiest.Addr), Source: "sockdiag", Window: true},
+		},
+		Fix: []string{
+			"keep connections to " + busiest.Addr + " open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client), or nginx `upstream { keepalive N; }` when nginx itself proxies (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + ")",
+			"each new connection costs a handshake, a TIME_WAIT slot for 60 s and a search for a free local port: reuse is what raised seed 004 from 3K to 9K TPS",
+		}}, true
+}
+
+// upsert adds f, or, when the kernel's evidence already made the same
+// finding for the same destination, puts f's evidence and fix first in
+// it so that one finding carries all the evidence.
+func upsert(fs []report.Finding, f report.Finding) []report.Finding {
+	for i, k := range fs {
+		if k.ID == f.ID && k.Status == report.Active && k.Side == f.Side && (k.Subject == "" || strings.Contains(f.Subject, k.Subject)) {
+			f.Evidence = append(f.Evidence, k.Evidence...)
+			if report.MoreSevere(k.Severity, f.Severity) {
+				f.Severity = k.Severity
+			}
+			fs[i] = f
+			return fs
+		}
+	}
+	return append(fs, f)
+}
+
+// kernelChurn reports many short-lived outgoing connections to one
+// upstream from the kernel alone: a TIME_WAIT pile-up towards it, large
+// against the port range, while new connections keep being opened.
+func kernelChurn(b *evidence.Bundle) (report.Finding, bool) {
+	lo, hi, ok := portRange(&b.Snapshots[len(b.Snapshots)-1])
+	if !ok {
+		return report.Finding{}, false
+	}
+	size := hi - lo + 1
+	r := busiestRemote(b)
+	w, ok := b.Window()
+	if !ok || r.Addr == "" {
+		return report.Finding{}, false
+	}
+	rate := w.Rate("Tcp.ActiveOpens")
+	if r.TimeWait < 1000 || r.TimeWait < size/4 || rate < 50 {
+		return report.Finding{}, false
+	}
+	it, _ := counterItem(w, "Tcp.ActiveOpens")
+	f := report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr,
+		Title: fmt.Sprintf("A new connection per request to %s: %d in TIME_WAIT, %.0f new connections/s", r.Addr, r.TimeWait, rate),
+		Evidence: []report.Item{
+			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", r.TimeWait, r.Established, r.Addr), Source: "sockdiag", Window: true},
+			it,
+		},
+		Fix: []string{
+			"keep connections to " + r.Addr + " alive and reuse them: nginx `upstream { server " + r.Addr + "; keepalive N; }` (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + "; `netdoctor run` sizes it) plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` (or `fastcgi_keep_conn on;`); a connection pool in the client library",
+			"TIME_WAIT itself is cheap (about 200 bytes each); do not shorten it with tcp_fin_timeout (that is FIN_WAIT_2) or tcp_tw_recycle (removed in 4.12)",
+		},
+	}
+	if r.TimeWait >= size/2 {
+		f.Severity = report.Critical
+	}
+	return f, true
+}
+
+// reuseFix is the nginx change that keeps upstream connections open,
+// its pool sized as tune plan sizes it: each worker's share of the
+// requests in flight.
+func reuseFix(u app.NginxUpstream, inflight, workers int) []string {
+	var fix []string
+	k, why := sizing.Keepalive(inflight, workers), sizing.KeepaliveWhy(inflight, workers)
+	if u.Block == "" {
+		fix = append(fix, fmt.Sprintf("define an upstream block for %s with `keepalive %d;` (%s) and point %s (%s) at it", u.Target, k, why, u.Pass, u.PassSource))
+	} else if u.Keepalive == 0 {
+		fix = append(fix, fmt.Sprintf("add `keepalive %d;` to upstream %s (%s): %s", k, u.Target, u.Block, why))
+	}
+	switch u.Pass {
+	case "fastcgi_pass":
+		fix = append(fix, fmt.Sprintf("add `fastcgi_keep_conn on;` next to fastcgi_pass (%s)", u.PassSource))
+	case "proxy_pass":
+		fix = append(fix, fmt.Sprintf("add `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` next to proxy_pass (%s)", u.PassSource))
+	}
+	fix = append(fix, "until then, on this kernel: `sysctl -w net.ipv4.tcp_tw_reuse=1` lets new connections reuse TIME_WAIT ports (the default 2 does so for loopback only); persist it in /etc/sysctl.d/90-netdoctor.conf")
+	return fix
+}

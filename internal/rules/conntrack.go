@@ -15,7 +15,8 @@ const ConntrackTableFull report.FindingID = "conntrack-table-full"
 
 // checkConntrack finds a connection-tracking table that drops new flows
 // (seed 000 stage 1, seed 002) or is close to doing so.
-func checkConntrack(b *evidence.Bundle) []report.Finding {
+func checkConntrack(in *Input) []report.Finding {
+	b := in.Bundle
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	ct := last.Conntrack
 	if ct == nil || ct.Max == 0 {

@@ -144,9 +144,9 @@ func TestConntrackEvidence(t *testing.T) {
 		all(conntrack(200, 200, map[string]uint64{"drop": 175, "early_drop": 0}),
 			kmsgs("conntrack-table-full", ctTableFull, ctTableFull, ctTableFull),
 			kmsgs("ratelimit-suppressed", "net_ratelimit: 240 callbacks suppressed")))
-	got := checkConntrack(b)
+	got := checkConntrack(on(b))
 	if len(got) != 1 {
-		t.Fatalf("checkConntrack() = %v, want one finding", keys(got))
+		t.Fatalf("checkConntrack(on()) = %v, want one finding", keys(got))
 	}
 	want := []report.Item{
 		{Text: "nf_conntrack drop +175 in 1s", Source: "conntrack.drop", Window: true},
@@ -155,16 +155,16 @@ func TestConntrackEvidence(t *testing.T) {
 		{Text: "nf_conntrack_count peaked at 200 of nf_conntrack_max 200 (100%), 1024 hash buckets", Source: "conntrack", Window: true},
 	}
 	if diff := cmp.Diff(want, got[0].Evidence); diff != "" {
-		t.Errorf("checkConntrack() evidence mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkConntrack(on()) evidence mismatch (-want +got):\n%s", diff)
 	}
 }
 
 // TestConntrackLatentLevelIsStatic checks that a level alone is not
 // presented as something observed changing.
 func TestConntrackLatentLevelIsStatic(t *testing.T) {
-	got := checkConntrack(bundle(nil, conntrack(220000, 262144, nil)))
+	got := checkConntrack(on(bundle(nil, conntrack(220000, 262144, nil))))
 	if len(got) != 1 {
-		t.Fatalf("checkConntrack() = %v, want one finding", keys(got))
+		t.Fatalf("checkConntrack(on()) = %v, want one finding", keys(got))
 	}
 	for _, it := range got[0].Evidence {
 		if it.Window {
@@ -221,13 +221,13 @@ func TestConntrackFix(t *testing.T) {
 				}
 			}
 			b := inNetNS(bundle(ct(0), all(ct(3), raise(tt.opens/2, "Tcp.ActiveOpens", "Tcp.PassiveOpens"))), tt.netns)
-			got := checkConntrack(b)
+			got := checkConntrack(on(b))
 			if len(got) != 1 {
-				t.Fatalf("checkConntrack() = %v, want one finding", keys(got))
+				t.Fatalf("checkConntrack(on()) = %v, want one finding", keys(got))
 			}
 			for _, w := range tt.want {
 				if !hasFix(got[0], w) {
-					t.Errorf("checkConntrack() fix lacks %q; got %q", w, got[0].Fix)
+					t.Errorf("checkConntrack(on()) fix lacks %q; got %q", w, got[0].Fix)
 				}
 			}
 		})

@@ -14,7 +14,8 @@ const CPUSaturated report.FindingID = "cpu-saturated"
 // CPU makes every other number a symptom, so this is reported first among
 // equals; a single saturated CPU among idle ones usually means interrupts
 // or one thread carry all the work.
-func checkCPU(b *evidence.Bundle) []report.Finding {
+func checkCPU(in *Input) []report.Finding {
+	b := in.Bundle
 	w, ok := b.Window()
 	if !ok || w.Duration().Seconds() < 0.5 {
 		return nil

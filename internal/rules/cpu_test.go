@@ -144,12 +144,12 @@ func TestCPUTitle(t *testing.T) {
 		{"one", bundle(nil, ticks(cpuFull, cpuIdle)), "1 of 2 CPUs are saturated while others have idle time"},
 	}
 	for _, tt := range tests {
-		got := checkCPU(tt.b)
+		got := checkCPU(on(tt.b))
 		if len(got) != 1 {
-			t.Fatalf("%s: checkCPU() = %v, want one finding", tt.name, keys(got))
+			t.Fatalf("%s: checkCPU(on()) = %v, want one finding", tt.name, keys(got))
 		}
 		if diff := cmp.Diff(tt.want, got[0].Title); diff != "" {
-			t.Errorf("%s: checkCPU() title mismatch (-want +got):\n%s", tt.name, diff)
+			t.Errorf("%s: checkCPU(on()) title mismatch (-want +got):\n%s", tt.name, diff)
 		}
 	}
 }

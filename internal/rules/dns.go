@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -22,7 +23,16 @@ const slowDNS = 100 * time.Millisecond
 // checkDNS finds a resolver configuration that cannot work (seed 001 §4:
 // an empty resolv.conf), nameservers that do not answer or answer slowly,
 // and reverse lookups that hang (§5: ping took 11 s on unanswered PTRs).
-func checkDNS(b *evidence.Bundle) []report.Finding {
+func checkDNS(in *Input) []report.Finding {
+	out := resolverFindings(in.Bundle)
+	if in.ServerSide() {
+		inPath(in, out)
+	}
+	return out
+}
+
+// resolverFindings judges the resolver's configuration and probes.
+func resolverFindings(b *evidence.Bundle) []report.Finding {
 	var r *evidence.Resolver
 	for i := range b.Snapshots {
 		if s := b.Snapshots[i].Resolver; s != nil && (r == nil || len(s.Probes) > 0) {
@@ -95,4 +105,36 @@ func probeText(p evidence.DNSProbe) string {
 		res = p.Err
 	}
 	return fmt.Sprintf("%s %s query for %s: %s after %s", p.Server, p.Type, p.Name, res, p.Duration.Round(time.Millisecond))
+}
+
+// inPath ties the resolver's probes to the application: when most
+// busy workers of a server were seen waiting in name lookups (a UDP
+// socket to port 53, polled) while the server's resolver, probed during
+// the load, was slow or left reverse lookups unanswered, the lookups are
+// in the request path (seed 001 §4–5: a far resolver, a PTR query per
+// client). A reverse-lookup hang, latent for a host at rest, is then
+// active: it is what requests wait for. relate names it as the cause of
+// the full pool or the slow application.
+func inPath(in *Input, fs []report.Finding) {
+	r := in.Run
+	var who *app.Server
+	var pct float64
+	for _, s := range r.Servers {
+		sh, total := waitShares(r.Samples(s))
+		if total > 0 && len(sh) > 0 && sh[0].class == app.WaitDNS && 2*sh[0].n >= total {
+			who, pct = s, 100*float64(sh[0].n)/float64(total)
+		}
+	}
+	if who == nil {
+		return
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.ID != ReverseDNSLookup && f.ID != DNSSlow {
+			continue
+		}
+		f.Status = report.Active
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %.0f%% waiting in a name lookup (a UDP socket to port 53, polled); requests took p50 %v: these lookups are in the request path",
+			who.Kind, pct, r.Load.Latency.P50.Round(1e5)), Source: "wchan", Window: true})
+	}
 }

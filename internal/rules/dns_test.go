@@ -137,15 +137,15 @@ func TestCheckDNS(t *testing.T) {
 // TestDNSMisconfiguredEvidence compares the whole evidence of a resolver
 // that does not answer.
 func TestDNSMisconfiguredEvidence(t *testing.T) {
-	got := checkDNS(bundle(nil, resolver([]string{"10.0.0.2"}, aProbe("10.0.0.2", 2*time.Second+300*time.Microsecond, "", "timeout"))))
+	got := checkDNS(on(bundle(nil, resolver([]string{"10.0.0.2"}, aProbe("10.0.0.2", 2*time.Second+300*time.Microsecond, "", "timeout")))))
 	if len(got) != 1 {
-		t.Fatalf("checkDNS() = %v, want one finding", keys(got))
+		t.Fatalf("checkDNS(on()) = %v, want one finding", keys(got))
 	}
 	want := []report.Item{
 		{Text: "10.0.0.2 A query for web1: timeout after 2s", Source: "resolver", Window: true},
 		{Text: "/etc/resolv.conf: nameservers [10.0.0.2]", Source: "resolver"},
 	}
 	if diff := cmp.Diff(want, got[0].Evidence); diff != "" {
-		t.Errorf("checkDNS() evidence mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkDNS(on()) evidence mismatch (-want +got):\n%s", diff)
 	}
 }

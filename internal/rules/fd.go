@@ -2,9 +2,11 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -15,7 +17,16 @@ const FDLimit report.FindingID = "fd-limit"
 // checkFD finds processes at or near their open-file limit (seeds 004
 // and the fd-limit fault: accept4() fails with EMFILE, connections wait in
 // the accept queue), and a host near fs.file-max.
-func checkFD(b *evidence.Bundle) []report.Finding {
+func checkFD(in *Input) []report.Finding {
+	out := kernelFD(in.Bundle)
+	if in.ServerSide() {
+		out = fdLogged(in, out)
+	}
+	return out
+}
+
+// kernelFD is the limits as /proc shows them.
+func kernelFD(b *evidence.Bundle) []report.Finding {
 	var out []report.Finding
 	peak := map[int]evidence.Process{}
 	var order []int
@@ -65,4 +76,54 @@ func checkFD(b *evidence.Bundle) []report.Finding {
 		}
 	}
 	return out
+}
+
+// fdLogged adds what a run's servers logged of EMFILE ("Too many open
+// files") and the directive to change: to the kernel's finding for the
+// same process when it saw the process at its limit, else as a finding
+// of its own, since a limit hit and released between two samples leaves
+// only the log line.
+func fdLogged(in *Input, out []report.Finding) []report.Finding {
+	for _, s := range in.Servers() {
+		item, n := logItem(s, app.EventTooManyFiles, "“Too many open files”")
+		if n == 0 {
+			continue
+		}
+		logged := report.Item{Text: item, Source: "log", Window: true}
+		var fix []string
+		switch {
+		case s.Nginx != nil:
+			nf := s.Nginx.WorkerRlimitNofile
+			fix = []string{fmt.Sprintf("set `worker_rlimit_nofile 65535;` (%s) — at least twice worker_connections %s, since a proxied request holds two descriptors; then nginx -s reload",
+				where(nf.Source, "in the main context of "+s.Config), s.Nginx.WorkerConnections)}
+		case s.Pool != nil:
+			fix = []string{fmt.Sprintf("raise rlimit_files = %s for pool %s, then reload php-fpm", s.Pool.RlimitFiles, s.Pool.Name)}
+		}
+		merged := false
+		for i, f := range out {
+			if f.ID == FDLimit && f.Status == report.Active && ownedBy(f.Subject, s) {
+				out[i].Evidence = append([]report.Item{logged}, f.Evidence...)
+				out[i].Fix = append(slices.Clone(fix), f.Fix...)
+				out[i].Severity = report.Critical
+				merged = true
+			}
+		}
+		if merged {
+			continue
+		}
+		if len(fix) == 0 {
+			fix = []string{"raise the process's RLIMIT_NOFILE (ulimit -n, systemd LimitNOFILE=) and check for descriptor leaks"}
+		}
+		out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Side: in.Run.ServerSide(),
+			Subject:  strconv.Itoa(s.PIDs[0]),
+			Title:    fmt.Sprintf("%s ran out of file descriptors: accept() failed with EMFILE", s.Kind),
+			Evidence: []report.Item{logged}, Fix: fix})
+	}
+	return out
+}
+
+// ownedBy reports whether a finding's subject is one of a server's PIDs.
+func ownedBy(subject string, s *app.Server) bool {
+	pid, err := strconv.Atoi(subject)
+	return err == nil && slices.Contains(s.PIDs, pid)
 }

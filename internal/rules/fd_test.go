@@ -123,12 +123,12 @@ func TestCheckFD(t *testing.T) {
 // TestFDLatentIsStatic checks that a limit that has not been reached is
 // not presented as observed during the window.
 func TestFDLatentIsStatic(t *testing.T) {
-	got := checkFD(bundle(nil, processes(evidence.Process{PID: 200, Comm: "php-fpm8.2", OpenFDs: 30, NofileSoft: 1024, Role: "listener :9000"})))
+	got := checkFD(on(bundle(nil, processes(evidence.Process{PID: 200, Comm: "php-fpm8.2", OpenFDs: 30, NofileSoft: 1024, Role: "listener :9000"}))))
 	if len(got) != 1 {
-		t.Fatalf("checkFD() = %v, want one finding", keys(got))
+		t.Fatalf("checkFD(on()) = %v, want one finding", keys(got))
 	}
 	if got[0].Evidence[0].Window {
-		t.Errorf("checkFD() latent evidence %q has Window = true", got[0].Evidence[0].Text)
+		t.Errorf("checkFD(on()) latent evidence %q has Window = true", got[0].Evidence[0].Text)
 	}
 }
 
@@ -136,12 +136,12 @@ func TestFDLatentIsStatic(t *testing.T) {
 // four times its value as in the initial namespace, whatever namespace
 // was observed.
 func TestFileMaxFix(t *testing.T) {
-	got := checkFD(inNetNS(bundle(nil, setSysctl("fs.file-nr", "900000 0 1000000")), "feas-srv"))
+	got := checkFD(on(inNetNS(bundle(nil, setSysctl("fs.file-nr", "900000 0 1000000")), "feas-srv")))
 	if len(got) != 1 {
-		t.Fatalf("checkFD() = %v, want one finding", keys(got))
+		t.Fatalf("checkFD(on()) = %v, want one finding", keys(got))
 	}
 	want := sysctlFix(bundle(nil, nil), "fs.file-max", "4000000")
 	if diff := cmp.Diff(want, got[0].Fix); diff != "" {
-		t.Errorf("checkFD() fix mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkFD(on()) fix mismatch (-want +got):\n%s", diff)
 	}
 }

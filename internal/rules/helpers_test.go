@@ -294,11 +294,11 @@ func hasFix(f report.Finding, s string) bool {
 
 // runCases runs check over each case and compares the findings with the
 // case's wants.
-func runCases(t *testing.T, name string, check func(*evidence.Bundle) []report.Finding, cases []ruleCase) {
+func runCases(t *testing.T, name string, check func(*Input) []report.Finding, cases []ruleCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := check(tc.bundle)
+			got := check(on(tc.bundle))
 			if diff := cmp.Diff(wantKeys(tc.want), keys(got)); diff != "" {
 				t.Fatalf("%s() mismatch (-want +got):\n%s", name, diff)
 			}
@@ -326,7 +326,7 @@ func runCases(t *testing.T, name string, check func(*evidence.Bundle) []report.F
 // table is one rule's cases, for tests that look across every rule.
 type table struct {
 	name  string
-	check func(*evidence.Bundle) []report.Finding
+	check func(*Input) []report.Finding
 	cases func() []ruleCase
 }
 
@@ -335,6 +335,7 @@ var tables = []table{
 	{"checkListen", checkListen, listenCases},
 	{"checkConntrack", checkConntrack, conntrackCases},
 	{"checkPorts", checkPorts, portsCases},
+	{"checkChurn", checkChurn, churnCases},
 	{"checkTimeWait", checkTimeWait, timeWaitCases},
 	{"checkLoss", checkLoss, lossCases},
 	{"checkNIC", checkNIC, nicCases},
@@ -344,3 +345,7 @@ var tables = []table{
 	{"checkCPU", checkCPU, cpuCases},
 	{"checkBuffers", checkBuffers, buffersCases},
 }
+
+// on is the input of a rule that reads one namespace's bundle, as check
+// and diagnose give it.
+func on(b *evidence.Bundle) *Input { return &Input{Bundle: b} }

@@ -26,7 +26,14 @@ const tinyBacklog = 100
 // when the application accepts too slowly for its backlog (ListenOverflows).
 // The SYN queue holds half-open requests; it overflows under SYN floods or
 // when its backlog-derived limit is tiny (TCPReqQFullDrop/DoCookies).
-func checkListen(b *evidence.Bundle) []report.Finding {
+func checkListen(in *Input) []report.Finding {
+	b := in.Bundle
+	// In a run, the queue must also hold the load's burst (its
+	// connections, opened at once) for as long as its slowest responses.
+	burst, p99 := 0, 0.0
+	if lr := in.Load(); lr != nil {
+		burst, p99 = lr.Connections, lr.Latency.P99.Seconds()
+	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	somaxconn, _ := SysctlInt(last, "net.core.somaxconn") // 0: unknown
 	var out []report.Finding
@@ -37,12 +44,18 @@ func checkListen(b *evidence.Bundle) []report.Finding {
 	}
 	full := fullListeners(b)
 	if overflows > 0 || len(full) > 0 {
-		out = append(out, acceptOverflow(b, w, full, somaxconn, overflows))
+		out = append(out, acceptOverflow(b, w, full, somaxconn, overflows, burst, p99))
 	} else if last.Sockets != nil {
 		for _, l := range last.Sockets.Listeners {
-			if l.Proto != "unix" && l.SendQ < tinyBacklog {
-				out = append(out, tinyBacklogFinding(b, l, somaxconn))
+			// Another service's small backlog is not a run's business.
+			if l.Proto != "unix" && l.SendQ < tinyBacklog && (in.Run == nil || in.Run.Serves(l.Addr)) {
+				out = append(out, tinyBacklogFinding(b, l, somaxconn, burst, p99))
 			}
+		}
+	}
+	if in.ServerSide() {
+		for i := range out {
+			backlogConfig(in, &out[i], burst, p99)
 		}
 	}
 	if ok {
@@ -92,6 +105,22 @@ func fullListeners(b *evidence.Bundle) []evidence.Listener {
 	return out
 }
 
+// latest is the last snapshot's entry for listener l, or l.
+func latest(b *evidence.Bundle, l evidence.Listener) evidence.Listener {
+	out := l
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, sl := range s.Sockets.Listeners {
+			if sl.Addr == l.Addr && sl.Proto == l.Proto {
+				out = sl
+			}
+		}
+	}
+	return out
+}
+
 func owner(l evidence.Listener) string {
 	if len(l.PIDs) == 0 {
 		return "owner unknown"
@@ -114,10 +143,6 @@ func backlogLimit(l evidence.Listener, somaxconn int64) string {
 		return fmt.Sprintf("effective backlog %d = net.core.somaxconn %d (the application's listen() backlog is at least as large)", l.SendQ, somaxconn)
 	}
 	return fmt.Sprintf("effective backlog %d = the application's listen() backlog (net.core.somaxconn is %d)", l.SendQ, somaxconn)
-}
-
-func backlogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64) []string {
-	return BacklogFix(b, l, somaxconn, 0, 0)
 }
 
 // Backlog sizes an accept queue as tune plan does (sizing.Backlog): from
@@ -154,7 +179,7 @@ func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst 
 	return fix
 }
 
-func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64) report.Finding {
+func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64) report.Finding {
 	f := report.Finding{ID: AcceptQueueOverflow, Severity: report.Critical, Status: report.Active,
 		Title: "Accept queue overflow: connections are dropped because the application does not accept them fast enough"}
 	if overflows > 0 {
@@ -196,21 +221,23 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 	}
 	if subject.Addr != "" {
 		f.Subject = subject.Addr
-		f.Fix = backlogFix(b, subject, somaxconn)
+		// The fix names the listener's owners as last seen: a pool
+		// that forks workers under load has more of them by then.
+		f.Fix = BacklogFix(b, latest(b, subject), somaxconn, burst, p99)
 	} else {
 		f.Fix = []string{"find the listener with `ss -ltn` (Recv-Q > Send-Q) and raise its backlog together with net.core.somaxconn"}
 	}
 	return f
 }
 
-func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64) report.Finding {
+func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) report.Finding {
 	return report.Finding{ID: AcceptQueueOverflow, Severity: report.Warning, Status: report.Latent, Subject: l.Addr,
 		Title: fmt.Sprintf("Listener %s has an accept queue of only %d: a burst of connections will overflow it", l.Addr, l.SendQ),
 		Evidence: []report.Item{{
 			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
 			Source: "sockdiag",
 		}},
-		Fix: backlogFix(b, l, somaxconn),
+		Fix: BacklogFix(b, l, somaxconn, burst, p99),
 	}
 }
 
@@ -309,4 +336,38 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (report.Finding, bool) {
 		"the SYN queue limit follows the listen() backlog (capped by net.core.somaxconn): raise the application's backlog; net.ipv4.tcp_max_syn_backlog only matters with syncookies off",
 		"if this is a flood, rate-limit new connections per source (nft `ct state new limit rate ...`) or use SYNPROXY; keep tcp_syncookies=1")
 	return f, true
+}
+
+// backlogConfig adds to an accept-queue finding of a run's server side
+// the directive, with file and line, that sets the listener's backlog,
+// and the line to change, sized as BacklogFix sizes it.
+func backlogConfig(in *Input, f *report.Finding, burst int, p99 float64) {
+	if f.ID != AcceptQueueOverflow {
+		return
+	}
+	want, _ := Backlog(in.Bundle, burst, p99)
+	for _, s := range in.Servers() {
+		if s.Addr != f.Subject {
+			continue
+		}
+		switch {
+		case s.Nginx != nil:
+			for _, l := range s.Nginx.Listens {
+				// Both are host:port as bound: nginx's "*:80" and
+				// "80" are 0.0.0.0:80, as the kernel reports them.
+				if l.Addr != f.Subject {
+					continue
+				}
+				b := "not set (nginx's default 511)"
+				if l.Backlog >= 0 {
+					b = fmt.Sprintf("backlog=%d", l.Backlog)
+				}
+				f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("nginx listen %s %s at %s", l.Addr, b, l.Source), Source: "nginx -T"})
+				f.Fix = append(f.Fix, fmt.Sprintf("nginx: `listen %s backlog=%d;` at %s (with net.core.somaxconn at least as large), then nginx -s reload", l.Addr, want, l.Source))
+			}
+		case s.Pool != nil:
+			f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("php-fpm pool %s listen.backlog = %s", s.Pool.Name, s.Pool.Backlog), Source: "php-fpm config"})
+			f.Fix = append(f.Fix, fmt.Sprintf("php-fpm: `listen.backlog = %d` in pool %s (%s), then reload php-fpm", want, s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)))
+		}
+	}
 }

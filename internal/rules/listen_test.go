@@ -1,11 +1,15 @@
 package rules
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -262,15 +266,15 @@ func TestListenFix(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := bundle(nil, all(setSysctl("net.core.somaxconn", tt.somaxconn), listeners(nginxFull)))
-			got := checkListen(b)
+			got := checkListen(on(b))
 			if len(got) != 1 {
-				t.Fatalf("checkListen() = %d findings, want 1", len(got))
+				t.Fatalf("checkListen(on()) = %d findings, want 1", len(got))
 			}
 			if !hasFix(got[0], "nginx `listen 80 backlog=4096;`") || !hasFix(got[0], "10.77.0.2:80 (nginx pid 3677)") {
-				t.Errorf("checkListen() fix does not name the application's backlog: %q", got[0].Fix)
+				t.Errorf("checkListen(on()) fix does not name the application's backlog: %q", got[0].Fix)
 			}
 			if g := hasFix(got[0], sysctlFix(b, "net.core.somaxconn", "4096")[0]); g != tt.wantSysctl {
-				t.Errorf("checkListen() fix raises somaxconn = %v, want %v: %q", g, tt.wantSysctl, got[0].Fix)
+				t.Errorf("checkListen(on()) fix raises somaxconn = %v, want %v: %q", g, tt.wantSysctl, got[0].Fix)
 			}
 		})
 	}
@@ -281,9 +285,9 @@ func TestListenFix(t *testing.T) {
 func TestSynFixSyncookies(t *testing.T) {
 	for _, v := range []string{"0", "1"} {
 		b := bundle(nil, all(setSysctl("net.ipv4.tcp_syncookies", v), raise(10, "TcpExt.TCPReqQFullDrop")))
-		got := checkListen(b)
+		got := checkListen(on(b))
 		if len(got) != 1 || got[0].ID != "syn-queue-overflow" {
-			t.Fatalf("tcp_syncookies=%s: checkListen() = %v, want one syn-queue-overflow", v, keys(got))
+			t.Fatalf("tcp_syncookies=%s: checkListen(on()) = %v, want one syn-queue-overflow", v, keys(got))
 		}
 		want := v == "0"
 		if g := hasFix(got[0], sysctlFix(b, "net.ipv4.tcp_syncookies", "1")[0]); g != want {
@@ -296,9 +300,9 @@ func TestSynFixSyncookies(t *testing.T) {
 // finding.
 func TestAcceptOverflowEvidence(t *testing.T) {
 	b := bundle(nil, all(listeners(nginxFull), raise(117, "TcpExt.ListenOverflows")))
-	got := checkListen(b)
+	got := checkListen(on(b))
 	if len(got) != 1 {
-		t.Fatalf("checkListen() = %v, want one finding", keys(got))
+		t.Fatalf("checkListen(on()) = %v, want one finding", keys(got))
 	}
 	want := []report.Item{
 		{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true},
@@ -306,7 +310,7 @@ func TestAcceptOverflowEvidence(t *testing.T) {
 			Source: "sockdiag", Window: true},
 	}
 	if diff := cmp.Diff(want, got[0].Evidence); diff != "" {
-		t.Errorf("checkListen() evidence mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkListen(on()) evidence mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -315,9 +319,9 @@ func TestAcceptOverflowEvidence(t *testing.T) {
 func TestSynFloodMessagesCapped(t *testing.T) {
 	msg := "TCP: request_sock_TCP: Possible SYN flooding on port 10.77.0.2:80. Sending cookies."
 	b := bundle(kmsgs("syn-flooding", msg, msg), kmsgs("syn-flooding", msg, msg, msg))
-	got := checkListen(b)
+	got := checkListen(on(b))
 	if len(got) != 1 {
-		t.Fatalf("checkListen() = %v, want one finding", keys(got))
+		t.Fatalf("checkListen(on()) = %v, want one finding", keys(got))
 	}
 	var texts []string
 	for _, it := range got[0].Evidence {
@@ -327,6 +331,52 @@ func TestSynFloodMessagesCapped(t *testing.T) {
 	}
 	want := []string{"kernel: " + msg, "kernel: " + msg, "kernel: " + msg, "… and 2 more such kernel messages"}
 	if diff := cmp.Diff(want, texts); diff != "" {
-		t.Errorf("checkListen() kernel evidence mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkListen(on()) kernel evidence mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestBacklogFromLoad: the kernel-only rule cannot know that the load
+// opens 3000 connections at once; run does, and its advice for the
+// overflowing nginx listener is sized as tune plan sizes it (3000,
+// doubled, a power of two: 8192) in every line, the sysctl, the reason
+// and nginx's listen directive, with nothing left of the rule's 4096.
+func TestBacklogFromLoad(t *testing.T) {
+	start := time.Unix(1000, 0)
+	snap := func(at time.Duration, opens uint64) evidence.Snapshot {
+		return evidence.Snapshot{Time: start.Add(at),
+			Sysctls:  map[string]string{"net.core.somaxconn": "511"},
+			Counters: map[string]uint64{"Tcp.PassiveOpens": opens},
+			Sockets: &evidence.Sockets{Listeners: []evidence.Listener{
+				{Proto: "tcp", Addr: "10.0.0.1:80", Port: 80, RecvQ: 512, SendQ: 511, PIDs: []int{7}, Process: "nginx"}}}}
+	}
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Start: start,
+		Snapshots: []evidence.Snapshot{snap(0, 0), snap(time.Second, 1000)}}
+	r := &Run{LoadStart: start, LoadEnd: start.Add(time.Second),
+		Load:  &load.Result{Connections: 3000, Requests: 1000, Latency: load.Latency{P99: 300 * time.Millisecond}},
+		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}},
+		Servers: []*app.Server{{Kind: "nginx", Addr: "10.0.0.1:80", PIDs: []int{7},
+			Nginx: &app.NginxInfo{Listens: []app.NginxListen{{Addr: "10.0.0.1:80", Backlog: -1, Source: "/etc/nginx/nginx.conf:12"}}}}}}
+	find := func(fs []report.Finding) *report.Finding {
+		for i := range fs {
+			if fs[i].ID == AcceptQueueOverflow {
+				return &fs[i]
+			}
+		}
+		t.Fatalf("no accept-queue-overflow in %+v", fs)
+		return nil
+	}
+	if f := find(checkListen(on(b))); !strings.Contains(strings.Join(f.Fix, "\n"), "to 4096") {
+		t.Fatalf("the rule alone, without the load, should propose the default 4096: %q", f.Fix)
+	}
+	f := find(checkListen(&Input{Bundle: b, Side: report.Server, Run: r}))
+	fix := strings.Join(f.Fix, "\n")
+	for _, want := range []string{"sysctl -w net.core.somaxconn=8192", "a burst of 3000 connections opened at once and 1000 new connections/s arriving for 300 ms (the load's p99",
+		"`listen 10.0.0.1:80 backlog=8192;` at /etc/nginx/nginx.conf:12"} {
+		if !strings.Contains(fix, want) {
+			t.Errorf("fix lacks %q:\n%s", want, fix)
+		}
+	}
+	if strings.Contains(fix, "=4096") || strings.Contains(fix, "to 4096") || strings.Contains(fix, "backlog=4096") {
+		t.Errorf("the rule's load-less 4096 is left in the fix:\n%s", fix)
 	}
 }

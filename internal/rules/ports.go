@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
@@ -29,8 +30,59 @@ func portRange(s *evidence.Snapshot) (lo, hi int, ok bool) {
 }
 
 // checkPorts finds outgoing connections that use up the local port range
-// (seed 000 stage 4) and the churn that causes it (seeds 000 and 004).
-func checkPorts(b *evidence.Bundle) []report.Finding {
+// (seed 000 stage 4): from the sockets towards the busiest remote, or, in
+// a run, from nginx's log, since ports may run out and come back between
+// two samples, where the socket counts miss it.
+func checkPorts(in *Input) []report.Finding {
+	out := kernelPorts(in.Bundle)
+	logged, u, ok := portsLogged(in)
+	if !ok {
+		return out
+	}
+	item := report.Item{Text: logged, Source: "log", Window: true}
+	for i, k := range out {
+		if k.ID == EphemeralPortExhaustion {
+			out[i].Evidence = append([]report.Item{item}, k.Evidence...)
+			out[i].Status, out[i].Severity = report.Active, report.Critical
+			return out
+		}
+	}
+	return append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Critical, Status: report.Active, Side: in.Run.ServerSide(),
+		Subject:  strings.Join(u.Servers, ","),
+		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
+		Evidence: []report.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", in.Run.Load.Status["5xx"]), Source: "load", Window: true}},
+		Fix:      append(PortFix(in.Bundle), "the lasting fix: reuse upstream connections (see "+string(UpstreamConnectionChurn)+")")})
+}
+
+// portsLogged is the first line in which an nginx of a run's server side
+// logged that it could not connect to an upstream it does not keep
+// connections to for want of a local port ("99: Cannot assign requested
+// address").
+func portsLogged(in *Input) (string, app.NginxUpstream, bool) {
+	if !in.ServerSide() || in.Run.Load == nil || in.Run.Load.Requests == 0 {
+		return "", app.NginxUpstream{}, false
+	}
+	if _, ok := in.Bundle.Window(); !ok {
+		return "", app.NginxUpstream{}, false
+	}
+	for _, s := range in.Run.Servers {
+		if s.Nginx == nil {
+			continue
+		}
+		for _, u := range s.Nginx.Upstreams {
+			if u.Reuse {
+				continue
+			}
+			if logged, n := logItem(s, app.EventCannotAssign, cannotAssign); n > 0 {
+				return logged, u, true
+			}
+		}
+	}
+	return "", app.NginxUpstream{}, false
+}
+
+// kernelPorts is port exhaustion from the sockets and the range alone.
+func kernelPorts(b *evidence.Bundle) []report.Finding {
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	lo, hi, ok := portRange(last)
 	if !ok {
@@ -56,9 +108,6 @@ func checkPorts(b *evidence.Bundle) []report.Finding {
 			Evidence: []report.Item{rangeItem},
 			Fix:      PortFix(b),
 		})
-	}
-	if f, ok := churn(b, busiest, size); ok {
-		out = append(out, f)
 	}
 	return out
 }
@@ -110,33 +159,4 @@ func PortFix(b *evidence.Bundle) []string {
 			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0]+" — the default 2 applies to loopback only")
 	}
 	return fix
-}
-
-// churn reports many short-lived outgoing connections to one upstream: a
-// TIME_WAIT pile-up towards it while new connections keep being opened.
-func churn(b *evidence.Bundle, r evidence.Remote, size int) (report.Finding, bool) {
-	w, ok := b.Window()
-	if !ok || r.Addr == "" {
-		return report.Finding{}, false
-	}
-	rate := w.Rate("Tcp.ActiveOpens")
-	if r.TimeWait < 1000 || r.TimeWait < size/4 || rate < 50 {
-		return report.Finding{}, false
-	}
-	it, _ := counterItem(w, "Tcp.ActiveOpens")
-	f := report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr,
-		Title: fmt.Sprintf("A new connection per request to %s: %d in TIME_WAIT, %.0f new connections/s", r.Addr, r.TimeWait, rate),
-		Evidence: []report.Item{
-			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", r.TimeWait, r.Established, r.Addr), Source: "sockdiag", Window: true},
-			it,
-		},
-		Fix: []string{
-			"keep connections to " + r.Addr + " alive and reuse them: nginx `upstream { server " + r.Addr + "; keepalive N; }` (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + "; `netdoctor run` sizes it) plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` (or `fastcgi_keep_conn on;`); a connection pool in the client library",
-			"TIME_WAIT itself is cheap (about 200 bytes each); do not shorten it with tcp_fin_timeout (that is FIN_WAIT_2) or tcp_tw_recycle (removed in 4.12)",
-		},
-	}
-	if r.TimeWait >= size/2 {
-		f.Severity = report.Critical
-	}
-	return f, true
 }

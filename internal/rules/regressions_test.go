@@ -14,9 +14,9 @@ import (
 func TestListenWithoutSockets(t *testing.T) {
 	b := bundle(func(s *evidence.Snapshot) { s.Sockets = nil },
 		all(func(s *evidence.Snapshot) { s.Sockets = nil }, raise(50, "TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop")))
-	got := keys(checkListen(b))
+	got := keys(checkListen(on(b)))
 	if len(got) != 2 || got[0].ID != "accept-queue-overflow" || got[1].ID != "syn-queue-overflow" {
-		t.Errorf("checkListen() without sockets = %v, want accept- and syn-queue-overflow", got)
+		t.Errorf("checkListen(on()) without sockets = %v, want accept- and syn-queue-overflow", got)
 	}
 }
 
@@ -33,7 +33,7 @@ func TestMissingSysctlsAreUnknown(t *testing.T) {
 	gone := drop("net.ipv4.tcp_syncookies", "net.core.somaxconn", "net.ipv4.tcp_max_tw_buckets")
 	b := bundle(all(gone, listeners(nginxFull)), all(gone, listeners(nginxFull),
 		raise(10, "TcpExt.TCPReqQFullDoCookies", "TcpExt.ListenOverflows", "TcpExt.TCPTimeWaitOverflow")))
-	for _, f := range append(checkListen(b), checkTimeWait(b)...) {
+	for _, f := range append(checkListen(on(b)), checkTimeWait(on(b))...) {
 		for _, text := range append(evidenceTexts(f), f.Fix...) {
 			if strings.Contains(text, "= 0") || strings.Contains(text, "somaxconn=4096") || strings.Contains(text, "is 0") {
 				t.Errorf("%s claims a missing sysctl: %q", f.ID, text)
@@ -49,9 +49,9 @@ func TestDNSRefusedIsFailure(t *testing.T) {
 			{Server: "10.0.0.53", Type: "A", Name: "web1", Rcode: "REFUSED"},
 		}}
 	})
-	got := keys(checkDNS(b))
+	got := keys(checkDNS(on(b)))
 	if len(got) != 1 || got[0].ID != "dns-misconfigured" {
-		t.Errorf("checkDNS() with REFUSED = %v, want dns-misconfigured", got)
+		t.Errorf("checkDNS(on()) with REFUSED = %v, want dns-misconfigured", got)
 	}
 }
 
@@ -59,9 +59,9 @@ func TestDNSRefusedIsFailure(t *testing.T) {
 func TestPortsNoRemote(t *testing.T) {
 	one := all(setSysctl("net.ipv4.ip_local_port_range", "40000 40000"), func(s *evidence.Snapshot) { s.Sockets.Remotes = nil })
 	b := bundle(one, one)
-	for _, f := range checkPorts(b) {
+	for _, f := range checkPorts(on(b)) {
 		if f.Status == report.Active {
-			t.Errorf("checkPorts() with no remotes fired active: %+v", f)
+			t.Errorf("checkPorts(on()) with no remotes fired active: %+v", f)
 		}
 	}
 }
@@ -73,7 +73,7 @@ func TestSysctlFixNetnsPath(t *testing.T) {
 	if got := sysctlFix(b, "net.core.somaxconn", "4096")[0]; got != "nsenter --net=/proc/4242/ns/net sysctl -w net.core.somaxconn=4096" {
 		t.Errorf("sysctlFix() = %q", got)
 	}
-	if got := Run(&evidence.Bundle{}, All); got != nil {
+	if got := Check(&evidence.Bundle{}); got != nil {
 		t.Errorf("Run() on an empty bundle = %v, want nil", got)
 	}
 }
@@ -85,7 +85,7 @@ func TestCPUTicksGoingDown(t *testing.T) {
 	}, func(s *evidence.Snapshot) {
 		s.CPU = []evidence.CPU{{CPU: 0, User: 100, Idle: 1000, IOWait: 4}}
 	})
-	if got := keys(checkCPU(b)); len(got) != 1 || got[0].ID != "cpu-saturated" {
-		t.Errorf("checkCPU() = %v, want cpu-saturated", got)
+	if got := keys(checkCPU(on(b))); len(got) != 1 || got[0].ID != "cpu-saturated" {
+		t.Errorf("checkCPU(on()) = %v, want cpu-saturated", got)
 	}
 }

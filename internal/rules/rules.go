@@ -10,42 +10,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
-// Rule examines a bundle.
-type Rule struct {
-	Name  string
-	Check func(b *evidence.Bundle) []report.Finding
-}
-
-// All is every rule `check` and `diagnose` run, in no particular order.
-var All = []Rule{
-	{"listen", checkListen},
-	{"conntrack", checkConntrack},
-	{"ports", checkPorts},
-	{"timewait", checkTimeWait},
-	{"loss", checkLoss},
-	{"nic", checkNIC},
-	{"fd", checkFD},
-	{"dns", checkDNS},
-	{"sysctl", checkSysctls},
-	{"cpu", checkCPU},
-	{"buffers", checkBuffers},
-	{"bandwidth", checkBandwidth},
-}
-
-// Run applies the rules and returns the findings ordered by impact:
-// active before latent, then by severity, then by ID and subject. A bundle
-// without snapshots has no findings.
-func Run(b *evidence.Bundle, rules []Rule) []report.Finding {
-	if len(b.Snapshots) == 0 {
-		return nil
-	}
-	var out []report.Finding
-	for _, r := range rules {
-		out = append(out, r.Check(b)...)
-	}
-	return report.Sort(out)
-}
-
 // counterItem is evidence that a counter rose in the window.
 func counterItem(w evidence.Window, name string) (report.Item, uint64) {
 	d, _ := w.Counter(name)

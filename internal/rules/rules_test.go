@@ -51,7 +51,7 @@ func checkOrder(t *testing.T, fs []report.Finding) {
 }
 
 func TestRunSeed000(t *testing.T) {
-	got := Run(seed000(), All)
+	got := Check(seed000())
 	want := []key{
 		{"accept-queue-overflow", report.Active, report.Critical, "10.77.0.2:80"},
 		{"conntrack-table-full", report.Active, report.Critical, ""},
@@ -73,10 +73,10 @@ func TestRunSeed000(t *testing.T) {
 // TestRunOrderIndependent checks that the order of the rules does not
 // change the report.
 func TestRunOrderIndependent(t *testing.T) {
-	want := Run(seed000(), All)
-	rev := slices.Clone(All)
+	want := Check(seed000())
+	rev := slices.Clone(Registry)
 	slices.Reverse(rev)
-	got := Run(seed000(), rev)
+	got := check(seed000(), rev)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Run() with the rules reversed mismatch (-want +got):\n%s", diff)
 	}
@@ -87,7 +87,7 @@ func TestRunOrderIndependent(t *testing.T) {
 func TestRunSortsEveryCase(t *testing.T) {
 	for _, tb := range tables {
 		for _, tc := range tb.cases() {
-			checkOrder(t, Run(tc.bundle, All))
+			checkOrder(t, Check(tc.bundle))
 		}
 	}
 }
@@ -102,8 +102,8 @@ func TestRunSortKeys(t *testing.T) {
 		{ID: "conntrack-table-full", Status: report.Latent, Severity: report.Warning},
 		{ID: "cpu-saturated", Status: report.Active, Severity: report.Critical},
 	}
-	rule := Rule{Name: "fixed", Check: func(*evidence.Bundle) []report.Finding { return slices.Clone(in) }}
-	got := Run(bundle(nil, nil), []Rule{rule})
+	rule := Rule{Name: "fixed", Check: func(*Input) []report.Finding { return slices.Clone(in) }}
+	got := check(bundle(nil, nil), []Rule{rule})
 	want := []key{
 		{"cpu-saturated", report.Active, report.Critical, ""},
 		{"packet-loss", report.Active, report.Critical, ""},
@@ -173,7 +173,7 @@ func TestHealthyHostQuiet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, f := range Run(tt.b, All) {
+			for _, f := range Check(tt.b) {
 				if f.Severity == report.Critical || f.Severity == report.Warning {
 					t.Errorf("Run() on a healthy host: %s %s %s (%s): %s", f.Status, f.Severity, f.ID, f.Subject, f.Title)
 				}
@@ -189,7 +189,7 @@ func TestActiveFindingsHaveWindowEvidence(t *testing.T) {
 	active := 0
 	for _, tb := range tables {
 		for _, tc := range tb.cases() {
-			for _, f := range tb.check(tc.bundle) {
+			for _, f := range tb.check(on(tc.bundle)) {
 				if f.Status != report.Active {
 					continue
 				}
@@ -251,125 +251,9 @@ func TestRunDegenerateBundles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Run(tt.b, All); len(got) != 0 {
+			if got := Check(tt.b); len(got) != 0 {
 				t.Errorf("Run() = %v, want no findings", keys(got))
 			}
 		})
-	}
-}
-
-func TestRuleNames(t *testing.T) {
-	var got []string
-	for _, r := range All {
-		if r.Check == nil {
-			t.Errorf("rule %s has no Check", r.Name)
-		}
-		got = append(got, r.Name)
-	}
-	slices.Sort(got)
-	want := []string{"bandwidth", "buffers", "conntrack", "cpu", "dns", "fd", "listen", "loss", "nic", "ports", "sysctl", "timewait"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("rule names mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestSysctlInt(t *testing.T) {
-	s := &evidence.Snapshot{Sysctls: map[string]string{
-		"a": "4096", "range": "20000 20050", "neg": "-1", "empty": "", "word": "bbr", "big": "9223372036854775807",
-	}}
-	tests := []struct {
-		name   string
-		want   int64
-		wantOK bool
-	}{
-		{"a", 4096, true},
-		{"range", 20000, true},
-		{"neg", -1, true},
-		{"big", 9223372036854775807, true},
-		{"empty", 0, false},
-		{"word", 0, false},
-		{"missing", 0, false},
-	}
-	for _, tt := range tests {
-		got, ok := SysctlInt(s, tt.name)
-		if got != tt.want || ok != tt.wantOK {
-			t.Errorf("SysctlInt(%q) = %d, %v, want %d, %v", tt.name, got, ok, tt.want, tt.wantOK)
-		}
-	}
-	if _, ok := SysctlInt(&evidence.Snapshot{}, "a"); ok {
-		t.Error("SysctlInt() on a snapshot without sysctls reports ok")
-	}
-}
-
-func TestSysctlFix(t *testing.T) {
-	tests := []struct {
-		netns, name, value string
-		want               []string
-	}{
-		{"", "net.core.somaxconn", "4096", []string{
-			"sysctl -w net.core.somaxconn=4096",
-			"persist: echo 'net.core.somaxconn = 4096' >> /etc/sysctl.d/90-netdoctor.conf",
-		}},
-		{"feas-srv", "net.core.somaxconn", "4096", []string{
-			"ip netns exec feas-srv sysctl -w net.core.somaxconn=4096",
-			"persist: echo 'net.core.somaxconn = 4096' >> /etc/sysctl.d/90-netdoctor.conf",
-		}},
-		{"feas-cli", "net.ipv4.ip_local_port_range", "15000 65000", []string{
-			`ip netns exec feas-cli sysctl -w net.ipv4.ip_local_port_range="15000 65000"`,
-			"persist: echo 'net.ipv4.ip_local_port_range = 15000 65000' >> /etc/sysctl.d/90-netdoctor.conf",
-		}},
-		{"feas-srv", "fs.file-max", "4000000", []string{
-			"sysctl -w fs.file-max=4000000",
-			"persist: echo 'fs.file-max = 4000000' >> /etc/sysctl.d/90-netdoctor.conf",
-		}},
-		{"feas-srv", "net.ipv4.tcp_mem", "1 2 3", []string{
-			`sysctl -w net.ipv4.tcp_mem="1 2 3"`,
-			"persist: echo 'net.ipv4.tcp_mem = 1 2 3' >> /etc/sysctl.d/90-netdoctor.conf",
-		}},
-	}
-	for _, tt := range tests {
-		b := inNetNS(bundle(nil, nil), tt.netns)
-		if diff := cmp.Diff(tt.want, sysctlFix(b, tt.name, tt.value)); diff != "" {
-			t.Errorf("sysctlFix(%q, %q) in %q mismatch (-want +got):\n%s", tt.name, tt.value, tt.netns, diff)
-		}
-	}
-}
-
-func TestGlobalSysctl(t *testing.T) {
-	for name, want := range map[string]bool{
-		"fs.file-max": true, "fs.nr_open": true, "net.netfilter.nf_conntrack_max": true, "net.netfilter.nf_conntrack_buckets": true,
-		"net.core.netdev_max_backlog": true, "net.core.rmem_max": true, "net.core.wmem_max": true, "net.ipv4.tcp_mem": true,
-		"net.core.somaxconn": false, "net.ipv4.tcp_syncookies": false, "net.ipv4.ip_local_port_range": false, "net.ipv4.tcp_max_tw_buckets": false,
-	} {
-		if got := GlobalSysctl(name); got != want {
-			t.Errorf("GlobalSysctl(%q) = %v, want %v", name, got, want)
-		}
-	}
-}
-
-func TestCounterItem(t *testing.T) {
-	tests := []struct {
-		name  string
-		dur   time.Duration
-		first uint64
-		last  uint64
-		want  report.Item
-		wantD uint64
-	}{
-		{"one second", time.Second, 0, 117, report.Item{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 117},
-		{"rounded window", 2540 * time.Millisecond, 10, 35, report.Item{Text: "TcpExt.ListenOverflows +25 in 2.5s (9.8/s)", Source: "TcpExt.ListenOverflows", Window: true}, 25},
-		{"backwards", time.Second, 500, 3, report.Item{Text: "TcpExt.ListenOverflows +0 in 1s (0.0/s)", Source: "TcpExt.ListenOverflows", Window: true}, 0},
-	}
-	for _, tt := range tests {
-		b := bundle(func(s *evidence.Snapshot) { s.Counters["TcpExt.ListenOverflows"] = tt.first },
-			func(s *evidence.Snapshot) { s.Counters["TcpExt.ListenOverflows"] = tt.last; s.Time = t0.Add(tt.dur) })
-		w, ok := b.Window()
-		if !ok {
-			t.Fatal("Window() not ok for two snapshots")
-		}
-		got, d := counterItem(w, "TcpExt.ListenOverflows")
-		if diff := cmp.Diff(tt.want, got); diff != "" || d != tt.wantD {
-			t.Errorf("%s: counterItem() = %d, mismatch (-want +got):\n%s", tt.name, d, diff)
-		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -55,7 +54,8 @@ func Risky(name string, v int64) (bad bool, value, why string, known bool) {
 }
 
 // checkSysctls flags settings known to hurt, whatever the load.
-func checkSysctls(b *evidence.Bundle) []report.Finding {
+func checkSysctls(in *Input) []report.Finding {
+	b := in.Bundle
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	var out []report.Finding
 	for _, r := range riskySettings {

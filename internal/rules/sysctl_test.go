@@ -90,7 +90,7 @@ func TestCheckSysctls(t *testing.T) {
 // per-namespace setting and a global one.
 func TestRiskySysctlFinding(t *testing.T) {
 	b := inNetNS(bundle(nil, all(setSysctl("net.ipv4.tcp_tw_recycle", "1"), setSysctl("net.core.netdev_max_backlog", "1"))), "feas-srv")
-	got := checkSysctls(b)
+	got := checkSysctls(on(b))
 	want := []report.Finding{
 		{
 			ID: "risky-sysctl", Severity: report.Warning, Status: report.Latent, Subject: "net.ipv4.tcp_tw_recycle",
@@ -112,7 +112,7 @@ func TestRiskySysctlFinding(t *testing.T) {
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("checkSysctls() mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkSysctls(on()) mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -121,7 +121,7 @@ func TestRiskySysctlFinding(t *testing.T) {
 func TestRiskyFixesAreSafe(t *testing.T) {
 	for _, r := range riskySettings {
 		b := bundle(nil, setSysctl(r.name, r.value))
-		if got := checkSysctls(b); len(got) != 0 {
+		if got := checkSysctls(on(b)); len(got) != 0 {
 			t.Errorf("%s = %s, the proposed value, is flagged: %v", r.name, r.value, keys(got))
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -15,7 +14,8 @@ const TimewaitBucketOverflow report.FindingID = "timewait-bucket-overflow"
 // checkTimeWait finds TIME_WAIT sockets destroyed early because the table
 // hit tcp_max_tw_buckets (seed 004). On 6.x only the counter records it;
 // older kernels also log "time wait bucket table overflow".
-func checkTimeWait(b *evidence.Bundle) []report.Finding {
+func checkTimeWait(in *Input) []report.Finding {
+	b := in.Bundle
 	w, ok := b.Window()
 	if !ok {
 		return nil

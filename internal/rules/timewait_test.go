@@ -74,9 +74,9 @@ func TestTimeWaitEvidence(t *testing.T) {
 	b := inNetNS(bundle(tiny, all(tiny, raise(19428, "TcpExt.TCPTimeWaitOverflow"),
 		kmsgs("timewait-overflow", twOverflowMsg, twOverflowMsg),
 		func(s *evidence.Snapshot) { s.Sockstat["TCP.tw"] = 10 })), "feas-srv")
-	got := checkTimeWait(b)
+	got := checkTimeWait(on(b))
 	if len(got) != 1 {
-		t.Fatalf("checkTimeWait() = %v, want one finding", keys(got))
+		t.Fatalf("checkTimeWait(on()) = %v, want one finding", keys(got))
 	}
 	wantEvidence := []report.Item{
 		{Text: "TcpExt.TCPTimeWaitOverflow +19428 in 1s (19428.0/s)", Source: "TcpExt.TCPTimeWaitOverflow", Window: true},
@@ -85,11 +85,11 @@ func TestTimeWaitEvidence(t *testing.T) {
 		{Text: "10 sockets in TIME_WAIT at the end of the window", Source: "sockstat", Window: true},
 	}
 	if diff := cmp.Diff(wantEvidence, got[0].Evidence); diff != "" {
-		t.Errorf("checkTimeWait() evidence mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkTimeWait(on()) evidence mismatch (-want +got):\n%s", diff)
 	}
 	wantFix := append(sysctlFix(b, "net.ipv4.tcp_max_tw_buckets", "262144"),
 		"a small tcp_max_tw_buckets does not save memory worth having (40k TIME_WAIT < 10 MiB); the lasting fix is fewer short connections (keep-alive, connection pools)")
 	if diff := cmp.Diff(wantFix, got[0].Fix); diff != "" {
-		t.Errorf("checkTimeWait() fix mismatch (-want +got):\n%s", diff)
+		t.Errorf("checkTimeWait(on()) fix mismatch (-want +got):\n%s", diff)
 	}
 }

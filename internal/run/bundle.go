@@ -2,59 +2,44 @@ package run
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"time"
 
-	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // BundleKind marks a run's evidence bundle, as `run --bundle` writes it.
 const BundleKind = "run"
 
-// Bundle is everything a run observed: both sides' snapshots from the
-// baseline to the tail, the load's result and timeline, and the servers
-// found behind the port with their samples and log counts. Diagnosing it
-// again (Diagnose) gives the run's findings and report, so a run on a
-// production host can be diagnosed elsewhere, and real runs serve as
-// test fixtures.
+// Bundle is everything a run observed (rules.Run): both sides' snapshots
+// from the baseline to the tail, the load's result and timeline, and the
+// servers found behind the port with their samples and log counts.
+// Diagnosing it again (Diagnose) gives the run's findings and report, so
+// a run on a production host can be diagnosed elsewhere, and real runs
+// serve as test fixtures.
 type Bundle struct {
-	Version   int           `json:"version"`
-	Kind      string        `json:"kind"`
-	Port      string        `json:"port"`
-	LoadStart time.Time     `json:"load_start"`
-	LoadEnd   time.Time     `json:"load_end"`
-	Load      *load.Result  `json:"load"`
-	Sides     []*SideBundle `json:"sides"`
-	Servers   []*app.Server `json:"servers,omitempty"`
+	Version int    `json:"version"`
+	Kind    string `json:"kind"`
+	*rules.Run
 }
 
-// SideBundle is a side with its snapshots.
-type SideBundle struct {
-	*Side
-	Bundle *evidence.Bundle `json:"bundle,omitempty"`
-}
-
-// Bundle returns the run's evidence.
+// Bundle returns the run's evidence. A side sharing the other's
+// namespace shares its snapshots: they are written once, with the side
+// that took them.
 func (res *Result) Bundle() *Bundle {
-	b := &Bundle{Version: evidence.BundleVersion, Kind: BundleKind, Port: res.port, LoadStart: res.LoadStart, LoadEnd: res.LoadEnd,
-		Load: res.Load, Servers: res.Servers}
+	run := *res.Run
+	run.Sides = nil
 	for _, s := range res.Sides {
-		sb := &SideBundle{Side: s}
-		// A side sharing the other's namespace shares its snapshots:
-		// they are written once, with the side that took them.
-		if s.Why != sameNamespace {
-			sb.Bundle = s.Bundle
+		c := *s
+		if c.SameAs != "" {
+			c.Bundle = nil
 		}
-		b.Sides = append(b.Sides, sb)
+		run.Sides = append(run.Sides, &c)
 	}
-	return b
+	return &Bundle{Version: evidence.BundleVersion, Kind: BundleKind, Run: &run}
 }
-
-// sameNamespace is why a server side is the client's.
-const sameNamespace = "same namespace as the client"
 
 // ReadBundle decodes a run bundle.
 func ReadBundle(r io.Reader) (*Bundle, error) {
@@ -65,36 +50,29 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 	if b.Kind != BundleKind || b.Version < 1 || b.Version > evidence.BundleVersion {
 		return nil, fmt.Errorf("not a netdoctor run bundle (kind %q, version %d; this netdoctor reads version %d)", b.Kind, b.Version, evidence.BundleVersion)
 	}
-	if b.Load == nil {
-		return nil, fmt.Errorf("run bundle without a load result")
+	if b.Run == nil || b.Load == nil {
+		return nil, errors.New("run bundle without a load result")
+	}
+	for _, s := range b.Sides {
+		if s == nil {
+			return nil, errors.New("run bundle with an empty side")
+		}
+	}
+	for _, s := range b.Sides {
+		if s.SameAs == "" {
+			continue
+		}
+		for _, o := range b.Sides {
+			if o.Name == s.SameAs && o.SameAs == "" {
+				s.Bundle = o.Bundle
+			}
+		}
+	}
+	for _, s := range b.Sides {
+		s.Observed = s.Bundle != nil && len(s.Bundle.Snapshots) > 0
 	}
 	return &b, nil
 }
 
 // Diagnose runs the diagnosis of a run again on its evidence.
-func Diagnose(b *Bundle) *Result {
-	res := &Result{Load: b.Load, LoadStart: b.LoadStart, LoadEnd: b.LoadEnd, Servers: b.Servers, port: b.Port}
-	var shared *evidence.Bundle
-	for _, sb := range b.Sides {
-		if sb.Side == nil {
-			continue
-		}
-		if sb.Bundle != nil && shared == nil {
-			shared = sb.Bundle
-		}
-	}
-	for _, sb := range b.Sides {
-		if sb.Side == nil {
-			continue
-		}
-		s := *sb.Side
-		s.Bundle = sb.Bundle
-		if s.Why == sameNamespace {
-			s.Bundle = shared
-		}
-		s.Observed = s.Bundle != nil
-		res.Sides = append(res.Sides, &s)
-	}
-	res.Findings = diagnose(res)
-	return res
-}
+func Diagnose(b *Bundle) *Result { return diagnose(b.Run) }

@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // Options describe one run.
@@ -31,55 +32,40 @@ type Options struct {
 	DNS            bool
 }
 
-// Side is what was observed on one end.
-type Side struct {
-	Name     report.Side      `json:"name"` // server or client
-	NetNS    string           `json:"netns,omitempty"`
-	Bundle   *evidence.Bundle `json:"-"`
-	Observed bool             `json:"observed"`
-	Why      string           `json:"why,omitempty"` // when not observed
-}
-
-// Result is a finished run.
+// Result is a finished run: what it observed (the embedded rules.Run, which
+// `run --bundle` writes) and what the rules made of it.
 type Result struct {
-	Load      *load.Result     `json:"load"`
-	LoadStart time.Time        `json:"load_start"`
-	LoadEnd   time.Time        `json:"load_end"`
-	Sides     []*Side          `json:"sides"`
-	Findings  []report.Finding `json:"findings"`
+	*rules.Run
+	Findings []report.Finding
 	// Shape is the per-second throughput's pattern and what moved with it.
-	Shape Shape `json:"shape"`
-	// Servers are the applications behind the target port and their
-	// upstreams, when the server side was observed.
-	Servers []*app.Server `json:"servers,omitempty"`
-	port    string        // the target's port
+	Shape report.Shape
 }
 
-// Report is the JSON of `run`: the report contract (verdict, findings,
-// host summary of the server side) plus the load result and the sides.
-// `tune plan` reads it back (a check report is the same without the
-// run's parts).
-type Report struct {
-	*report.Report
-	Load    *load.Result  `json:"load,omitempty"`
-	Shape   Shape         `json:"shape"`
-	Sides   []*Side       `json:"sides,omitempty"`
-	Servers []*app.Server `json:"servers,omitempty"`
-}
-
-// Report builds the report around the server side's load window, or the
-// client's when the server was not observed.
-func (res *Result) Report() *Report {
+// Report builds the run's report around the server side's load window,
+// or the client's when the server was not observed.
+func (res *Result) Report() *report.Run {
 	var b *evidence.Bundle
 	for _, s := range res.Sides {
 		if s.Observed && b == nil {
-			b = Window(s.Bundle, res.LoadStart)
+			b = res.Window(s)
 		}
 	}
 	if b == nil {
 		b = &evidence.Bundle{}
 	}
-	return &Report{Report: report.New("run", b, res.Findings), Load: res.Load, Shape: res.Shape, Sides: res.Sides, Servers: res.Servers}
+	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, Shape: res.Shape, Servers: res.Servers}
+	for _, s := range res.Sides {
+		rs := s.RunSide
+		r.Sides = append(r.Sides, &rs)
+	}
+	return r
+}
+
+// diagnose runs the rules over what the run observed.
+func diagnose(ev *rules.Run) *Result {
+	res := &Result{Run: ev}
+	res.Findings, res.Shape = rules.Diagnose(ev)
+	return res
 }
 
 // ErrNotListening reports a target nobody listens on.
@@ -109,8 +95,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer server.close()
 	defer client.close()
 
-	res := &Result{port: targetPort(o.Load.URL)}
-	obs := server.discover(ctx, res.port)
+	ev := &rules.Run{Port: targetPort(o.Load.URL)}
+	obs := server.discover(ctx, ev.Port)
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	for _, s := range []*sampler{server, client} {
@@ -125,9 +111,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		go func() { defer wg.Done(); sampleApps(sctx, obs, o.Interval) }()
 	}
 	wait(ctx, o.Baseline)
-	res.LoadStart = time.Now()
+	ev.LoadStart = time.Now()
 	lr, lerr := load.Run(ctx, o.Load)
-	res.LoadEnd = time.Now()
+	ev.LoadEnd = time.Now()
 	if lerr == nil {
 		wait(ctx, o.Tail)
 	}
@@ -136,16 +122,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if lerr != nil {
 		return nil, lerr
 	}
-	res.Load = lr
+	ev.Load = lr
 	if obs != nil {
 		obs.Finish()
-		res.Servers = obs.Servers
+		ev.Servers = obs.Servers
 	}
 	for _, s := range []*sampler{server, client} {
-		res.Sides = append(res.Sides, s.side())
+		ev.Sides = append(ev.Sides, s.side())
 	}
-	res.Findings = diagnose(res)
-	return res, nil
+	return diagnose(ev), nil
 }
 
 // wait sleeps for d or until ctx ends.
@@ -244,4 +229,22 @@ func targetPort(raw string) string {
 		return p
 	}
 	return map[string]string{"http": "80", "https": "443"}[u.Scheme]
+}
+
+// Observed is the load window of the side the report is built around
+// (the server's, else the client's) and its name; nil and Server when
+// neither was observed.
+func (res *Result) Observed() (*evidence.Bundle, report.Side) {
+	for _, s := range res.Sides {
+		if s.Observed {
+			return res.Window(s), s.Name
+		}
+	}
+	return nil, report.Server
+}
+
+// HTML writes the run's HTML report.
+func (res *Result) HTML(w io.Writer, r *report.Run) error {
+	b, side := res.Observed()
+	return report.RunHTML(w, r, res.LoadStart, b, side)
 }

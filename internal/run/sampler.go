@@ -11,6 +11,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // sampler snapshots one side every interval.
@@ -38,14 +39,15 @@ func (s *sampler) close() {
 	}
 }
 
-func (s *sampler) side() *Side {
+func (s *sampler) side() *rules.Side {
 	src := s
 	if s.shared != nil {
 		src = s.shared
 	}
-	sd := &Side{Name: s.name, NetNS: s.netns.String(), Bundle: src.bundle, Observed: src.bundle != nil, Why: s.why}
+	sd := &rules.Side{RunSide: report.RunSide{Name: s.name, NetNS: s.netns.String(), Observed: src.bundle != nil, Why: s.why}, Bundle: src.bundle}
 	if s.shared != nil {
-		sd.Why = sameNamespace
+		sd.Why = "same namespace as the client"
+		sd.SameAs = s.shared.name
 	}
 	return sd
 }

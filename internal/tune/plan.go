@@ -2,6 +2,7 @@ package tune
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/run"
 )
 
 // Version is the plan and journal format's version.
@@ -149,19 +149,22 @@ type Listener struct {
 
 // Input is a report as `run --json` or `check --json` writes it (a
 // check report has no load, sides or servers).
-type Input = run.Report
+type Input = report.Run
 
-// ReadInput decodes a report.
+// ReadInput decodes a run, check or diagnose report.
 func ReadInput(r io.Reader) (*Input, error) {
-	in := Input{Report: &report.Report{}}
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("not a netdoctor report: %w", err)
+	in, err := report.Read(r)
+	var k *report.KindError
+	if errors.As(err, &k) {
+		return nil, fmt.Errorf("not a netdoctor run or check report (version %d, command %q)", k.Version, k.Command)
 	}
-	if in.Version != report.Version || (in.Command != "run" && in.Command != "check" && in.Command != "diagnose") {
+	if err != nil {
+		return nil, err
+	}
+	if in.Command != "run" && in.Command != "check" && in.Command != "diagnose" {
 		return nil, fmt.Errorf("not a netdoctor run or check report (version %d, command %q)", in.Version, in.Command)
 	}
-	return &in, nil
+	return in, nil
 }
 
 // ReadPlan decodes a plan.

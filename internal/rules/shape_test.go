@@ -1,4 +1,4 @@
-package run
+package rules
 
 import (
 	"slices"
@@ -9,8 +9,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
-
-var t0 = time.Unix(1700000000, 0)
 
 // series builds a load timeline from per-second rps and a bundle whose
 // counter rises by the given per-second amounts, one snapshot a second.
@@ -63,7 +61,7 @@ func TestShape(t *testing.T) {
 
 	// The shape becomes evidence of the finding whose counter moved.
 	fs := []report.Finding{{ID: "conntrack-table-full", Evidence: []report.Item{{Source: "conntrack.drop"}}}, {ID: "cpu-saturated", Evidence: []report.Item{{Source: "/proc/stat"}}}}
-	tieShape(fs, Shape{Pattern: "saw-tooth", MovedWith: []string{"conntrack.drop"}, Text: "saw"})
+	tieShape(fs, report.Shape{Pattern: "saw-tooth", MovedWith: []string{"conntrack.drop"}, Text: "saw"})
 	if len(fs[0].Evidence) != 2 || fs[0].Evidence[1].Source != "timeline" || len(fs[1].Evidence) != 1 {
 		t.Errorf("tieShape: %+v", fs)
 	}

@@ -1,4 +1,4 @@
-package run
+package rules
 
 import (
 	"fmt"
@@ -8,7 +8,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // baseline compares each counter behind an active finding with its rate
@@ -23,19 +22,11 @@ func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side rep
 	if b == nil {
 		return
 	}
-	var before []evidence.Snapshot
-	for _, s := range b.Snapshots {
-		if !s.Time.After(start) {
-			before = append(before, s)
-		}
-	}
-	base := &evidence.Bundle{Snapshots: before}
-	bw, ok := base.Window()
+	bw, ok := b.Until(start).Window()
 	if !ok {
 		return
 	}
-	load := Window(b, start)
-	lw, ok := load.Window()
+	lw, ok := b.From(start).Window()
 	if !ok {
 		return
 	}
@@ -51,7 +42,7 @@ func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side rep
 				continue
 			}
 			counted = true
-			br, lr := rate(bw, e.Source), rate(lw, e.Source)
+			br, lr := bw.SourceRate(e.Source), lw.SourceRate(e.Source)
 			if br == 0 || br < 0.5*lr {
 				background = false
 			}
@@ -78,7 +69,7 @@ func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side rep
 
 // dropsConnections are findings whose counters count connections or
 // packets the kernel dropped.
-var dropsConnections = map[report.FindingID]bool{rules.SynQueueOverflow: true, rules.AcceptQueueOverflow: true, rules.ConntrackTableFull: true}
+var dropsConnections = map[report.FindingID]bool{SynQueueOverflow: true, AcceptQueueOverflow: true, ConntrackTableFull: true}
 
 // connFailed reports a load whose connects failed or timed out for at
 // least a tenth of its attempts.
@@ -94,15 +85,4 @@ func connFailed(lr *load.Result) bool {
 func isCounter(src string) bool {
 	return strings.HasPrefix(src, "Tcp") || strings.HasPrefix(src, "Udp") || strings.HasPrefix(src, "Ip") ||
 		strings.HasPrefix(src, "conntrack.")
-}
-
-// rate is a counter's rate over w; "conntrack.X" names a conntrack stat.
-func rate(w evidence.Window, name string) float64 {
-	if stat, ok := strings.CutPrefix(name, "conntrack."); ok {
-		if s := w.Duration().Seconds(); s > 0 {
-			return float64(w.ConntrackStat(stat)) / s
-		}
-		return 0
-	}
-	return w.Rate(name)
 }

@@ -1,4 +1,4 @@
-package run
+package rules
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // consequences lists, per cause, the findings that are its symptoms when
@@ -15,13 +14,13 @@ import (
 // chain: one new connection per request to an upstream leaves TIME_WAIT
 // behind until the local ports run out; the port search then burns CPU.
 var consequences = map[report.FindingID][]report.FindingID{
-	rules.UpstreamConnectionChurn: {rules.EphemeralPortExhaustion, rules.TimewaitBucketOverflow},
+	UpstreamConnectionChurn: {EphemeralPortExhaustion, TimewaitBucketOverflow},
 	// A pool with every worker busy stops accepting, so its listen queue
 	// fills: the overflow on the pool's socket is what the full pool does.
-	rules.WorkerPoolExhausted: {rules.AcceptQueueOverflow},
+	WorkerPoolExhausted: {AcceptQueueOverflow},
 	// Lookups in the request path hold the workers (seed 001 §4–5).
-	rules.ReverseDNSLookup: {rules.WorkerPoolExhausted, rules.AppSlow},
-	rules.DNSSlow:          {rules.WorkerPoolExhausted, rules.AppSlow},
+	ReverseDNSLookup: {WorkerPoolExhausted, AppSlow},
+	DNSSlow:          {WorkerPoolExhausted, AppSlow},
 }
 
 // relate marks symptoms with their cause and orders every cause right
@@ -45,10 +44,10 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 				if j == i || causeOf[j] >= 0 || s.ID != sym || s.Status != report.Active {
 					continue
 				}
-				if c.ID == rules.WorkerPoolExhausted && !sameAddr(s.Subject, pools[c.Subject]) {
+				if c.ID == WorkerPoolExhausted && !sameAddr(s.Subject, pools[c.Subject]) {
 					continue
 				}
-				if c.ID == rules.UpstreamConnectionChurn && c.Subject != "" && s.Subject != "" && s.Subject != c.Subject && s.ID == rules.EphemeralPortExhaustion {
+				if c.ID == UpstreamConnectionChurn && c.Subject != "" && s.Subject != "" && s.Subject != c.Subject && s.ID == EphemeralPortExhaustion {
 					continue // another destination's ports
 				}
 				s.CausedBy = c.ID
@@ -101,20 +100,20 @@ const (
 // explainsClass says what kind of failure each finding causes.
 func explainsClass(f report.Finding, front string) string {
 	switch f.ID {
-	case rules.ConntrackTableFull, rules.SynQueueOverflow:
+	case ConntrackTableFull, SynQueueOverflow:
 		return failConn
-	case rules.AcceptQueueOverflow:
+	case AcceptQueueOverflow:
 		if f.CausedBy == "" && (front == "" || strings.HasSuffix(f.Subject, ":"+front)) {
 			return failConn
 		}
-	case rules.EphemeralPortExhaustion:
+	case EphemeralPortExhaustion:
 		if f.Side == "client" {
 			return failConn
 		}
 		return failStatus
-	case rules.UpstreamConnectionChurn, rules.WorkerPoolExhausted:
+	case UpstreamConnectionChurn, WorkerPoolExhausted:
 		return failStatus
-	case rules.FDLimit:
+	case FDLimit:
 		return failConn
 	}
 	return ""

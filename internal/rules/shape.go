@@ -1,4 +1,4 @@
-package run
+package rules
 
 import (
 	"fmt"
@@ -8,22 +8,8 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
-
-// Shape is what the per-second throughput did during the load.
-type Shape struct {
-	// Pattern is "steady", "saw-tooth" (throughput collapses and recovers
-	// again and again, seed 002) or "step" (it moves to another level and
-	// stays).
-	Pattern string `json:"pattern"`
-	// Seconds are the load seconds where throughput collapsed (saw-tooth)
-	// or the first second of the new level (step).
-	Seconds []int `json:"seconds,omitempty"`
-	// MovedWith names the counters whose per-second rate rose in those
-	// seconds and not in the others: the likely cause.
-	MovedWith []string `json:"moved_with,omitempty"`
-	Text      string   `json:"text"`
-}
 
 // shapeCounters are the counters a throughput collapse can be tied to.
 var shapeCounters = []string{
@@ -33,14 +19,14 @@ var shapeCounters = []string{
 
 // analyse finds the shape of the load's throughput and the counters of
 // the bundle that moved with it.
-func analyse(tl []load.Second, b *evidence.Bundle) Shape {
+func analyse(tl []load.Second, b *evidence.Bundle) report.Shape {
 	rps := make([]float64, 0, len(tl))
 	for _, s := range tl {
 		if s.Length >= 500*time.Millisecond {
 			rps = append(rps, float64(s.Requests)/s.Length.Seconds())
 		}
 	}
-	sh := Shape{Pattern: "steady", Text: "throughput steady"}
+	sh := report.Shape{Pattern: "steady", Text: "throughput steady"}
 	if len(rps) < 4 {
 		sh.Text = "too short to judge the throughput's shape"
 		return sh
@@ -113,7 +99,7 @@ func movedWith(tl []load.Second, b *evidence.Bundle, marked []int, fromOn bool) 
 	for _, c := range shapeCounters {
 		var hot, cold, nh, nc float64
 		for i, s := range tl {
-			r := rateAt(b, c, s.Start.Add(s.Length/2))
+			r := b.RateAt(c, s.Start.Add(s.Length/2))
 			if in[i] || (fromOn && i >= marked[0]) {
 				hot, nh = hot+r, nh+1
 			} else {
@@ -129,17 +115,6 @@ func movedWith(tl []load.Second, b *evidence.Bundle, marked []int, fromOn bool) 
 	}
 	sort.Strings(out)
 	return out
-}
-
-// rateAt is a counter's rate between the two snapshots around t.
-func rateAt(b *evidence.Bundle, name string, t time.Time) float64 {
-	for i := 1; i < len(b.Snapshots); i++ {
-		if b.Snapshots[i].Time.Before(t) {
-			continue
-		}
-		return rate(evidence.Window{First: &b.Snapshots[i-1], Last: &b.Snapshots[i]}, name)
-	}
-	return 0
 }
 
 func mean(v []float64) float64 {
@@ -160,34 +135,23 @@ func abs(x float64) float64 {
 	return x
 }
 
-// CounterSeries is a counter's rate in each second of the load timeline,
-// read from the bundle's snapshots ("conntrack.drop" for conntrack stats).
-func CounterSeries(tl []load.Second, b *evidence.Bundle, name string) []float64 {
-	out := make([]float64, len(tl))
-	if b == nil || len(b.Snapshots) < 2 {
-		return out
+// tieShape adds the throughput's shape as evidence to the findings whose
+// counters moved with it: the saw-tooth of seed 002 belongs to the
+// conntrack drops that rose in step with each collapse.
+func tieShape(fs []report.Finding, sh report.Shape) {
+	if len(sh.MovedWith) == 0 {
+		return
 	}
-	for i, s := range tl {
-		out[i] = rateAt(b, name, s.Start.Add(s.Length/2))
+	moved := map[string]bool{}
+	for _, c := range sh.MovedWith {
+		moved[c] = true
 	}
-	return out
-}
-
-// StateSeries is the number of TCP sockets in a state at the end of each
-// second of the load timeline.
-func StateSeries(tl []load.Second, b *evidence.Bundle, state string) []float64 {
-	out := make([]float64, len(tl))
-	if b == nil {
-		return out
-	}
-	for i, s := range tl {
-		end := s.Start.Add(s.Length)
-		for _, snap := range b.Snapshots {
-			if snap.Sockets != nil && !snap.Time.Before(end) {
-				out[i] = float64(snap.Sockets.TCP[state])
+	for i := range fs {
+		for _, e := range fs[i].Evidence {
+			if moved[e.Source] {
+				fs[i].Evidence = append(fs[i].Evidence, report.Item{Text: sh.Text, Source: "timeline", Window: true})
 				break
 			}
 		}
 	}
-	return out
 }

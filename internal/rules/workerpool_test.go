@@ -1,4 +1,4 @@
-package run
+package rules
 
 import (
 	"strings"
@@ -10,7 +10,7 @@ import (
 )
 
 // poolRun is a run against a php-fpm pool of 4 workers sampled for 4 s.
-func poolRun(smp func(i int) app.Sample) *Result {
+func poolRun(smp func(i int) app.Sample) *Input {
 	start := time.Unix(1000, 0)
 	s := &app.Server{Role: "upstream", Kind: "php-fpm", Addr: "127.0.0.1:9000",
 		Pool: &app.PoolInfo{Name: "www", MaxChildren: app.Setting{Value: 4, Source: "/etc/php/www.conf:7"}}}
@@ -19,8 +19,8 @@ func poolRun(smp func(i int) app.Sample) *Result {
 		x.Time = start.Add(time.Duration(i)*time.Second + time.Millisecond)
 		s.Samples = append(s.Samples, x)
 	}
-	return &Result{LoadStart: start, LoadEnd: start.Add(4 * time.Second), Servers: []*app.Server{s},
-		Load: &load.Result{Connections: 50, Requests: 1000, Status: map[string]uint64{"2xx": 1000}}}
+	return &Input{Run: &Run{LoadStart: start, LoadEnd: start.Add(4 * time.Second), Servers: []*app.Server{s},
+		Load: &load.Result{Connections: 50, Requests: 1000, Status: map[string]uint64{"2xx": 1000}}}}
 }
 
 // TestWorkerPoolKeptAlive: with fastcgi_keep_conn every worker holds a
@@ -31,7 +31,7 @@ func TestWorkerPoolKeptAlive(t *testing.T) {
 		return app.Sample{Workers: 4, Waits: map[string]int{app.WaitIdle: 3, app.WaitRunning: 1},
 			Pool: &app.PoolStatus{Active: 4, Total: 4, ListenQueue: 1}}
 	})
-	if fs := workerPool(r); len(fs) != 0 {
+	if fs := checkWorkerPool(r); len(fs) != 0 {
 		t.Errorf("kept-alive workers reported as a full pool: %+v", fs)
 	}
 }
@@ -43,7 +43,7 @@ func TestWorkerPoolFull(t *testing.T) {
 		return app.Sample{Workers: 4, Waits: map[string]int{app.WaitSleep: 4}, StatusBusy: i > 0,
 			Pool: map[bool]*app.PoolStatus{true: {Active: 4, Total: 4, ListenQueue: 30}}[i == 0]}
 	})
-	fs := workerPool(r)
+	fs := checkWorkerPool(r)
 	if len(fs) != 1 || fs[0].ID != "worker-pool-exhausted" || fs[0].Subject != "php-fpm pool www" {
 		t.Fatalf("findings %+v", fs)
 	}

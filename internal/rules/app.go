@@ -1,4 +1,4 @@
-package run
+package rules
 
 import (
 	"cmp"
@@ -11,16 +11,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
-// loadSamples are a server's samples taken while the load ran.
-func loadSamples(s *app.Server, r *Result) []app.Sample {
-	var out []app.Sample
-	for _, smp := range s.Samples {
-		if !smp.Time.Before(r.LoadStart) && !smp.Time.After(r.LoadEnd) {
-			out = append(out, smp)
-		}
-	}
-	return out
-}
+// Helpers of the rules that read the servers behind a run's port.
 
 // waitShares sums the wait classes of the busy worker threads over the
 // samples (idle ones left out) and returns them largest first, with the
@@ -102,19 +93,9 @@ func hostBusy(b *evidence.Bundle, from, to time.Time) (float64, bool) {
 	return 1 - idle/float64(z.Total()-a.Total()), true
 }
 
-// serverBundle is the bundle of the side the servers were found on.
-func serverBundle(r *Result) *evidence.Bundle {
-	for _, s := range r.Sides {
-		if s.Name == "server" && s.Observed {
-			return s.Bundle
-		}
-	}
-	return nil
-}
-
 // peakRecvQ is the longest accept queue a listener at addr had in the
 // load window, with its backlog.
-func peakRecvQ(b *evidence.Bundle, addr string, r *Result) (q, backlog uint32) {
+func peakRecvQ(b *evidence.Bundle, addr string, r *Run) (q, backlog uint32) {
 	if b == nil {
 		return 0, 0
 	}

@@ -1,4 +1,4 @@
-package run
+package rules
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 func clientBundle(t0 time.Time, delayedACKs uint64) *evidence.Bundle {
@@ -13,6 +14,12 @@ func clientBundle(t0 time.Time, delayedACKs uint64) *evidence.Bundle {
 		{Time: t0.Add(-time.Second), Counters: map[string]uint64{"TcpExt.DelayedACKs": 100}},
 		{Time: t0.Add(5 * time.Second), Counters: map[string]uint64{"TcpExt.DelayedACKs": 100 + delayedACKs}},
 	}}
+}
+
+// clientRun is a run whose client side is b.
+func clientRun(t0 time.Time, res *load.Result, b *evidence.Bundle) *Run {
+	return &Run{Load: res, LoadStart: t0, LoadEnd: t0.Add(5 * time.Second),
+		Sides: []*Side{{RunSide: report.RunSide{Name: report.Client, Observed: b != nil}, Bundle: b}}}
 }
 
 func TestNagle(t *testing.T) {
@@ -31,12 +38,15 @@ func TestNagle(t *testing.T) {
 		{"too few requests", load.Result{Requests: 5, Bytes: 5 * 150, Latency: stall}, 5, false},
 	}
 	for _, tt := range tests {
-		got := nagle(&tt.res, clientBundle(t0, tt.acks), t0)
+		got := checkNagle(&Input{Run: clientRun(t0, &tt.res, clientBundle(t0, tt.acks))})
 		if (len(got) == 1) != tt.fires {
-			t.Errorf("%s: nagle() = %+v, want fires=%v", tt.name, got, tt.fires)
+			t.Errorf("%s: checkNagle() = %+v, want fires=%v", tt.name, got, tt.fires)
 		}
 	}
-	if got := nagle(nil, nil, t0); got != nil {
-		t.Errorf("nagle(nil) = %v", got)
+	if got := checkNagle(&Input{Run: clientRun(t0, nil, nil)}); got != nil {
+		t.Errorf("checkNagle without a load = %v", got)
+	}
+	if got := checkNagle(&Input{}); got != nil {
+		t.Errorf("checkNagle outside a run = %v", got)
 	}
 }

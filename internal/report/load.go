@@ -1,0 +1,137 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+)
+
+// Load is the JSON of `load --json`: the result's fields at the top
+// level, plus the findings about the load generator itself.
+type Load struct {
+	Version  int       `json:"version"`
+	Command  string    `json:"command"`
+	Findings []Finding `json:"findings"`
+	*load.Result
+}
+
+// NewLoad is the report of a load.
+func NewLoad(res *load.Result, findings []Finding) *Load {
+	if findings == nil {
+		findings = []Finding{}
+	}
+	return &Load{Version: Version, Command: "load", Findings: findings, Result: res}
+}
+
+// LoadText writes a load result in wrk's layout, so eyes and scripts used to
+// wrk find their numbers, plus status classes and the generator's own
+// cost.
+func LoadText(w io.Writer, r *load.Result, latency bool) error {
+	p := &printer{w: w}
+	mode := "keep-alive"
+	if !r.KeepAlive {
+		mode = "a new connection per request"
+	}
+	p.f("  %d threads and %d connections (%s)", r.Threads, r.Connections, mode)
+	if r.Rate > 0 {
+		p.f(", %.0f req/s open-loop", r.Rate)
+	}
+	p.f("\n")
+	l := r.Latency
+	p.f("  Latency   avg %s  stdev %s  max %s\n", Dur(l.Mean), Dur(l.Stdev), Dur(l.Max))
+	if latency {
+		p.f("  Latency Distribution\n")
+		for _, pc := range r.Percentiles {
+			p.f("  %7s%%  %s\n", trimFloat(pc.Percentile), Dur(pc.Latency))
+		}
+	}
+	p.f("  %d requests in %.2fs, %s read\n", r.Requests, r.Elapsed.Seconds(), size(float64(r.Bytes)))
+	if e := r.Errors; e.Total() > 0 {
+		p.f("  Socket errors: connect %d, read %d, write %d, timeout %d\n", e.Connect, e.Read, e.Write, e.Timeout)
+		p.f("  Error causes: %s\n", causes(r.ErrorCauses))
+	}
+	p.f("  Status: %s\n", Statuses(r.Status))
+	if n := r.Requests - r.Status["2xx"] - r.Status["3xx"]; n > 0 {
+		p.f("  Non-2xx or 3xx responses: %d\n", n)
+	}
+	p.f("Requests/sec: %10.2f\n", r.RPS)
+	p.f("Transfer/sec: %10s\n", size(r.BytesPerSec))
+	busy := make([]string, len(r.Self.ThreadBusy))
+	for i, b := range r.Self.ThreadBusy {
+		busy[i] = fmt.Sprintf("%.0f%%", 100*b)
+	}
+	p.f("Load generator: %.1f µs CPU per request, threads busy %s, %d connections opened\n",
+		float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "), r.ConnectionsOpened)
+	for _, n := range r.Notes {
+		p.f("Note: %s\n", n)
+	}
+	if r.Saturated {
+		p.f("WARNING: the load generator may be the bottleneck (load-generator-saturated):\n")
+		for _, s := range r.SaturatedBy {
+			p.f("  - %s\n", s)
+		}
+	}
+	if r.Interrupted {
+		p.f("Interrupted: the numbers cover the run until Ctrl-C.\n")
+	}
+	return p.err
+}
+
+// Dur formats a latency as wrk does: "1.23ms", "2.00s", "850.00us".
+func Dur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.2fus", float64(d)/1e3)
+}
+
+func size(b float64) string {
+	for _, u := range []string{"B", "KB", "MB", "GB"} {
+		if b < 1024 || u == "GB" {
+			return fmt.Sprintf("%.2f%s", b, u)
+		}
+		b /= 1024
+	}
+	return ""
+}
+
+func trimFloat(f float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")
+}
+
+// Statuses lists response counts by class: "2xx 100, 5xx 3".
+func Statuses(m map[string]uint64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func causes(m map[string]uint64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,47 @@
+package report
+
+import (
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/load"
+)
+
+// Run is the report of `run`: the report of its server side's window
+// (verdict, findings, host summary; the client's when the server was not
+// observed) plus the load's result, the throughput's shape, the sides and
+// the servers behind the port. Read also reads a check, diagnose or load
+// report into it, without the parts those do not have.
+type Run struct {
+	*Report
+	Load    *load.Result  `json:"load,omitempty"`
+	Shape   Shape         `json:"shape"`
+	Sides   []*RunSide    `json:"sides,omitempty"`
+	Servers []*app.Server `json:"servers,omitempty"`
+}
+
+// RunSide is one end of a run: where it was observed, or why not.
+type RunSide struct {
+	Name  Side   `json:"name"` // Server or Client
+	NetNS string `json:"netns,omitempty"`
+	// Observed is true when the side's kernel evidence was sampled.
+	Observed bool   `json:"observed"`
+	Why      string `json:"why,omitempty"`
+	// SameAs names the side whose namespace this one shares: a server
+	// reached at an address of the client's namespace is observed
+	// through the client's snapshots, and its findings carry Local.
+	SameAs Side `json:"same_as,omitempty"`
+}
+
+// Shape is what the per-second throughput did during the load.
+type Shape struct {
+	// Pattern is "steady", "saw-tooth" (throughput collapses and recovers
+	// again and again, seed 002) or "step" (it moves to another level and
+	// stays).
+	Pattern string `json:"pattern"`
+	// Seconds are the load seconds where throughput collapsed (saw-tooth)
+	// or the first second of the new level (step).
+	Seconds []int `json:"seconds,omitempty"`
+	// MovedWith names the counters whose per-second rate rose in those
+	// seconds and not in the others: the likely cause.
+	MovedWith []string `json:"moved_with,omitempty"`
+	Text      string   `json:"text"`
+}

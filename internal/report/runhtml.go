@@ -1,0 +1,105 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
+)
+
+// RunPage turns a run's report into the HTML page's charts and tables.
+// b is the observed side's load window (the server's, else the client's)
+// whose counters and sockets are charted, side its name; start is when
+// the load started.
+func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
+	tl := r.Load.Timeline
+	p := &Page{Command: "run", Target: r.Load.URL, Verdict: r.Verdict,
+		Host: r.Host.Hostname + " · kernel " + r.Host.Kernel, When: start.Format(time.RFC1123), Findings: r.Findings}
+	for _, f := range r.Findings {
+		p.Bad = p.Bad || f.Hurts()
+	}
+	col := func(f func(load.Second) float64) []float64 {
+		out := make([]float64, len(tl))
+		for i, s := range tl {
+			out[i] = f(s)
+		}
+		return out
+	}
+	perSec := func(s load.Second, v uint64) float64 { return float64(v) / max(s.Length.Seconds(), 0.001) }
+	p.Charts = append(p.Charts,
+		Chart{Title: "Requests and errors per second", Series: []Series{
+			{Name: "requests/s", Points: col(func(s load.Second) float64 { return perSec(s, s.Requests) })},
+			{Name: "errors/s", Points: col(func(s load.Second) float64 { return perSec(s, s.Errors.Total()) })},
+			{Name: "non-2xx/3xx/s", Points: col(func(s load.Second) float64 { return perSec(s, s.Status[0]+s.Status[1]+s.Status[4]+s.Status[5]) })},
+		}},
+		Chart{Title: "Latency (ms)", Series: []Series{
+			{Name: "p50", Points: col(func(s load.Second) float64 { return float64(s.P50) / 1e6 })},
+			{Name: "p99", Points: col(func(s load.Second) float64 { return float64(s.P99) / 1e6 })},
+		}})
+	var counters []Series
+	for _, c := range []string{"TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop", "conntrack.drop", "Tcp.RetransSegs", "TcpExt.TCPTimeWaitOverflow", "Tcp.PassiveOpens"} {
+		pts := CounterSeries(tl, b, c)
+		for _, v := range pts {
+			if v > 0 {
+				counters = append(counters, Series{Name: c + "/s", Points: pts})
+				break
+			}
+		}
+	}
+	if len(counters) > 0 {
+		p.Charts = append(p.Charts, Chart{Title: "Kernel counters, " + string(side) + " side", Series: counters})
+	}
+	p.Charts = append(p.Charts, Chart{Title: "Sockets, " + string(side) + " side", Series: []Series{
+		{Name: "ESTABLISHED", Points: StateSeries(tl, b, "ESTABLISHED")},
+		{Name: "TIME_WAIT", Points: StateSeries(tl, b, "TIME_WAIT")},
+		{Name: "load connections open", Points: col(func(s load.Second) float64 { return float64(s.OpenConns) })},
+	}})
+	l := r.Load
+	p.LoadRows = [][2]string{
+		{"requests", fmt.Sprint(l.Requests)}, {"requests/s", fmt.Sprintf("%.1f", l.RPS)},
+		{"latency p50 / p99 / max", Dur(l.Latency.P50) + " / " + Dur(l.Latency.P99) + " / " + Dur(l.Latency.Max)},
+		{"errors connect / read / write / timeout", fmt.Sprintf("%d / %d / %d / %d", l.Errors.Connect, l.Errors.Read, l.Errors.Write, l.Errors.Timeout)},
+		{"status", Statuses(l.Status)}, {"throughput over time", r.Shape.Text},
+		{"load generator CPU per request", fmt.Sprintf("%.1f µs", float64(l.Self.CPUPerRequest)/1e3)},
+	}
+	return p
+}
+
+// RunHTML writes a run's HTML page (RunPage).
+func RunHTML(w io.Writer, r *Run, start time.Time, b *evidence.Bundle, side Side) error {
+	return HTML(w, RunPage(r, start, b, side))
+}
+
+// CounterSeries is a counter's rate in each second of the load timeline,
+// read from the bundle's snapshots ("conntrack.drop" for conntrack stats).
+func CounterSeries(tl []load.Second, b *evidence.Bundle, name string) []float64 {
+	out := make([]float64, len(tl))
+	if b == nil || len(b.Snapshots) < 2 {
+		return out
+	}
+	for i, s := range tl {
+		out[i] = b.RateAt(name, s.Start.Add(s.Length/2))
+	}
+	return out
+}
+
+// StateSeries is the number of TCP sockets in a state at the end of each
+// second of the load timeline.
+func StateSeries(tl []load.Second, b *evidence.Bundle, state string) []float64 {
+	out := make([]float64, len(tl))
+	if b == nil {
+		return out
+	}
+	for i, s := range tl {
+		end := s.Start.Add(s.Length)
+		for _, snap := range b.Snapshots {
+			if snap.Sockets != nil && !snap.Time.Before(end) {
+				out[i] = float64(snap.Sockets.TCP[state])
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package report
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+)
+
+// RunText writes a run's report: the findings and the host picture of
+// Text, the sides not observed, the servers behind the port, the
+// throughput's shape, and the load in wrk's layout.
+func RunText(w io.Writer, r *Run, latency bool) error {
+	if err := Text(w, r.Report); err != nil {
+		return err
+	}
+	for _, s := range r.Sides {
+		if !s.Observed {
+			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, s.Why)
+		}
+	}
+	writeServers(w, r.Servers)
+	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
+	fmt.Fprintf(w, "\nLoad:\n")
+	return LoadText(w, r.Load, latency)
+}
+
+// writeServers lists the applications found behind the port: what they
+// are, the limits their configuration sets, and what their logs said.
+func writeServers(w io.Writer, servers []*app.Server) {
+	if len(servers) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nServers:\n")
+	for _, s := range servers {
+		fmt.Fprintf(w, "  %s %s on %s", s.Role, s.Kind, s.Addr)
+		if s.Master != 0 {
+			fmt.Fprintf(w, " (master %d, %d other processes)", s.Master, len(s.PIDs)-1)
+		}
+		if s.Config != "" {
+			fmt.Fprintf(w, ", config %s", s.Config)
+		}
+		fmt.Fprintln(w)
+		if n := s.Nginx; n != nil {
+			fmt.Fprintf(w, "    worker_processes %s, worker_connections %s", n.WorkerProcesses, n.WorkerConnections)
+			if n.WorkerRlimitNofile.Value > 0 {
+				fmt.Fprintf(w, ", worker_rlimit_nofile %s", n.WorkerRlimitNofile)
+			}
+			fmt.Fprintln(w)
+			for _, u := range n.Upstreams {
+				reuse := "connections reused"
+				if !u.Reuse {
+					reuse = "a new connection per request: " + u.Why
+				}
+				fmt.Fprintf(w, "    %s %s (%s): %s\n", u.Pass, u.Target, u.PassSource, reuse)
+			}
+		}
+		if p := s.Pool; p != nil {
+			fmt.Fprintf(w, "    php-fpm pool %s: pm %s, pm.max_children %s, listen.backlog %s\n", p.Name, p.PM, p.MaxChildren, p.Backlog)
+		}
+		for _, l := range s.Logs {
+			fmt.Fprintf(w, "    %s log %s: %d lines during the run", l.Kind, l.Path, l.Lines)
+			if l.Status != "ok" && l.Status != "" {
+				fmt.Fprintf(w, " (%s)", l.Status)
+			}
+			fmt.Fprintln(w)
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "    note: %s\n", n)
+		}
+	}
+}

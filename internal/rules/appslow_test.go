@@ -1,0 +1,75 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// idleCPU returns a change that adds ticks to the host's CPUs, busy for
+// the given share of them.
+func idleCPU(busy float64) func(*evidence.Snapshot) {
+	return func(s *evidence.Snapshot) {
+		s.CPU[0].User += uint64(200 * busy)
+		s.CPU[0].Idle += uint64(200 * (1 - busy))
+	}
+}
+
+// slowRun is a run whose server's workers spent their busy samples as
+// waits says, with a p50 of 120 ms and the host's CPU busy for busy.
+func slowRun(busy float64, waits map[string]int, kind string) *Input {
+	b := bundle(nil, idleCPU(busy))
+	s := &app.Server{Role: "front", Kind: kind, Addr: "0.0.0.0:8080", PIDs: []int{300}}
+	for i := range 3 {
+		s.Samples = append(s.Samples, app.Sample{Time: t0.Add(time.Duration(i) * 300 * time.Millisecond), Workers: 8, Waits: waits})
+	}
+	in := serverRun(b, s)
+	in.Run.Load.Latency = load.Latency{P50: 120 * time.Millisecond, P99: 300 * time.Millisecond}
+	in.Bundle, in.Side = nil, ""
+	return in
+}
+
+// TestAppSlow: a server that holds requests while its CPU idles, and
+// what its workers wait on names the fix, for a php-fpm pool and for a
+// program netdoctor has no configuration of.
+func TestAppSlow(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		waits map[string]int
+		fix   string
+	}{
+		{"php-fpm", map[string]int{app.WaitSleep: 7, app.WaitRunning: 1}, "workers sleep in the request path"},
+		{"python3", map[string]int{app.WaitLock: 6, app.WaitIdle: 2}, "workers queue on a mutex"},
+	} {
+		fs := checkAppSlow(slowRun(0.1, tc.waits, tc.kind))
+		if len(fs) != 1 || fs[0].ID != AppSlow || fs[0].Subject != tc.kind+" 0.0.0.0:8080" || fs[0].Side != report.Server {
+			t.Fatalf("%s: checkAppSlow = %+v", tc.kind, fs)
+		}
+		if !strings.HasPrefix(fs[0].Fix[0], tc.fix) {
+			t.Errorf("%s: fix %q, want it to start with %q", tc.kind, fs[0].Fix[0], tc.fix)
+		}
+		if !hasEvidence(fs[0], "server CPU 10% busy") {
+			t.Errorf("%s: evidence %q", tc.kind, evidenceTexts(fs[0]))
+		}
+	}
+	// Quiet: the CPU is the limit; a cause of latency is named already;
+	// fast responses.
+	if fs := checkAppSlow(slowRun(0.9, map[string]int{app.WaitRunning: 8}, "python3")); fs != nil {
+		t.Errorf("busy CPU: %+v", fs)
+	}
+	in := slowRun(0.1, map[string]int{app.WaitSleep: 8}, "php-fpm")
+	in.Found = []report.Finding{{ID: WorkerPoolExhausted, Status: report.Active}}
+	if fs := checkAppSlow(in); fs != nil {
+		t.Errorf("with the pool's finding: %+v", fs)
+	}
+	in = slowRun(0.1, map[string]int{app.WaitSleep: 8}, "php-fpm")
+	in.Run.Load.Latency.P50 = 2 * time.Millisecond
+	if fs := checkAppSlow(in); fs != nil {
+		t.Errorf("fast responses: %+v", fs)
+	}
+}

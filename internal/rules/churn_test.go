@@ -1,0 +1,165 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// redisRemote is outgoing connections to seed 004's redis.
+func redisRemote(tw, est int) evidence.Remote {
+	return evidence.Remote{Addr: "10.0.0.5:6379", Established: est, TimeWait: tw, Ephemeral: tw + est}
+}
+
+// churnCases are churn as the kernel alone shows it (check, diagnose).
+func churnCases() []ruleCase {
+	redis := redisRemote
+	return []ruleCase{
+		{name: "healthy", bundle: bundle(nil, nil)},
+		{
+			name:   "a new connection per request to redis (seed 004)",
+			bundle: bundle(remotes(redis(7000, 10)), all(remotes(redis(8000, 10)), raise(1200, "Tcp.ActiveOpens"))),
+			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
+				Evidence: []string{
+					"8000 TIME_WAIT and 10 ESTABLISHED connections to 10.0.0.5:6379",
+					"Tcp.ActiveOpens +1200 in 1s (1200.0/s)",
+				}}},
+		},
+		{
+			name:   "churn filling half the range is critical",
+			bundle: bundle(nil, all(remotes(redis(15000, 10)), raise(1000, "Tcp.ActiveOpens"))),
+			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Critical, Subject: "10.0.0.5:6379",
+				Evidence: []string{"15000 TIME_WAIT"}}},
+		},
+		{
+			name:   "ports exhausted by churn (seed 000 stage 5)",
+			bundle: bundle(nil, all(remotes(redis(26000, 0)), raise(1000, "Tcp.ActiveOpens"))),
+			want: []want{
+				{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Critical, Subject: "10.0.0.5:6379",
+					Evidence: []string{"26000 TIME_WAIT", "Tcp.ActiveOpens +1000"}},
+			},
+		},
+		{
+			name:   "churn threshold: a quarter of the range in TIME_WAIT at 50/s",
+			bundle: bundle(nil, all(remotes(redis(7058, 0)), raise(50, "Tcp.ActiveOpens"))),
+			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
+				Evidence: []string{"Tcp.ActiveOpens +50 in 1s (50.0/s)"}}},
+		},
+		{
+			name:   "TIME_WAIT below a quarter of the range",
+			bundle: bundle(nil, all(remotes(redis(7057, 0)), raise(5000, "Tcp.ActiveOpens"))),
+		},
+		{
+			name:   "few new connections",
+			bundle: bundle(nil, all(remotes(redis(20000, 0)), raise(49, "Tcp.ActiveOpens"))),
+		},
+		{
+			name:   "ActiveOpens went backwards",
+			bundle: bundle(all(remotes(redis(20000, 0)), raise(1e6, "Tcp.ActiveOpens")), remotes(redis(20000, 0))),
+		},
+		{
+			name:   "one snapshot: no rate, no churn",
+			bundle: single(remotes(redis(20000, 0))),
+		},
+	}
+}
+
+func TestCheckChurn(t *testing.T) {
+	runCases(t, "checkChurn", checkChurn, churnCases())
+}
+
+// nginxProxy is an nginx passing to backend without connection reuse.
+func nginxProxy(reuse bool) *app.Server {
+	u := app.NginxUpstream{Pass: "proxy_pass", PassSource: "/etc/nginx/nginx.conf:30", Target: "backend",
+		Servers: []string{"10.0.0.5:8080"}, Block: "/etc/nginx/nginx.conf:20", Reuse: reuse}
+	if !reuse {
+		u.Why = "upstream backend has no keepalive; proxy_http_version 1.0 (default)"
+	}
+	return &app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", PIDs: []int{100},
+		Nginx: &app.NginxInfo{WorkerProcesses: app.Setting{Value: 2}, Upstreams: []app.NginxUpstream{u}}}
+}
+
+// serverRun is the input of a rule on a run's server side: 5000
+// requests over 50 connections, b the server's window.
+func serverRun(b *evidence.Bundle, servers ...*app.Server) *Input {
+	r := &Run{Load: &load.Result{Connections: 50, Requests: 5000, Status: map[string]uint64{"2xx": 5000}},
+		LoadStart: b.Snapshots[0].Time, LoadEnd: b.Snapshots[len(b.Snapshots)-1].Time, Port: "80", Servers: servers,
+		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}}}
+	return &Input{Bundle: b, Side: report.Server, Run: r}
+}
+
+// TestChurnInRun: in a run the churn is found from what no kernel-only
+// threshold sees: an nginx upstream without reuse while a new connection
+// opens per request, or, for a server netdoctor has no configuration of
+// (a home-made proxy, nginx + Lua), one new connection per request
+// towards the remote holding the TIME_WAIT. With reuse, nothing.
+func TestChurnInRun(t *testing.T) {
+	perRequest := raise(5000, "Tcp.ActiveOpens")
+	towards := func(tw int) func(*evidence.Snapshot) {
+		return remotes(evidence.Remote{Addr: "10.0.0.5:8080", TimeWait: tw, Ephemeral: tw})
+	}
+	for _, tc := range []struct {
+		name     string
+		in       *Input
+		subject  string
+		evidence []string
+	}{
+		{"nginx without keepalive", serverRun(bundle(nil, perRequest), nginxProxy(false)), "10.0.0.5:8080",
+			[]string{"Tcp.ActiveOpens +5000 for 5000 requests answered upstream: 1.00 new connections per request",
+				"proxy_pass backend at /etc/nginx/nginx.conf:30: upstream backend has no keepalive"}},
+		{"a proxy of its own", serverRun(bundle(nil, all(perRequest, towards(4000))), &app.Server{Kind: "myproxy", Addr: "0.0.0.0:80"}), "10.0.0.5:8080",
+			[]string{"Tcp.ActiveOpens +5000 for 5000 requests: 1.00 new connections per request", "4000 TIME_WAIT and 0 ESTABLISHED connections to 10.0.0.5:8080"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := checkChurn(tc.in)
+			if len(fs) != 1 || fs[0].ID != UpstreamConnectionChurn || fs[0].Subject != tc.subject || fs[0].Status != report.Active {
+				t.Fatalf("checkChurn = %+v, want one active churn towards %s", keys(fs), tc.subject)
+			}
+			for _, e := range tc.evidence {
+				if !hasEvidence(fs[0], e) {
+					t.Errorf("no evidence %q in\n%s", e, strings.Join(evidenceTexts(fs[0]), "\n"))
+				}
+			}
+		})
+	}
+	if fs := checkChurn(serverRun(bundle(nil, perRequest), nginxProxy(true))); len(fs) != 0 {
+		t.Errorf("nginx reusing connections: %+v", keys(fs))
+	}
+	if fs := checkChurn(serverRun(bundle(nil, all(raise(50, "Tcp.ActiveOpens"), towards(4000))), &app.Server{Kind: "myproxy"})); len(fs) != 0 {
+		t.Errorf("50 connects for 5000 requests is reuse, not churn: %+v", keys(fs))
+	}
+	// On the client side the load's own connections are not the server's
+	// churn.
+	in := serverRun(bundle(nil, all(perRequest, towards(4000))), nginxProxy(false))
+	in.Side = report.Client
+	if fs := checkChurn(in); len(fs) != 0 {
+		t.Errorf("client side: %+v", keys(fs))
+	}
+}
+
+// TestChurnMerged: the kernel's TIME_WAIT pile and nginx's configuration
+// towards the same upstream make one finding, led by the configuration's
+// title and fix, with both kinds of evidence.
+func TestChurnMerged(t *testing.T) {
+	b := bundle(nil, all(raise(5000, "Tcp.ActiveOpens"), remotes(evidence.Remote{Addr: "10.0.0.5:8080", TimeWait: 20000, Ephemeral: 20000})))
+	fs := checkChurn(serverRun(b, nginxProxy(false)))
+	if len(fs) != 1 {
+		t.Fatalf("checkChurn = %+v, want one finding", keys(fs))
+	}
+	f := fs[0]
+	if !strings.HasPrefix(f.Title, "nginx opens a new connection per request") || f.Severity != report.Critical {
+		t.Errorf("title %q severity %s: want nginx's title and the kernel's critical", f.Title, f.Severity)
+	}
+	for _, e := range []string{"proxy_pass backend", "20000 TIME_WAIT"} {
+		if !hasEvidence(f, e) {
+			t.Errorf("no evidence %q in\n%s", e, strings.Join(evidenceTexts(f), "\n"))
+		}
+	}
+	if !hasFix(f, "add `keepalive 32;` to upstream backend") {
+		t.Errorf("fix %q", f.Fix)
+	}
+}

@@ -1,0 +1,112 @@
+package rules
+
+import (
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// Check runs the rules that read one namespace's snapshots (PerSide and
+// PerHost) over a bundle: what check and diagnose report, ordered by
+// impact. A bundle without snapshots has no findings.
+func Check(b *evidence.Bundle) []report.Finding { return check(b, Registry) }
+
+func check(b *evidence.Bundle, rules []Rule) []report.Finding {
+	if len(b.Snapshots) == 0 {
+		return nil
+	}
+	in := &Input{Bundle: b}
+	var out []report.Finding
+	for _, r := range rules {
+		if r.Scope == PerSide || r.Scope == PerHost {
+			out = append(out, r.Check(in)...)
+		}
+	}
+	return report.Sort(out)
+}
+
+// Diagnose runs every rule over a run, then the steps that look across
+// findings, and returns the findings in report order with the shape of
+// the throughput:
+//
+//  1. the PerSide and PerHost rules on each observed side's load window;
+//     a finding whose counters rose as fast in the quiet baseline is
+//     said to be background (baseline);
+//  2. the PerRun rules, then the Symptom rules, which see all of that;
+//  3. the throughput's shape, tied to the findings whose counters moved
+//     with it (tieShape);
+//  4. causes related to their symptoms and put first (relate), and the
+//     share of the failed requests each cause accounts for (explain).
+func Diagnose(r *Run) ([]report.Finding, report.Shape) {
+	var out []report.Finding
+	seen := map[*evidence.Bundle]bool{}
+	judged := map[string]bool{} // "rule host": host-wide evidence is judged once
+	for _, s := range r.Sides {
+		if !s.Observed || s.Bundle == nil || seen[s.Bundle] {
+			continue
+		}
+		seen[s.Bundle] = true
+		name := s.Name
+		if s.SameAs != "" {
+			name = report.Local
+		}
+		in := &Input{Bundle: r.Window(s), Side: name, Run: r}
+		if len(in.Bundle.Snapshots) == 0 {
+			continue
+		}
+		var side []report.Finding
+		for _, rule := range Registry {
+			if rule.Scope != PerSide && rule.Scope != PerHost {
+				continue
+			}
+			host := rule.Name + " " + s.Bundle.Host.Hostname
+			if rule.Scope == PerHost && judged[host] {
+				continue
+			}
+			found := rule.Check(in)
+			if rule.Scope == PerHost && len(found) > 0 {
+				judged[host] = true
+			}
+			for _, f := range found {
+				f.Side = name
+				side = append(side, f)
+			}
+		}
+		side = report.Sort(side)
+		baseline(side, s.Bundle, r.LoadStart, name, r.Load)
+		out = append(out, side...)
+	}
+	var shape report.Shape
+	for _, s := range r.Sides {
+		if s.Observed && s.Bundle != nil && r.Load != nil {
+			shape = analyse(r.Load.Timeline, r.Window(s))
+			break
+		}
+	}
+	for _, rule := range Registry {
+		if rule.Scope == PerRun {
+			out = append(out, rule.Check(&Input{Run: r})...)
+		}
+	}
+	for _, rule := range Registry {
+		if rule.Scope == Symptom {
+			out = append(out, rule.Check(&Input{Run: r, Found: out})...)
+		}
+	}
+	tieShape(out, shape)
+	out = relate(out, poolAddrs(r))
+	explain(out, r.Load, r.Port)
+	return out, shape
+}
+
+// poolAddrs maps each worker pool finding's subject to the address its
+// pool listens on, so that relate blames an overflow on the pool only
+// when it is the pool's own socket.
+func poolAddrs(r *Run) map[string]string {
+	pools := map[string]string{}
+	for _, s := range r.Servers {
+		if s.Pool != nil {
+			pools["php-fpm pool "+s.Pool.Name] = s.Addr
+		}
+	}
+	return pools
+}
