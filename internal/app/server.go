@@ -204,11 +204,13 @@ func (o *Observer) Sample(ctx context.Context) {
 	wg.Wait()
 }
 
-// Finish reads what the servers' logs gained since Discover.
-func (o *Observer) Finish() {
+// Finish reads what the servers' logs gained since Discover and returns
+// the servers.
+func (o *Observer) Finish() []*Server {
 	for _, s := range o.Servers {
 		for _, l := range s.Logs {
 			l.Read()
 		}
 	}
+	return o.Servers
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
+	"github.com/netdoctor/netdoctor/internal/source"
 )
 
 type sourceOpts struct {
@@ -30,12 +31,13 @@ func (o *sourceOpts) register(fs interface {
 	fs.StringVar(&o.dnsName, "dns-name", "", "name to look up in the DNS probe (default: this host's name)")
 }
 
-func (o *sourceOpts) snapshotter(dnsEvery int) (*collect.Snapshotter, error) {
+// source resolves the namespace once and prepares its collectors.
+func (o *sourceOpts) source(dnsEvery int) (*source.Local, error) {
 	ns, err := netns.Resolve(o.netns)
 	if err != nil {
 		return nil, err
 	}
-	return collect.New(collect.Config{NetNS: ns, DNS: !o.noDNS, DNSName: o.dnsName, DNSEvery: dnsEvery})
+	return source.NewLocal(collect.Config{NetNS: ns, DNS: !o.noDNS, DNSName: o.dnsName, DNSEvery: dnsEvery})
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,12 +57,12 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *window < 100*time.Millisecond || *window > time.Hour {
 		return badInput("--window %v: must be between 100ms and 1h", *window)
 	}
-	s, err := src.snapshotter(1000000) // probe DNS once, on the first snapshot
+	s, err := src.source(1000000) // probe DNS once, on the first snapshot
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: s.Host, Start: time.Now()}
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: s.Host(), Start: time.Now()}
 	b.Snapshots = append(b.Snapshots, s.Snapshot(ctx))
 	select {
 	case <-time.After(*window):
@@ -121,12 +123,12 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return badInput("--window %v: must be between 0 and 24h", *window)
 	}
 	count := int(*window / *interval) + 1
-	s, err := src.snapshotter(count) // probe DNS on the first snapshot only
+	s, err := src.source(count) // probe DNS on the first snapshot only
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	b := s.Bundle(ctx, *interval, count)
+	b := source.Bundle(ctx, s, *interval, count)
 	if err := writeOut(*out, stdout, "bundle", gzipped(*out, func(w io.Writer) error { return json.NewEncoder(w).Encode(b) })); err != nil {
 		return err
 	}

@@ -7,12 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/tune"
@@ -160,17 +157,6 @@ func tuneErr(err error) error {
 	return err
 }
 
-// verifyReport is the JSON of `run --verify-with`: both runs, what each
-// change did, and the journal of the changes.
-type verifyReport struct {
-	Plan     string         `json:"plan"`
-	Before   *report.Run    `json:"before"`
-	After    *report.Run    `json:"after"`
-	Verdicts []tune.Verdict `json:"verdicts"`
-	Journal  string         `json:"journal,omitempty"`
-	Kept     bool           `json:"kept"`
-}
-
 // runVerify measures, applies a plan, measures again with the identical
 // load and rolls back unless keep: the seeds' "change one setting, load
 // again, compare" for every change of the plan at once.
@@ -230,7 +216,9 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 	}
 	vs := tune.Judge(p, outcomeOf(before), outcomeOf(after))
 	rb, ra := before.Report(), after.Report()
-	writeVerify(stdout, rb, ra, vs)
+	if err := report.VerifyText(stdout, rb, ra, vs); err != nil {
+		return err
+	}
 	if err := rollback(); err != nil {
 		return fmt.Errorf("rollback: %w (journal %s)", err, j.Path)
 	}
@@ -238,7 +226,7 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 		fmt.Fprintf(stdout, "\nChanges kept. Undo: netdoctor tune rollback %s\n", j.Path)
 	}
 	if lo.jsonOut != "" {
-		vr := &verifyReport{Plan: planPath, Before: rb, After: ra, Verdicts: vs, Kept: keep}
+		vr := &report.Verify{Plan: planPath, Before: rb, After: ra, Verdicts: vs, Kept: keep}
 		if j != nil && keep {
 			vr.Journal = j.Path
 		}
@@ -246,12 +234,7 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 			return err
 		}
 	}
-	for _, f := range ra.Findings {
-		if f.Status == report.Active && f.Severity == report.Critical {
-			return errFindings
-		}
-	}
-	return nil
+	return exitFor(ra.Findings)
 }
 
 // outcomeOf is a run's findings and its server side's counter rates over
@@ -268,60 +251,4 @@ func outcomeOf(res *run.Result) tune.Outcome {
 		}
 	}
 	return o
-}
-
-// writeVerify prints the two runs side by side and each change's verdict.
-func writeVerify(w io.Writer, before, after *report.Run, vs []tune.Verdict) {
-	fmt.Fprintf(w, "\nBefore → after:\n")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	row := func(name string, f func(*report.Run) string) {
-		fmt.Fprintf(tw, "  %s\t%s\t→ %s\n", name, f(before), f(after))
-	}
-	lr := func(f func(*load.Result) string) func(*report.Run) string {
-		return func(r *report.Run) string {
-			if r.Load == nil {
-				return "-"
-			}
-			return f(r.Load)
-		}
-	}
-	row("requests/s", lr(func(l *load.Result) string { return fmt.Sprintf("%.0f", l.RPS) }))
-	lat := func(f func(*load.Result) time.Duration) func(*load.Result) string {
-		return func(l *load.Result) string {
-			if l.Requests == 0 {
-				return "-"
-			}
-			return report.Dur(f(l))
-		}
-	}
-	row("p50", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P50 })))
-	row("p99", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P99 })))
-	row("errors", lr(func(l *load.Result) string {
-		e := l.Errors
-		return fmt.Sprintf("connect %d, read %d, write %d, timeout %d", e.Connect, e.Read, e.Write, e.Timeout)
-	}))
-	row("non-2xx", lr(func(l *load.Result) string {
-		var parts []string
-		for _, k := range []string{"1xx", "3xx", "4xx", "5xx"} {
-			if n := l.Status[k]; n > 0 {
-				parts = append(parts, fmt.Sprintf("%s %d", k, n))
-			}
-		}
-		if len(parts) == 0 {
-			return "none"
-		}
-		return strings.Join(parts, ", ")
-	}))
-	tw.Flush()
-	fmt.Fprintf(w, "  before: %s\n  after:  %s\n", before.Verdict, after.Verdict)
-	fmt.Fprintf(w, "\nEach change:\n")
-	for i, v := range vs {
-		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, strings.ToUpper(v.Verdict), v.Change)
-		if v.Note != "" {
-			fmt.Fprintf(w, "       (%s)\n", v.Note)
-		}
-		for k := range v.Before {
-			fmt.Fprintf(w, "       %s\n         → %s\n", v.Before[k], strings.TrimPrefix(v.After[k], strings.SplitN(v.After[k], ": ", 2)[0]+": "))
-		}
-	}
 }

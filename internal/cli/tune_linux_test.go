@@ -110,7 +110,7 @@ func sameState(t *testing.T, what string, was, now map[string]string) {
 
 type verifyJSON struct {
 	Before, After *runJSON
-	Verdicts      []tune.Verdict
+	Verdicts      []report.Verdict
 	Journal       string
 }
 

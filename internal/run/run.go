@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/source"
 )
 
 // Options describe one run.
@@ -87,48 +89,58 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := probe(ctx, o.Load.URL, server); err != nil {
-		server.close()
-		client.close()
-		return nil, err
-	}
 	defer server.close()
 	defer client.close()
+	if err := probe(ctx, o.Load.URL, server); err != nil {
+		return nil, err
+	}
 
 	ev := &rules.Run{Port: targetPort(o.Load.URL)}
-	obs := server.discover(ctx, ev.Port)
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	for _, s := range []*sampler{server, client} {
-		if s.snap == nil {
+	var apps source.Apps
+	if src := server.source(); src != nil {
+		if p, err := strconv.Atoi(ev.Port); err == nil {
+			apps = src.Discover(ctx, p)
+		}
+	}
+	var recs []*source.Recorder
+	for _, s := range []*side{server, client} {
+		if s.src == nil {
 			continue
 		}
-		wg.Add(1)
-		go func() { defer wg.Done(); s.run(sctx, o.Interval) }()
-	}
-	if obs != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); sampleApps(sctx, obs, o.Interval) }()
+		var a source.Apps
+		if s == server.owner() {
+			a = apps
+		}
+		s.rec = source.Record(ctx, s.src, a, o.Interval)
+		recs = append(recs, s.rec)
 	}
 	wait(ctx, o.Baseline)
+	// Sampling resumes once the load has begun (or failed to).
+	resume := sync.OnceFunc(source.Mark(ctx, recs...))
 	ev.LoadStart = time.Now()
+	started := o.Load.OnStart
+	o.Load.OnStart = func() {
+		resume()
+		if started != nil {
+			started()
+		}
+	}
 	lr, lerr := load.Run(ctx, o.Load)
+	resume()
 	ev.LoadEnd = time.Now()
 	if lerr == nil {
 		wait(ctx, o.Tail)
 	}
-	stop()
-	wg.Wait()
+	source.Stop(recs...)
 	if lerr != nil {
 		return nil, lerr
 	}
 	ev.Load = lr
-	if obs != nil {
-		obs.Finish()
-		ev.Servers = obs.Servers
+	if apps != nil {
+		ev.Servers = apps.Finish()
 	}
-	for _, s := range []*sampler{server, client} {
-		ev.Sides = append(ev.Sides, s.side())
+	for _, s := range []*side{server, client} {
+		ev.Sides = append(ev.Sides, s.evidence())
 	}
 	return diagnose(ev), nil
 }
@@ -145,19 +157,19 @@ func wait(ctx context.Context, d time.Duration) {
 
 // sides decides what to observe: the server in its namespace (or in ours
 // when the target address is ours), the client in ours.
-func sides(o Options) (server, client *sampler, err error) {
-	client = &sampler{name: report.Client}
-	server = &sampler{name: report.Server, netns: o.ServerNetNS}
+func sides(o Options) (server, client *side, err error) {
+	client = &side{name: report.Client}
+	server = &side{name: report.Server, ns: o.ServerNetNS}
 	// One probe per side, in the load's first second: evidence of the
 	// window, made while the application resolves under load.
 	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSDelay: o.Baseline + 500*time.Millisecond}
-	if client.snap, err = collect.New(cfg); err != nil {
+	if client.src, err = source.NewLocal(cfg); err != nil {
 		return nil, nil, fmt.Errorf("observe the client side: %w", err)
 	}
 	switch {
 	case !o.ServerNetNS.Own():
 		cfg.NetNS = o.ServerNetNS
-		if server.snap, err = collect.New(cfg); err != nil {
+		if server.src, err = source.NewLocal(cfg); err != nil {
 			client.close()
 			return nil, nil, fmt.Errorf("observe the server side: %w", err)
 		}
@@ -197,7 +209,7 @@ func localTarget(raw string) bool {
 // probe opens one connection to the target before anything else, so a
 // target nobody listens on is a clear error, not a run of refusals. The
 // error names what does listen on the server side, when it is observed.
-func probe(ctx context.Context, raw string, server *sampler) error {
+func probe(ctx context.Context, raw string, server *side) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return nil // load.Run reports bad URLs

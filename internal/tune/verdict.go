@@ -26,16 +26,6 @@ type Outcome struct {
 	Rate     func(counter string) float64
 }
 
-// Verdict is what one change did to the findings it targets.
-type Verdict struct {
-	Change  string   `json:"change"`
-	Key     string   `json:"key"`
-	Verdict string   `json:"verdict"`
-	Before  []string `json:"before"` // each target as the first run saw it
-	After   []string `json:"after"`
-	Note    string   `json:"note,omitempty"`
-}
-
 // significant is the share a counter's rate must move by to count.
 const significant = 0.25
 
@@ -44,10 +34,10 @@ const significant = 0.25
 // is less severe or its counters fell by a quarter, worse when one is
 // more severe or its counters rose by a quarter, not judged when none
 // showed before and none after, else no effect.
-func Judge(p *Plan, before, after Outcome) []Verdict {
-	var out []Verdict
+func Judge(p *Plan, before, after Outcome) []report.Verdict {
+	var out []report.Verdict
 	for _, c := range p.Changes {
-		v := Verdict{Change: c.Title(), Key: c.Key}
+		v := report.Verdict{Change: c.Title(), Key: c.Key}
 		var better, worse, left, seen bool
 		for _, target := range c.Findings {
 			b, bok := find(before.Findings, target)

@@ -1,0 +1,65 @@
+package report_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// TestRead reads each kind of report netdoctor writes back into a Run:
+// a real run report as it was written, a check report, a load report's
+// flat layout; a bundle or another version is a KindError.
+func TestRead(t *testing.T) {
+	runJSON, err := os.ReadFile("../../testdata/runs/golden/nginx-php-throughput.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := report.Read(bytes.NewReader(runJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Command != "run" || r.Load == nil || len(r.Sides) != 2 || len(r.Servers) == 0 || len(r.Findings) == 0 {
+		t.Fatalf("run report read as command %q, load %v, %d sides, %d servers, %d findings", r.Command, r.Load != nil, len(r.Sides), len(r.Servers), len(r.Findings))
+	}
+	again, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(strings.TrimSpace(string(runJSON)), string(again)); diff != "" {
+		t.Errorf("run report written back mismatch (-want +got):\n%s", diff)
+	}
+
+	chk, err := report.Read(strings.NewReader(`{"version":1,"command":"check","verdict":"HEALTHY: no problem found","findings":[]}`))
+	if err != nil || chk.Command != "check" || chk.Load != nil || chk.Verdict != "HEALTHY: no problem found" {
+		t.Errorf("check report: %+v, %v", chk, err)
+	}
+
+	var lb bytes.Buffer
+	res := &load.Result{URL: "http://127.0.0.1/", Requests: 42, RPS: 4.2, Saturated: true}
+	if err := json.NewEncoder(&lb).Encode(report.NewLoad(res, []report.Finding{{ID: "load-generator-saturated", Side: report.Client}})); err != nil {
+		t.Fatal(err)
+	}
+	ld, err := report.Read(&lb)
+	if err != nil || ld.Command != "load" || ld.Load == nil || ld.Load.Requests != 42 || len(ld.Findings) != 1 {
+		t.Errorf("load report: %+v, %v", ld, err)
+	}
+
+	for _, s := range []string{`{"version":1,"host":{},"snapshots":[]}`, `{"version":2,"command":"run"}`, `{"version":1,"command":"plan"}`} {
+		_, err := report.Read(strings.NewReader(s))
+		var k *report.KindError
+		if !errors.As(err, &k) {
+			t.Errorf("Read(%s) = %v, want a KindError", s, err)
+		}
+	}
+	if _, err := report.Read(strings.NewReader("nope")); err == nil || !strings.Contains(err.Error(), "not a netdoctor report") {
+		t.Errorf("Read(garbage) = %v", err)
+	}
+}

@@ -1,0 +1,93 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+)
+
+// Verify is the JSON of `run --verify-with`: both runs, what each change
+// of the plan did, and the journal of the changes when they were kept.
+type Verify struct {
+	Plan     string    `json:"plan"`
+	Before   *Run      `json:"before"`
+	After    *Run      `json:"after"`
+	Verdicts []Verdict `json:"verdicts"`
+	Journal  string    `json:"journal,omitempty"`
+	Kept     bool      `json:"kept"`
+}
+
+// Verdict is what one change did to the findings it targets: "fixed",
+// "improved", "no effect", "worse" or "not judged" (internal/tune).
+type Verdict struct {
+	Change  string   `json:"change"`
+	Key     string   `json:"key"`
+	Verdict string   `json:"verdict"`
+	Before  []string `json:"before"` // each target as the first run saw it
+	After   []string `json:"after"`
+	Note    string   `json:"note,omitempty"`
+}
+
+// VerifyText writes the two runs of a verification side by side and
+// each change's verdict.
+func VerifyText(w io.Writer, before, after *Run, vs []Verdict) error {
+	fmt.Fprintf(w, "\nBefore → after:\n")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	row := func(name string, f func(*Run) string) {
+		fmt.Fprintf(tw, "  %s\t%s\t→ %s\n", name, f(before), f(after))
+	}
+	lr := func(f func(*load.Result) string) func(*Run) string {
+		return func(r *Run) string {
+			if r.Load == nil {
+				return "-"
+			}
+			return f(r.Load)
+		}
+	}
+	row("requests/s", lr(func(l *load.Result) string { return fmt.Sprintf("%.0f", l.RPS) }))
+	lat := func(f func(*load.Result) time.Duration) func(*load.Result) string {
+		return func(l *load.Result) string {
+			if l.Requests == 0 {
+				return "-"
+			}
+			return Dur(f(l))
+		}
+	}
+	row("p50", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P50 })))
+	row("p99", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P99 })))
+	row("errors", lr(func(l *load.Result) string {
+		e := l.Errors
+		return fmt.Sprintf("connect %d, read %d, write %d, timeout %d", e.Connect, e.Read, e.Write, e.Timeout)
+	}))
+	row("non-2xx", lr(func(l *load.Result) string {
+		var parts []string
+		for _, k := range []string{"1xx", "3xx", "4xx", "5xx"} {
+			if n := l.Status[k]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d", k, n))
+			}
+		}
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, ", ")
+	}))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "  before: %s\n  after:  %s\n", before.Verdict, after.Verdict)
+	fmt.Fprintf(w, "\nEach change:\n")
+	for i, v := range vs {
+		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, strings.ToUpper(v.Verdict), v.Change)
+		if v.Note != "" {
+			fmt.Fprintf(w, "       (%s)\n", v.Note)
+		}
+		for k := range v.Before {
+			fmt.Fprintf(w, "       %s\n         → %s\n", v.Before[k], strings.TrimPrefix(v.After[k], strings.SplitN(v.After[k], ": ", 2)[0]+": "))
+		}
+	}
+	return nil
+}
