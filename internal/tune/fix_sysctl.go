@@ -70,7 +70,8 @@ func (b *builder) twBucketsValue(name string) (value, why string) {
 }
 
 // sysctlW finds a setting and its value in a fix's `sysctl -w` command.
-var sysctlW = regexp.MustCompile(`sysctl -w ([a-z0-9_.]+)=("[^"]*"|\S+)`)
+// A name may have a hyphen: fs.file-max, which fd-limit's fix raises.
+var sysctlW = regexp.MustCompile(`sysctl -w ([a-z0-9_.-]+)=("[^"]*"|\S+)`)
 
 // generic takes the setting the finding's rule computed from its
 // evidence, when its fix names one.

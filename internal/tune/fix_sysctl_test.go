@@ -92,3 +92,19 @@ func TestGeneric(t *testing.T) {
 		t.Errorf("%s, want only the note %q", titles(p), want)
 	}
 }
+
+// TestGenericHyphen: fd-limit's fix raises fs.file-max, whose name has a
+// hyphen; the plan takes it, not the next setting the fix names.
+func TestGenericHyphen(t *testing.T) {
+	h := seed000Host()
+	h.sysctls["host fs.file-max"] = "65536"
+	h.sysctls["host fs.nr_open"] = "1048576"
+	in := readSeed000(t)
+	in.Findings = []report.Finding{{ID: rules.FDLimit, Status: report.Active, Side: "server",
+		Evidence: []report.Item{{Text: "fs.file-nr 65000 of 65536", Window: true}},
+		Fix:      []string{"sysctl -w fs.file-max=262144", "persist: echo 'fs.file-max = 262144' >> /etc/sysctl.d/90-netdoctor.conf", "sysctl -w fs.nr_open=2097152"}}}
+	p := build(t, in, h)
+	if s := sysctlChange(t, p, "fs.file-max"); s.Current != "65536" || s.Proposed != "262144" || !s.Global || len(p.Changes) != 1 {
+		t.Errorf("%s, want fs.file-max 65536 → 262144 host-wide alone", titles(p))
+	}
+}
