@@ -1,101 +1,12 @@
 package tune
 
 import (
-	"fmt"
-	"io/fs"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 )
-
-// recorded is a host as it was when testdata/seed000.json was captured
-// (`netdoctor lab run nginx-php-throughput`, every fault): the server
-// namespace's settings, the host-wide ones, and the two configuration
-// files the report names, kept beside it.
-type recorded struct {
-	sysctls map[string]string // "netns name" or "host name"
-	files   map[string]string // report path → testdata file
-	procs   map[int]Proc
-	mem     uint64
-}
-
-func (h *recorded) Sysctl(s Scope, name string) (string, error) {
-	k := "netns " + name
-	if s.Global {
-		k = "host " + name
-	}
-	v, ok := h.sysctls[k]
-	if !ok {
-		return "", fmt.Errorf("%s: %w", name, fs.ErrNotExist)
-	}
-	return v, nil
-}
-
-func (h *recorded) ReadFile(path string) ([]byte, error) {
-	f, ok := h.files[path]
-	if !ok {
-		return nil, fmt.Errorf("open %s: %w", path, fs.ErrNotExist)
-	}
-	return os.ReadFile(f)
-}
-
-func (h *recorded) Process(pid int) (Proc, error) {
-	p, ok := h.procs[pid]
-	if !ok {
-		return Proc{}, fmt.Errorf("pid %d: %w", pid, fs.ErrNotExist)
-	}
-	return p, nil
-}
-
-func (h *recorded) MemAvailable() uint64 { return h.mem }
-
-const labDir = "/tmp/netdoctor-lab-L28171-1145912215"
-
-func seed000Host() *recorded {
-	return &recorded{
-		sysctls: map[string]string{
-			"netns net.core.somaxconn": "10", "netns net.ipv4.ip_local_port_range": "20000\t20050",
-			"netns net.ipv4.tcp_tw_reuse": "0", "netns net.ipv4.tcp_timestamps": "1", "netns net.ipv4.tcp_syncookies": "1",
-			"netns net.ipv4.tcp_max_tw_buckets": "131072", "netns net.netfilter.nf_conntrack_tcp_timeout_time_wait": "120",
-			"host net.netfilter.nf_conntrack_max": "200", "host net.netfilter.nf_conntrack_buckets": "262144",
-			"host net.ipv4.tcp_max_tw_buckets": "131072",
-		},
-		files: map[string]string{
-			labDir + "/nginx/nginx.conf": "testdata/seed000-nginx.conf",
-			labDir + "/fpm/php-fpm.conf": "testdata/seed000-php-fpm.conf",
-		},
-		procs: map[int]Proc{
-			28198: {Exe: "/usr/sbin/nginx", Cmdline: "nginx: master process /usr/sbin/nginx -p " + labDir + "/nginx -c " + labDir + "/nginx/nginx.conf", Start: 1, Comm: "nginx"},
-			28195: {Exe: "/usr/sbin/php-fpm8.2", Cmdline: "php-fpm: master process (" + labDir + "/fpm/php-fpm.conf)", Start: 2, Comm: "php-fpm8.2", UID: 0},
-		},
-		mem: 20 << 30,
-	}
-}
-
-func readSeed000(t *testing.T) *Input {
-	t.Helper()
-	f, err := os.Open("testdata/seed000.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	in, err := ReadInput(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
-}
-
-func change(p *Plan, k string) *Change {
-	for i := range p.Changes {
-		if p.Changes[i].Key == k || strings.HasPrefix(p.Changes[i].Key, k) {
-			return &p.Changes[i]
-		}
-	}
-	return nil
-}
 
 // TestBuildSeed000 plans from seed 000's report: every kernel and
 // configuration change the seed's author made one at a time, each value
@@ -208,26 +119,6 @@ func TestBuildSeed000(t *testing.T) {
 	}
 }
 
-// TestBuildNginxBacklog: when nginx's own queue overflowed, its listen
-// gets a backlog sized from the load (200 connections at once, doubled,
-// a power of two: 512, below the kernel's default somaxconn, so 4096),
-// and nginx listens again on reload, so netdoctor does not.
-func TestBuildNginxBacklog(t *testing.T) {
-	in := readSeed000(t)
-	in.Findings[0].Subject = "10.99.97.1:80"
-	p, err := Build(in, "seed000.json", seed000Host())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ng := change(p, "file:"+labDir+"/nginx/nginx.conf")
-	if ng == nil || !strings.Contains(ng.File.Diff, "-        listen 10.99.97.1:80;\n+        listen 10.99.97.1:80 backlog=4096;\n") {
-		t.Fatalf("nginx listen not changed: %+v", ng)
-	}
-	if c := change(p, "listen:10.99.97.1:80"); c != nil {
-		t.Errorf("nginx re-listens on reload, yet: %s", c.Title())
-	}
-}
-
 // TestBuildLive: what the host has already, or lacks, is not planned.
 func TestBuildLive(t *testing.T) {
 	h := seed000Host()
@@ -263,89 +154,14 @@ func TestBuildLive(t *testing.T) {
 	}
 }
 
-func TestCheckAdvice(t *testing.T) {
-	for _, c := range []struct {
-		name, cur, proposed string
-		bad                 bool
-	}{
-		{"net.ipv4.tcp_tw_recycle", "0", "1", true},
-		{"net.ipv4.tcp_max_tw_buckets", "262144", "5000", true},
-		{"net.ipv4.tcp_max_tw_buckets", "5000", "262144", false},
-		{"net.ipv4.tcp_fin_timeout", "60", "10", true},
-		{"net.netfilter.nf_conntrack_tcp_timeout_time_wait", "120", "30", true},
-		{"net.ipv4.tcp_abort_on_overflow", "0", "1", true},
-		{"net.ipv4.tcp_abort_on_overflow", "1", "0", false},
-		{"net.ipv4.tcp_max_syn_backlog", "512", "65535", true},
-		{"net.ipv4.tcp_low_latency", "0", "1", true},
-		{"net.ipv4.tcp_timestamps", "1", "0", true},
-		{"net.ipv4.tcp_timestamps", "0", "1", false},
-		{"net.ipv4.tcp_tw_reuse", "2", "1", false},
-		{"net.core.somaxconn", "4096", "128", true},
-		{"net.core.somaxconn", "10", "4096", false},
-	} {
-		err := Check(Change{Kind: KindSysctl, Sysctl: &Sysctl{Name: c.name, Current: c.cur, Proposed: c.proposed}})
-		if (err != nil) != c.bad {
-			t.Errorf("%s %s → %s: %v, want refused %v", c.name, c.cur, c.proposed, err, c.bad)
-		}
-	}
-	p := &Plan{Changes: []Change{{Kind: KindSysctl, Sysctl: &Sysctl{Name: "net.netfilter.nf_conntrack_max", Current: "65536", Proposed: "1048576"}}}}
-	if err := checkPlan(p, func() int { return 262144 }); err == nil {
-		t.Error("nf_conntrack_max past the buckets without them: accepted")
-	}
-	p.Changes = append(p.Changes, Change{Kind: KindSysctl, Sysctl: &Sysctl{Name: "net.netfilter.nf_conntrack_buckets", Current: "262144", Proposed: "1048576"}})
-	if err := checkPlan(p, func() int { return 262144 }); err != nil {
-		t.Error(err)
-	}
-}
-
-func TestJudge(t *testing.T) {
-	f := func(id report.FindingID, sev report.Severity, status report.Status, counter string) report.Finding {
-		return report.Finding{ID: id, Severity: sev, Status: status, Evidence: []report.Item{{Text: "x", Source: counter, Window: true}}}
-	}
-	rate := func(m map[string]float64) func(string) float64 { return func(s string) float64 { return m[s] } }
-	p := &Plan{Changes: []Change{
-		{Key: "a", Findings: []string{"accept-queue-overflow"}},
-		{Key: "b", Findings: []string{"conntrack-table-full"}},
-		{Key: "c", Findings: []string{"nagle-delayed-ack"}},
-		{Key: "d", Findings: []string{"upstream-connection-churn"}},
-		{Key: "e", Findings: []string{"dns-slow"}},
-		{Key: "f", Findings: []string{"ephemeral-port-exhaustion"}},
-		{Key: "g", Findings: []string{"syn-queue-overflow"}},
-	}, Seen: map[string]string{"ephemeral-port-exhaustion": "critical active"}}
-	before := Outcome{Findings: []report.Finding{
-		f("accept-queue-overflow", report.Critical, report.Active, "TcpExt.ListenOverflows"),
-		f("conntrack-table-full", report.Critical, report.Active, "conntrack.drop"),
-		f("nagle-delayed-ack", report.Warning, report.Active, "TcpExt.DelayedACKs"),
-		f("upstream-connection-churn", report.Warning, report.Active, "Tcp.ActiveOpens"),
-		f("syn-queue-overflow", report.Warning, report.Active, "TcpExt.ListenDrops"),
-	}, Rate: rate(map[string]float64{"TcpExt.ListenOverflows": 100, "TcpExt.DelayedACKs": 50, "Tcp.ActiveOpens": 1000, "TcpExt.ListenDrops": 40})}
-	after := Outcome{Findings: []report.Finding{
-		f("conntrack-table-full", report.Warning, report.Latent, "conntrack.drop"),
-		f("nagle-delayed-ack", report.Critical, report.Active, "TcpExt.DelayedACKs"),
-		f("upstream-connection-churn", report.Warning, report.Active, "Tcp.ActiveOpens"),
-		f("syn-queue-overflow", report.Warning, report.Active, "TcpExt.ListenDrops"),
-	}, Rate: rate(map[string]float64{"Tcp.ActiveOpens": 500, "TcpExt.ListenDrops": 35})}
-	want := map[string]string{"a": Fixed, "b": Fixed, "c": Worse, "d": Improved, "e": NotJudged, "f": NotJudged, "g": NoEffect}
-	for _, v := range Judge(p, before, after) {
-		if v.Verdict != want[v.Key] {
-			t.Errorf("%s: %s, want %s (%v → %v)", v.Key, v.Verdict, want[v.Key], v.Before, v.After)
-		}
-		// A change not judged says what the plan was made against.
-		if v.Key == "f" && !strings.Contains(v.Note, "ephemeral-port-exhaustion critical active") {
-			t.Errorf("f: note %q does not say what the plan's report had", v.Note)
-		}
-	}
-}
-
-func TestReadPlanBad(t *testing.T) {
-	for _, s := range []string{"", "{", `{"version": 2}`, `{"version": 1, "changes": [{"kind": "sysctl"}]}`, `{"version": 1, "changes": [{"kind": "rm -rf", "file": {}}]}`} {
-		if _, err := ReadPlan(strings.NewReader(s)); err == nil {
-			t.Errorf("%q: accepted", s)
-		}
-	}
-	for _, s := range []string{"", "[]", `{"version": 1, "command": "load"}`} {
-		if _, err := ReadInput(strings.NewReader(s)); err == nil {
-			t.Errorf("report %q: accepted", s)
-		}
+// TestBuildClientSide: a finding on the load generator's side is for
+// that host: a note, and no change here, whatever its fix.
+func TestBuildClientSide(t *testing.T) {
+	in := pick(t, readSeed000(t), rules.AcceptQueueOverflow)
+	in.Findings[0].Side = "client"
+	p := build(t, in, seed000Host())
+	want := "accept-queue-overflow 127.0.0.1:9000: seen on the client (the load generator), not on the server: tune that host separately"
+	if len(p.Changes) != 0 || notes(p) != want {
+		t.Errorf("%s, want only the note %q", titles(p), want)
 	}
 }

@@ -1,0 +1,22 @@
+package tune
+
+import "github.com/netdoctor/netdoctor/internal/report"
+
+// This file fixes the findings of rules/nagle.go: small responses held
+// back by Nagle's algorithm until the client's delayed ACK.
+
+// nodelay turns tcp_nodelay back on where it was turned off.
+func (b *builder) nodelay(f report.Finding) error {
+	for _, s := range b.in.Servers {
+		if s.Nginx == nil {
+			continue
+		}
+		for _, src := range s.Nginx.NoDelayOff {
+			if err := b.editNginx(s, src, f, "tcp_nodelay on (nginx's default): with it off, a response's last small segment waits for the client's delayed ACK (~40 ms) on keep-alive connections",
+				edit{replace: setNginxArgs("tcp_nodelay", "on")}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,31 @@
+package tune
+
+import (
+	"fmt"
+
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/sizing"
+)
+
+// This file fixes the findings of rules/ports.go: connections that run
+// out of local ports.
+
+// ports sizes the ephemeral range from the connect rate times the time a
+// port stays in TIME_WAIT (60 s; 1 s with tcp_tw_reuse on).
+func (b *builder) ports(f report.Finding) error {
+	rate := b.rate("Tcp.ActiveOpens")
+	reuse, _ := b.current("net.ipv4.tcp_tw_reuse")
+	life := sizing.PortHold(reuse == "1")
+	cur, _ := b.current("net.ipv4.ip_local_port_range")
+	need, lo, hi, widen := sizing.Ports(rate, life, rangeWidth(cur))
+	if !widen {
+		return nil
+	}
+	proposed := fmt.Sprintf("%d %d", lo, hi)
+	why := fmt.Sprintf("%.0f connections/s × %.0f s in TIME_WAIT × 1.25 = %d ports needed per destination; the range gives %d (it had %d)", rate, life, need, hi+1-lo, rangeWidth(cur))
+	if need > hi+1-lo {
+		why += "; the range alone cannot hold them: keeping connections open (" + string(rules.UpstreamConnectionChurn) + ") is the fix, the range is headroom"
+	}
+	return b.sysctl(f, "net.ipv4.ip_local_port_range", proposed, why)
+}
