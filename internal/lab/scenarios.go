@@ -166,7 +166,7 @@ var Scenarios = []Scenario{
 		Load:     []string{"-c", "10", "-t", "1", "-d", "5s", "--no-keepalive"},
 		Article:  "193 connections in SYN_RECV, curl times out; tcp_max_syn_backlog 256",
 		Persists: []report.FindingID{rules.SynQueueOverflow},
-		Note:     "after the fix the flood goes on: syn-queue-overflow stays, as a warning that SYN cookies now answer it",
+		Note:     "after the fix the flood goes on: " + string(rules.SynQueueOverflow) + " stays, as a warning that SYN cookies now answer it",
 	},
 	{
 		Name:    "conntrack-sawtooth",
@@ -191,7 +191,7 @@ var Scenarios = []Scenario{
 		Load:     []string{"-c", "400", "-t", "2", "-d", "5s", "--no-keepalive", "--timeout", "3s"},
 		Article:  "errors (connection reset) from ~3800 TPS; Send-Q 50 on :5000; backlog 5000 → no errors; at 4600 threads RT grows with idle CPU, threads BLOCKED on the log lock; log level → RT 37 ms",
 		Persists: []report.FindingID{rules.AppSlow},
-		Note:     "after both fixes the mock still sleeps 35 ms per request, as the seed's did: app-slow stays, now naming that sleep, and p50 falls to the sleep plus queueing",
+		Note:     "after both fixes the mock still sleeps 35 ms per request, as the seed's did: " + string(rules.AppSlow) + " stays, now naming that sleep, and p50 falls to the sleep plus queueing",
 	},
 	{
 		Name:    "kv-redis",

@@ -19,6 +19,11 @@ type Load struct {
 	*load.Result
 }
 
+// LoadGeneratorSaturated is the finding of a load limited by the load
+// generator itself. It is declared here, with the load's report, because
+// the load's own text names it; internal/rules makes it.
+const LoadGeneratorSaturated FindingID = "load-generator-saturated"
+
 // NewLoad is the report of a load.
 func NewLoad(res *load.Result, findings []Finding) *Load {
 	if findings == nil {
@@ -70,7 +75,7 @@ func LoadText(w io.Writer, r *load.Result, latency bool) error {
 		p.f("Note: %s\n", n)
 	}
 	if r.Saturated {
-		p.f("WARNING: the load generator may be the bottleneck (load-generator-saturated):\n")
+		p.f("WARNING: the load generator may be the bottleneck (%s):\n", LoadGeneratorSaturated)
 		for _, s := range r.SaturatedBy {
 			p.f("  - %s\n", s)
 		}

@@ -5,8 +5,9 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
-// LoadGeneratorSaturated: the load generator, not the server, may limit the numbers.
-const LoadGeneratorSaturated report.FindingID = "load-generator-saturated"
+// LoadGeneratorSaturated: the load generator, not the server, may limit
+// the numbers. The load's report declares it, as its text names it.
+const LoadGeneratorSaturated = report.LoadGeneratorSaturated
 
 // checkLoadGen turns the load generator's judgement of itself into a
 // finding: its threads were busy, or it ran out of descriptors or local

@@ -138,7 +138,7 @@ func fpmPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 		Fix:      []string{poolFix(r, s)},
 	}
 	if len(sh) > 0 && sh[0].class != app.WaitRunning {
-		f.Fix = append(f.Fix, fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see app-slow's advice for that wait)", sh[0].class))
+		f.Fix = append(f.Fix, fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see %s's advice for that wait)", sh[0].class, AppSlow))
 	}
 	f.Fix = append(f.Fix, "then reload php-fpm (kill -USR2 on the master) and re-run")
 	return f, true
