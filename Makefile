@@ -14,10 +14,17 @@ deps:
 build: deps
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/netdoctor ./cmd/netdoctor
 
+# Beyond gofmt and vet: staticcheck, errors compared with errors.Is/As
+# (errorlint), comments that are sentences (godot). The linters' versions
+# are pinned in tools/go.mod, apart from the program's own dependencies.
+TOOL = go tool -modfile=tools/go.mod
 lint:
 	@unformatted=$$(gofmt -l cmd internal bench); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
 	GOOS=darwin go vet ./...
+	$(TOOL) staticcheck ./...
+	$(TOOL) go-errorlint ./...
+	$(TOOL) godot $$(find cmd internal bench -name '*.go')
 
 # One package at a time: the lab and run tests measure throughput and
 # latency on real servers, and another package's load tests running beside

@@ -296,12 +296,14 @@ func labNetdoctor(ctx context.Context, ns string, args []string, stdout, stderr 
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		// Interrupted: what the run said is beside the point, it only
+		// has to end.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 		select {
-		case err = <-done:
+		case <-done:
 		case <-time.After(10 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			err = <-done
+			<-done
 		}
 		return fmt.Errorf("lab run interrupted: %w", ctx.Err())
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -55,7 +56,7 @@ func runIn(t *testing.T, ns, role, args string, env ...string) (int, *runJSON, s
 	cmd.Env = append(append(os.Environ(), "ND_HELPER="+role, "ND_RUN_ARGS=run --json - "+args), env...)
 	out, err := cmd.Output()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func Names() []string {
 	return n
 }
 
-// Scenarios are the seed cases, in the order of ../shared/docs/cases.md,
+// Scenarios are the seed cases, in the order of docs/lab.md,
 // and the negative control. Names are part of the interface.
 var Scenarios = []Scenario{
 	{

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"errors"
 	"net"
 	"runtime"
 	"time"
@@ -113,7 +114,7 @@ func (e *engine) runWorker(id int) float64 {
 			wait = min(wait, max(w.next-now, 0))
 		}
 		n, err := epollWait(w.ep, w.events, int((wait+time.Millisecond-1)/time.Millisecond))
-		if err != nil && err != unix.EINTR {
+		if err != nil && !errors.Is(err, unix.EINTR) {
 			w.stats.fail(errRead, "epoll: "+err.Error())
 			break
 		}
@@ -225,7 +226,7 @@ func (w *worker) connect(c *conn, origin time.Duration) {
 	// previous response (which acknowledged it), so Nagle never holds it
 	// back, and the setsockopt would cost a syscall per connection.
 	err = rawConnect(fd, w.sa, w.salen)
-	if err != nil && err != unix.EINPROGRESS {
+	if err != nil && !errors.Is(err, unix.EINPROGRESS) {
 		rawClose(fd)
 		w.connectFailed(c, err)
 		return
@@ -331,7 +332,7 @@ func (w *worker) write(c *conn, now time.Duration) {
 	req := w.e.req
 	for c.wrOff < len(req) {
 		n, err := rawWrite(c.fd, req[c.wrOff:])
-		if err == unix.EAGAIN {
+		if errors.Is(err, unix.EAGAIN) {
 			c.state = cWriting
 			return
 		}
@@ -347,7 +348,7 @@ func (w *worker) write(c *conn, now time.Duration) {
 func (w *worker) read(c *conn, now time.Duration) {
 	for {
 		n, err := rawRead(c.fd, w.buf)
-		if err == unix.EAGAIN {
+		if errors.Is(err, unix.EAGAIN) {
 			return
 		}
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 )
 
 // capture keeps the responses as fuzz seeds and replay fixtures:
-// go test ./internal/phpfpm -run TestRealFPM -args -capture
+// go test ./internal/phpfpm -run TestRealFPM -args -capture.
 var capture = flag.Bool("capture", false, "write the real php-fpm's FastCGI responses to testdata/fastcgi/")
 
 // TestRealFPM runs php-fpm, finds its configuration from its title, loads

@@ -11,7 +11,7 @@ import (
 const RiskySysctl report.FindingID = "risky-sysctl"
 
 // risky is one setting that copy-paste tuning guides recommend and that
-// hurts on current kernels (../shared/docs/advice.md).
+// hurts on current kernels (docs/advice.md).
 type risky struct {
 	name  string
 	bad   func(v int64) bool

@@ -11,7 +11,7 @@ import (
 
 // TestCaptureFixture rewrites testdata/tcp4_dump.bin, the raw datagrams of
 // a real dump with a listener (backlog 7, 5 queued). Run it by hand:
-// NETDOCTOR_CAPTURE=1 go test -run CaptureFixture ./internal/sockdiag
+// NETDOCTOR_CAPTURE=1 go test -run CaptureFixture ./internal/sockdiag.
 func TestCaptureFixture(t *testing.T) {
 	if os.Getenv("NETDOCTOR_CAPTURE") == "" {
 		t.Skip("set NETDOCTOR_CAPTURE=1 to rewrite the fixture")

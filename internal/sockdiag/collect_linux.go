@@ -54,7 +54,6 @@ func Collect(o Options) (*evidence.Sockets, error) {
 	if len(errs) > 0 && listen[0].err != nil {
 		// A kernel without the legacy interface: one dump per family.
 		compat = false
-		errs = errs[1:]
 		total = Summary{}
 		listen = append([]*dump{
 			{name: "tcp4 listeners", typ: sockDiagByFamily, req: inetRequest(afInet, listenBits)},

@@ -4,7 +4,7 @@ import (
 	"fmt"
 )
 
-// Check refuses a change the advice table (../shared/docs/advice.md)
+// Check refuses a change the advice table (docs/advice.md)
 // marks outdated or harmful: its left column, whatever a finding says.
 func Check(c Change) error {
 	s := c.Sysctl

@@ -9,7 +9,7 @@
 // reloads the application, and listeners to re-listen where a raised
 // net.core.somaxconn would otherwise wait for a restart. Every value is
 // computed from the report's evidence; nothing the advice table
-// (../shared/docs/advice.md) marks outdated is ever proposed (Check).
+// (docs/advice.md) marks outdated is ever proposed (Check).
 //
 // Build (build.go) plans each finding with the fixer the table in
 // fixes.go names for its ID, in the table's rank order. A fix lives in
