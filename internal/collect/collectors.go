@@ -41,6 +41,8 @@ var Sysctls = []string{
 	"net.netfilter.nf_conntrack_tcp_timeout_established", "net.netfilter.nf_conntrack_tcp_timeout_time_wait",
 	"net.netfilter.nf_conntrack_tcp_timeout_close_wait", "net.netfilter.nf_conntrack_udp_timeout",
 	"fs.file-max", "fs.nr_open", "fs.file-nr",
+	// The neighbour tables' limits exist in the initial namespace only.
+	"net.ipv4.neigh.default.gc_thresh3", "net.ipv6.neigh.default.gc_thresh3",
 }
 
 // Default returns the collectors in the order they must run.

@@ -335,6 +335,7 @@ var tables = []table{
 	{"checkListen", checkListen, listenCases},
 	{"checkConntrack", checkConntrack, conntrackCases},
 	{"checkPorts", checkPorts, portsCases},
+	{"checkNeighbour", checkNeighbour, neighbourCases},
 	{"checkChurn", checkChurn, churnCases},
 	{"checkTimeWait", checkTimeWait, timeWaitCases},
 	{"checkLoss", checkLoss, lossCases},

@@ -49,6 +49,7 @@ var Registry = []Rule{
 	{Name: "cpu", Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Check: checkCPU},
 	{Name: "buffers", Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Check: checkBuffers},
 	{Name: "bandwidth", Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Check: checkBandwidth},
+	{Name: "neighbour", Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Check: checkNeighbour},
 	{Name: "loadgen", Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Check: checkLoadGen},
 	{Name: "nagle", Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Check: checkNagle},
 	{Name: "workerpool", Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Check: checkWorkerPool},

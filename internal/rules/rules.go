@@ -55,10 +55,11 @@ func sysctlFix(b *evidence.Bundle, name, value string) []string {
 	}
 }
 
-// globalSysctl reports settings that exist once per host, writable only
+// GlobalSysctl reports settings that exist once per host, writable only
 // from the initial namespace.
 func GlobalSysctl(name string) bool {
-	return strings.HasPrefix(name, "fs.") || name == "net.netfilter.nf_conntrack_max" ||
+	return strings.HasPrefix(name, "fs.") || strings.HasPrefix(name, "net.ipv4.neigh.default.") || strings.HasPrefix(name, "net.ipv6.neigh.default.") ||
+		name == "net.netfilter.nf_conntrack_max" ||
 		name == "net.netfilter.nf_conntrack_buckets" || name == "net.core.netdev_max_backlog" ||
 		name == "net.core.rmem_max" || name == "net.core.wmem_max" || name == "net.ipv4.tcp_mem"
 }

@@ -148,3 +148,13 @@ func NextPow2(n int) int {
 }
 
 func clamp(v, lo, hi int) int { return min(max(v, lo), hi) }
+
+// Neighbour sizes the neighbour table's thresholds (gc_thresh1, 2, 3)
+// from the hard limit in force: four times it, at least 8192, a power of
+// two, with the kernel's own ratios below it (128, 512, 1024 by default:
+// an eighth and a half). Entries cost about 500 bytes: 8192 of them are
+// 4 MiB.
+func Neighbour(thresh3 int) (t1, t2, t3 int) {
+	t3 = NextPow2(max(4*thresh3, 8192))
+	return t3 / 8, t3 / 2, t3
+}

@@ -45,6 +45,10 @@ func TestSizing(t *testing.T) {
 		// worker_connections: 200 clients over 2 workers, an upstream each.
 		{"worker_connections", fmt.Sprint(WorkerConnections(200, 2)), "512 200"},
 		{"worker_connections no workers", fmt.Sprint(WorkerConnections(10, 0)), "64 20"},
+		// Neighbour tables: four times the hard limit, at least 8192, in
+		// the kernel's ratios (128/512/1024 by default).
+		{"neighbour default", fmt.Sprint(Neighbour(1024)), "1024 4096 8192"},
+		{"neighbour large", fmt.Sprint(Neighbour(5000)), "4096 16384 32768"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, c.got, c.want)

@@ -41,6 +41,7 @@ var fixes = map[report.FindingID]fixer{
 	rules.NagleDelayedACK:         {rank: rankRest, plan: (*builder).nodelay},     // fix_nagle.go
 	rules.RiskySysctl:             {rank: rankRest, plan: (*builder).riskySysctl}, // fix_sysctl.go
 	rules.TimewaitBucketOverflow:  {rank: rankRest, plan: (*builder).twBuckets},   // fix_sysctl.go
+	rules.NeighbourTableOverflow:  {rank: rankRest, plan: (*builder).neighbour},   // fix_neighbour.go
 }
 
 // fixFor is the fixer of a finding ID: its row, else the generic one.

@@ -1,0 +1,69 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/kmsg"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/sizing"
+)
+
+// NeighbourTableOverflow: the neighbour (ARP or NDP) table is full, and
+// packets to next hops it cannot add are dropped.
+const NeighbourTableOverflow report.FindingID = "neighbour-table-overflow"
+
+// checkNeighbour finds a full neighbour table. The kernel keeps one entry
+// per next hop on a directly connected network; past gc_thresh3 it
+// refuses new ones, logs "neighbor table overflow!" and drops what it
+// cannot resolve: a host talking to thousands of peers on one segment (a
+// node with many pods, a flat /16) loses packets to some of them. The
+// table and its thresholds are the host's, so the message counts in any
+// namespace.
+func checkNeighbour(in *Input) []report.Finding {
+	b := in.Bundle
+	var items []report.Item
+	families := map[string]bool{}
+	n := 0
+	for _, m := range b.Kmsg() {
+		if m.Class != kmsg.ClassNeighbourTableOverflow {
+			continue
+		}
+		if n++; n == 1 {
+			items = append(items, report.Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
+		}
+		// arp_cache is IPv4's table, ndisc_cache IPv6's.
+		families[map[bool]string{true: "ipv6", false: "ipv4"}[strings.Contains(m.Text, "ndisc")]] = true
+	}
+	if n == 0 {
+		return nil
+	}
+	if n > 1 {
+		items = append(items, report.Item{Text: fmt.Sprintf("%d such kernel messages in the window", n), Source: "kmsg", Window: true})
+	}
+	last := &b.Snapshots[len(b.Snapshots)-1]
+	var fix []string
+	for _, fam := range []string{"ipv4", "ipv6"} {
+		if !families[fam] {
+			continue
+		}
+		prefix := "net." + fam + ".neigh.default.gc_thresh"
+		cur, ok := SysctlInt(last, prefix+"3")
+		if !ok {
+			cur = 1024 // the kernel's default; a namespace cannot read the host's
+		} else {
+			items = append(items, settingItem(prefix+"3", strconv.FormatInt(cur, 10)))
+		}
+		t1, t2, t3 := sizing.Neighbour(int(cur))
+		for i, v := range []int{t1, t2, t3} {
+			fix = append(fix, sysctlFix(b, prefix+strconv.Itoa(i+1), strconv.Itoa(v))...)
+		}
+		fix = append(fix, fmt.Sprintf("why %d: four times the %d entries the table could hold, at least 8192, with the kernel's ratios below it (an eighth, a half); each entry is about 500 bytes", t3, cur))
+	}
+	fix = append(fix, "the thresholds are the host's: set them in the initial namespace (a container's node)",
+		"fewer next hops on one segment also helps: route through a gateway instead of a flat network with thousands of neighbours")
+	return []report.Finding{{ID: NeighbourTableOverflow, Severity: report.Critical, Status: report.Active,
+		Title:    "The neighbour (ARP/NDP) table is full: packets to new next hops are dropped",
+		Evidence: items, Fix: fix}}
+}
