@@ -1,4 +1,7 @@
 // Package run is `netdoctor run`: it samples the client's and the
-// server's namespaces every second through a quiet baseline, a load and a
-// tail, then runs the rules over the load window on each side.
+// server's sides through their evidence sources every second, through a
+// quiet baseline, the load and a tail, discovers the servers behind the
+// target port and samples their workers, and hands what it observed
+// (rules.Run) to rules.Diagnose. The run's evidence is also a file, the
+// run bundle, that `diagnose` reads back.
 package run
