@@ -1,18 +1,12 @@
 package lab
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
-	"time"
-
-	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // Env is one test bed: a server and a client namespace joined by a veth
@@ -25,11 +19,10 @@ type Env struct {
 	ClientDev          string
 	Dir                string // config files, logs and sockets
 
-	mu       sync.Mutex
-	state    *state
-	procs    []*Proc
-	restores []func() error // run last first by Close
-	closed   bool
+	mu     sync.Mutex
+	state  *state // what Close undoes, journaled for Clean
+	procs  []*Proc
+	closed bool
 }
 
 // ErrNeedsRoot reports that building a lab needs root.
@@ -42,6 +35,8 @@ func New(id string) (*Env, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNeedsRoot
 	}
+	// The lab builds its network through netlink, but starts its
+	// servers with `ip netns exec` (see start).
 	if _, err := exec.LookPath("ip"); err != nil {
 		return nil, fmt.Errorf("the lab needs ip(8) from iproute2: %w", err)
 	}
@@ -65,42 +60,15 @@ func New(id string) (*Env, error) {
 		return nil, err
 	}
 	e.Dir = dir
-	e.restores = append(e.restores, func() error { return os.RemoveAll(dir) })
 	// The journal comes before anything it describes, so that `lab clean`
 	// can undo a lab killed at any point after this.
-	if e.state, err = newState(id, []string{e.ServerNS, e.ClientNS}); err != nil {
+	if e.state, err = newState(id, []change{{Dir: dir}, {Netns: e.ServerNS}, {Netns: e.ClientNS}}); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	e.state.Paths = []string{dir}
-	if err := e.state.save(); err != nil {
+	if err := e.build(); err != nil {
 		e.Close()
 		return nil, err
-	}
-	steps := [][]string{
-		{"netns", "add", e.ServerNS},
-		{"netns", "add", e.ClientNS},
-		{"link", "add", e.ClientDev, "type", "veth", "peer", "name", e.ServerDev},
-		{"link", "set", e.ServerDev, "netns", e.ServerNS},
-		{"link", "set", e.ClientDev, "netns", e.ClientNS},
-		{"-n", e.ServerNS, "addr", "add", e.ServerIP + "/24", "dev", e.ServerDev},
-		{"-n", e.ClientNS, "addr", "add", e.ClientIP + "/24", "dev", e.ClientDev},
-		{"-n", e.ServerNS, "link", "set", e.ServerDev, "up"},
-		{"-n", e.ClientNS, "link", "set", e.ClientDev, "up"},
-		{"-n", e.ServerNS, "link", "set", "lo", "up"},
-		{"-n", e.ClientNS, "link", "set", "lo", "up"},
-	}
-	for i, s := range steps {
-		if err := run("ip", s...); err != nil {
-			e.Close()
-			return nil, err
-		}
-		switch i {
-		case 0:
-			e.restores = append(e.restores, func() error { return run("ip", "netns", "del", e.ServerNS) })
-		case 1:
-			e.restores = append(e.restores, func() error { return run("ip", "netns", "del", e.ClientNS) })
-		}
 	}
 	return e, nil
 }
@@ -113,9 +81,21 @@ func short(id string) string {
 	return id
 }
 
+// record journals a change before it is made, for Close and Clean.
+func (e *Env) record(c change) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.state.Changes = append(e.state.Changes, c)
+	if err := e.state.save(); err != nil {
+		return fmt.Errorf("lab journal: %w", err)
+	}
+	return nil
+}
+
 // Close stops every process the lab started, removes its namespaces (the
 // veth goes with them) and files, and restores every global setting, in
-// reverse order. It is safe to call more than once.
+// reverse order: it undoes the lab's journal as Clean would. It is safe
+// to call more than once.
 func (e *Env) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -123,9 +103,8 @@ func (e *Env) Close() error {
 		return nil
 	}
 	e.closed = true
-	procs, restores := e.procs, e.restores
+	procs := e.procs
 	e.mu.Unlock()
-	var errs []error
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].Stop()
 	}
@@ -134,201 +113,15 @@ func (e *Env) Close() error {
 	for _, ns := range []string{e.ServerNS, e.ClientNS} {
 		killIn(ns)
 	}
-	for i := len(restores) - 1; i >= 0; i-- {
-		if err := restores[i](); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	// The journal stays when something could not be undone: `lab clean`
-	// tries again.
-	if len(errs) == 0 && e.state != nil {
-		if err := e.state.remove(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (e *Env) onClose(f func() error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.restores = append(e.restores, f)
-}
-
-// Exec runs a command inside namespace ns and returns its error with
-// its output.
-func (e *Env) Exec(ns string, args ...string) error {
-	return run("ip", append([]string{"netns", "exec", ns}, args...)...)
-}
-
-func run(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
-// Sysctl sets a namespace's own sysctl (net.core.somaxconn,
-// net.ipv4.ip_local_port_range… are per namespace); the namespace takes
-// it with it when it is deleted.
-func (e *Env) Sysctl(ns, key, value string) error {
-	return e.Exec(ns, "sysctl", "-qw", key+"="+value)
-}
-
-// SetGlobal writes a host-wide /proc/sys file (nf_conntrack_max is one:
-// read-only inside a namespace) and restores its old value on Close.
-func (e *Env) SetGlobal(path, value string) error {
-	unlock, err := lockState()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	cur, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	// Another live lab may have changed it already: the value to come
-	// back to is the one from before the first of them.
-	orig := string(cur)
-	if o, ok := otherLabs(e.state.journal)[path]; ok {
-		orig = o
-	}
-	e.mu.Lock()
-	e.state.Globals = append(e.state.Globals, global{Path: path, Old: orig})
-	err = e.state.save()
-	e.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("lab journal: %w", err)
-	}
-	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
-		return fmt.Errorf("set %s: %w", path, err)
-	}
-	e.onClose(func() error {
-		unlock, err := lockState()
-		if err != nil {
-			return err
-		}
+	// Other labs' globals are read, and ours restored, under the lock
+	// SetGlobal takes. Without it the rest is still undone; the
+	// journal then stays for `lab clean`.
+	unlock, lockErr := lockState()
+	held := map[string]string{}
+	if lockErr == nil {
 		defer unlock()
-		// The last lab out restores it; while another still runs, its
-		// change stands and its journal keeps the original value.
-		if _, ok := otherLabs(e.state.journal)[path]; ok {
-			return nil
-		}
-		if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
-			return fmt.Errorf("restore %s: %w", path, err)
-		}
-		return nil
-	})
-	return nil
-}
-
-// Proc is a process the lab started in a namespace.
-type Proc struct {
-	Name string
-	Cmd  *exec.Cmd
-	Log  string // its stdout and stderr
-	done chan struct{}
-	once sync.Once
-}
-
-// Start runs a command in namespace ns, in a process group of its own
-// that dies with the lab's thread, logging to Dir/name.out.
-func (e *Env) Start(ns, name string, args ...string) (*Proc, error) {
-	return e.start(ns, name, nil, args...)
-}
-
-func (e *Env) start(ns, name string, env []string, args ...string) (*Proc, error) {
-	logPath := filepath.Join(e.Dir, name+".out")
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
+		held = otherLabs(e.state.path)
 	}
-	defer f.Close()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if env != nil {
-		cmd.Env = append(os.Environ(), env...)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &Proc{Name: name, Cmd: cmd, Log: logPath, done: make(chan struct{})}
-	go func() { cmd.Wait(); close(p.done) }()
-	e.mu.Lock()
-	e.procs = append(e.procs, p)
-	e.mu.Unlock()
-	return p, nil
-}
-
-// Stop asks the process group to quit (SIGTERM), then kills it after 3 s.
-func (p *Proc) Stop() {
-	p.once.Do(func() {
-		select {
-		case <-p.done:
-			return
-		default:
-		}
-		syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(3 * time.Second):
-			syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-	})
-}
-
-// Exited reports whether the process has ended.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// tail returns the end of the process's output, for errors.
-func (p *Proc) tail() string {
-	b, _ := os.ReadFile(p.Log)
-	s := strings.TrimSpace(string(b))
-	if len(s) > 600 {
-		s = "…" + s[len(s)-600:]
-	}
-	if s == "" {
-		return "(no output)"
-	}
-	return s
-}
-
-// WaitListening waits until addr ("host:port" or "unix:/path") accepts
-// connections inside namespace ns, or p exits, or 10 s pass.
-func (e *Env) WaitListening(ctx context.Context, p *Proc, ns, addr string) error {
-	nsh, err := netns.Resolve(ns)
-	if err != nil {
-		return err
-	}
-	network, a := "tcp", addr
-	if strings.HasPrefix(addr, "unix:") {
-		network, a = "unix", strings.TrimPrefix(addr, "unix:")
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		dctx, cancel := context.WithTimeout(ctx, time.Second)
-		c, err := nsh.Dial(dctx, network, a)
-		cancel()
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if p != nil && p.Exited() {
-			return fmt.Errorf("%s exited before listening on %s: %s", p.Name, addr, p.tail())
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s not listening on %s after 10 s: %v", p.Name, addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	_, err := e.state.undo(held, lockErr)
+	return err
 }

@@ -3,17 +3,41 @@ package lab
 import (
 	"fmt"
 	"os/exec"
+
+	"github.com/vishvananda/netlink"
 )
 
 // Shape caps what dev in namespace ns sends to rate (tc's syntax, e.g.
-// "8mbit") with a token bucket: the saturated link of seed 001 §1. The
-// namespace takes the qdisc with it.
+// "8mbit") with a token bucket: the saturated link of seed 001 §1. It is
+// `tc qdisc replace dev DEV root tbf rate RATE burst 32kbit latency
+// 50ms`, made through netlink with the numbers tc would send (newTBF).
+// The namespace takes the qdisc with it.
 func (e *Env) Shape(ns, dev, rate string) error {
-	return e.Exec(ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "32kbit", "latency", "50ms")
+	bps, err := parseRate(rate)
+	if err != nil {
+		return err
+	}
+	h, err := handleNamed(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", dev, ns, err)
+	}
+	t := newTBF(bps, tbfBurstBytes, tbfLatency, netlink.TickInUsec())
+	q := &netlink.Tbf{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Parent: netlink.HANDLE_ROOT},
+		Rate: t.Rate, Limit: t.Limit, Buffer: t.Buffer}
+	if err := h.QdiscReplace(q); err != nil {
+		return fmt.Errorf("tbf rate %s on %s in %s: %w", rate, dev, ns, err)
+	}
+	return nil
 }
 
 // DropRandom drops about percent % of the TCP packets namespace ns
-// receives, with an nftables rule: random loss without netem.
+// receives, with an nftables rule: random loss without netem. Rules go
+// through nft(8): no nftables library is among netdoctor's dependencies.
 func (e *Env) DropRandom(ns string, percent int) error {
 	nft, err := exec.LookPath("nft")
 	if err != nil {
@@ -35,7 +59,7 @@ func (e *Env) TrackConnections(ns string, max int) error {
 		return err
 	}
 	if max > 0 {
-		return e.SetGlobal("/proc/sys/net/netfilter/nf_conntrack_max", fmt.Sprint(max))
+		return e.SetGlobal("net.netfilter.nf_conntrack_max", fmt.Sprint(max))
 	}
 	return nil
 }

@@ -246,7 +246,7 @@ func synFlood(ctx context.Context, e *Env, fault func(int) bool) (*Target, error
 		// SYN-ACKs to the flood's random sources need a route to leave
 		// by (the client's namespace then drops them), or the server
 		// drops each SYN before queueing it.
-		func() error { return run("ip", "-n", srv, "route", "add", "default", "via", e.ClientIP) },
+		func() error { return e.defaultRoute(srv, e.ClientIP) },
 	)
 	if err != nil {
 		return nil, err

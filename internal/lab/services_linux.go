@@ -53,19 +53,16 @@ func (e *Env) WaitOutput(ctx context.Context, p *Proc, want string) error {
 // Close (and by Clean).
 func (e *Env) ResolvConf(ns, content string) error {
 	dir := filepath.Join("/etc/netns", ns)
-	e.mu.Lock()
-	e.state.Paths = append(e.state.Paths, dir)
-	err := e.state.save()
-	e.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("lab journal: %w", err)
-	}
 	if _, err := os.Stat("/etc/netns"); err != nil {
-		// Not there before: leave none behind (Remove fails harmlessly
-		// while another lab still has its directory in it).
-		e.onClose(func() error { os.Remove("/etc/netns"); return nil })
+		// Not there before: leave none behind (its removal fails
+		// harmlessly while another lab still has its directory in it).
+		if err := e.record(change{EmptyDir: "/etc/netns"}); err != nil {
+			return err
+		}
 	}
-	e.onClose(func() error { return os.RemoveAll(dir) })
+	if err := e.record(change{Dir: dir}); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -4,4 +4,8 @@
 // inherit the namespace by accident. Files under /proc/thread-self/net and
 // /proc/sys/net, and sockets created on that thread, belong to the entered
 // namespace.
+//
+// It also keeps named namespaces as `ip netns` does (Create, Delete, List,
+// PIDs, under /run/netns), and finds the initial namespace, where
+// host-wide settings live (Initial).
 package netns

@@ -26,6 +26,24 @@ func Resolve(nameOrPath string) (NS, error) {
 	return NS{}, errNotSupported
 }
 
+// ErrNoInitial reports that the initial namespace cannot be found.
+var ErrNoInitial = errors.New("cannot find the initial network namespace")
+
+// Create is not supported.
+func Create(string) (NS, error) { return NS{}, errNotSupported }
+
+// Delete is not supported.
+func Delete(string) error { return errNotSupported }
+
+// List finds no namespace.
+func List() ([]string, error) { return nil, nil }
+
+// PIDs is not supported.
+func PIDs(NS) ([]int, error) { return nil, errNotSupported }
+
+// Initial is not supported.
+func Initial() (NS, error) { return NS{}, errNotSupported }
+
 // Inode is not supported.
 func Inode(string) (uint64, error) { return 0, errNotSupported }
 

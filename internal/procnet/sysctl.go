@@ -18,7 +18,7 @@ import (
 // errors.Is(err, fs.ErrNotExist) for a sysctl this kernel does not have
 // (or that does not exist in this network namespace).
 func (p Proc) Sysctl(name string) (string, error) {
-	b, err := fs.ReadFile(p.FS, sysctlPath(name))
+	b, err := fs.ReadFile(p.FS, SysctlPath(name))
 	if err != nil {
 		return "", err
 	}
@@ -46,8 +46,10 @@ func (p Proc) Sysctls(names []string) (map[string]string, error) {
 	return m, errors.Join(errs...)
 }
 
-// sysctlPath returns the path below the procfs root of the sysctl name.
-func sysctlPath(name string) string {
+// SysctlPath returns the file below the procfs root that holds the
+// sysctl name: "sys/net/core/somaxconn" for "net.core.somaxconn". Writers
+// use it so that a name means the same file to them as to Sysctl.
+func SysctlPath(name string) string {
 	if strings.Contains(name, "/") {
 		return "sys/" + strings.TrimPrefix(name, "/")
 	}

@@ -20,7 +20,9 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/durable"
+	"github.com/netdoctor/netdoctor/internal/journal"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/sysctl"
 )
 
 // ErrNotRoot reports an apply or rollback without the privileges to
@@ -66,7 +68,7 @@ func Apply(ctx context.Context, p *Plan, planPath string, o Options) (*Journal, 
 		return nil, err
 	} else {
 		for _, j := range open {
-			if j.State == StateApplying && j.PID != os.Getpid() && alive(j.PID, j.Start) == nil {
+			if j.State == StateApplying && j.PID != os.Getpid() && j.Alive() {
 				return nil, fmt.Errorf("%w: apply pid %d is still running (%s)", ErrUnfinished, j.PID, j.Path)
 			}
 			if j.State == StateApplying {
@@ -218,7 +220,7 @@ func sysctlOp(s Sysctl) (op, string, error) {
 	if err != nil {
 		return op{}, "", err
 	}
-	cur, err := readSysctl(path, s.Name)
+	cur, err := sysctl.Read(netns.NS{Path: path}, s.Name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return op{}, "", fmt.Errorf("refused: %s does not exist on this kernel (%s)", s.Name, s.Scope)
 	}
@@ -244,7 +246,7 @@ func sysctlOp(s Sysctl) (op, string, error) {
 	}
 	e := Entry{Key: "sysctl:" + s.Name + "@" + s.Scope.String(), Title: desc,
 		Sysctl: &SysctlWas{Name: s.Name, Old: cur, New: s.Proposed, Path: path, Inode: ino, Global: s.Global, Scope: s.Scope.String()}}
-	return op{entry: e, desc: desc, do: func() error { return writeSysctl(path, s.Name, s.Proposed) }}, "", nil
+	return op{entry: e, desc: desc, do: func() error { return sysctl.Write(netns.NS{Path: path}, s.Name, s.Proposed) }}, "", nil
 }
 
 func netnsInode(path string) (uint64, error) {
@@ -537,28 +539,27 @@ func persistOp(settings []Sysctl) (*op, string, error) {
 }
 
 // Rollback restores every entry of a journal, whether or not it was
-// marked done, in the order apply made them: kernel limits first, so
-// that an application reloaded with its old configuration, or a
-// listener set back, is capped as it was before.
+// marked done, in the order apply made them (journal.AsMade, not latest
+// first): kernel limits first, so that an application reloaded with its
+// old configuration, or a listener set back, is capped as it was before.
+// Every entry is tried; the journal says rolled-back only when all were
+// restored.
 func Rollback(j *Journal, out io.Writer) error {
 	if os.Geteuid() != 0 {
 		return ErrNotRoot
 	}
-	var errs []error
-	for _, e := range j.Entries {
+	return journal.Undo(j.Entries, journal.AsMade, func(e Entry) error {
 		msg, err := restore(e)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", e.Key, err))
 			fmt.Fprintf(out, "  FAILED: %s: %v\n", e.Key, err)
-			continue
+			return fmt.Errorf("%s: %w", e.Key, err)
 		}
 		fmt.Fprintf(out, "  %s\n", msg)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	j.State = StateRolledBack
-	return j.save()
+		return nil
+	}, func() error {
+		j.State = StateRolledBack
+		return j.save()
+	})
 }
 
 func restore(e Entry) (string, error) {
@@ -587,14 +588,14 @@ func restore(e Entry) (string, error) {
 			}
 			return fmt.Sprintf("sysctl %s: %s is another namespace now (inode %d, was %d), nothing to restore", s.Name, s.Path, ino, s.Inode), nil
 		}
-		cur, err := readSysctl(s.Path, s.Name)
+		cur, err := sysctl.Read(netns.NS{Path: s.Path}, s.Name)
 		if err != nil {
 			return "", err
 		}
 		if cur == s.Old {
 			return fmt.Sprintf("sysctl %s is %s as it was (%s)", s.Name, s.Old, s.Scope), nil
 		}
-		if err := writeSysctl(s.Path, s.Name, s.Old); err != nil {
+		if err := sysctl.Write(netns.NS{Path: s.Path}, s.Name, s.Old); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("sysctl %s = %s restored (%s)", s.Name, s.Old, s.Scope), nil

@@ -2,17 +2,14 @@ package tune
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/durable"
-	"github.com/netdoctor/netdoctor/internal/procnet"
+	"github.com/netdoctor/netdoctor/internal/journal"
 )
 
 // JournalDir holds apply's journals. It must outlive a reboot: a
@@ -27,9 +24,6 @@ func journalDir() string {
 	return "/var/lib/netdoctor/tune"
 }
 
-// procfs is the host's /proc (apply runs in the host's PID namespace).
-var procfs = procnet.Proc{FS: os.DirFS("/proc")}
-
 // Journal states.
 const (
 	StateApplying   = "applying"    // written before the first change; a crash leaves it so
@@ -39,16 +33,18 @@ const (
 
 // Journal records every value apply is about to change, written and
 // fsync'd before the first change, so that rollback can restore them
-// after a crash at any point.
+// after a crash at any point. Its JSON is version 1's: rollback reads
+// journals written before a reboot, by an older netdoctor.
 type Journal struct {
 	Version int       `json:"version"`
 	Path    string    `json:"-"`
 	Plan    string    `json:"plan"`
 	Started time.Time `json:"started"`
-	PID     int       `json:"pid"`
-	Start   uint64    `json:"start_time"` // the applying process's, to tell a reused PID apart
-	State   string    `json:"state"`
-	Entries []Entry   `json:"entries"`
+	// Owner is the applying process ("pid", "start_time"): a journal
+	// left "applying" by a live one means an apply still running.
+	journal.Owner
+	State   string  `json:"state"`
+	Entries []Entry `json:"entries"`
 }
 
 // Entry is one change's previous state. Done says it was made (a crash
@@ -103,14 +99,10 @@ type ListenWas struct {
 	New   int    `json:"new"`
 }
 
-// save writes the journal durably: replaced atomically, fsync'd, its
-// directory too, before the change it records is made.
+// save writes the journal durably (journal.Save) before the change it
+// records is made.
 func (j *Journal) save() error {
-	b, err := json.MarshalIndent(j, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := durable.WriteFile(j.Path, append(b, '\n'), 0o600, durable.Keep, durable.Keep); err != nil {
+	if err := journal.Save(j.Path, j); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -124,23 +116,15 @@ func newJournal(plan string) (*Journal, error) {
 	}
 	now := time.Now().UTC()
 	name := fmt.Sprintf("%s-%d.json", now.Format("20060102T150405.000000000Z"), os.Getpid())
-	j := &Journal{Version: Version, Path: filepath.Join(JournalDir, name), Plan: plan, Started: now,
-		PID: os.Getpid(), State: StateApplying}
-	if st, err := procfs.Stat(strconv.Itoa(j.PID)); err == nil {
-		j.Start = st.StartTime
-	}
-	return j, nil
+	return &Journal{Version: Version, Path: filepath.Join(JournalDir, name), Plan: plan, Started: now,
+		Owner: journal.Self(), State: StateApplying}, nil
 }
 
 // ReadJournal reads a journal file.
 func ReadJournal(path string) (*Journal, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var j Journal
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, fmt.Errorf("%s is not a netdoctor journal: %w", path, err)
+	if err := journal.Read(path, &j); err != nil {
+		return nil, err
 	}
 	if j.Version != Version {
 		return nil, fmt.Errorf("%s is not a netdoctor journal (version %d)", path, j.Version)
@@ -151,19 +135,13 @@ func ReadJournal(path string) (*Journal, error) {
 
 // Open lists the journals not rolled back, newest first.
 func Open() ([]*Journal, error) {
-	ents, err := os.ReadDir(JournalDir)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
+	paths, err := journal.List(JournalDir)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Journal
-	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		j, err := ReadJournal(filepath.Join(JournalDir, e.Name()))
+	for _, p := range paths {
+		j, err := ReadJournal(p)
 		if err != nil {
 			return nil, err
 		}

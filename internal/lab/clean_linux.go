@@ -1,0 +1,131 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+
+	"github.com/netdoctor/netdoctor/internal/journal"
+	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/procnet"
+)
+
+// procfs is the host's /proc: the lab runs in the host's PID namespace.
+var procfs = procnet.Proc{FS: os.DirFS("/proc")}
+
+// labNetns matches the namespaces New creates.
+var labNetns = regexp.MustCompile(`^nd-.+-(srv|cli)$`)
+
+// Clean undoes what labs whose process died left behind (a run killed
+// with SIGKILL cannot run Close): it restores the globals they changed to
+// the values their journals saved, kills the processes inside their
+// namespaces, deletes the namespaces (their veths, qdiscs and nft tables
+// go with them) and removes their files. Labs whose owner is still
+// running are left alone. It returns one line per thing undone.
+func Clean() ([]string, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNeedsRoot
+	}
+	var done []string
+	var errs []error
+	live := map[string]bool{} // namespaces and directories of live labs
+	paths, err := journal.List(StateDir)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	var dead []*state
+	for _, p := range paths {
+		s, err := readState(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("lab journal: %w", err))
+			continue
+		}
+		if !s.Alive() {
+			dead = append(dead, s)
+			continue
+		}
+		for _, c := range s.Changes {
+			for _, k := range []string{c.Netns, c.Dir} {
+				if k != "" {
+					live[k] = true
+				}
+			}
+		}
+	}
+	unlock, err := lockState()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	for _, s := range dead {
+		d, err := s.undo(otherLabs(s.path), nil)
+		done = append(done, d...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Leftovers without a journal (a lab killed before writing one, or
+	// from an older netdoctor): namespaces and directories by name.
+	names, err := netns.List()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, n := range names {
+		if !labNetns.MatchString(n) || live[n] {
+			continue
+		}
+		d, err := deleteNetns(n)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		done = append(done, d...)
+	}
+	for _, pattern := range []string{filepath.Join(os.TempDir(), "netdoctor-lab-*"), "/etc/netns/nd-*"} {
+		paths, _ := filepath.Glob(pattern)
+		for _, p := range paths {
+			if live[p] || live[filepath.Base(p)] {
+				continue
+			}
+			if err := os.RemoveAll(p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done = append(done, "removed "+p)
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// deleteNetns kills every process in namespace ns and deletes it; a
+// namespace already gone is no error.
+func deleteNetns(ns string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join("/run/netns", ns)); err != nil {
+		return nil, nil
+	}
+	done := killIn(ns)
+	if err := netns.Delete(ns); err != nil {
+		return done, err
+	}
+	return append(done, "deleted namespace "+ns), nil
+}
+
+// killIn kills every process in namespace ns but this one (a test
+// binary may have a thread there) and says which.
+func killIn(ns string) []string {
+	var done []string
+	pids, _ := netns.PIDs(netns.Parse(ns))
+	for _, pid := range pids {
+		if pid == os.Getpid() {
+			continue
+		}
+		st, _ := procfs.Stat(strconv.Itoa(pid))
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			done = append(done, fmt.Sprintf("killed %d (%s) in %s", pid, st.Comm, ns))
+		}
+	}
+	return done
+}

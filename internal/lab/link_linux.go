@@ -1,0 +1,115 @@
+package lab
+
+import (
+	"fmt"
+	"net"
+
+	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+// build makes the lab's network, as `ip` did before: the two namespaces,
+// the veth between them, each end's address, and every link up (lo
+// too). The veth is created with its ends already in their namespaces,
+// so that a lab killed halfway leaves nothing in the host's namespace for
+// `lab clean` to miss.
+func (e *Env) build() error {
+	srv, err := netns.Create(e.ServerNS)
+	if err != nil {
+		return err
+	}
+	cli, err := netns.Create(e.ClientNS)
+	if err != nil {
+		return err
+	}
+	srvFd, err := vnetns.GetFromPath(srv.Path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", srv, err)
+	}
+	defer srvFd.Close()
+	ch, err := handleAt(cli)
+	if err != nil {
+		return err
+	}
+	defer ch.Close()
+	veth := netlink.NewVeth(netlink.NewLinkAttrs()) // txqueuelen left to the kernel, as ip does
+	veth.Name, veth.PeerName, veth.PeerNamespace = e.ClientDev, e.ServerDev, netlink.NsFd(srvFd)
+	if err := ch.LinkAdd(veth); err != nil {
+		return fmt.Errorf("add veth %s/%s: %w", e.ClientDev, e.ServerDev, err)
+	}
+	if err := linkUp(srv, e.ServerDev, e.ServerIP); err != nil {
+		return err
+	}
+	return linkUp(cli, e.ClientDev, e.ClientIP)
+}
+
+// linkUp gives dev in ns the address ip/24, as `ip addr add IP/24 dev
+// DEV` does, and sets dev and lo up.
+func linkUp(ns netns.NS, dev, ip string) error {
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", dev, ns, err)
+	}
+	// IPv4zero: no broadcast address. `ip addr add` sets none unless
+	// asked; netlink would compute one.
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: net.ParseIP(ip).To4(), Mask: net.CIDRMask(24, 32)}, Broadcast: net.IPv4zero}
+	if err := h.AddrAdd(link, addr); err != nil {
+		return fmt.Errorf("address %s/24 on %s in %s: %w", ip, dev, ns, err)
+	}
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("lo in %s: %w", ns, err)
+	}
+	for _, l := range []netlink.Link{link, lo} {
+		if err := h.LinkSetUp(l); err != nil {
+			return fmt.Errorf("set %s up in %s: %w", l.Attrs().Name, ns, err)
+		}
+	}
+	return nil
+}
+
+// defaultRoute routes everything namespace ns sends through gw, as `ip
+// route add default via GW` does (table main, protocol boot).
+func (e *Env) defaultRoute(ns, gw string) error {
+	h, err := handleNamed(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if err := h.RouteAdd(&netlink.Route{Gw: net.ParseIP(gw).To4()}); err != nil {
+		return fmt.Errorf("default route via %s in %s: %w", gw, ns, err)
+	}
+	return nil
+}
+
+// handleAt opens a netlink handle whose sockets live in namespace ns:
+// what it adds or changes is in ns, from whichever thread it is used.
+// The caller must Close it.
+func handleAt(ns netns.NS) (*netlink.Handle, error) {
+	fd, err := vnetns.GetFromPath(ns.Path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", ns, err)
+	}
+	defer fd.Close()
+	h, err := netlink.NewHandleAt(fd)
+	if err != nil {
+		return nil, fmt.Errorf("netlink in %s: %w", ns, err)
+	}
+	return h, nil
+}
+
+// handleNamed is handleAt for a namespace by name.
+func handleNamed(ns string) (*netlink.Handle, error) {
+	n, err := netns.Resolve(ns)
+	if err != nil {
+		return nil, err
+	}
+	return handleAt(n)
+}
