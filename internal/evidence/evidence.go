@@ -218,6 +218,18 @@ type Listener struct {
 	RecvQ uint32 `json:"recv_q"`
 	SendQ uint32 `json:"send_q"`
 	Inode uint64 `json:"inode"`
+	// Established counts the ESTABLISHED connections on the listener's
+	// port, those still in its accept queue included; Unread those of
+	// them holding bytes the server has not read (Recv-Q > 0): in a
+	// worker pool, requests waiting for a free worker. CloseWait counts
+	// the port's connections its clients closed and the server has not:
+	// a server stuck before it reads the end of the connection. Every
+	// listener on one port (IPv4 and IPv6, several addresses) carries the
+	// same counts; they are absent when ESTABLISHED sockets were not
+	// dumped (see Sockets.Note).
+	Established int `json:"established,omitempty"`
+	Unread      int `json:"unread,omitempty"`
+	CloseWait   int `json:"close_wait,omitempty"`
 	// PIDs owning the socket (a forking server shares it), lowest first.
 	PIDs    []int  `json:"pids,omitempty"`
 	Process string `json:"process,omitempty"`

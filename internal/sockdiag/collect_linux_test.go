@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 )
@@ -148,5 +149,67 @@ func TestCompatDumpBothFamilies(t *testing.T) {
 	got := s.Sockets()
 	if findListener(got, l6.Addr().String()) == nil || findListener(got, "127.0.0.1:"+strconv.Itoa(port4)) == nil {
 		t.Errorf("compat dump lacks the v4 or v6 listener: %+v", got.Listeners)
+	}
+}
+
+// TestCollectInboundQueues: per listening port, the connections on it,
+// those holding a request nobody has read (in the accept queue or
+// accepted), and those the client closed and the server has not: what a
+// worker pool that has run out of workers, or a server stuck, leaves in
+// the kernel.
+func TestCollectInboundQueues(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	addr := ln.Addr().String()
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	var accepted []net.Conn
+	accept := func() {
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		accepted = append(accepted, s)
+	}
+	// Two requests waiting, accepted and not read; one in the accept
+	// queue with its request; one idle connection, accepted; one the
+	// client closed and the server has not.
+	for range 2 {
+		dial().Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+		accept()
+	}
+	dial()
+	accept()
+	closed := dial()
+	accept()
+	closed.Close()
+	dial().Write([]byte("GET / HTTP/1.1\r\n\r\n")) // stays in the accept queue
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s, err := Collect(Options{PortLow: 1, PortHigh: 65535})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := findListener(s, addr)
+		if l == nil {
+			t.Fatalf("listener %s not reported", addr)
+		}
+		got := [3]int{l.Established, l.Unread, l.CloseWait}
+		if want := [3]int{4, 3, 1}; got == want {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("listener established, unread, close-wait = %v, want %v", got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -44,7 +44,7 @@ func TestDecodeFixture(t *testing.T) {
 			got = &s.Listeners[i]
 		}
 	}
-	want := &evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:57775", Port: 57775, RecvQ: 5, SendQ: 7, Inode: got.Inode}
+	want := &evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:57775", Port: 57775, RecvQ: 5, SendQ: 7, Inode: got.Inode, Established: 5}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("listener mismatch (-want +got):\n%s", diff)
 	}

@@ -15,6 +15,18 @@ func (s *Summary) merge(o *Summary) {
 			s.listenPorts[i] |= w
 		}
 	}
+	for port, c := range o.inbound {
+		if s.inbound == nil {
+			s.inbound = make(map[uint16]*inboundCount, len(o.inbound))
+		}
+		if t := s.inbound[port]; t != nil {
+			t.established += c.established
+			t.unread += c.unread
+			t.closeWait += c.closeWait
+		} else {
+			s.inbound[port] = c
+		}
+	}
 	if len(o.remotes) > 0 && s.remotes == nil {
 		s.remotes = make(map[remoteKey]*remoteCount, len(o.remotes))
 	}

@@ -13,6 +13,7 @@ import (
 const (
 	stateEstablished = 1
 	stateTimeWait    = 6
+	stateCloseWait   = 8
 	stateListen      = 10
 	numStates        = 13
 )
@@ -48,6 +49,12 @@ type Summary struct {
 	listenPorts *[65536 / 64]uint64
 	remotes     map[remoteKey]*remoteCount
 	listeners   []evidence.Listener
+	// inbound counts, per listening port, its accepted connections.
+	inbound map[uint16]*inboundCount
+}
+
+type inboundCount struct {
+	established, unread, closeWait int
 }
 
 // AddInet counts one TCP socket.
@@ -64,7 +71,8 @@ func (s *Summary) AddInet(m *InetDiagMsg) {
 		return
 	}
 	if s.listenPorts != nil && s.listenPorts[m.SPort/64]&(1<<(m.SPort%64)) != 0 {
-		return // inbound
+		s.addInbound(m)
+		return
 	}
 	if s.remotes == nil {
 		s.remotes = make(map[remoteKey]*remoteCount)
@@ -88,6 +96,31 @@ func (s *Summary) AddInet(m *InetDiagMsg) {
 	}
 	if s.PortLow != 0 && m.SPort >= s.PortLow && m.SPort <= s.PortHigh {
 		c.ephemeral++
+	}
+}
+
+// addInbound counts a connection on a listening port: a worker pool's
+// queued requests are the connections whose request nobody has read yet,
+// in the accept queue or accepted.
+func (s *Summary) addInbound(m *InetDiagMsg) {
+	if m.State != stateEstablished && m.State != stateCloseWait {
+		return
+	}
+	if s.inbound == nil {
+		s.inbound = make(map[uint16]*inboundCount)
+	}
+	c := s.inbound[m.SPort]
+	if c == nil {
+		c = &inboundCount{}
+		s.inbound[m.SPort] = c
+	}
+	if m.State == stateCloseWait {
+		c.closeWait++
+		return
+	}
+	c.established++
+	if m.RQueue > 0 {
+		c.unread++
 	}
 }
 
@@ -133,6 +166,12 @@ func (s *Summary) Sockets() *evidence.Sockets {
 	out := &evidence.Sockets{TCP: stateMap(s.tcp[:]), Unix: stateMap(s.unix[:]), Listeners: s.listeners}
 	if out.Listeners == nil {
 		out.Listeners = []evidence.Listener{}
+	}
+	for i := range out.Listeners {
+		l := &out.Listeners[i]
+		if c := s.inbound[uint16(l.Port)]; c != nil && l.Proto != "unix" {
+			l.Established, l.Unread, l.CloseWait = c.established, c.unread, c.closeWait
+		}
 	}
 	slices.SortFunc(out.Listeners, func(a, b evidence.Listener) int {
 		return cmp.Or(cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Addr, b.Addr))
