@@ -20,7 +20,7 @@ const (
 	WaitFile    = "file-lock" // flock/fcntl lock: e.g. a shared log file
 	WaitSleep   = "sleep"     // nanosleep: sleep()/usleep() in the code
 	WaitNetwork = "network"   // reading from or connecting to a peer
-	WaitDNS     = "dns"       // polling the UDP socket of a name lookup (glibc's resolver)
+	WaitDNS     = "dns"       // polling the socket of a name lookup (glibc's resolver)
 	WaitDisk    = "disk"      // uninterruptible sleep (state D): I/O
 	WaitOther   = "other"     // any other kernel function
 )
@@ -32,7 +32,7 @@ var wchanClass = map[string]string{
 	"poll_schedule_timeout": WaitIdle, "do_select": WaitIdle, "do_sys_poll": WaitIdle,
 	"inet_csk_accept": WaitIdle, "inet_csk_wait_for_connect": WaitIdle, "unix_accept": WaitIdle,
 	"do_sigtimedwait": WaitIdle, "sigsuspend": WaitIdle, "do_wait": WaitIdle, "kernel_wait4": WaitIdle,
-	"futex_wait_queue": WaitLock, "futex_wait_queue_me": WaitLock, "futex_wait": WaitLock,
+	"futex_wait_queue": WaitLock, "futex_wait_queue_me": WaitLock, "futex_wait": WaitLock, "futex_do_wait": WaitLock, // 6.16+
 	"locks_lock_inode_wait": WaitFile, "flock_lock_inode_wait": WaitFile, "posix_lock_inode_wait": WaitFile,
 	"__flock_lock_inode_wait": WaitFile, "locks_lock_file_wait": WaitFile,
 	"hrtimer_nanosleep": WaitSleep, "do_nanosleep": WaitSleep, "common_nsleep": WaitSleep,
@@ -109,10 +109,11 @@ func blockedIn(taskDir string) (nr int, arg0 string, ok bool) {
 	return nr, f[1], err == nil
 }
 
-// resolving reports whether process pid holds a UDP socket connected to
-// port 53: glibc's res_send connects one to the nameserver, sends the
-// query and polls it. A worker polling while it holds one waits for a
-// name lookup (seed 001 §4–5), which the wait channel alone calls idle.
+// resolving reports whether process pid holds a socket connected to port
+// 53: glibc's res_send connects a UDP one to the nameserver (TCP when
+// the answer is truncated or `options use-vc`), sends the query and
+// polls it. A worker polling while it holds one waits for a name lookup
+// (seed 001 §4–5), which the wait channel alone calls idle.
 func resolving(proc string, pid int) bool {
 	dir := proc + "/" + strconv.Itoa(pid) + "/fd"
 	fds, err := os.ReadDir(dir)
@@ -128,7 +129,7 @@ func resolving(proc string, pid int) bool {
 		if err != nil {
 			continue
 		}
-		if port, udp, ok := peerPort(pid, fd); ok && udp && port == 53 {
+		if port, _, ok := peerPort(pid, fd); ok && port == 53 {
 			return true
 		}
 	}

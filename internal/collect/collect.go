@@ -39,6 +39,9 @@ type Config struct {
 	DNS      bool
 	DNSName  string
 	DNSEvery int
+	// DNSRepeat is how many A queries each nameserver gets per probe
+	// (default 1): enough of them measure its loss and latency.
+	DNSRepeat int
 	// DNSDelay holds the first probe until this long after New: run
 	// probes during its load, not in the quiet baseline before it.
 	DNSDelay time.Duration

@@ -51,7 +51,7 @@ func (r *resolverCollector) Collect(ctx context.Context, s *evidence.Snapshot) e
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	conf.Probes = resolver.Prober{}.ProbeAll(ctx, conf, name, ptrTarget())
+	conf.Probes = resolver.Prober{}.ProbeEach(ctx, conf, name, ptrTarget(), r.cfg.DNSRepeat)
 	return nil
 }
 

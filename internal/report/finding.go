@@ -67,6 +67,10 @@ type Finding struct {
 	// Explains says which share of the run's failed requests (or of its
 	// latency) this finding accounts for, when that is measurable.
 	Explains string `json:"explains,omitempty"`
+	// Failed is how many of a run's failed requests the finding accounts
+	// for, as Explains says: what orders a run's causes, most harmful
+	// first. It is not part of the report.
+	Failed uint64 `json:"-"`
 }
 
 // Hurts reports an active critical finding: what makes a command exit 1.

@@ -68,19 +68,37 @@ func (p Prober) Probe(ctx context.Context, server, typ, name string) evidence.DN
 // the queries then run concurrently, so ProbeAll takes about one Timeout
 // at worst, not the sum.
 func (p Prober) ProbeAll(ctx context.Context, conf evidence.Resolver, aName, ptrAddr string) []evidence.DNSProbe {
+	return p.ProbeEach(ctx, conf, aName, ptrAddr, 1)
+}
+
+// ProbeEach is ProbeAll with repeat A queries per nameserver instead of
+// one: one query says whether a nameserver answers, twenty how many of
+// its packets are lost and how long its answers take. The queries of one
+// nameserver leave a few milliseconds apart, as a busy application's
+// would, so that a resolver or a path that drops a share of packets
+// drops a share of them.
+func (p Prober) ProbeEach(ctx context.Context, conf evidence.Resolver, aName, ptrAddr string, repeat int) []evidence.DNSProbe {
 	var out []evidence.DNSProbe
 	var qs []*query
+	var delays []time.Duration
 	for _, server := range conf.Nameservers {
 		for _, tn := range [][2]string{{"A", aName}, {"PTR", ptrAddr}} {
 			if tn[1] == "" {
 				continue
 			}
-			out = append(out, evidence.DNSProbe{Server: server, Type: tn[0], Name: tn[1]})
-			q, err := p.prepare(server, tn[0], tn[1])
-			if err != nil {
-				out[len(out)-1].Err = errText(err)
+			n := 1
+			if tn[0] == "A" {
+				n = max(repeat, 1)
 			}
-			qs = append(qs, q) // nil for a failed prepare
+			for i := range n {
+				out = append(out, evidence.DNSProbe{Server: server, Type: tn[0], Name: tn[1]})
+				delays = append(delays, time.Duration(i)*5*time.Millisecond)
+				q, err := p.prepare(server, tn[0], tn[1])
+				if err != nil {
+					out[len(out)-1].Err = errText(err)
+				}
+				qs = append(qs, q) // nil for a failed prepare
+			}
 		}
 	}
 	var wg sync.WaitGroup
@@ -88,7 +106,17 @@ func (p Prober) ProbeAll(ctx context.Context, conf evidence.Resolver, aName, ptr
 		if q == nil {
 			continue
 		}
-		wg.Go(func() { out[i] = p.run(ctx, q, out[i]) })
+		wg.Go(func() {
+			if delays[i] > 0 {
+				t := time.NewTimer(delays[i])
+				select {
+				case <-ctx.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
+			out[i] = p.run(ctx, q, out[i])
+		})
 	}
 	wg.Wait()
 	return out

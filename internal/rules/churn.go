@@ -30,7 +30,7 @@ const UpstreamConnectionChurn report.FindingID = "upstream-connection-churn"
 // The first two make one finding when they see the same destination.
 func checkChurn(in *Input) []report.Finding {
 	var out []report.Finding
-	if f, ok := kernelChurn(in.Bundle); ok {
+	if f, ok := kernelChurn(in); ok {
 		f.Side = in.Side
 		out = append(out, f)
 	}
@@ -41,18 +41,11 @@ func checkChurn(in *Input) []report.Finding {
 	if r.Load == nil || r.Load.Requests == 0 {
 		return out
 	}
-	w, ok := in.Bundle.Window()
-	if !ok {
+	if _, ok := in.Bundle.Window(); !ok {
 		return out
 	}
-	opens, _ := w.Counter("Tcp.ActiveOpens")
-	// Requests nginx failed to connect upstream for opened nothing: count
-	// the ones that got an answer other than 502.
-	answered := r.Load.Requests - min(r.Load.Requests, uint64(logStatuses(r.Servers)[502]))
-	if answered == 0 {
-		answered = r.Load.Status["2xx"]
-	}
-	perReq := float64(opens) / float64(max(answered, 1))
+	c := connectsOf(in)
+	opens, answered, perReq := c.opens, c.answered, c.perReq
 	for _, s := range r.Servers {
 		if s.Nginx == nil {
 			continue
@@ -71,7 +64,7 @@ func checkChurn(in *Input) []report.Finding {
 			return out
 		}
 	}
-	if f, ok := socketChurn(in.Bundle, opens, answered, perReq); ok {
+	if f, ok := socketChurn(in, c); ok {
 		out = append(out, f)
 	}
 	return out
@@ -100,6 +93,7 @@ func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered 
 	if n > 0 {
 		// Each failed connect is one 502 the client saw.
 		f.Explains = shareText(uint64(n), r.Load.Status["5xx"], "5xx responses (nginx could not connect upstream)", failures(r.Load))
+		f.Failed = min(uint64(n), r.Load.Status["5xx"])
 	}
 	return f, true
 }
@@ -108,39 +102,67 @@ func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered 
 const cannotAssign = "“(99: Cannot assign requested address)” connecting upstream"
 
 // socketChurn finds a connection per request that no configuration
-// shows: code that connects to its backend itself (seed 004: nginx + Lua
-// calling redis, connect() per request in strace) and closes after each
-// answer. The kernel-only rule waits for a pile of TIME_WAIT large
-// against the port range; here the load says how many requests there
-// were, so about one new connection for each, towards the one backend
-// holding the TIME_WAIT, is proof enough.
-func socketChurn(b *evidence.Bundle, opens, answered uint64, perReq float64) (report.Finding, bool) {
-	if answered < 100 || perReq < 0.5 {
-		return report.Finding{}, false
-	}
-	var busiest evidence.Remote
+// shows, for any server: code that connects to its backend itself (seed
+// 004: nginx + Lua calling redis, connect() per request in strace), a
+// home-made proxy, haproxy closing each backend connection. The load
+// says how many requests there were, so about one new connection for
+// each is proof enough, towards the remote that holds the TIME_WAIT when
+// this side closes first, or towards the one it talks to when it closes
+// with resets. When the ports to a remote ran out, connects failed and
+// opened nothing: a remote holding the range in TIME_WAIT is proof then.
+func socketChurn(in *Input, c connects) (report.Finding, bool) {
+	b := in.Bundle
+	var busiest, talked evidence.Remote
 	for _, s := range b.Snapshots {
 		if s.Sockets == nil {
 			continue
 		}
 		for _, rm := range s.Sockets.Remotes {
+			if in.loadsOwn(rm.Addr) {
+				continue
+			}
 			if rm.TimeWait > busiest.TimeWait {
 				busiest = rm
 			}
+			if rm.Established+rm.Other > talked.Established+talked.Other {
+				talked = rm
+			}
 		}
 	}
-	if busiest.TimeWait < 100 {
+	size := 0
+	if lo, hi, ok := portRange(&b.Snapshots[len(b.Snapshots)-1]); ok {
+		size = hi - lo + 1
+	}
+	perRequest := c.answered >= 100 && c.perReq >= 0.5
+	var r evidence.Remote
+	switch {
+	case perRequest && c.reset && talked.Addr != "":
+		r = talked
+	case perRequest && busiest.TimeWait >= min(100, max(size/2, 1)):
+		r = busiest
+	case exhausted(in) && busiest.TimeWait >= 10*(busiest.Established+1):
+		r = busiest
+	default:
 		return report.Finding{}, false
 	}
-	return report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: busiest.Addr,
-		Title: fmt.Sprintf("The server opens a new connection per request to %s", busiest.Addr),
-		Evidence: []report.Item{
-			{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
-			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", busiest.TimeWait, busiest.Established, busiest.Addr), Source: "sockdiag", Window: true},
-		},
+	ev := []report.Item{{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", c.opens, c.answered, c.perReq), Source: "Tcp.ActiveOpens", Window: true}}
+	title := fmt.Sprintf("The server opens a new connection per request to %s", r.Addr)
+	hold := "each new connection costs a handshake, a TIME_WAIT slot for 60 s and a search for a free local port: reuse is what raised seed 004 from 3K to 9K TPS"
+	if c.reset {
+		ev = append(ev, report.Item{Text: fmt.Sprintf("it closes them with a reset: Tcp.OutRsts +%d for %d opened, and %d in TIME_WAIT towards %s: each port is free again at once, so the range does not run out, but every request pays a handshake", c.resets, c.opens, r.TimeWait, r.Addr), Source: "Tcp.OutRsts", Window: true})
+		title += ", closing each with a reset"
+		hold = "each new connection costs a handshake on both ends and a search for a free local port; a reset also drops whatever the peer had not yet read"
+	} else {
+		ev = append(ev, report.Item{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s: this side closes first, and each closed connection holds its local port for the TIME_WAIT", r.TimeWait, r.Established, r.Addr), Source: "sockdiag", Window: true})
+	}
+	if c.attempts > c.rate+1 {
+		ev = append(ev, report.Item{Text: fmt.Sprintf("%.0f connects a second were attempted (one per request), %.0f got a port", c.attempts, c.rate), Source: "load", Window: true})
+	}
+	return report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr,
+		Title: title, Evidence: ev,
 		Fix: []string{
-			"keep connections to " + busiest.Addr + " open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client), or nginx `upstream { keepalive N; }` when nginx itself proxies (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + ")",
-			"each new connection costs a handshake, a TIME_WAIT slot for 60 s and a search for a free local port: reuse is what raised seed 004 from 3K to 9K TPS",
+			"keep connections to " + r.Addr + " open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client; Go: one http.Client, bodies read to the end; haproxy: `http-reuse always` without `option httpclose`), or nginx `upstream { keepalive N; }` when nginx itself proxies (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + ")",
+			hold,
 		}}, true
 }
 
@@ -163,14 +185,16 @@ func upsert(fs []report.Finding, f report.Finding) []report.Finding {
 
 // kernelChurn reports many short-lived outgoing connections to one
 // upstream from the kernel alone: a TIME_WAIT pile-up towards it, large
-// against the port range, while new connections keep being opened.
-func kernelChurn(b *evidence.Bundle) (report.Finding, bool) {
+// against the port range, while new connections keep being opened. On a
+// run's client side the load's own connections do not count.
+func kernelChurn(in *Input) (report.Finding, bool) {
+	b := in.Bundle
 	lo, hi, ok := portRange(&b.Snapshots[len(b.Snapshots)-1])
 	if !ok {
 		return report.Finding{}, false
 	}
 	size := hi - lo + 1
-	r := busiestRemote(b)
+	r := busiestTimeWait(b, in.loadsOwn)
 	w, ok := b.Window()
 	if !ok || r.Addr == "" {
 		return report.Finding{}, false
@@ -216,4 +240,21 @@ func reuseFix(u app.NginxUpstream, inflight, workers int) []string {
 	}
 	fix = append(fix, "until then, on this kernel: `sysctl -w net.ipv4.tcp_tw_reuse=1` lets new connections reuse TIME_WAIT ports (the default 2 does so for loopback only); persist it in /etc/sysctl.d/90-netdoctor.conf")
 	return fix
+}
+
+// busiestTimeWait is the remote with the most TIME_WAIT in any snapshot,
+// skipping those skip says are not the side's own.
+func busiestTimeWait(b *evidence.Bundle, skip func(string) bool) evidence.Remote {
+	var best evidence.Remote
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, r := range s.Sockets.Remotes {
+			if r.TimeWait > best.TimeWait && !skip(r.Addr) {
+				best = r
+			}
+		}
+	}
+	return best
 }

@@ -163,3 +163,57 @@ func TestChurnMerged(t *testing.T) {
 		t.Errorf("fix %q", f.Fix)
 	}
 }
+
+// TestChurnKernelOnly: churn found from the kernel alone, for servers no
+// configuration describes: a proxy closing each backend connection with
+// a reset (no TIME_WAIT: no port runs out, and a small range is then no
+// risk), and a home-made proxy whose 100 ports ran out (its connects
+// failed and opened nothing, so the TIME_WAIT holding the range is the
+// proof, and the ports are sized from the requests it tried to connect
+// for, not the few that got one).
+func TestChurnKernelOnly(t *testing.T) {
+	proxy := &app.Server{Kind: "haproxy", Addr: "0.0.0.0:80", PIDs: []int{400}}
+	reset := serverRun(bundle(nil, all(raise(5000, "Tcp.ActiveOpens", "Tcp.OutRsts"), setSysctl("net.ipv4.ip_local_port_range", "20000 20999"),
+		remotes(evidence.Remote{Addr: "10.0.0.5:8080", Established: 40, Ephemeral: 40}))), proxy)
+	fs := checkChurn(reset)
+	if len(fs) != 1 || fs[0].Subject != "10.0.0.5:8080" || !strings.Contains(fs[0].Title, "closing each with a reset") || !hasEvidence(fs[0], "Tcp.OutRsts +5000 for 5000 opened, and 0 in TIME_WAIT towards 10.0.0.5:8080") {
+		t.Errorf("reset churn: %+v", fs)
+	}
+	if ps := checkPorts(reset); len(ps) != 0 {
+		t.Errorf("connections closed with resets free their ports, yet: %+v", keys(ps))
+	}
+
+	small := func(s *evidence.Snapshot) { s.Sysctls["net.ipv4.ip_local_port_range"] = "20000 20099" }
+	out := serverRun(bundle(nil, all(raise(200, "Tcp.ActiveOpens"), small,
+		remotes(evidence.Remote{Addr: "10.0.0.5:8080", Established: 2, TimeWait: 98, Ephemeral: 100}))), &app.Server{Kind: "myproxy", Addr: "0.0.0.0:80", PIDs: []int{500}})
+	out.Run.Load.RPS = 5000
+	fs = checkChurn(out)
+	if len(fs) != 1 || fs[0].Subject != "10.0.0.5:8080" || !hasEvidence(fs[0], "5000 connects a second were attempted (one per request), 200 got a port") {
+		t.Errorf("exhausted churn: %+v", fs)
+	}
+	ps := checkPorts(out)
+	if len(ps) != 1 || ps[0].Status != report.Active || !hasFix(ps[0], "5000 new connections/s × 60 s") || !hasFix(ps[0], "keeping connections open is the fix") {
+		t.Errorf("ports: %+v", ps)
+	}
+}
+
+// TestLoadOwnConnections: the load's own connections to the target,
+// opened one per request as --no-keepalive asks, are not the client's
+// churn nor its port exhaustion; the same pile towards another remote
+// is.
+func TestLoadOwnConnections(t *testing.T) {
+	pile := func(addr string) *Input {
+		b := bundle(nil, all(raise(20000, "Tcp.ActiveOpens"), remotes(evidence.Remote{Addr: addr, TimeWait: 28000, Ephemeral: 28000})))
+		in := serverRun(b)
+		in.Side = report.Client
+		in.Run.Load.URL = "http://10.0.0.2/"
+		in.Run.Load.KeepAlive = false
+		return in
+	}
+	if fs := append(checkChurn(pile("10.0.0.2:80")), checkPorts(pile("10.0.0.2:80"))...); len(fs) != 0 {
+		t.Errorf("the load's own connections blamed: %+v", keys(fs))
+	}
+	if fs := append(checkChurn(pile("10.0.0.9:5432")), checkPorts(pile("10.0.0.9:5432"))...); len(fs) != 2 {
+		t.Errorf("another remote's pile on the client: %+v, want churn and ports", keys(fs))
+	}
+}

@@ -34,8 +34,9 @@ func check(b *evidence.Bundle, rules []Rule) []report.Finding {
 //  2. the PerRun rules, then the Symptom rules, which see all of that;
 //  3. the throughput's shape, tied to the findings whose counters moved
 //     with it (tieShape);
-//  4. causes related to their symptoms and put first (relate), and the
-//     share of the failed requests each cause accounts for (explain).
+//  4. causes related to their symptoms and put first (relate), the share
+//     of the failed requests each cause accounts for (explain), and the
+//     causes that hurt most first (rank).
 func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 	var out []report.Finding
 	seen := map[*evidence.Bundle]bool{}
@@ -84,18 +85,43 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 	}
 	for _, rule := range Registry {
 		if rule.Scope == PerRun {
-			out = append(out, rule.Check(&Input{Run: r})...)
+			out = append(out, rule.Check(&Input{Run: r, Shape: shape})...)
 		}
 	}
 	for _, rule := range Registry {
 		if rule.Scope == Symptom {
-			out = append(out, rule.Check(&Input{Run: r, Found: out})...)
+			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: clean(out)})...)
 		}
 	}
 	tieShape(out, shape)
 	out = relate(out, poolAddrs(r))
 	explain(out, r.Load, r.Port)
-	return out, shape
+	return rank(out, r.Load), shape
+}
+
+// clean lists what the registry's rules looked at and found nothing
+// active in.
+func clean(found []report.Finding) []string {
+	active := map[report.FindingID]bool{}
+	for _, f := range found {
+		if f.Status == report.Active {
+			active[f.ID] = true
+		}
+	}
+	var out []string
+	for _, r := range Registry {
+		if r.Scope == Symptom || r.Checks == "" {
+			continue
+		}
+		hit := false
+		for _, id := range r.IDs {
+			hit = hit || active[id]
+		}
+		if !hit {
+			out = append(out, r.Checks)
+		}
+	}
+	return out
 }
 
 // poolAddrs maps each worker pool finding's subject to the address its
@@ -106,6 +132,8 @@ func poolAddrs(r *Run) map[string]string {
 	for _, s := range r.Servers {
 		if s.Pool != nil {
 			pools["php-fpm pool "+s.Pool.Name] = s.Addr
+		} else {
+			pools[s.Kind+" "+s.Addr] = s.Addr // threadPool's subject
 		}
 	}
 	return pools

@@ -2,6 +2,10 @@ package rules
 
 import (
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -26,7 +30,7 @@ const slowDNS = 100 * time.Millisecond
 func checkDNS(in *Input) []report.Finding {
 	out := resolverFindings(in.Bundle)
 	if in.ServerSide() {
-		inPath(in, out)
+		out = inPath(in, out)
 	}
 	return out
 }
@@ -53,24 +57,51 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 		return nil
 	}
 	var out []report.Finding
-	aOK, aFail := 0, 0
+	aOK, aFail, ptrAnswered := 0, 0, false
 	var failItems, slowItems, ptrItems []report.Item
-	for _, p := range r.Probes {
+	var lost, sent int
+	for _, g := range byServer(r.Probes, "A") {
+		if len(g) > 1 {
+			ok, l, it := aggregate(g)
+			sent += len(g)
+			lost += l
+			switch {
+			case ok == 0:
+				aFail++
+				failItems = append(failItems, it)
+			case ok < len(g) || percentile(g, 0.5) >= slowDNS:
+				aOK++
+				slowItems = append(slowItems, it)
+			default:
+				aOK++
+			}
+			continue
+		}
+		p := g[0]
 		it := report.Item{Text: probeText(p), Source: "resolver", Window: true}
 		switch {
-		case p.Type == "PTR" && (p.Err != "" || p.Duration >= slowDNS):
-			ptrItems = append(ptrItems, it)
-		case p.Type == "A" && (p.Err != "" || p.Rcode == "SERVFAIL" || p.Rcode == "REFUSED"):
+		case p.Err != "" || p.Rcode == "SERVFAIL" || p.Rcode == "REFUSED":
 			aFail++
 			failItems = append(failItems, it)
-		case p.Type == "A" && p.Duration >= slowDNS:
+		case p.Duration >= slowDNS:
 			aOK++
 			slowItems = append(slowItems, it)
-		case p.Type == "A":
+		default:
 			aOK++
 		}
 	}
-	if aOK == 0 && aFail > 0 {
+	for _, p := range r.Probes {
+		if p.Type != "PTR" {
+			continue
+		}
+		ptrAnswered = ptrAnswered || p.Rcode != ""
+		if p.Err != "" || p.Duration >= slowDNS {
+			ptrItems = append(ptrItems, report.Item{Text: probeText(p), Source: "resolver", Window: true})
+		}
+	}
+	// Only a resolver that answers nothing, not even a reverse lookup,
+	// is misconfigured; one that answers some queries loses the others.
+	if aOK == 0 && aFail > 0 && !ptrAnswered {
 		out = append(out, report.Finding{ID: DNSMisconfigured, Severity: report.Critical, Status: report.Active,
 			Title:    "No configured nameserver answers: name lookups fail",
 			Evidence: append(failItems, conf),
@@ -79,13 +110,21 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 		slowItems = append(slowItems, failItems...)
 	}
 	if len(slowItems) > 0 {
-		out = append(out, report.Finding{ID: DNSSlow, Severity: report.Warning, Status: report.Active,
+		f := report.Finding{ID: DNSSlow, Severity: report.Warning, Status: report.Active,
 			Title:    "Name lookups are slow or fail on some nameservers: each uncached lookup adds this delay (glibc waits 5 s per unanswered try)",
 			Evidence: append(slowItems, conf),
 			Fix: []string{
 				"run a local cache (dnsmasq, systemd-resolved, nscd) so repeated names cost under 1 ms",
 				"list the nearest, healthy resolver first in " + r.ConfPath + "; `options timeout:1 attempts:2 rotate` bounds the stall",
-			}})
+			}}
+		if lost > 0 && sent > 0 {
+			loss := float64(lost) / float64(sent)
+			timeout, attempts := resolverOptions(r.Options)
+			f.Title = fmt.Sprintf("The resolver loses %.0f%% of queries: each lost one stalls a name lookup %d s (glibc's timeout)", 100*loss, timeout)
+			f.Evidence = append(f.Evidence, report.Item{Text: stallText(loss, timeout, attempts, len(r.Nameservers), r.Options), Source: "resolver"})
+			f.Fix = append(f.Fix, "find where the queries are lost: the resolver's own capacity and rate limits, a firewall or conntrack table on the way (`nstat -az Udp`, `conntrack -S` on the resolver's host)")
+		}
+		out = append(out, f)
 	}
 	if len(ptrItems) > 0 {
 		out = append(out, report.Finding{ID: ReverseDNSLookup, Severity: report.Warning, Status: report.Latent,
@@ -97,6 +136,113 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 			}})
 	}
 	return out
+}
+
+// byServer groups the probes of one type by nameserver, in order.
+func byServer(probes []evidence.DNSProbe, typ string) [][]evidence.DNSProbe {
+	var out [][]evidence.DNSProbe
+	at := map[string]int{}
+	for _, p := range probes {
+		if p.Type != typ {
+			continue
+		}
+		i, ok := at[p.Server]
+		if !ok {
+			i = len(out)
+			at[p.Server] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], p)
+	}
+	return out
+}
+
+// aggregate sums up repeated queries to one nameserver: how many were
+// answered, how many got no answer in time (lost), and the evidence.
+func aggregate(g []evidence.DNSProbe) (answered, lost int, it report.Item) {
+	failed := 0
+	for _, p := range g {
+		switch {
+		case p.Err == resolverTimeout:
+			lost++
+		case p.Err != "" || p.Rcode == "SERVFAIL" || p.Rcode == "REFUSED":
+			failed++
+		default:
+			answered++
+		}
+	}
+	text := fmt.Sprintf("%s: %d of %d %s queries for %s answered", g[0].Server, answered, len(g), g[0].Type, g[0].Name)
+	if lost > 0 {
+		text += fmt.Sprintf(", %d lost (%.0f%%: no answer within %s)", lost, 100*float64(lost)/float64(len(g)), maxDuration(g).Round(100*time.Millisecond))
+	}
+	if failed > 0 {
+		text += fmt.Sprintf(", %d failed", failed)
+	}
+	if answered > 0 {
+		text += fmt.Sprintf("; answers took p50 %s, max %s", percentile(g, 0.5).Round(time.Millisecond/10), percentile(g, 1).Round(time.Millisecond/10))
+	}
+	return answered, lost, report.Item{Text: text, Source: "resolver", Window: true}
+}
+
+// resolverTimeout is a probe's error for a query nobody answered.
+const resolverTimeout = "timeout"
+
+// percentile is the q-th quantile of the answered queries' durations.
+func percentile(g []evidence.DNSProbe, q float64) time.Duration {
+	var ds []time.Duration
+	for _, p := range g {
+		if p.Err == "" {
+			ds = append(ds, p.Duration)
+		}
+	}
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+}
+
+func maxDuration(g []evidence.DNSProbe) time.Duration {
+	var m time.Duration
+	for _, p := range g {
+		m = max(m, p.Duration)
+	}
+	return m
+}
+
+// resolverOptions are glibc's timeout (seconds) and attempts as
+// resolv.conf's options set them, else its defaults (RES_TIMEOUT 5,
+// RES_DFLRETRY 2).
+func resolverOptions(opts []string) (timeout, attempts int) {
+	timeout, attempts = 5, 2
+	for _, o := range opts {
+		k, v, _ := strings.Cut(o, ":")
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			continue
+		}
+		switch k {
+		case "timeout":
+			timeout = min(n, 30) // glibc's RES_MAXRETRANS cap
+		case "attempts":
+			attempts = min(n, 5) // RES_MAXRETRY
+		}
+	}
+	return timeout, attempts
+}
+
+// stallText says what a loss rate costs an application that resolves
+// through glibc: each lost query waits the timeout before the next try,
+// and a lookup fails when every try of every attempt to every nameserver
+// is lost.
+func stallText(loss float64, timeout, attempts, servers int, opts []string) string {
+	set := "glibc's defaults"
+	if len(opts) > 0 {
+		set = "options " + strings.Join(opts, " ")
+	}
+	tries := attempts * max(servers, 1)
+	return fmt.Sprintf("with %.0f%% of queries lost, about %.0f%% of uncached lookups stall %d s before their next try and %.2g%% fail after %d s (timeout %d s, attempts %d, %d nameserver(s): %s)",
+		100*loss, 100*loss, timeout, 100*math.Pow(loss, float64(tries)), tries*timeout, timeout, attempts, servers, set)
 }
 
 func probeText(p evidence.DNSProbe) string {
@@ -115,26 +261,52 @@ func probeText(p evidence.DNSProbe) string {
 // client). A reverse-lookup hang, latent for a host at rest, is then
 // active: it is what requests wait for. relate names it as the cause of
 // the full pool or the slow application.
-func inPath(in *Input, fs []report.Finding) {
+func inPath(in *Input, fs []report.Finding) []report.Finding {
 	r := in.Run
 	var who *app.Server
 	var pct float64
 	for _, s := range r.Servers {
 		sh, total := waitShares(r.Samples(s))
-		if total > 0 && len(sh) > 0 && sh[0].class == app.WaitDNS && 2*sh[0].n >= total {
-			who, pct = s, 100*float64(sh[0].n)/float64(total)
+		for _, x := range sh {
+			// Lookups in a third of the busy time already decide the
+			// latency; the dominant wait is named by app-slow.
+			if x.class == app.WaitDNS && 3*x.n >= total {
+				who, pct = s, 100*float64(x.n)/float64(total)
+			}
 		}
 	}
 	if who == nil {
-		return
+		return fs
 	}
+	item := report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %.0f%% waiting in a name lookup (a socket to port 53, polled); requests took p50 %v: these lookups are in the request path",
+		who.Kind, pct, r.Load.Latency.P50.Round(1e5)), Source: "wchan", Window: true}
+	named := false
 	for i := range fs {
 		f := &fs[i]
 		if f.ID != ReverseDNSLookup && f.ID != DNSSlow {
 			continue
 		}
+		named = true
 		f.Status = report.Active
-		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %.0f%% waiting in a name lookup (a UDP socket to port 53, polled); requests took p50 %v: these lookups are in the request path",
-			who.Kind, pct, r.Load.Latency.P50.Round(1e5)), Source: "wchan", Window: true})
+		f.Evidence = append(f.Evidence, item)
 	}
+	if named {
+		return fs
+	}
+	// The resolver was not probed (or answered the probes well), yet the
+	// workers wait on it: the lookups are slow for the application.
+	conf := "resolv.conf"
+	for _, s := range in.Bundle.Snapshots {
+		if s.Resolver != nil {
+			conf = s.Resolver.ConfPath
+		}
+	}
+	return append(fs, report.Finding{ID: DNSSlow, Severity: report.Warning, Status: report.Active,
+		Title:    fmt.Sprintf("%s waits on name lookups in the request path (%.0f%% of its busy workers' time)", who.Kind, pct),
+		Evidence: []report.Item{item},
+		Fix: []string{
+			"measure the resolver: `netdoctor run --dns …` or `netdoctor check` probe each nameserver of " + conf + " repeatedly (loss, latency)",
+			"run a local cache (dnsmasq, systemd-resolved, nscd) so repeated names cost under 1 ms, and resolve backends once at start rather than per request",
+			"`options timeout:1 attempts:2 rotate` in " + conf + " bounds what one lost query costs (5 s by default)",
+		}})
 }

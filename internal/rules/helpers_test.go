@@ -32,6 +32,7 @@ func healthy(at time.Time) evidence.Snapshot {
 			"Tcp.InSegs":                  9000000,
 			"Tcp.OutSegs":                 9500000,
 			"Tcp.RetransSegs":             1200,
+			"Tcp.OutRsts":                 300,
 			"TcpExt.TCPSynRetrans":        40,
 			"TcpExt.ListenOverflows":      0,
 			"TcpExt.ListenDrops":          0,

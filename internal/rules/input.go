@@ -24,6 +24,12 @@ type Input struct {
 	Run *Run
 	// Found is what every other rule found: for Symptom rules only.
 	Found []report.Finding
+	// Shape is the run's throughput over time: for PerRun and Symptom
+	// rules.
+	Shape report.Shape
+	// Clean is, for Symptom rules, what the other rules looked at and
+	// found nothing active in (their Checks).
+	Clean []string
 }
 
 // Run is everything a run observed; `run --bundle` writes it and

@@ -34,7 +34,8 @@ func portRange(s *evidence.Snapshot) (lo, hi int, ok bool) {
 // a run, from nginx's log, since ports may run out and come back between
 // two samples, where the socket counts miss it.
 func checkPorts(in *Input) []report.Finding {
-	out := kernelPorts(in.Bundle)
+	c := connectsOf(in)
+	out := kernelPorts(in, c)
 	logged, u, ok := portsLogged(in)
 	if !ok {
 		return out
@@ -51,7 +52,7 @@ func checkPorts(in *Input) []report.Finding {
 		Subject:  strings.Join(u.Servers, ","),
 		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
 		Evidence: []report.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", in.Run.Load.Status["5xx"]), Source: "load", Window: true}},
-		Fix:      append(PortFix(in.Bundle), "the lasting fix: reuse upstream connections (see "+string(UpstreamConnectionChurn)+")")})
+		Fix:      append(portFix(in.Bundle, c), "the lasting fix: reuse upstream connections (see "+string(UpstreamConnectionChurn)+")")})
 }
 
 // portsLogged is the first line in which an nginx of a run's server side
@@ -81,8 +82,12 @@ func portsLogged(in *Input) (string, app.NginxUpstream, bool) {
 	return "", app.NginxUpstream{}, false
 }
 
-// kernelPorts is port exhaustion from the sockets and the range alone.
-func kernelPorts(b *evidence.Bundle) []report.Finding {
+// kernelPorts is port exhaustion from the sockets and the range alone:
+// exhausted towards one remote (not the load's own connections, which
+// the load generator judges itself), or a range too small for the
+// connections that hold a port.
+func kernelPorts(in *Input, c connects) []report.Finding {
+	b := in.Bundle
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	lo, hi, ok := portRange(last)
 	if !ok {
@@ -91,7 +96,7 @@ func kernelPorts(b *evidence.Bundle) []report.Finding {
 	size := hi - lo + 1
 	rangeItem := settingItem("net.ipv4.ip_local_port_range", fmt.Sprintf("%d %d (%d ports)", lo, hi, size))
 	var out []report.Finding
-	busiest := busiestRemote(b)
+	busiest := busiestRemote(b, in.loadsOwn)
 	switch {
 	case busiest.Ephemeral > 0 && busiest.Ephemeral >= size*9/10:
 		out = append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Critical, Status: report.Active, Subject: busiest.Addr,
@@ -100,48 +105,29 @@ func kernelPorts(b *evidence.Bundle) []report.Finding {
 				{Text: fmt.Sprintf("%d of %d local ports in use towards %s (%d ESTABLISHED, %d TIME_WAIT)", busiest.Ephemeral, size, busiest.Addr, busiest.Established, busiest.TimeWait), Source: "sockdiag", Window: true},
 				rangeItem,
 			},
-			Fix: PortFix(b),
+			Fix: portFix(b, c),
 		})
-	case size < smallPortRange:
+	case size < smallPortRange && !c.reset:
+		// Closed with resets, connections free their ports at once:
+		// a small range then holds them.
 		out = append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Warning, Status: report.Latent,
 			Title:    fmt.Sprintf("Only %d local ports: a client making more than %d connections a minute to one server will run out", size, size),
 			Evidence: []report.Item{rangeItem},
-			Fix:      PortFix(b),
+			Fix:      portFix(b, c),
 		})
 	}
 	return out
 }
 
-// busiestRemote is the remote with the most ephemeral ports in use in any
-// snapshot.
-func busiestRemote(b *evidence.Bundle) evidence.Remote {
-	var best evidence.Remote
-	for _, s := range b.Snapshots {
-		if s.Sockets == nil {
-			continue
-		}
-		for _, r := range s.Sockets.Remotes {
-			if r.Ephemeral > best.Ephemeral {
-				best = r
-			}
-		}
-	}
-	return best
-}
-
-// PortFix is the advice for a connecting side short of local ports:
+// portFix is the advice for a connecting side short of local ports:
 // reuse first; then the range, sized as tune plan sizes it (the connect
-// rate over the window × the time a port stays taken); then TIME_WAIT
+// attempts a second × the time a port stays taken); then TIME_WAIT
 // reuse.
-func PortFix(b *evidence.Bundle) []string {
+func portFix(b *evidence.Bundle, c connects) []string {
 	last := &b.Snapshots[len(b.Snapshots)-1]
 	fix := []string{"reuse connections instead of opening one per request (HTTP keep-alive; nginx: an upstream block with `keepalive`, plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` or `fastcgi_keep_conn on;`)"}
-	rate := 0.0
-	if w, ok := b.Window(); ok {
-		rate = w.Rate("Tcp.ActiveOpens")
-	}
+	rate, life := c.attempts, c.hold
 	reuse, _ := SysctlInt(last, "net.ipv4.tcp_tw_reuse")
-	life := sizing.PortHold(reuse == 1)
 	cur := 0
 	if lo, hi, ok := portRange(last); ok {
 		cur = hi - lo + 1
@@ -151,10 +137,13 @@ func PortFix(b *evidence.Bundle) []string {
 		if need <= sizing.DefaultPortWidth {
 			why = fmt.Sprintf("the kernel default's width at least: %s", why)
 		}
+		if need > hi-lo+1 {
+			why += "; the range alone cannot hold them: keeping connections open is the fix, the range is headroom"
+		}
 		fix = append(fix, fmt.Sprintf("widen the range to %d ports (%s)", hi-lo+1, why))
 		fix = append(fix, sysctlFix(b, "net.ipv4.ip_local_port_range", fmt.Sprintf("%d %d", lo, hi))...)
 	}
-	if reuse != 1 {
+	if reuse != 1 && !c.reset {
 		fix = append(fix, "on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): "+
 			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0]+" — the default 2 applies to loopback only")
 	}

@@ -30,28 +30,32 @@ type Rule struct {
 	Scope Scope
 	// IDs are the findings it makes. Each finding ID is made by one rule,
 	// in one file, where its constant is declared.
-	IDs   []report.FindingID
-	Check func(in *Input) []report.Finding
+	IDs []report.FindingID
+	// Checks says in a few words what the rule looks at, for a report
+	// that lists what was checked and found clean.
+	Checks string
+	Check  func(in *Input) []report.Finding
 }
 
 // Registry is every rule, in the order they run.
 var Registry = []Rule{
-	{Name: "listen", Scope: PerSide, IDs: []report.FindingID{AcceptQueueOverflow, SynQueueOverflow}, Check: checkListen},
-	{Name: "conntrack", Scope: PerSide, IDs: []report.FindingID{ConntrackTableFull}, Check: checkConntrack},
-	{Name: "ports", Scope: PerSide, IDs: []report.FindingID{EphemeralPortExhaustion}, Check: checkPorts},
-	{Name: "churn", Scope: PerSide, IDs: []report.FindingID{UpstreamConnectionChurn}, Check: checkChurn},
-	{Name: "timewait", Scope: PerSide, IDs: []report.FindingID{TimewaitBucketOverflow}, Check: checkTimeWait},
-	{Name: "loss", Scope: PerSide, IDs: []report.FindingID{PacketLoss}, Check: checkLoss},
-	{Name: "nic", Scope: PerSide, IDs: []report.FindingID{NICDrops}, Check: checkNIC},
-	{Name: "fd", Scope: PerSide, IDs: []report.FindingID{FDLimit}, Check: checkFD},
-	{Name: "dns", Scope: PerSide, IDs: []report.FindingID{DNSMisconfigured, DNSSlow, ReverseDNSLookup}, Check: checkDNS},
-	{Name: "sysctl", Scope: PerSide, IDs: []report.FindingID{RiskySysctl}, Check: checkSysctls},
-	{Name: "cpu", Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Check: checkCPU},
-	{Name: "buffers", Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Check: checkBuffers},
-	{Name: "bandwidth", Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Check: checkBandwidth},
-	{Name: "neighbour", Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Check: checkNeighbour},
-	{Name: "loadgen", Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Check: checkLoadGen},
-	{Name: "nagle", Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Check: checkNagle},
-	{Name: "workerpool", Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Check: checkWorkerPool},
-	{Name: "appslow", Scope: Symptom, IDs: []report.FindingID{AppSlow}, Check: checkAppSlow},
+	{Name: "listen", Scope: PerSide, IDs: []report.FindingID{AcceptQueueOverflow, SynQueueOverflow}, Checks: "accept and SYN queues", Check: checkListen},
+	{Name: "conntrack", Scope: PerSide, IDs: []report.FindingID{ConntrackTableFull}, Checks: "connection tracking", Check: checkConntrack},
+	{Name: "ports", Scope: PerSide, IDs: []report.FindingID{EphemeralPortExhaustion}, Checks: "local ports", Check: checkPorts},
+	{Name: "churn", Scope: PerSide, IDs: []report.FindingID{UpstreamConnectionChurn}, Checks: "connections per request to upstreams", Check: checkChurn},
+	{Name: "timewait", Scope: PerSide, IDs: []report.FindingID{TimewaitBucketOverflow}, Checks: "the TIME_WAIT table", Check: checkTimeWait},
+	{Name: "loss", Scope: PerSide, IDs: []report.FindingID{PacketLoss}, Checks: "retransmissions", Check: checkLoss},
+	{Name: "nic", Scope: PerSide, IDs: []report.FindingID{NICDrops}, Checks: "interface and softnet drops", Check: checkNIC},
+	{Name: "fd", Scope: PerSide, IDs: []report.FindingID{FDLimit}, Checks: "file descriptors", Check: checkFD},
+	{Name: "dns", Scope: PerSide, IDs: []report.FindingID{DNSMisconfigured, DNSSlow, ReverseDNSLookup}, Checks: "name lookups", Check: checkDNS},
+	{Name: "sysctl", Scope: PerSide, IDs: []report.FindingID{RiskySysctl}, Checks: "risky settings", Check: checkSysctls},
+	{Name: "cpu", Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Checks: "CPU", Check: checkCPU},
+	{Name: "buffers", Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Checks: "socket memory", Check: checkBuffers},
+	{Name: "bandwidth", Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Checks: "bandwidth and shapers", Check: checkBandwidth},
+	{Name: "neighbour", Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Checks: "the neighbour table", Check: checkNeighbour},
+	{Name: "loadgen", Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Checks: "the load generator", Check: checkLoadGen},
+	{Name: "nagle", Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Checks: "Nagle and delayed ACKs", Check: checkNagle},
+	{Name: "workerpool", Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Checks: "worker pools", Check: checkWorkerPool},
+	{Name: "appslow", Scope: Symptom, IDs: []report.FindingID{AppSlow}, Checks: "time held in the application", Check: checkAppSlow},
+	{Name: "distress", Scope: Symptom, IDs: []report.FindingID{UnexplainedDistress}, Checks: "distress no rule explains", Check: checkDistress},
 }

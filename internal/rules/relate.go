@@ -1,9 +1,11 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -165,10 +167,16 @@ func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 				}
 			}
 			text := fmt.Sprintf("accounts for the %d %s: %.0f%% of the %d failed requests", n, what, 100*float64(n)/float64(failed), failed)
+			if 100*n < failed {
+				// Less than a percent: say that it hurt little here,
+				// rather than claim a share that rounds to nothing.
+				text = fmt.Sprintf("little measurable in this run: the %d %s are under 1%% of the %d failed requests", n, what, failed)
+			}
 			if len(with) > 0 {
 				text = fmt.Sprintf("with %s, %s", strings.Join(with, ", "), text)
 			}
 			fs[i].Explains = text
+			fs[i].Failed = n
 		}
 	}
 }
@@ -189,4 +197,65 @@ func shareText(n, seen uint64, what string, failed uint64) string {
 		return ""
 	}
 	return fmt.Sprintf("accounts for %d %s: %.0f%% of the %d failed requests", n, what, 100*float64(n)/float64(failed), failed)
+}
+
+// rank puts the causes that hurt the run most first, each still followed
+// by its symptoms: active before latent, then by the failed requests they
+// account for, then, when the run was slow, the causes of latency, and
+// severity and the report's order after that. The verdict names the
+// first.
+func rank(fs []report.Finding, lr *load.Result) []report.Finding {
+	var groups [][]report.Finding
+	for _, f := range fs {
+		if f.CausedBy == "" || len(groups) == 0 {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], f)
+	}
+	slow := slowLoad(lr)
+	slices.SortStableFunc(groups, func(a, b []report.Finding) int {
+		x, y := a[0], b[0]
+		return cmp.Or(cmp.Compare(activeRank(x), activeRank(y)),
+			cmp.Compare(y.Failed, x.Failed),
+			cmp.Compare(latencyRank(x, slow), latencyRank(y, slow)),
+			report.Compare(x, y))
+	})
+	out := fs[:0:0]
+	for _, g := range groups {
+		out = append(out, g...)
+	}
+	return out
+}
+
+func activeRank(f report.Finding) int {
+	if f.Status == report.Active {
+		return 0
+	}
+	return 1
+}
+
+// latencyRank puts a cause of latency first when the run was slow.
+func latencyRank(f report.Finding, slow bool) int {
+	if slow && f.Status == report.Active && delays[f.ID] {
+		return 0
+	}
+	return 1
+}
+
+// delays are the findings that make requests slow, not only fail.
+var delays = map[report.FindingID]bool{
+	AppSlow: true, WorkerPoolExhausted: true, NagleDelayedACK: true, CPUSaturated: true, DNSSlow: true,
+	ReverseDNSLookup: true, PacketLoss: true, BandwidthSaturated: true, AcceptQueueOverflow: true,
+	SynQueueOverflow: true, ConntrackTableFull: true, FDLimit: true, EphemeralPortExhaustion: true,
+	SocketBufferLimit: true, NICDrops: true, NeighbourTableOverflow: true, LoadGeneratorSaturated: true,
+}
+
+// slowLoad reports a load whose median took 30 ms or more, or whose tail
+// took a second or ten medians.
+func slowLoad(lr *load.Result) bool {
+	if lr == nil || lr.Requests == 0 {
+		return false
+	}
+	l := lr.Latency
+	return l.P50 >= 30*time.Millisecond || l.P99 >= time.Second || (l.P99 >= 100*time.Millisecond && l.P99 >= 10*l.P50)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -41,6 +42,10 @@ func checkWorkerPool(in *Input) []report.Finding {
 					Title:    fmt.Sprintf("nginx ran out of worker_connections (%d per worker)", wc.Value),
 					Evidence: []report.Item{{Text: item, Source: "log", Window: true}},
 					Fix:      []string{connsFix(r, s.Nginx), "then reload: nginx -s reload"}})
+			}
+		default:
+			if f, ok := threadPool(r, s, b); ok {
+				out = append(out, f)
 			}
 		}
 	}
@@ -199,4 +204,109 @@ func where(source, fallback string) string {
 		return fallback + " (not set there: add it)"
 	}
 	return source
+}
+
+// threadPool finds a full pool in any server, from what its threads and
+// sockets show without its configuration: a Python, Java or Ruby pool,
+// gunicorn's workers, a Go service bounding its concurrency. The pool is
+// the most worker threads seen busy at once; it is full when that many
+// were busy, blocked off the CPU, in at least two seconds while requests
+// waited unread in their connections (or in the accept queue) and the
+// CPU idled: more workers would have served them at once. The latency
+// then decomposes: the service time is the busy workers over the
+// throughput (Little's law), and a median of many service times is time
+// spent waiting for a worker.
+func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
+	smps := r.Samples(s)
+	lr := r.Load
+	if len(smps) < 2 || lr == nil || lr.Requests < 20 || b == nil {
+		return report.Finding{}, false
+	}
+	busyOf := func(smp app.Sample) int {
+		n := 0
+		for c, k := range smp.Waits {
+			// A thread on a futex may be an idle worker waiting for
+			// work as well as a busy one waiting for a lock, and one
+			// in an unknown kernel function anything: neither proves
+			// the pool full.
+			if c != app.WaitIdle && c != app.WaitLock && c != app.WaitOther {
+				n += k
+			}
+		}
+		return n
+	}
+	pool, full, sum := 0, 0, 0
+	for _, smp := range smps {
+		pool = max(pool, busyOf(smp))
+	}
+	for _, smp := range smps {
+		if n := busyOf(smp); n == pool {
+			full++
+		}
+		sum += busyOf(smp)
+	}
+	queued, peak := queuedRequests(r, b, s.Addr)
+	// More workers help when each waits on its own: a sleep, a peer, a
+	// lookup, the disk. Workers queued on one lock, or on the CPU, would
+	// only queue there in greater numbers (app-slow, cpu-saturated).
+	sh, total := waitShares(smps)
+	if len(sh) == 0 || !parallel[sh[0].class] || 2*sh[0].n < total {
+		return report.Finding{}, false
+	}
+	cpu, cpuOK := hostBusy(b, r.LoadStart, r.LoadEnd)
+	secs := r.LoadEnd.Sub(r.LoadStart).Seconds()
+	if pool == 0 || full < 2 || queued < 2 || !cpuOK || cpu >= 0.7 || secs <= 0 || pool >= lr.Connections {
+		return report.Finding{}, false
+	}
+	// Little's law on the workers: busy = throughput × service time.
+	x := float64(lr.Requests) / secs
+	service := time.Duration(float64(sum) / float64(len(smps)) / x * float64(time.Second))
+	p50 := lr.Latency.P50
+	if service <= 0 || p50 < 3*service {
+		return report.Finding{}, false // no queueing to speak of
+	}
+	ratio := float64(p50) / float64(service)
+	ev := []report.Item{
+		{Text: fmt.Sprintf("%s (pid %d): %d worker threads busy at most, all %d of them in %d of %d sampled seconds; busy threads were: %s",
+			s.Kind, s.PIDs[0], pool, pool, full, len(smps), describeWaits(sh, total)), Source: "wchan", Window: true},
+		{Text: fmt.Sprintf("up to %d requests waited unread in their connections to %s, in %d sampled seconds", peak, s.Addr, queued), Source: "sockdiag", Window: true},
+		{Text: fmt.Sprintf("service time ≈ %v (%.1f busy workers on average / %.0f requests/s); responses took p50 %v = %.0f × the service time: requests waited for a free worker",
+			service.Round(time.Millisecond/10), float64(sum)/float64(len(smps)), x, p50.Round(time.Millisecond), ratio), Source: "load", Window: true},
+		{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*cpu), Source: "/proc/stat", Window: true},
+	}
+	want, spare := sizing.Workers(lr.Connections, pool)
+	fix := []string{fmt.Sprintf("raise the pool of %s on %s from %d to %d workers: %d requests in flight and %d spare (gunicorn --workers/--threads, ThreadPoolExecutor(max_workers=…), Tomcat maxThreads, uWSGI processes, or the limit a Go or Node service puts on concurrent requests)",
+		s.Kind, s.Addr, pool, want, lr.Connections, spare)}
+	fix = append(fix, fmt.Sprintf("or shorten what each request holds a worker for: busy workers were mostly in %s (%s)", sh[0].class, waitFix[sh[0].class]))
+	return report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
+		Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(),
+		Title: fmt.Sprintf("%s on %s serves with a pool of %d workers, all busy: requests wait for a free one (p50 %v ≈ %.0f × the %v service time)",
+			s.Kind, s.Addr, pool, p50.Round(time.Millisecond), ratio, service.Round(time.Millisecond)),
+		Evidence: ev, Fix: fix}, true
+}
+
+// parallel are the waits that more workers overlap rather than contend
+// on.
+var parallel = map[string]bool{app.WaitSleep: true, app.WaitNetwork: true, app.WaitDNS: true, app.WaitDisk: true}
+
+// queuedRequests counts the load-window snapshots in which requests
+// waited for a server at addr, unread in their connections or in its
+// accept queue, and the most that did at once.
+func queuedRequests(r *Run, b *evidence.Bundle, addr string) (secs, peak int) {
+	for _, snap := range b.Snapshots {
+		if snap.Time.Before(r.LoadStart) || snap.Time.After(r.LoadEnd) || snap.Sockets == nil {
+			continue
+		}
+		for _, l := range snap.Sockets.Listeners {
+			if l.Addr != addr || l.Proto == "unix" {
+				continue
+			}
+			if q := max(l.Unread, int(l.RecvQ)); q > 0 {
+				secs++
+				peak = max(peak, q)
+			}
+			break
+		}
+	}
+	return secs, peak
 }

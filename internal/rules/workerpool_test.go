@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // poolRun is a run against a php-fpm pool of 4 workers sampled for 4 s.
@@ -62,5 +64,68 @@ func TestWorkerPoolFull(t *testing.T) {
 	// spare, one for the status page.
 	if fs[0].Fix[0] != "raise pm.max_children = 4 → 57 in /etc/php/www.conf:7: 50 requests in flight and 6 spare, one for the status page" {
 		t.Errorf("fix %q", fs[0].Fix[0])
+	}
+}
+
+// pythonPool is a run against a Python server with a pool of 4 worker
+// threads, each request 50 ms asleep: 50 connections, 400 requests in
+// 5 s (80/s), p50 620 ms. waits is what its 6 threads (the pool, an
+// acceptor, the main thread) were doing each second; unread how many
+// requests waited in their connections.
+func pythonPool(waits map[string]int, unread int, cpu float64) *Input {
+	start := t0
+	snap := func(i int) evidence.Snapshot {
+		s := healthy(start.Add(time.Duration(i) * time.Second))
+		s.CPU[0].User += uint64(i * int(200*cpu))
+		s.CPU[0].Idle += uint64(i * int(200*(1-cpu)))
+		s.Sockets.Listeners = []evidence.Listener{{Proto: "tcp", Addr: "0.0.0.0:8080", Port: 8080, SendQ: 4096, Established: 50, Unread: unread, PIDs: []int{300}, Process: "python3"}}
+		return s
+	}
+	b := &evidence.Bundle{Host: evidence.Host{Hostname: "web1"}}
+	for i := range 6 {
+		b.Snapshots = append(b.Snapshots, snap(i))
+	}
+	s := &app.Server{Role: "front", Kind: "python3", Addr: "0.0.0.0:8080", PIDs: []int{300}}
+	for i := range 5 {
+		s.Samples = append(s.Samples, app.Sample{Time: start.Add(time.Duration(i)*time.Second + 100*time.Millisecond), Workers: 1, Waits: waits})
+	}
+	r := &Run{LoadStart: start, LoadEnd: start.Add(5 * time.Second), Servers: []*app.Server{s}, Port: "8080",
+		Load:  &load.Result{Connections: 50, Requests: 400, Status: map[string]uint64{"2xx": 400}, Latency: load.Latency{P50: 620 * time.Millisecond, P99: 700 * time.Millisecond}},
+		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}}}
+	return &Input{Run: r}
+}
+
+// TestWorkerPoolThreads: a pool no configuration describes, found from
+// its threads and its sockets: 4 threads asleep in the request while
+// requests wait unread, the CPU idle. The latency decomposes into a 50 ms
+// service time and the wait for one of the 4 workers.
+func TestWorkerPoolThreads(t *testing.T) {
+	fs := checkWorkerPool(pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 46, 0.05))
+	if len(fs) != 1 || fs[0].ID != WorkerPoolExhausted || fs[0].Subject != "python3 0.0.0.0:8080" || fs[0].Side != report.Server {
+		t.Fatalf("findings %+v", fs)
+	}
+	f := fs[0]
+	for _, w := range []string{"4 worker threads busy at most, all 4 of them in 5 of 5 sampled seconds; busy threads were: sleep 100%",
+		"up to 46 requests waited unread in their connections to 0.0.0.0:8080, in 6 sampled seconds",
+		"service time ≈ 50ms (4.0 busy workers on average / 80 requests/s); responses took p50 620ms = 12 × the service time"} {
+		if !hasEvidence(f, w) {
+			t.Errorf("no evidence %q in\n%s", w, strings.Join(evidenceTexts(f), "\n"))
+		}
+	}
+	if !strings.Contains(f.Title, "pool of 4 workers") || !strings.HasPrefix(f.Fix[0], "raise the pool of python3 on 0.0.0.0:8080 from 4 to 56 workers: 50 requests in flight and 6 spare") {
+		t.Errorf("title %q fix %q", f.Title, f.Fix)
+	}
+	// Quiet: workers on one lock (more would queue there too), on the
+	// CPU, requests not waiting, the host's CPU the limit.
+	for name, in := range map[string]*Input{
+		"file lock":  pythonPool(map[string]int{app.WaitFile: 4, app.WaitIdle: 2}, 46, 0.05),
+		"on CPU":     pythonPool(map[string]int{app.WaitRunning: 4, app.WaitIdle: 2}, 46, 0.05),
+		"no queue":   pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 0, 0.05),
+		"busy host":  pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 46, 0.9),
+		"futex only": pythonPool(map[string]int{app.WaitLock: 4, app.WaitIdle: 2}, 46, 0.05),
+	} {
+		if fs := checkWorkerPool(in); len(fs) != 0 {
+			t.Errorf("%s: %+v", name, keys(fs))
+		}
 	}
 }

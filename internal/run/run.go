@@ -162,7 +162,7 @@ func sides(o Options) (server, client *side, err error) {
 	server = &side{name: report.Server, ns: o.ServerNetNS}
 	// One probe per side, in the load's first second: evidence of the
 	// window, made while the application resolves under load.
-	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSDelay: o.Baseline + 500*time.Millisecond}
+	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSRepeat: 20, DNSDelay: o.Baseline + 500*time.Millisecond}
 	if client.src, err = source.NewLocal(cfg); err != nil {
 		return nil, nil, fmt.Errorf("observe the client side: %w", err)
 	}

@@ -158,3 +158,14 @@ func Neighbour(thresh3 int) (t1, t2, t3 int) {
 	t3 = NextPow2(max(4*thresh3, 8192))
 	return t3 / 8, t3 / 2, t3
 }
+
+// Workers sizes a pool of worker threads or processes that has no status
+// page: the requests in flight plus an eighth spare (at least
+// PoolSpareMin), at least twice the current size.
+func Workers(inflight, current int) (want, spare int) {
+	if inflight <= 0 {
+		inflight = 2 * current
+	}
+	spare = max(PoolSpareMin, inflight/8)
+	return max(inflight+spare, 2*current), spare
+}

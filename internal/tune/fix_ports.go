@@ -12,9 +12,15 @@ import (
 // out of local ports.
 
 // ports sizes the ephemeral range from the connect rate times the time a
-// port stays in TIME_WAIT (60 s; 1 s with tcp_tw_reuse on).
+// port stays in TIME_WAIT (60 s; 1 s with tcp_tw_reuse on). When the
+// server opens a connection per request, or its ports ran out, the rate
+// is the requests it handled: a connect that found no port sent no SYN
+// and counts in no kernel counter, as the rule sizes it.
 func (b *builder) ports(f report.Finding) error {
 	rate := b.rate("Tcp.ActiveOpens")
+	if l := b.in.Load; l != nil && (rate >= 0.5*l.RPS || f.Status == report.Active) {
+		rate = max(rate, l.RPS)
+	}
 	reuse, _ := b.current("net.ipv4.tcp_tw_reuse")
 	life := sizing.PortHold(reuse == "1")
 	cur, _ := b.current("net.ipv4.ip_local_port_range")

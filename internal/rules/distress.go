@@ -1,0 +1,211 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// UnexplainedDistress: the load shows distress that no other finding
+// explains.
+const UnexplainedDistress report.FindingID = "unexplained-distress"
+
+// symptom is one way the load shows distress, and what can explain it.
+type symptom struct {
+	text string
+	// by are the findings that explain it when active.
+	by map[report.FindingID]bool
+}
+
+// explainsErrors are the findings whose faults fail requests: refused,
+// reset, timed out or answered 5xx.
+var explainsErrors = map[report.FindingID]bool{
+	AcceptQueueOverflow: true, SynQueueOverflow: true, ConntrackTableFull: true, EphemeralPortExhaustion: true,
+	UpstreamConnectionChurn: true, WorkerPoolExhausted: true, FDLimit: true, DNSMisconfigured: true,
+	PacketLoss: true, NICDrops: true, SocketBufferLimit: true, NeighbourTableOverflow: true,
+	LoadGeneratorSaturated: true, BandwidthSaturated: true,
+}
+
+// explainsStuck are the findings that leave a server holding connections
+// its clients closed: its workers are busy elsewhere.
+var explainsStuck = map[report.FindingID]bool{
+	AppSlow: true, WorkerPoolExhausted: true, DNSSlow: true, ReverseDNSLookup: true, FDLimit: true, CPUSaturated: true,
+}
+
+// checkDistress is the last rule: when the load itself shows distress —
+// requests failing, a slow tail, throughput collapsing, connections left
+// stuck — and no finding explains it, netdoctor does not call the run
+// healthy. It says what the load showed, with its numbers, what was
+// checked and found clean, and what to measure next.
+func checkDistress(in *Input) []report.Finding {
+	r := in.Run
+	if r == nil || r.Load == nil {
+		return nil
+	}
+	var open []symptom
+	for _, s := range symptoms(in) {
+		explained := false
+		for _, f := range in.Found {
+			if f.Status == report.Active && s.by[f.ID] {
+				explained = true
+			}
+		}
+		if !explained {
+			open = append(open, s)
+		}
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	side := report.Client
+	if r.Server() != nil {
+		side = r.ServerSide()
+	}
+	f := report.Finding{ID: UnexplainedDistress, Severity: report.Critical, Status: report.Active, Side: side,
+		Title: "The load shows distress that no finding explains: " + open[0].text}
+	for _, s := range open {
+		f.Evidence = append(f.Evidence, report.Item{Text: s.text, Source: "load", Window: true})
+	}
+	if len(in.Clean) > 0 {
+		f.Evidence = append(f.Evidence, report.Item{Text: "checked and found nothing active: " + strings.Join(in.Clean, ", "), Source: "netdoctor"})
+	}
+	if w := workersText(r); w != "" {
+		f.Evidence = append(f.Evidence, report.Item{Text: w, Source: "wchan", Window: true})
+	}
+	f.Fix = nextMeasurements(r)
+	return []report.Finding{f}
+}
+
+// symptoms are the ways the run's load showed distress.
+func symptoms(in *Input) []symptom {
+	lr := in.Run.Load
+	var out []symptom
+	tried := lr.Requests + lr.Errors.Total()
+	if e := lr.Errors.Total(); e > 0 && (e >= 10 || 1000*e >= tried) {
+		out = append(out, symptom{fmt.Sprintf("%d of %d requests failed (connect %d, read %d, write %d, timeout %d)",
+			e, tried, lr.Errors.Connect, lr.Errors.Read, lr.Errors.Write, lr.Errors.Timeout), union(explainsErrors, delays)})
+	}
+	if n := lr.Status["5xx"]; n > 0 && 100*n >= lr.Requests {
+		out = append(out, symptom{fmt.Sprintf("%d of %d responses were 5xx", n, lr.Requests), explainsErrors})
+	}
+	if l := lr.Latency; lr.Requests > 0 && (l.P99 >= time.Second || (l.P99 >= 100*time.Millisecond && l.P99 >= 10*l.P50)) {
+		out = append(out, symptom{fmt.Sprintf("a slow tail: p99 %v against a p50 of %v (max %v)", l.P99.Round(time.Millisecond), l.P50.Round(time.Millisecond/10), l.Max.Round(time.Millisecond)), delays})
+	}
+	if s := stalls(lr.Timeline); s > 0 {
+		out = append(out, symptom{fmt.Sprintf("throughput fell to nothing for %d whole second(s) while connections were open", s), union(explainsErrors, delays)})
+	}
+	if sh := in.Shape; (sh.Pattern == "saw-tooth" || sh.Pattern == "step" && steppedDown(lr.Timeline, sh)) && len(sh.MovedWith) == 0 {
+		out = append(out, symptom{sh.Text, union(explainsErrors, delays)})
+	}
+	if n := stuck(in); n >= 5 {
+		out = append(out, symptom{fmt.Sprintf("%d connections were left in CLOSE_WAIT on the server's port after the load: the server had not yet closed connections its client closed, busy or stuck elsewhere", n), explainsStuck})
+	}
+	return out
+}
+
+func union(a, b map[report.FindingID]bool) map[report.FindingID]bool {
+	out := make(map[report.FindingID]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// stalls counts the whole seconds of the load, past its first, in which
+// no response came while connections were open.
+func stalls(tl []load.Second) int {
+	n := 0
+	for i, s := range tl {
+		if i > 0 && s.Length >= time.Second && s.Requests == 0 && s.OpenConns > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// steppedDown reports a step to under half the throughput before it.
+func steppedDown(tl []load.Second, sh report.Shape) bool {
+	if len(sh.Seconds) == 0 {
+		return false
+	}
+	var before, after []float64
+	for i, s := range tl {
+		if s.Length < 500*time.Millisecond {
+			continue
+		}
+		v := float64(s.Requests) / s.Length.Seconds()
+		if i < sh.Seconds[0] {
+			before = append(before, v)
+		} else {
+			after = append(after, v)
+		}
+	}
+	return len(before) > 0 && len(after) > 0 && mean(after) < 0.5*mean(before)
+}
+
+// stuck is how many connections to the run's target port were in
+// CLOSE_WAIT on the server's side at the end of the tail.
+func stuck(in *Input) int {
+	s := in.Run.Server()
+	if s == nil || s.Bundle == nil || len(s.Bundle.Snapshots) == 0 {
+		return 0
+	}
+	last := s.Bundle.Snapshots[len(s.Bundle.Snapshots)-1]
+	if last.Sockets == nil {
+		return 0
+	}
+	n := 0
+	for _, l := range last.Sockets.Listeners {
+		if l.Proto != "unix" && fmt.Sprint(l.Port) == in.Run.Port {
+			n = max(n, l.CloseWait)
+		}
+	}
+	return n
+}
+
+// workersText is what the servers' workers did while busy, when they
+// were sampled.
+func workersText(r *Run) string {
+	var parts []string
+	for _, s := range r.Servers {
+		if sh, total := waitShares(r.Samples(s)); total > 0 {
+			parts = append(parts, fmt.Sprintf("%s on %s: %s", s.Kind, s.Addr, describeWaits(sh, total)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the server's busy workers, sampled each second, were: " + strings.Join(parts, "; ")
+}
+
+// nextMeasurements are what to measure when no rule explains the
+// distress: where the slow or failed requests spent their time.
+func nextMeasurements(r *Run) []string {
+	pid := "PID"
+	for _, s := range r.Servers {
+		if s.Role == "front" && len(s.PIDs) > 0 {
+			pid = fmt.Sprint(s.PIDs[0])
+			if s.Master != 0 {
+				pid = fmt.Sprint(s.Master)
+			}
+		}
+	}
+	out := []string{
+		"find when and which requests suffered: the HTML report's timeline (run --html), and the server's own access log with response times",
+		"see where the server's threads wait while it is slow: `perf trace -s -p " + pid + "` or bcc's `offcputime -p " + pid + "`, and the runtime's own view (jstack, py-spy dump, /debug/pprof/goroutine, a php-fpm slowlog)",
+		"look for slow calls to what the server depends on: `strace -f -T -e trace=network,poll,futex -p " + pid + "` (a database, a cache, a name lookup, a lock)",
+		"capture the slow requests on the wire: `tcpdump -i any -w slow.pcap port " + r.Port + "` during a run, for retransmissions, resets and gaps the counters did not show",
+	}
+	if slices.ContainsFunc(r.Servers, func(s *app.Server) bool { return len(s.Samples) == 0 }) || len(r.Servers) == 0 {
+		out = append(out, "run netdoctor with the server's namespace (--server-netns) or on its host, so that its workers and sockets are sampled too")
+	}
+	return out
+}
