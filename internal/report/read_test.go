@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -61,5 +63,27 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := report.Read(strings.NewReader("nope")); err == nil || !strings.Contains(err.Error(), "not a netdoctor report") {
 		t.Errorf("Read(garbage) = %v", err)
+	}
+}
+
+// TestRunPagePartialSecond: the load's last second, 20 ms long, would
+// plot as 500 requests a second from 10 responses: it is left out of the
+// charts, and a half-second remainder is kept as the rate it is.
+func TestRunPagePartialSecond(t *testing.T) {
+	tl := []load.Second{}
+	for i := range 3 {
+		tl = append(tl, load.Second{Index: i, Length: time.Second, Requests: 100})
+	}
+	run := func(last time.Duration) *report.Run {
+		r := &report.Run{Report: &report.Report{}, Load: &load.Result{Timeline: append(slices.Clone(tl), load.Second{Index: 3, Length: last, Requests: 10})}}
+		return r
+	}
+	p := report.RunPage(run(20*time.Millisecond), time.Unix(0, 0), nil, report.Server)
+	if got := p.Charts[0].Series[0].Points; len(got) != 3 {
+		t.Errorf("requests/s with a 20 ms remainder: %v, want the 3 whole seconds", got)
+	}
+	p = report.RunPage(run(500*time.Millisecond), time.Unix(0, 0), nil, report.Server)
+	if got := p.Charts[0].Series[0].Points; len(got) != 4 || got[3] != 20 {
+		t.Errorf("requests/s with a half-second remainder: %v, want its rate, 20", got)
 	}
 }

@@ -12,10 +12,13 @@ import (
 // report into it, without the parts those do not have.
 type Run struct {
 	*Report
-	Load    *load.Result  `json:"load,omitempty"`
-	Shape   Shape         `json:"shape"`
-	Sides   []*RunSide    `json:"sides,omitempty"`
-	Servers []*app.Server `json:"servers,omitempty"`
+	Load *load.Result `json:"load,omitempty"`
+	// LoadNotes say what the load did to the client's side: a new
+	// connection per request or kept ones, and the local ports they took.
+	LoadNotes []string      `json:"load_notes,omitempty"`
+	Shape     Shape         `json:"shape"`
+	Sides     []*RunSide    `json:"sides,omitempty"`
+	Servers   []*app.Server `json:"servers,omitempty"`
 }
 
 // RunSide is one end of a run: where it was observed, or why not.

@@ -14,7 +14,7 @@ import (
 // whose counters and sockets are charted, side its name; start is when
 // the load started.
 func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
-	tl := r.Load.Timeline
+	tl := whole(r.Load.Timeline)
 	p := &Page{Command: "run", Target: r.Load.URL, Verdict: r.Verdict,
 		Host: r.Host.Hostname + " · kernel " + r.Host.Kernel, When: start.Format(time.RFC1123), Findings: r.Findings}
 	for _, f := range r.Findings {
@@ -70,6 +70,17 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 // RunHTML writes a run's HTML page (RunPage).
 func RunHTML(w io.Writer, r *Run, start time.Time, b *evidence.Bundle, side Side) error {
 	return HTML(w, RunPage(r, start, b, side))
+}
+
+// whole drops the load's last second when it is a short remainder (the
+// run ended 0.02 s into it): a rate over a sliver of a second plots as a
+// spike or a dip that nothing caused. A remainder of half a second or
+// more is kept: its rates are rates.
+func whole(tl []load.Second) []load.Second {
+	if n := len(tl); n > 1 && tl[n-1].Length < 500*time.Millisecond {
+		return tl[:n-1]
+	}
+	return tl
 }
 
 // CounterSeries is a counter's rate in each second of the load timeline,

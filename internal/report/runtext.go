@@ -22,7 +22,15 @@ func RunText(w io.Writer, r *Run, latency bool) error {
 	writeServers(w, r.Servers)
 	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
 	fmt.Fprintf(w, "\nLoad:\n")
-	return LoadText(w, r.Load, latency)
+	if err := LoadText(w, r.Load, latency); err != nil {
+		return err
+	}
+	for _, n := range r.LoadNotes {
+		if _, err := fmt.Fprintf(w, "The load: %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeServers lists the applications found behind the port: what they

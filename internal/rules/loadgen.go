@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"fmt"
+
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -28,4 +30,51 @@ func LoadGen(res *load.Result) []report.Finding {
 		f.Evidence = append(f.Evidence, report.Item{Text: s, Source: "load", Window: true})
 	}
 	return []report.Finding{f}
+}
+
+// LoadNotes says what the load itself did to the client's side, so that
+// a reader tells the load's own connections from the server's: one per
+// request as --no-keepalive asks, or kept and reopened, and the local
+// ports they took.
+func LoadNotes(r *Run) []string {
+	lr := r.Load
+	if lr == nil {
+		return nil
+	}
+	var out []string
+	switch {
+	case !lr.KeepAlive:
+		out = append(out, fmt.Sprintf("a new connection per request, as asked with --no-keepalive: %d connections opened", lr.ConnectionsOpened))
+	case lr.ConnectionsOpened > uint64(lr.Connections):
+		out = append(out, fmt.Sprintf("keep-alive: %d connections, %d opened in all (the server closed or reset %d)", lr.Connections, lr.ConnectionsOpened, lr.ConnectionsOpened-uint64(lr.Connections)))
+	default:
+		out = append(out, fmt.Sprintf("keep-alive: %d connections opened once and kept", lr.ConnectionsOpened))
+	}
+	c := r.Client()
+	if c == nil || c.Bundle == nil || len(c.Bundle.Snapshots) == 0 {
+		return out
+	}
+	in := &Input{Bundle: r.Window(c), Side: report.Client, Run: r}
+	if c.SameAs != "" {
+		in.Side = report.Local
+	}
+	ports, tw := 0, 0
+	for _, s := range in.Bundle.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, rm := range s.Sockets.Remotes {
+			if in.loadsOwn(rm.Addr) && rm.Ephemeral > ports {
+				ports, tw = rm.Ephemeral, rm.TimeWait
+			}
+		}
+	}
+	if ports == 0 {
+		return out
+	}
+	text := fmt.Sprintf("at most %d local ports of the client in use towards the target (%d in TIME_WAIT)", ports, tw)
+	if lo, hi, ok := portRange(&in.Bundle.Snapshots[len(in.Bundle.Snapshots)-1]); ok {
+		text += fmt.Sprintf(", of the %d of its range", hi-lo+1)
+	}
+	return append(out, text)
 }

@@ -55,7 +55,7 @@ func (res *Result) Report() *report.Run {
 	if b == nil {
 		b = &evidence.Bundle{}
 	}
-	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, Shape: res.Shape, Servers: res.Servers}
+	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers}
 	for _, s := range res.Sides {
 		rs := s.RunSide
 		r.Sides = append(r.Sides, &rs)
