@@ -26,6 +26,12 @@ command -v redis-server >/dev/null || need+=(redis-server)
 [ -e /usr/lib/nginx/modules/ngx_http_lua_module.so ] || need+=(libnginx-mod-http-lua)
 [ -e /usr/share/lua/5.1/nginx/redis.lua ] || need+=(lua-nginx-redis)
 PATH="$PATH:/usr/sbin:/sbin" command -v hping3 >/dev/null || need+=(hping3)
+# Servers the lab has no rule written for: Debian's python3 runs the
+# lab's Python servers (internal/lab/servers), haproxy a proxy in front
+# of nginx. Debian's python3 by path: a pyenv or venv python3 earlier
+# in PATH does not count, as the lab runs /usr/bin/python3 first.
+[ -x /usr/bin/python3 ] || need+=(python3)
+PATH="$PATH:/usr/sbin:/sbin" command -v haproxy >/dev/null || need+=(haproxy)
 command -v chromium >/dev/null || need+=(chromium)   # renders run's HTML report in a test
 [ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
 if [ ${#need[@]} -gt 0 ]; then
@@ -40,6 +46,8 @@ if [ ${#need[@]} -gt 0 ]; then
   pgrep -x redis-server >/dev/null && had_redis=1
   had_fpm_pid=0
   ls /run/php/php*-fpm.pid >/dev/null 2>&1 && had_fpm_pid=1
+  had_haproxy=0
+  pgrep -x haproxy >/dev/null && had_haproxy=1
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
     >/dev/null 2> >(grep -v 'apt-utils is not installed' >&2)
@@ -67,6 +75,15 @@ if [ ${#need[@]} -gt 0 ]; then
       systemctl disable --now redis-server >/dev/null 2>&1 || true
     fi
     pkill -x redis-server 2>/dev/null || true
+  fi
+  # haproxy's postinst starts its service the same way: the lab wants the
+  # binary only, with configs of its own. None ran before the install, so
+  # any haproxy now running is the service's.
+  if [ "$had_haproxy" -eq 0 ] && [[ " ${need[*]} " == *" haproxy "* ]]; then
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now haproxy >/dev/null 2>&1 || true
+    fi
+    pkill -x haproxy 2>/dev/null || true
   fi
 fi
 go mod download

@@ -321,7 +321,7 @@ func labNetdoctor(ctx context.Context, ns string, args []string, stdout, stderr 
 // its namespaces; not for direct use).
 func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return badInput("lab serve needs a server: mock, dns-relay")
+		return badInput("lab serve needs a server: mock, dns-relay, proxy, stall")
 	}
 	fs := newFlags("lab serve "+args[0], stderr)
 	switch args[0] {
@@ -350,8 +350,32 @@ func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return lab.ServeRelay(ctx, r, stdout)
+	case "proxy":
+		var p lab.Proxy
+		fs.StringVar(&p.Listen, "listen", "", "ip:port to serve HTTP on")
+		fs.StringVar(&p.Backend, "backend", "", "ip:port of the HTTP backend")
+		fs.BoolVar(&p.Keepalive, "keepalive", false, "keep backend connections in a pool (default: one per request, closed by the proxy)")
+		if _, err := parse(fs, args[1:], stderr); err != nil {
+			return err
+		}
+		if p.Listen == "" || p.Backend == "" {
+			return badInput("lab serve proxy needs --listen and --backend")
+		}
+		return lab.ServeProxy(ctx, p, stdout, stderr)
+	case "stall":
+		var s lab.Stall
+		fs.StringVar(&s.Addr, "addr", "", "ip:port")
+		fs.IntVar(&s.Every, "every", 10, "hold every Nth request (0: none)")
+		durationVar(fs, &s.Hold, "hold", 5*time.Second, "how long a held request waits")
+		if _, err := parse(fs, args[1:], stderr); err != nil {
+			return err
+		}
+		if s.Addr == "" || s.Every < 0 {
+			return badInput("lab serve stall needs --addr, and --every 0 or more")
+		}
+		return lab.ServeStall(ctx, s, stdout)
 	}
-	return badInput("lab serve: unknown server %q (mock, dns-relay)", args[0])
+	return badInput("lab serve: unknown server %q (mock, dns-relay, proxy, stall)", args[0])
 }
 
 // tune plans from the phase's report and verifies the plan in the lab:

@@ -63,3 +63,14 @@ func (e *Env) TrackConnections(ns string, max int) error {
 	}
 	return nil
 }
+
+// DropUDP drops about percent % of the UDP datagrams to port that
+// namespace ns receives, loopback included: a lossy path to a resolver
+// (port 53), without netem. The answers, from that port, pass.
+func (e *Env) DropUDP(ns string, port, percent int) error {
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return ErrMissing{[]string{"nft (nftables)"}}
+	}
+	return e.Exec(ns, nft, fmt.Sprintf("add table inet ndudp; add chain inet ndudp input { type filter hook input priority 0; }; add rule inet ndudp input udp dport %d numgen random mod 100 < %d drop", port, percent))
+}

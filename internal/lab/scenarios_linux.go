@@ -42,6 +42,11 @@ var builders = map[string]builder{
 	"conntrack-sawtooth":   conntrackSawtooth,
 	"accept-queue-backlog": acceptQueue,
 	"kv-redis":             kvRedis,
+	"python-pool":          pythonPool,
+	"python-dns":           pythonDNS,
+	"haproxy-reset":        haproxyReset,
+	"proxy-churn":          proxyChurn,
+	"stall-tenth":          stallTenth,
 }
 
 // steps runs lab calls in order and stops at the first error.

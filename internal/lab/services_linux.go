@@ -162,3 +162,91 @@ func (e *Env) SYNFlood(ns, addr string, pps int, d time.Duration) (*Proc, error)
 	return e.start(ns, "hping3", nil, timeout, "-s", "KILL", fmt.Sprintf("%.0f", d.Seconds()), bin,
 		"-q", "-S", "-p", port, "-i", interval, "--rand-source", host)
 }
+
+// StartPython writes script to Dir/NAME.py and runs it with Debian's
+// python3 in namespace ns, with args, waiting until it listens on addr
+// ("ip:port"). Debian's interpreter comes first: a pyenv or virtualenv
+// python3 earlier in PATH may lack what the standard library should have.
+func (e *Env) StartPython(ctx context.Context, ns, name string, script []byte, addr string, args ...string) (*Proc, error) {
+	bin, err := findBinary("/usr/bin/python3", "python3")
+	if err != nil {
+		return nil, ErrMissing{[]string{"python3"}}
+	}
+	path := filepath.Join(e.Dir, name+".py")
+	if err := os.WriteFile(path, script, 0o644); err != nil {
+		return nil, err
+	}
+	// -u: unbuffered, so that its output reaches the log as it is printed.
+	p, err := e.start(ns, name, nil, append([]string{bin, "-u", path}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	return p, e.WaitListening(ctx, p, ns, addr)
+}
+
+// HAProxy is an haproxy in mode http in front of one backend.
+type HAProxy struct {
+	Listen  string // "ip:port"
+	Backend string // "ip:port"
+	// Close opens a connection to the backend per request and closes it
+	// with a reset (option http-server-close, http-pretend-keepalive and
+	// nolinger): no TIME_WAIT is left, each connect and reset costs. Else backend
+	// connections are kept alive and shared (http-reuse always).
+	Close bool
+}
+
+// StartHAProxy writes haproxy.cfg under Dir/haproxy and starts haproxy in
+// the server namespace, in the foreground.
+func (e *Env) StartHAProxy(ctx context.Context, h *HAProxy) (*Proc, error) {
+	bin, err := findBinary("haproxy")
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(e.Dir, "haproxy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	p("# written by netdoctor's lab")
+	p("global")
+	// Each connection proxied takes two descriptors: 4096 fits the
+	// lab's loads and any RLIMIT_NOFILE of 10000 or more.
+	p("    maxconn 4096")
+	p("    pidfile %s/haproxy.pid", dir)
+	p("defaults")
+	p("    mode http")
+	p("    timeout connect 5s")
+	p("    timeout client 30s")
+	p("    timeout server 30s")
+	p("frontend web")
+	p("    bind %s", h.Listen)
+	p("    default_backend app")
+	p("backend app")
+	if h.Close {
+		// http-server-close alone sends "Connection: close": the backend
+		// would close first and keep the TIME_WAIT. Pretending keep-alive,
+		// haproxy closes first, after the whole response, with a RST
+		// (nolinger; haproxy lingers not on server connections it closes
+		// itself anyway, unless the server closed first).
+		p("    option http-server-close")
+		p("    option http-pretend-keepalive")
+		p("    option nolinger")
+	} else {
+		p("    http-reuse always")
+	}
+	p("    server app1 %s maxconn 1000", h.Backend)
+	conf := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(conf, []byte(b.String()), 0o644); err != nil {
+		return nil, err
+	}
+	// -db: stay in the foreground, in the lab's process group.
+	proc, err := e.Start(e.ServerNS, "haproxy", bin, "-db", "-f", conf)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.WaitListening(ctx, proc, e.ServerNS, h.Listen); err != nil {
+		return nil, err
+	}
+	return proc, nil
+}
