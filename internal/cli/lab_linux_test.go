@@ -16,6 +16,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // labNeeds skips unless root with every server the scenarios start.
@@ -122,6 +123,9 @@ func TestLab(t *testing.T) {
 			if t.Failed() {
 				return
 			}
+			if check := labEvidence[sc.Name]; check != nil {
+				check(t, r.before)
+			}
 			for _, id := range stageIDs(&sc) {
 				f := findActive(r.after, id)
 				switch {
@@ -176,6 +180,75 @@ func TestLab(t *testing.T) {
 			t.Errorf("p50 %v → %v: removing the lock should at least halve it", b, a)
 		}
 	})
+}
+
+// labEvidence holds scenarios to the evidence that proves their finding,
+// beyond its ID: what a user reads to believe it.
+var labEvidence = map[string]func(t *testing.T, r *runJSON){
+	// The headline is the cause that hurt most: the churn and the ports
+	// it exhausts fail 70 % of the requests, the accept queue almost none.
+	"nginx-php-throughput": func(t *testing.T, r *runJSON) {
+		if len(r.Findings) == 0 || r.Findings[0].ID != rules.UpstreamConnectionChurn || !strings.Contains(r.Verdict, "new connection per request") {
+			t.Errorf("headline %q, first finding %v: want the churn that explains most failures", r.Verdict, r.Findings[0].ID)
+		}
+	},
+	// A pool no configuration describes, from threads and sockets: its
+	// size, the requests queued unread, the latency decomposed.
+	"python-pool": func(t *testing.T, r *runJSON) {
+		f := findActive(r, rules.WorkerPoolExhausted)
+		for _, want := range []string{"python3 (pid", "4 worker threads busy at most", "requests waited unread in their connections", "× the service time"} {
+			if f != nil && !evidenceHas(f, want) {
+				t.Errorf("no %q in %+v", want, f.Evidence)
+			}
+		}
+	},
+	// A lossy resolver: its loss rate, what glibc makes of it, the
+	// workers waiting on it; not a dead one.
+	"python-dns": func(t *testing.T, r *runJSON) {
+		if findActive(r, rules.DNSMisconfigured) != nil {
+			t.Errorf("a resolver that answers most queries called misconfigured")
+		}
+		var loss, waits bool
+		for _, f := range r.Findings {
+			if f.ID == rules.DNSSlow && f.Status == report.Active {
+				loss = loss || evidenceHas(&f, "lost (") && evidenceHas(&f, "stall 5 s")
+				waits = waits || evidenceHas(&f, "waiting in a name lookup")
+			}
+		}
+		if !loss || !waits {
+			t.Errorf("dns-slow without its loss rate (%v) or the workers waiting on it (%v)", loss, waits)
+		}
+	},
+	// Closed with resets: churn, and no port finding sized on TIME_WAIT.
+	"haproxy-reset": func(t *testing.T, r *runJSON) {
+		if f := findActive(r, rules.UpstreamConnectionChurn); f != nil && (!strings.Contains(f.Title, "haproxy") || !strings.Contains(f.Title, "reset")) {
+			t.Errorf("churn %q: want haproxy closing with a reset", f.Title)
+		}
+		for _, f := range r.Findings {
+			if f.ID == rules.EphemeralPortExhaustion {
+				t.Errorf("ports judged as if TIME_WAIT held them: %s %+v", f.Title, f.Fix)
+			}
+		}
+	},
+	// The ports ran out, and their cause is found without a config,
+	// sized from the connects attempted.
+	"proxy-churn": func(t *testing.T, r *runJSON) {
+		if f := findActive(r, rules.EphemeralPortExhaustion); f != nil && f.CausedBy != rules.UpstreamConnectionChurn {
+			t.Errorf("port exhaustion not tied to its cause: caused_by %q", f.CausedBy)
+		}
+		if f := findActive(r, rules.UpstreamConnectionChurn); f != nil && !evidenceHas(f, "connects a second were attempted") {
+			t.Errorf("churn without the attempted connects: %+v", f.Evidence)
+		}
+	},
+	// The fault no rule covers is not HEALTHY.
+	"stall-tenth": func(t *testing.T, r *runJSON) {
+		if strings.HasPrefix(r.Verdict, "HEALTHY") || !strings.HasPrefix(r.Verdict, "UNHEALTHY") {
+			t.Errorf("verdict %q", r.Verdict)
+		}
+		if f := findActive(r, rules.UnexplainedDistress); f != nil && !evidenceHas(f, "slow tail") {
+			t.Errorf("distress without its numbers: %+v", f.Evidence)
+		}
+	},
 }
 
 // wantNearHealthy holds a lab's throughput to at least 90% of the

@@ -22,10 +22,11 @@ import (
 type loadJSON = load.Result
 
 type runJSON struct {
-	Verdict  string           `json:"verdict"`
-	Findings []report.Finding `json:"findings"`
-	Load     *loadJSON        `json:"load"`
-	Sides    []struct {
+	Verdict   string           `json:"verdict"`
+	Findings  []report.Finding `json:"findings"`
+	Load      *loadJSON        `json:"load"`
+	LoadNotes []string         `json:"load_notes"`
+	Sides     []struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`
 	} `json:"sides"`

@@ -205,16 +205,15 @@ var Scenarios = []Scenario{
 		Load:    []string{"-c", "100", "-t", "1", "-d", "5s"},
 		Article: "strace: a connect() to redis per request; upstream keepalive 1024: TPS 3K → 9K, RT 300 ms → 20 ms; dmesg “time wait bucket table overflow”",
 	},
-	// The scenarios below run servers netdoctor knows nothing of. Their
-	// Reports are empty until the rules that detect them exist; the
-	// comment beside each names the findings it will report.
+	// The scenarios below run servers netdoctor knows nothing of: it
+	// must find their faults from what the kernel and the processes show.
 	{
 		Name:    "python-pool",
 		Seed:    "none (any server: a Python thread pool)",
 		Summary: "a Python service with a fixed pool of 4 worker threads, 50 ms off the CPU per request, under 50 connections: requests wait unread in their sockets",
-		// Reports (to come): worker-pool-exhausted.
+		Reports: []report.FindingID{rules.WorkerPoolExhausted},
 		Stages: []Stage{
-			{Fault: "4 worker threads for 50 keep-alive connections, each request 50 ms off the CPU", Fix: "64 worker threads"},
+			{Fault: "4 worker threads for 50 keep-alive connections, each request 50 ms off the CPU", Fix: "64 worker threads", Reports: []report.FindingID{rules.WorkerPoolExhausted}},
 		},
 		Load:    []string{"-c", "50", "-t", "1", "-d", "5s"},
 		Article: "no article; the lab: 79 req/s (4 workers / 50 ms), p50 607 ms, 46 of 50 connections with their request unread in Recv-Q → 64 workers: 979 req/s, p50 51 ms",
@@ -223,10 +222,9 @@ var Scenarios = []Scenario{
 		Name:    "python-dns",
 		Seed:    "none (any server: a threaded Python service)",
 		Summary: "a threaded Python service resolves its backend's name per request (getaddrinfo, glibc defaults: timeout 5 s, 2 attempts) and 30 % of the queries to its resolver are lost",
-		// Reports (to come): dns-slow (with the loss rate), and the
-		// workers waiting in name lookups.
+		Reports: []report.FindingID{rules.DNSSlow},
 		Stages: []Stage{
-			{Fault: "an nft rule drops 30 % of the UDP queries to dnsmasq in the server's namespace", Fix: "no drop rule"},
+			{Fault: "an nft rule drops 30 % of the UDP queries to dnsmasq in the server's namespace", Fix: "no drop rule", Reports: []report.FindingID{rules.DNSSlow}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "6s", "--timeout", "8s"},
 		Article: "no article; the lab: 4–9 req/s, none at all for 4 of the 6 seconds, p99 5.0 s (glibc's timeout), 20 connections left in CLOSE_WAIT → 7.5k req/s, p99 7 ms",
@@ -235,11 +233,9 @@ var Scenarios = []Scenario{
 		Name:    "haproxy-reset",
 		Seed:    "none (any server: haproxy in front of nginx)",
 		Summary: "haproxy opens a backend connection per request and closes it with a reset: connects and resets churn, no TIME_WAIT is left",
-		// Reports (to come): upstream-connection-churn (closed with
-		// resets), and no ephemeral-port-exhaustion sized as if each
-		// port stayed taken 60 s.
+		Reports: []report.FindingID{rules.UpstreamConnectionChurn},
 		Stages: []Stage{
-			{Fault: "haproxy option http-server-close, http-pretend-keepalive and nolinger: a connection to nginx per request, closed by haproxy with a RST", Fix: "keep-alive to the backend with http-reuse always"},
+			{Fault: "haproxy option http-server-close, http-pretend-keepalive and nolinger: a connection to nginx per request, closed by haproxy with a RST", Fix: "keep-alive to the backend with http-reuse always", Reports: []report.FindingID{rules.UpstreamConnectionChurn}},
 		},
 		Load:    []string{"-c", "50", "-t", "1", "-d", "5s"},
 		Article: "no article; the lab: 40k req/s with a connect and a RST per request (TcpActiveOpens = TcpOutRsts ≈ 41k/s), 0 TIME_WAIT → 91k req/s",
@@ -248,10 +244,9 @@ var Scenarios = []Scenario{
 		Name:    "proxy-churn",
 		Seed:    "none (any server: a home-made Go proxy)",
 		Summary: "a home-made proxy connects to its backend per request and closes first, with 100 local ports and tcp_tw_reuse 0: TIME_WAIT holds the ports, connects fail, clients get 502",
-		// Reports (to come): ephemeral-port-exhaustion caused by
-		// upstream-connection-churn.
+		Reports: []report.FindingID{rules.UpstreamConnectionChurn, rules.EphemeralPortExhaustion},
 		Stages: []Stage{
-			{Fault: "a new backend connection per request, closed by the proxy; ip_local_port_range 20000 20099 (100 ports), tcp_tw_reuse 0", Fix: "a pool of persistent HTTP/1.1 backend connections (--keepalive) and the kernel's default port range (tcp_tw_reuse stays 0)"},
+			{Fault: "a new backend connection per request, closed by the proxy; ip_local_port_range 20000 20099 (100 ports), tcp_tw_reuse 0", Fix: "a pool of persistent HTTP/1.1 backend connections (--keepalive) and the kernel's default port range (tcp_tw_reuse stays 0)", Reports: []report.FindingID{rules.UpstreamConnectionChurn, rules.EphemeralPortExhaustion}},
 		},
 		Load:    []string{"-c", "50", "-t", "1", "-d", "5s"},
 		Article: "no article; the lab: 99 requests answered, then 100 % 502 (connect: EADDRNOTAVAIL), 100 TIME_WAIT on ports 20000–20099 → 37–39k req/s, no errors",
@@ -260,9 +255,9 @@ var Scenarios = []Scenario{
 		Name:    "stall-tenth",
 		Seed:    "none (a fault no rule covers)",
 		Summary: "a server answers at once except every tenth request, which it holds 5 s: netdoctor must not call it healthy",
-		// Reports (to come): unexplained-distress.
+		Reports: []report.FindingID{rules.UnexplainedDistress},
 		Stages: []Stage{
-			{Fault: "every tenth request held 5 s (--every 10 --hold 5s)", Fix: "no stall (--every 0)"},
+			{Fault: "every tenth request held 5 s (--every 10 --hold 5s)", Fix: "no stall (--every 0)", Reports: []report.FindingID{rules.UnexplainedDistress}},
 		},
 		Load:    []string{"-c", "20", "-t", "1", "-d", "6s", "--timeout", "8s"},
 		Article: "no article; the lab: 63 req/s, no response at all for 4 of the 6 seconds, p50 0.14 ms but p99 5.0 s → 86–94k req/s",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -165,7 +166,11 @@ func Text(w io.Writer, r *Report) error {
 		p.f("(partial evidence: some collectors failed, see the end)\n")
 	}
 	for i, f := range r.Findings {
-		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(string(f.Severity)), f.Status, f.Title, f.ID)
+		where := string(f.ID)
+		if f.Side != "" {
+			where += ", " + string(f.Side) + " side"
+		}
+		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(string(f.Severity)), f.Status, f.Title, where)
 		if f.CausedBy != "" {
 			p.f("   a consequence of %s (above)\n", f.CausedBy)
 		}
@@ -233,12 +238,17 @@ func (p *printer) summary(r *Report) {
 	}
 	if res := s.Resolver; res != nil {
 		p.f("\nResolver (%s): nameservers %v\n", res.ConfPath, res.Nameservers)
-		for _, pr := range res.Probes {
-			out := pr.Rcode
-			if pr.Err != "" {
-				out = pr.Err
+		for _, g := range probeGroups(res.Probes) {
+			pr := g[0]
+			if len(g) == 1 {
+				out := pr.Rcode
+				if pr.Err != "" {
+					out = pr.Err
+				}
+				p.f("  %s %s %s: %s in %s\n", pr.Server, pr.Type, pr.Name, out, pr.Duration.Round(time.Millisecond))
+				continue
 			}
-			p.f("  %s %s %s: %s in %s\n", pr.Server, pr.Type, pr.Name, out, pr.Duration.Round(time.Millisecond))
+			p.f("  %s %s %s: %s\n", pr.Server, pr.Type, pr.Name, probeSummary(g))
 		}
 	}
 	p.f("\nCollectors:")
@@ -271,4 +281,63 @@ func states(m map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// probeGroups groups repeated queries (same server, type and name), in
+// order.
+func probeGroups(ps []evidence.DNSProbe) [][]evidence.DNSProbe {
+	var out [][]evidence.DNSProbe
+	at := map[[3]string]int{}
+	for _, p := range ps {
+		k := [3]string{p.Server, p.Type, p.Name}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], p)
+	}
+	return out
+}
+
+// probeSummary is "12 of 20 answered (NXDOMAIN), 8 timeout; fastest 35µs,
+// slowest 86µs".
+func probeSummary(g []evidence.DNSProbe) string {
+	answered, errs := 0, map[string]int{}
+	rcodes := map[string]bool{}
+	var lo, hi time.Duration
+	for _, p := range g {
+		if p.Err != "" {
+			errs[p.Err]++
+			continue
+		}
+		if answered == 0 || p.Duration < lo {
+			lo = p.Duration
+		}
+		hi = max(hi, p.Duration)
+		answered++
+		rcodes[p.Rcode] = true
+	}
+	text := fmt.Sprintf("%d of %d answered", answered, len(g))
+	if len(rcodes) > 0 {
+		var rs []string
+		for r := range rcodes {
+			rs = append(rs, r)
+		}
+		slices.Sort(rs)
+		text += " (" + strings.Join(rs, ", ") + ")"
+	}
+	var es []string
+	for e := range errs {
+		es = append(es, e)
+	}
+	slices.Sort(es)
+	for _, e := range es {
+		text += fmt.Sprintf(", %d %s", errs[e], e)
+	}
+	if answered > 0 {
+		text += fmt.Sprintf("; fastest %s, slowest %s", lo.Round(time.Microsecond), hi.Round(time.Microsecond))
+	}
+	return text
 }

@@ -145,8 +145,18 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 	default:
 		return report.Finding{}, false
 	}
-	ev := []report.Item{{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", c.opens, c.answered, c.perReq), Source: "Tcp.ActiveOpens", Window: true}}
-	title := fmt.Sprintf("The server opens a new connection per request to %s", r.Addr)
+	opened := fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", c.opens, c.answered, c.perReq)
+	if !perRequest {
+		opened = fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: the ports ran out, so most connects failed before sending a SYN", c.opens, c.answered)
+	}
+	ev := []report.Item{{Text: opened, Source: "Tcp.ActiveOpens", Window: true}}
+	who := "The server"
+	for _, s := range in.Run.Servers {
+		if s.Role == "front" {
+			who = s.Kind
+		}
+	}
+	title := fmt.Sprintf("%s opens a new connection per request to %s", who, r.Addr)
 	hold := "each new connection costs a handshake, a TIME_WAIT slot for 60 s and a search for a free local port: reuse is what raised seed 004 from 3K to 9K TPS"
 	if c.reset {
 		ev = append(ev, report.Item{Text: fmt.Sprintf("it closes them with a reset: Tcp.OutRsts +%d for %d opened, and %d in TIME_WAIT towards %s: each port is free again at once, so the range does not run out, but every request pays a handshake", c.resets, c.opens, r.TimeWait, r.Addr), Source: "Tcp.OutRsts", Window: true})
@@ -155,7 +165,7 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 	} else {
 		ev = append(ev, report.Item{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s: this side closes first, and each closed connection holds its local port for the TIME_WAIT", r.TimeWait, r.Established, r.Addr), Source: "sockdiag", Window: true})
 	}
-	if c.attempts > c.rate+1 {
+	if c.attempts > c.rate+1 && exhausted(in) {
 		ev = append(ev, report.Item{Text: fmt.Sprintf("%.0f connects a second were attempted (one per request), %.0f got a port", c.attempts, c.rate), Source: "load", Window: true})
 	}
 	return report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr,

@@ -179,9 +179,18 @@ func aggregate(g []evidence.DNSProbe) (answered, lost int, it report.Item) {
 		text += fmt.Sprintf(", %d failed", failed)
 	}
 	if answered > 0 {
-		text += fmt.Sprintf("; answers took p50 %s, max %s", percentile(g, 0.5).Round(time.Millisecond/10), percentile(g, 1).Round(time.Millisecond/10))
+		text += fmt.Sprintf("; answers took p50 %s, max %s", roundDNS(percentile(g, 0.5)), roundDNS(percentile(g, 1)))
 	}
 	return answered, lost, report.Item{Text: text, Source: "resolver", Window: true}
+}
+
+// roundDNS rounds a duration for reading: to the microsecond below a
+// millisecond, to a tenth of one above.
+func roundDNS(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond)
+	}
+	return d.Round(time.Millisecond / 10)
 }
 
 // resolverTimeout is a probe's error for a query nobody answered.
@@ -265,12 +274,15 @@ func inPath(in *Input, fs []report.Finding) []report.Finding {
 	r := in.Run
 	var who *app.Server
 	var pct float64
+	// Lookups the busy workers mostly wait on are in the request path;
+	// in a slow run a third of their time is enough to decide its
+	// latency. A fast run's lookups (a local cache) can be caught in
+	// flight by the samples without costing anything.
+	slow := slowLoad(r.Load)
 	for _, s := range r.Servers {
 		sh, total := waitShares(r.Samples(s))
 		for _, x := range sh {
-			// Lookups in a third of the busy time already decide the
-			// latency; the dominant wait is named by app-slow.
-			if x.class == app.WaitDNS && 3*x.n >= total {
+			if x.class == app.WaitDNS && x.n >= 3 && (2*x.n >= total || slow && 3*x.n >= total) {
 				who, pct = s, 100*float64(x.n)/float64(total)
 			}
 		}
@@ -278,8 +290,12 @@ func inPath(in *Input, fs []report.Finding) []report.Finding {
 	if who == nil {
 		return fs
 	}
-	item := report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %.0f%% waiting in a name lookup (a socket to port 53, polled); requests took p50 %v: these lookups are in the request path",
-		who.Kind, pct, r.Load.Latency.P50.Round(1e5)), Source: "wchan", Window: true}
+	took := fmt.Sprintf("p50 %v", r.Load.Latency.P50.Round(1e5))
+	if slow && r.Load.Latency.P99 >= 10*r.Load.Latency.P50 {
+		took += fmt.Sprintf(", p99 %v", r.Load.Latency.P99.Round(time.Millisecond))
+	}
+	item := report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %.0f%% waiting in a name lookup (a socket to port 53, polled); requests took %s: these lookups are in the request path",
+		who.Kind, pct, took), Source: "wchan", Window: true}
 	named := false
 	for i := range fs {
 		f := &fs[i]
@@ -289,8 +305,12 @@ func inPath(in *Input, fs []report.Finding) []report.Finding {
 		named = true
 		f.Status = report.Active
 		f.Evidence = append(f.Evidence, item)
+		if slow {
+			// What the requests wait for in a slow run is what hurts.
+			f.Severity = report.Critical
+		}
 	}
-	if named {
+	if named || !slow {
 		return fs
 	}
 	// The resolver was not probed (or answered the probes well), yet the

@@ -218,6 +218,8 @@ func rank(fs []report.Finding, lr *load.Result) []report.Finding {
 		return cmp.Or(cmp.Compare(activeRank(x), activeRank(y)),
 			cmp.Compare(y.Failed, x.Failed),
 			cmp.Compare(latencyRank(x, slow), latencyRank(y, slow)),
+			cmp.Compare(sevRank(x.Severity), sevRank(y.Severity)),
+			cmp.Compare(sideRank(x.Side), sideRank(y.Side)),
 			report.Compare(x, y))
 	})
 	out := fs[:0:0]
@@ -225,6 +227,25 @@ func rank(fs []report.Finding, lr *load.Result) []report.Finding {
 		out = append(out, g...)
 	}
 	return out
+}
+
+// sideRank puts the server's findings before the client's: the load's
+// host is rarely the one being diagnosed.
+func sideRank(s report.Side) int {
+	if s == report.Client {
+		return 1
+	}
+	return 0
+}
+
+func sevRank(s report.Severity) int {
+	switch s {
+	case report.Critical:
+		return 0
+	case report.Warning:
+		return 1
+	}
+	return 2
 }
 
 func activeRank(f report.Finding) int {
