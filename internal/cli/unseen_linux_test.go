@@ -2,6 +2,10 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -32,5 +36,47 @@ func TestRunNoKeepaliveNotBlamed(t *testing.T) {
 	notes := strings.Join(r.LoadNotes, "\n")
 	if !strings.Contains(notes, "a new connection per request, as asked with --no-keepalive") || !strings.Contains(notes, "local ports of the client in use towards the target") {
 		t.Errorf("the load's notes do not say what the load did: %q", r.LoadNotes)
+	}
+}
+
+// TestCheckLossyResolver: `check` in a namespace whose only resolver
+// loses half its queries. One query per type could not tell it from a
+// dead one (it once said "no configured nameserver answers"); repeated
+// queries measure its loss, and it is dns-slow with that rate and what
+// glibc makes of it, not dns-misconfigured.
+func TestCheckLossyResolver(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	_, err := e.StartDnsmasq(ctx, e.ServerNS, &lab.Dnsmasq{Listen: []string{"127.0.0.1"}, BogusPriv: true})
+	labMust(t, err)
+	labMust(t, e.ResolvConf(e.ServerNS, "nameserver 127.0.0.1\n"))
+	labMust(t, e.DropUDP(e.ServerNS, 53, 50))
+	cmd := exec.Command("ip", "netns", "exec", e.ServerNS, os.Args[0], "check", "--window", "1s", "--json", "-")
+	cmd.Env = append(os.Environ(), "ND_HELPER=cli") // the test binary as netdoctor
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	var r struct {
+		Findings []report.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var slow *report.Finding
+	for i, f := range r.Findings {
+		if f.ID == "dns-misconfigured" {
+			t.Errorf("a resolver answering half its queries called misconfigured: %+v", f.Evidence)
+		}
+		if f.ID == "dns-slow" {
+			slow = &r.Findings[i]
+		}
+	}
+	if slow == nil {
+		t.Fatalf("no dns-slow; findings %+v", r.Findings)
+	}
+	if !strings.Contains(slow.Title, "loses") || !evidenceHas(slow, "of 10 A queries") || !evidenceHas(slow, "lost (") || !evidenceHas(slow, "stall 5 s") {
+		t.Errorf("dns-slow without the loss measured: %q %+v", slow.Title, slow.Evidence)
 	}
 }
