@@ -1,8 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 )
@@ -66,6 +70,9 @@ func writeServers(w io.Writer, servers []*app.Server) {
 		if p := s.Pool; p != nil {
 			fmt.Fprintf(w, "    php-fpm pool %s: pm %s, pm.max_children %s, listen.backlog %s\n", p.Name, p.PM, p.MaxChildren, p.Backlog)
 		}
+		if line := busyLine(s.Samples); line != "" {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
 		for _, l := range s.Logs {
 			fmt.Fprintf(w, "    %s log %s: %d lines during the run", l.Kind, l.Path, l.Lines)
 			if l.Status != "ok" && l.Status != "" {
@@ -77,4 +84,50 @@ func writeServers(w io.Writer, servers []*app.Server) {
 			fmt.Fprintf(w, "    note: %s\n", n)
 		}
 	}
+}
+
+// busyLine is a server's threads as sampled each second, from the
+// baseline to the tail: how many, how many were busy (neither idle in
+// accept or poll nor on a futex, where an idle pool worker waits as well
+// as one queued on a lock), and on what.
+func busyLine(smps []app.Sample) string {
+	if len(smps) == 0 {
+		return ""
+	}
+	threads, futex := 0, 0
+	var busy []string
+	sum := map[string]int{}
+	total := 0
+	for _, smp := range smps {
+		n, b := 0, 0
+		for c, k := range smp.Waits {
+			n += k
+			if c != app.WaitIdle && c != app.WaitLock {
+				b += k
+				sum[c] += k
+				total += k
+			}
+		}
+		threads, futex = max(threads, n), max(futex, smp.Waits[app.WaitLock])
+		busy = append(busy, strconv.Itoa(b))
+	}
+	line := fmt.Sprintf("threads sampled each second: up to %d, busy %s", threads, strings.Join(busy, " "))
+	if total > 0 {
+		classes := make([]string, 0, len(sum))
+		for c := range sum {
+			classes = append(classes, c)
+		}
+		slices.SortFunc(classes, func(a, b string) int { return cmp.Or(sum[b]-sum[a], strings.Compare(a, b)) })
+		var parts []string
+		for _, c := range classes {
+			if p := 100 * sum[c] / total; p >= 1 {
+				parts = append(parts, fmt.Sprintf("%s %d%%", c, p))
+			}
+		}
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if futex > 0 {
+		line += fmt.Sprintf("; up to %d on a futex (idle pool workers, or a contended lock)", futex)
+	}
+	return line
 }

@@ -171,19 +171,37 @@ func stuck(in *Input) int {
 	return n
 }
 
-// workersText is what the servers' workers did while busy, when they
-// were sampled.
+// workersText is what the servers' threads did during the load when
+// they were sampled: busy on what, or idle.
 func workersText(r *Run) string {
 	var parts []string
 	for _, s := range r.Servers {
-		if sh, total := waitShares(r.Samples(s)); total > 0 {
+		smps := r.Samples(s)
+		if len(smps) == 0 {
+			continue
+		}
+		sh, total := waitShares(smps)
+		busy, futex := 0, 0
+		for _, x := range sh {
+			if x.class == app.WaitLock {
+				futex = x.n
+			} else {
+				busy += x.n
+			}
+		}
+		switch {
+		case busy > 0:
 			parts = append(parts, fmt.Sprintf("%s on %s: %s", s.Kind, s.Addr, describeWaits(sh, total)))
+		case futex > 0:
+			parts = append(parts, fmt.Sprintf("%s on %s: none busy when sampled, its threads on a futex (idle, or parked by a runtime that multiplexes requests over them: its sockets and the timeline are the evidence then)", s.Kind, s.Addr))
+		default:
+			parts = append(parts, fmt.Sprintf("%s on %s: none busy when sampled", s.Kind, s.Addr))
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "the server's busy workers, sampled each second, were: " + strings.Join(parts, "; ")
+	return "the server's threads during the load, sampled each second: " + strings.Join(parts, "; ")
 }
 
 // nextMeasurements are what to measure when no rule explains the
