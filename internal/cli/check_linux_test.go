@@ -32,7 +32,7 @@ func TestCheckNetnsReportsSocketsExactly(t *testing.T) {
 		}
 	}
 	want := []evidence.Listener{
-		{Proto: "tcp", Addr: "127.0.0.1:7001", Port: 7001, RecvQ: 3, SendQ: 5, PIDs: []int{pid}, Process: "cli.test"},
+		{Proto: "tcp", Addr: "127.0.0.1:7001", Port: 7001, RecvQ: 3, SendQ: 5, Established: 3, PIDs: []int{pid}, Process: "cli.test"},
 		{Proto: "tcp", Addr: "127.0.0.2:7003", Port: 7003, RecvQ: 0, SendQ: 7, PIDs: []int{pid}, Process: "cli.test"},
 		{Proto: "tcp6", Addr: "[::1]:7002", Port: 7002, RecvQ: 0, SendQ: 3, PIDs: []int{pid}, Process: "cli.test"},
 	}
