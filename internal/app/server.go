@@ -204,6 +204,18 @@ func (o *Observer) Sample(ctx context.Context) {
 	wg.Wait()
 }
 
+// Last is every server's latest sample, for a caller that samples and
+// then looks.
+func (o *Observer) Last() []Sample {
+	var out []Sample
+	for _, s := range o.Servers {
+		if n := len(s.Samples); n > 0 {
+			out = append(out, s.Samples[n-1])
+		}
+	}
+	return out
+}
+
 // Finish reads what the servers' logs gained since Discover and returns
 // the servers.
 func (o *Observer) Finish() []*Server {

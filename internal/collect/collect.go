@@ -42,6 +42,10 @@ type Config struct {
 	// DNSRepeat is how many A queries each nameserver gets per probe
 	// (default 1): enough of them measure its loss and latency.
 	DNSRepeat int
+	// DNSWhen, when set, holds probes until it returns true: run probes
+	// the server's resolver once its workers are seen in a name lookup,
+	// even without --dns.
+	DNSWhen func() bool
 	// DNSDelay holds the first probe until this long after New: run
 	// probes during its load, not in the quiet baseline before it.
 	DNSDelay time.Duration

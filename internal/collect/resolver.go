@@ -42,6 +42,11 @@ func (r *resolverCollector) Collect(ctx context.Context, s *evidence.Snapshot) e
 	if time.Since(r.start) < r.cfg.DNSDelay {
 		return nil
 	}
+	// Probing may wait on a condition (run: the server's workers seen
+	// in a lookup); until it holds, this snapshot does not count.
+	if r.cfg.DNSWhen != nil && !r.cfg.DNSWhen() {
+		return nil
+	}
 	r.calls++
 	every := max(r.cfg.DNSEvery, 1)
 	if !r.cfg.DNS || (r.calls-1)%every != 0 || len(conf.Nameservers) == 0 {

@@ -65,9 +65,10 @@ func pythonDNS(ctx context.Context, e *Env, fault func(int) bool) (*Target, erro
 	if _, err := e.StartPython(ctx, srv, "lookup", lookupPy, addr, "--addr", addr, "--name", backendName); err != nil {
 		return nil, err
 	}
-	t := e.url(appPort)
-	t.Args = []string{"--dns"}
-	return t, nil
+	// No --dns: run probes the server's resolver by itself once it sees
+	// the workers waiting in lookups, as it must for a user who did not
+	// think of it.
+	return e.url(appPort), nil
 }
 
 // haproxyReset is haproxy in front of nginx, opening a backend

@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
@@ -85,7 +87,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
-	server, client, err := sides(o)
+	var sawDNS atomic.Bool
+	server, client, err := sides(o, &sawDNS)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +102,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var apps source.Apps
 	if src := server.source(); src != nil {
 		if p, err := strconv.Atoi(ev.Port); err == nil {
-			apps = src.Discover(ctx, p)
+			if a := src.Discover(ctx, p); a != nil {
+				apps = &dnsWatch{Apps: a, saw: &sawDNS}
+			}
 		}
 	}
 	var recs []*source.Recorder
@@ -157,15 +162,25 @@ func wait(ctx context.Context, d time.Duration) {
 
 // sides decides what to observe: the server in its namespace (or in ours
 // when the target address is ours), the client in ours.
-func sides(o Options) (server, client *side, err error) {
+func sides(o Options, sawDNS *atomic.Bool) (server, client *side, err error) {
 	client = &side{name: report.Client}
 	server = &side{name: report.Server, ns: o.ServerNetNS}
 	// One probe per side, in the load's first second: evidence of the
-	// window, made while the application resolves under load.
-	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSRepeat: 20, DNSDelay: o.Baseline + 500*time.Millisecond}
+	// window, made while the application resolves under load. The
+	// server's resolver is probed without --dns too, as soon as its
+	// workers are seen waiting in a lookup: then it is in the request
+	// path, and its loss and latency are what the requests wait for.
+	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSRepeat: 40, DNSDelay: o.Baseline + 500*time.Millisecond}
+	srvCfg := cfg
+	srvCfg.DNS, srvCfg.DNSWhen = true, func() bool { return o.DNS || sawDNS.Load() }
+	local := o.ServerNetNS.Own() && localTarget(o.Load.URL)
+	if local {
+		cfg = srvCfg // one namespace, the server's resolver
+	}
 	if client.src, err = source.NewLocal(cfg); err != nil {
 		return nil, nil, fmt.Errorf("observe the client side: %w", err)
 	}
+	cfg = srvCfg
 	switch {
 	case !o.ServerNetNS.Own():
 		cfg.NetNS = o.ServerNetNS
@@ -173,12 +188,27 @@ func sides(o Options) (server, client *side, err error) {
 			client.close()
 			return nil, nil, fmt.Errorf("observe the server side: %w", err)
 		}
-	case localTarget(o.Load.URL):
+	case local:
 		server.shared = client
 	default:
 		server.why = "the target is not an address of this namespace; pass --server-netns (or run netdoctor on the server) to see its kernel evidence"
 	}
 	return server, client, nil
+}
+
+// dnsWatch notes when a server's workers are first seen in a name lookup.
+type dnsWatch struct {
+	source.Apps
+	saw *atomic.Bool
+}
+
+func (d *dnsWatch) Sample(ctx context.Context) {
+	d.Apps.Sample(ctx)
+	for _, smp := range d.Last() {
+		if smp.Waits[app.WaitDNS] > 0 {
+			d.saw.Store(true)
+		}
+	}
 }
 
 // localTarget reports whether the URL's host is an address of this

@@ -35,6 +35,9 @@ type Apps interface {
 	// Sample records one second of every server's workers: how many,
 	// and what each thread waits on.
 	Sample(ctx context.Context)
+	// Last is every server's latest sample. It must not be called while
+	// Sample runs.
+	Last() []app.Sample
 	// Finish reads what the servers' logs gained since discovery and
 	// returns the servers with their samples.
 	Finish() []*app.Server
