@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -47,12 +49,28 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var window = new(time.Duration)
 	durationVar(fs, window, "window", 5*time.Second, "time between the two snapshots; counters must rise within it to count as active")
 	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout, replacing the text report)")
+	var ag agentFlags
+	ag.register(fs, "agent", "the current diagnosis of the host `netdoctor agent` at this URL observes (http(s)://HOST:9120), from its recent window")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return badInput("check takes no arguments, got %q", pos)
+	}
+	rc, err := ag.config()
+	if err != nil {
+		return err
+	}
+	if rc != nil {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for _, f := range []string{"netns", "window", "no-dns", "dns-name"} {
+			if set[f] {
+				return badInput("--%s is the agent's to choose (netdoctor agent --help): check --agent reads its diagnosis", f)
+			}
+		}
+		return checkAgent(ctx, *rc, *jsonOut, stdout, stderr)
 	}
 	if *window < 100*time.Millisecond || *window > time.Hour {
 		return badInput("--window %v: must be between 100ms and 1h", *window)
@@ -75,9 +93,36 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return finish("check", b, *jsonOut, stdout, stderr)
 }
 
+// checkAgent prints the diagnosis an agent keeps of its recent window.
+func checkAgent(ctx context.Context, rc source.RemoteConfig, jsonOut string, stdout, stderr io.Writer) error {
+	r, err := source.NewRemote(ctx, rc)
+	if err != nil {
+		return agentErr(err)
+	}
+	defer r.Close()
+	rep, err := r.Findings(ctx)
+	if err != nil {
+		return agentErr(err)
+	}
+	rep.Command = "check --agent " + r.URL()
+	return writeReport(rep, jsonOut, stdout, stderr)
+}
+
+// agentErr marks a refused token as the user's input to fix.
+func agentErr(err error) error {
+	if errors.Is(err, source.ErrUnauthorized) {
+		return usageError{err}
+	}
+	return err
+}
+
 // finish runs the rules and writes the reports.
 func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr io.Writer) error {
-	r := report.New(command, b, rules.Check(b))
+	return writeReport(report.New(command, b, rules.Check(b)), jsonOut, stdout, stderr)
+}
+
+// writeReport writes one report, text and JSON.
+func writeReport(r *report.Report, jsonOut string, stdout, stderr io.Writer) error {
 	if jsonOut != "-" {
 		if err := report.Text(stdout, r); err != nil {
 			return err
@@ -161,7 +206,32 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	if in := b.Incident; in != nil && *jsonOut != "-" {
+		incidentText(stdout, b)
+	}
 	return finish("diagnose", b, *jsonOut, stdout, stderr)
+}
+
+// incidentText says why the agent wrote an incident bundle: what turned
+// active when, and the window it kept around it.
+func incidentText(w io.Writer, b *evidence.Bundle) {
+	in := b.Incident
+	fmt.Fprintf(w, "Incident at %s (netdoctor agent):", in.Time.UTC().Format("2006-01-02 15:04:05 UTC"))
+	for _, f := range in.Findings {
+		subj := ""
+		if f.Subject != "" {
+			subj = " " + f.Subject
+		}
+		fmt.Fprintf(w, "\n  %s%s turned active at %s: %s", f.ID, subj, f.Time.UTC().Format(time.TimeOnly), f.Title)
+	}
+	if n := len(b.Snapshots); n > 0 {
+		fmt.Fprintf(w, "\n  window kept: %s before to %s after",
+			in.Time.Sub(b.Snapshots[0].Time).Round(time.Second), b.Snapshots[n-1].Time.Sub(in.Time).Round(time.Second))
+	}
+	if in.During != "" {
+		fmt.Fprintf(w, "\n  meanwhile netdoctor runs were watching: %s (their load may be what this records)", in.During)
+	}
+	fmt.Fprintf(w, "\n\n")
 }
 
 func readBundle(path string) (*evidence.Bundle, error) {

@@ -24,6 +24,7 @@ const (
 	ExitUsage    = 2 // bad flags or input: unknown namespace, unreadable bundle
 	ExitDenied   = 3 // not permitted: observing another namespace needs root
 	ExitFailed   = 4 // could not produce a report at all
+	ExitPartial  = 5 // ran; a side's evidence was lost midway (its agent stopped answering)
 )
 
 // Version is set at build time with -ldflags "-X ...cli.Version=v".
@@ -41,6 +42,7 @@ func commands() []command {
 		{"diagnose", "run the rules on a saved bundle", runDiagnose},
 		{"load", "HTTP load generator with wrk's flags, open-loop -R, HDR latency, per-second timeline", runLoad},
 		{"run", "load a service while sampling client and server every second, then diagnose the load window", runRun},
+		{"agent", "serve this host's evidence, and a diagnosis that runs all the time, over HTTP (for run --server-agent, check --agent, Prometheus)", runAgent},
 		{"lab", "seed cases rebuilt in network namespaces with real servers: list, run NAME [--fixed], clean", runLabCmd},
 		{"tune", "turn a report into a reviewed change set: plan REPORT, apply PLAN (dry run unless --yes), rollback", runTuneCmd},
 		{"compare", "compare two run or load reports: load figures side by side, findings gone and new", runCompare},
@@ -92,6 +94,9 @@ func (d deniedError) Unwrap() error { return d.err }
 
 var errFindings = errors.New("active critical findings")
 
+// errLost marks a report whose evidence stopped midway.
+var errLost = errors.New("partial report")
+
 func badInput(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
 
 func exitCode(err error, stderr io.Writer) int {
@@ -103,6 +108,9 @@ func exitCode(err error, stderr io.Writer) int {
 		return ExitOK
 	case errors.Is(err, errFindings):
 		return ExitFindings
+	case errors.Is(err, errLost):
+		fmt.Fprintf(stderr, "netdoctor: %v\n", err)
+		return ExitPartial
 	case errors.Is(err, netns.ErrPermission), errors.As(err, new(deniedError)):
 		fmt.Fprintf(stderr, "netdoctor: %v\n", err)
 		return ExitDenied

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +108,7 @@ type labOptions struct {
 	keep  bool
 	html  string
 	out   string
+	agent bool
 }
 
 func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -113,6 +117,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
 	fs.IntVar(&o.stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
 	fs.BoolVar(&o.tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
+	fs.BoolVar(&o.agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
 	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
 	fs.StringVar(&o.out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
@@ -140,6 +145,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.tune && o.fixed {
 		return badInput("lab run: --tune (netdoctor's own fix) and --fixed (the scenario's) are two different runs: pick one")
 	}
+	if o.tune && o.agent {
+		return badInput("lab run: --tune changes the server's host, which an agent only observes: drop --agent")
+	}
 	if o.tune && len(sc.Stages) == 0 {
 		return badInput("lab run %s: nothing to tune (it is the healthy control)", sc.Name)
 	}
@@ -158,7 +166,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.html == "" {
 		o.html = filepath.Join(o.out, sc.Name+".html")
 	}
-	before := labPhase{sc: sc, stage: stage, json: filepath.Join(o.out, "before.json"), bundle: filepath.Join(o.out, "before.bundle.json"), html: o.html}
+	before := labPhase{sc: sc, stage: stage, agent: o.agent, json: filepath.Join(o.out, "before.json"), bundle: filepath.Join(o.out, "before.bundle.json"), html: o.html}
 	if o.tune {
 		before.plan, before.verify = filepath.Join(o.out, "plan.json"), filepath.Join(o.out, "verify.json")
 	}
@@ -169,7 +177,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			to = stage + 1
 		}
 		ext := filepath.Ext(o.html)
-		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, json: filepath.Join(o.out, "after.json"), bundle: filepath.Join(o.out, "after.bundle.json"),
+		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, agent: o.agent, json: filepath.Join(o.out, "after.json"), bundle: filepath.Join(o.out, "after.bundle.json"),
 			html: strings.TrimSuffix(o.html, ext) + ".fixed" + ext})
 	}
 	for i, ph := range phases {
@@ -213,6 +221,8 @@ type labPhase struct {
 	// plan and verify, when set: plan from the run's report and verify
 	// the plan in the same lab.
 	plan, verify string
+	// agent: the server's side through an agent in its namespace.
+	agent bool
 }
 
 func (ph labPhase) label() string {
@@ -259,8 +269,18 @@ func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool)
 		return p.err
 	}
 	args := append(append([]string{"run"}, sc.Load...), t.Args...)
-	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
-		"--json", ph.json, "--html", ph.html, "--bundle", ph.bundle, t.URL)
+	args = append(args, "--baseline", "1s", "--tail", "1s")
+	if ph.agent {
+		url, tok, _, err := labAgent(ctx, e)
+		if err != nil {
+			return err
+		}
+		p.f("Agent: %s in netns %s (log %s)\n\n", url, e.ServerNS, filepath.Join(e.Dir, "agent.out"))
+		args = append(args, "--server-agent", url, "--token-file", tok)
+	} else {
+		args = append(args, "--server-netns", e.ServerNS)
+	}
+	args = append(args, "--json", ph.json, "--html", ph.html, "--bundle", ph.bundle, t.URL)
 	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
 		return err
 	}
@@ -274,6 +294,26 @@ func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool)
 		<-ctx.Done()
 	}
 	return p.err
+}
+
+// labAgent starts `netdoctor agent` in the lab's server namespace, on
+// the server's address with a token of its own, and returns its URL and
+// the token's file: the run reaches it over the veth, as it would reach
+// an agent on another host.
+func labAgent(ctx context.Context, e *lab.Env, extra ...string) (url, tokenFile string, p *lab.Proc, err error) {
+	var b [24]byte
+	rand.Read(b[:])
+	tokenFile = filepath.Join(e.Dir, "agent.token")
+	if err := os.WriteFile(tokenFile, []byte(base64.StdEncoding.EncodeToString(b[:])+"\n"), 0o600); err != nil {
+		return "", "", nil, fmt.Errorf("agent token: %w", err)
+	}
+	addr := net.JoinHostPort(e.ServerIP, "9120")
+	// Resolvers are probed when the run asks, as with --server-netns.
+	args := append([]string{"agent", "--listen", addr, "--token-file", tokenFile, "--dns-every", "0"}, extra...)
+	if p, err = e.StartSelf(ctx, e.ServerNS, "agent", "agent serving", args...); err != nil {
+		return "", "", nil, fmt.Errorf("start the agent: %w", err)
+	}
+	return "http://" + addr, tokenFile, p, nil
 }
 
 // labNetdoctor runs netdoctor with args in namespace ns, its output

@@ -6,19 +6,61 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
+	"github.com/netdoctor/netdoctor/internal/source"
 )
+
+// agentFlags name an agent to observe through: its URL, the token file
+// and, for https with a private CA, the CA's certificate.
+type agentFlags struct {
+	url, tokenFile, caFile string
+	flag                   string
+}
+
+func (a *agentFlags) register(fs *flag.FlagSet, name, usage string) {
+	a.flag = name
+	fs.StringVar(&a.url, name, "", usage)
+	fs.StringVar(&a.tokenFile, "token-file", "", "with --"+name+": file holding the agent's bearer token (mode 0600)")
+	fs.StringVar(&a.caFile, "agent-ca", "", "with --"+name+" https://: the CA certificate (PEM) the agent's certificate chains to, instead of the system's")
+}
+
+// config is the agent to reach, or nil when none was named.
+func (a *agentFlags) config() (*source.RemoteConfig, error) {
+	if a.url == "" {
+		if a.tokenFile != "" || a.caFile != "" {
+			return nil, badInput("--token-file and --agent-ca go with --%s", a.flag)
+		}
+		return nil, nil
+	}
+	u, err := url.Parse(a.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return nil, badInput("--%s %q: want http(s)://HOST:PORT, e.g. http://10.0.0.2:9120", a.flag, a.url)
+	}
+	cfg := &source.RemoteConfig{URL: a.url, CAFile: a.caFile}
+	if a.tokenFile != "" {
+		tok, err := agentapi.ReadToken(a.tokenFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		cfg.Token = tok
+	}
+	return cfg, nil
+}
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	lo := loadFlags(fs)
 	var o run.Options
 	serverNS := fs.String("server-netns", "", "the server's network namespace (name or path); default: this one when the target is local")
+	var ag agentFlags
+	ag.register(fs, "server-agent", "the server's side from `netdoctor agent` at this URL (http(s)://HOST:9120), over the network")
 	durationVar(fs, &o.Baseline, "baseline", 3*time.Second, "quiet time sampled before the load")
 	durationVar(fs, &o.Tail, "tail", 2*time.Second, "time sampled after the load")
 	dns := fs.Bool("dns", false, "also probe the configured nameservers once per side")
@@ -46,8 +88,17 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.Baseline = time.Millisecond
 	}
 	o.DNS = *dns
+	if ag.url != "" && *serverNS != "" {
+		return badInput("--server-agent and --server-netns are two ways to observe the server: pick one")
+	}
+	if o.ServerAgent, err = ag.config(); err != nil {
+		return err
+	}
 	if o.ServerNetNS, err = netns.Resolve(*serverNS); err != nil {
 		return err
+	}
+	if o.ServerAgent != nil && *verify != "" {
+		return badInput("--verify-with changes the server's host: run it there, with --server-netns or locally")
 	}
 	if *keep && *verify == "" {
 		return badInput("--keep goes with --verify-with")
@@ -58,7 +109,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
 	lo.o.OnStart = func() {
-		fmt.Fprintf(stdout, "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String()))
+		fmt.Fprintf(stdout, "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String(), ag.url))
 	}
 	o.Load = lo.o
 	res, err := run.Run(ctx, o)
@@ -90,6 +141,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	for _, s := range r.Sides {
+		if s.Lost != "" {
+			return fmt.Errorf("%w: the %s side's %s", errLost, s.Name, s.Lost)
+		}
+	}
 	return exitFor(r.Findings)
 }
 
@@ -103,7 +159,10 @@ func exitFor(fs []report.Finding) error {
 	return nil
 }
 
-func sidesText(serverNS string) string {
+func sidesText(serverNS, agent string) string {
+	if agent != "" {
+		return "the server (through its agent at " + agent + ") and this client"
+	}
 	if serverNS != "" {
 		return "the server (netns " + serverNS + ") and this client"
 	}
@@ -113,7 +172,7 @@ func sidesText(serverNS string) string {
 // runErr marks the run errors that are the user's input: a bad URL, a
 // name that does not resolve, a port nobody listens on.
 func runErr(err error) error {
-	if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening) {
+	if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening) || errors.Is(err, source.ErrUnauthorized) {
 		return usageError{err}
 	}
 	return err

@@ -26,9 +26,12 @@ type runJSON struct {
 	Findings  []report.Finding `json:"findings"`
 	Load      *loadJSON        `json:"load"`
 	LoadNotes []string         `json:"load_notes"`
+	Partial   bool             `json:"partial"`
 	Sides     []struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`
+		Lost     string `json:"lost"`
+		Agent    string `json:"agent"`
 	} `json:"sides"`
 	Servers []*app.Server `json:"servers"`
 }

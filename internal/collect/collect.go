@@ -145,6 +145,9 @@ func hostInfo(ns netns.NS) evidence.Host {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		h.Kernel = string(trimSpace(b))
 	}
+	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
+		h.BootID = string(trimSpace(b))
+	}
 	return h
 }
 

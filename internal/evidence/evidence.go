@@ -13,6 +13,29 @@ type Bundle struct {
 	Host      Host       `json:"host"`
 	Start     time.Time  `json:"start"`
 	Snapshots []Snapshot `json:"snapshots"`
+	// Incident is set on a bundle the agent wrote when findings turned
+	// active: what turned active, and when.
+	Incident *Incident `json:"incident,omitempty"`
+}
+
+// Incident says why `netdoctor agent` wrote a bundle.
+type Incident struct {
+	// Time is when the first finding turned active; the bundle holds
+	// the window before and after it.
+	Time     time.Time         `json:"time"`
+	Findings []IncidentFinding `json:"findings"`
+	// During names the runs that were watching the host's servers at
+	// the time: their load may be what the incident records.
+	During string `json:"during,omitempty"`
+}
+
+// IncidentFinding is one finding that turned active.
+type IncidentFinding struct {
+	ID       string    `json:"id"`
+	Severity string    `json:"severity"`
+	Subject  string    `json:"subject,omitempty"`
+	Title    string    `json:"title"`
+	Time     time.Time `json:"time"`
 }
 
 // Host identifies where a bundle was taken.
@@ -26,6 +49,10 @@ type Host struct {
 	NetNSInode uint64 `json:"netns_inode,omitempty"`
 	// UserHZ is the unit of the CPU tick counters (USER_HZ, 100 on Linux).
 	UserHZ int `json:"user_hz"`
+	// BootID is the kernel's boot_id: with NetNSInode it tells whether
+	// two sources (an agent and this process) observe the same
+	// namespace of the same running kernel.
+	BootID string `json:"boot_id,omitempty"`
 }
 
 // Status is the outcome of one collector in one snapshot.

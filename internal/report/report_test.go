@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -80,5 +83,32 @@ func TestPartialAndVerdict(t *testing.T) {
 	}
 	if v := report.New("check", &evidence.Bundle{Snapshots: []evidence.Snapshot{t0}}, nil).Verdict; v[:10] != "incomplete" {
 		t.Errorf("verdict with one snapshot = %q", v)
+	}
+}
+
+// TestRunTextAgent: a side observed through an agent says so, with the
+// clocks' offset; a side whose agent was lost says when its evidence
+// ends.
+func TestRunTextAgent(t *testing.T) {
+	b := loadBundle(t, "../../testdata/bundles/accept-overflow.json")
+	r := &report.Run{Report: report.New("run", b, nil), Load: &load.Result{}, Sides: []*report.RunSide{
+		{Name: report.Server, Observed: true, Agent: "http://10.0.0.2:9120", ClockOffset: -1500 * time.Microsecond, ClockUncertainty: 120 * time.Microsecond,
+			Lost: "evidence ends at 12:00:03: agent http://10.0.0.2:9120 unreachable: connection refused"},
+		{Name: report.Client, Observed: true},
+	}}
+	var out bytes.Buffer
+	if err := report.RunText(&out, r, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"server side observed through the agent at http://10.0.0.2:9120; its clock is 1.5ms behind this host's (± 120µs)",
+		"PARTIAL: the server side's evidence ends at 12:00:03: agent http://10.0.0.2:9120 unreachable: connection refused; its findings rest on what came before",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "client side observed through") {
+		t.Errorf("the client side was observed here, not through an agent")
 	}
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"time"
+
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/load"
 )
@@ -32,6 +34,18 @@ type RunSide struct {
 	// reached at an address of the client's namespace is observed
 	// through the client's snapshots, and its findings carry Local.
 	SameAs Side `json:"same_as,omitempty"`
+	// Agent is the URL of the agent the side's evidence came from, over
+	// the network; its times are on this host's clock, moved by
+	// ClockOffset (the agent's clock minus this host's, measured when
+	// the run began, to within ClockUncertainty).
+	Agent            string        `json:"agent,omitempty"`
+	ClockOffset      time.Duration `json:"clock_offset_ns,omitempty"`
+	ClockUncertainty time.Duration `json:"clock_uncertainty_ns,omitempty"`
+	// Lost says why the side's evidence stopped before the run ended
+	// (its agent became unreachable), and LostAt the time of the last
+	// snapshot it gave: the report rests on what came before.
+	Lost   string    `json:"lost,omitempty"`
+	LostAt time.Time `json:"lost_at,omitzero"`
 }
 
 // Shape is what the per-second throughput did during the load.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 )
@@ -22,6 +23,13 @@ func RunText(w io.Writer, r *Run, latency bool) error {
 		if !s.Observed {
 			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, s.Why)
 		}
+		if s.Agent != "" {
+			fmt.Fprintf(w, "\n%s side observed through the agent at %s; its clock is %s this host's (± %s), its times are shown on this host's clock\n",
+				s.Name, s.Agent, clockText(s.ClockOffset), s.ClockUncertainty.Round(time.Microsecond))
+		}
+		if s.Lost != "" {
+			fmt.Fprintf(w, "PARTIAL: the %s side's %s; its findings rest on what came before\n", s.Name, s.Lost)
+		}
 	}
 	writeServers(w, r.Servers)
 	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
@@ -35,6 +43,18 @@ func RunText(w io.Writer, r *Run, latency bool) error {
 		}
 	}
 	return nil
+}
+
+// clockText says how far another clock is from this host's.
+func clockText(d time.Duration) string {
+	switch r := d.Round(time.Microsecond); {
+	case r == 0:
+		return "within a microsecond of"
+	case r > 0:
+		return r.String() + " ahead of"
+	default:
+		return (-r).String() + " behind"
+	}
 }
 
 // writeServers lists the applications found behind the port: what they

@@ -34,6 +34,9 @@ type Options struct {
 	Baseline, Tail time.Duration
 	Interval       time.Duration // sampling interval, default 1 s
 	DNS            bool
+	// ServerAgent, when set, is the agent the server's side comes from,
+	// over the network, instead of a namespace of this host.
+	ServerAgent *source.RemoteConfig
 }
 
 // Result is a finished run: what it observed (the embedded rules.Run, which
@@ -61,6 +64,12 @@ func (res *Result) Report() *report.Run {
 	for _, s := range res.Sides {
 		rs := s.RunSide
 		r.Sides = append(r.Sides, &rs)
+		if rs.Lost != "" {
+			// What the rules found rests on the evidence before the
+			// loss: the verdict says so rather than claim more.
+			r.Partial = true
+			r.Verdict = fmt.Sprintf("PARTIAL: %s (on the %s side's evidence up to %s, when its agent stopped answering)", r.Verdict, rs.Name, rs.LostAt.Format("15:04:05"))
+		}
 	}
 	return r
 }
@@ -88,7 +97,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Interval = time.Second
 	}
 	var sawDNS atomic.Bool
-	server, client, err := sides(o, &sawDNS)
+	server, client, err := sides(ctx, o, &sawDNS)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +111,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var apps source.Apps
 	if src := server.source(); src != nil {
 		if p, err := strconv.Atoi(ev.Port); err == nil {
-			if a := src.Discover(ctx, p); a != nil {
+			var a source.Apps
+			if r, ok := src.(*source.Remote); ok {
+				// The agent probes its resolvers itself, on the
+				// same terms as sides gives the local server.
+				a = r.DiscoverDNS(ctx, p, o.DNS, o.Baseline+500*time.Millisecond)
+			} else {
+				a = src.Discover(ctx, p)
+			}
+			if a != nil {
 				apps = &dnsWatch{Apps: a, saw: &sawDNS}
 			}
 		}
@@ -162,7 +179,7 @@ func wait(ctx context.Context, d time.Duration) {
 
 // sides decides what to observe: the server in its namespace (or in ours
 // when the target address is ours), the client in ours.
-func sides(o Options, sawDNS *atomic.Bool) (server, client *side, err error) {
+func sides(ctx context.Context, o Options, sawDNS *atomic.Bool) (server, client *side, err error) {
 	client = &side{name: report.Client}
 	server = &side{name: report.Server, ns: o.ServerNetNS}
 	// One probe per side, in the load's first second: evidence of the
@@ -173,7 +190,7 @@ func sides(o Options, sawDNS *atomic.Bool) (server, client *side, err error) {
 	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSRepeat: 40, DNSDelay: o.Baseline + 500*time.Millisecond}
 	srvCfg := cfg
 	srvCfg.DNS, srvCfg.DNSWhen = true, func() bool { return o.DNS || sawDNS.Load() }
-	local := o.ServerNetNS.Own() && localTarget(o.Load.URL)
+	local := o.ServerAgent == nil && o.ServerNetNS.Own() && localTarget(o.Load.URL)
 	if local {
 		cfg = srvCfg // one namespace, the server's resolver
 	}
@@ -182,6 +199,21 @@ func sides(o Options, sawDNS *atomic.Bool) (server, client *side, err error) {
 	}
 	cfg = srvCfg
 	switch {
+	case o.ServerAgent != nil:
+		r, err := source.NewRemote(ctx, *o.ServerAgent)
+		if err != nil {
+			client.close()
+			return nil, nil, fmt.Errorf("observe the server side: %w", err)
+		}
+		if same(r.Host(), client.src.Host()) {
+			// One namespace seen twice would read the load's own
+			// connections as the server's: it is the client's, shared.
+			r.Close()
+			server.shared = client
+			server.why = "the agent at " + r.URL() + " observes this same namespace"
+			break
+		}
+		server.src, server.remote = r, r
 	case !o.ServerNetNS.Own():
 		cfg.NetNS = o.ServerNetNS
 		if server.src, err = source.NewLocal(cfg); err != nil {
@@ -194,6 +226,12 @@ func sides(o Options, sawDNS *atomic.Bool) (server, client *side, err error) {
 		server.why = "the target is not an address of this namespace; pass --server-netns (or run netdoctor on the server) to see its kernel evidence"
 	}
 	return server, client, nil
+}
+
+// same reports whether two sources observe one namespace of one running
+// kernel.
+func same(a, b evidence.Host) bool {
+	return a.BootID != "" && a.BootID == b.BootID && a.NetNSInode != 0 && a.NetNSInode == b.NetNSInode
 }
 
 // dnsWatch notes when a server's workers are first seen in a name lookup.

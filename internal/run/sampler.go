@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
@@ -18,6 +19,7 @@ type side struct {
 	shared *side         // the server shares the client's namespace
 	why    string
 	rec    *source.Recorder
+	remote *source.Remote // src, when it is an agent
 }
 
 // owner is the side whose source observes this one.
@@ -44,9 +46,20 @@ func (s *side) evidence() *rules.Side {
 	if o.rec != nil {
 		sd.Bundle = o.rec.Bundle()
 		sd.Observed = true
+		if at, err := o.rec.Lost(); err != nil {
+			sd.Lost = fmt.Sprintf("evidence ends at %s: %v", at.Format("15:04:05"), err)
+			sd.LostAt = at
+		}
+	}
+	if r := o.remote; r != nil {
+		sd.Agent = r.URL()
+		sd.ClockOffset, sd.ClockUncertainty = r.Clock()
 	}
 	if s.shared != nil {
 		sd.Why = "same namespace as the client"
+		if s.why != "" {
+			sd.Why = s.why + ": same namespace as the client"
+		}
 		sd.SameAs = s.shared.name
 	}
 	return sd

@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/agent"
+	"github.com/netdoctor/netdoctor/internal/agentapi"
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+// DefaultAgentAddr is where the agent listens unless told otherwise:
+// loopback, so that nothing is exposed by accident.
+const DefaultAgentAddr = "127.0.0.1:9120"
+
+func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("agent", stderr)
+	listen := fs.String("listen", DefaultAgentAddr, "address to serve on; a non-loopback one needs --token-file")
+	tokenFile := fs.String("token-file", "", "file holding the bearer token the evidence API requires (mode 0600; its first line)")
+	certFile := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM), with --tls-key")
+	keyFile := fs.String("tls-key", "", "the certificate's private key (PEM)")
+	nsName := fs.String("netns", "", "observe this network namespace (a name from 'ip netns list' or a path such as /proc/PID/ns/net); the agent still listens in its own")
+	var cfg agent.Config
+	durationVar(fs, &cfg.Retain, "retain", 15*time.Minute, "how far back the rolling window of snapshots reaches")
+	durationVar(fs, &cfg.Interval, "interval", time.Second, "time between snapshots")
+	durationVar(fs, &cfg.Recent, "recent", 30*time.Second, "the window the current findings rest on: a counter must rise within it for a finding to be active")
+	durationVar(fs, &cfg.DNSEvery, "dns-every", 5*time.Minute, "probe the resolvers this often (0: only when a run asks)")
+	fs.StringVar(&cfg.Incidents, "incidents", "", "write an incident bundle into this directory (made private to root) whenever a finding turns active")
+	durationVar(fs, &cfg.Before, "incident-before", 5*time.Minute, "an incident bundle's window before the finding turned active")
+	durationVar(fs, &cfg.After, "incident-after", time.Minute, "and after it")
+	maxMiB := fs.Int64("incidents-max-mib", 100, "keep at most this many MiB of incidents; the oldest are removed first")
+	pos, err := parse(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return badInput("agent takes no arguments, got %q", pos)
+	case (*certFile == "") != (*keyFile == ""):
+		return badInput("--tls-cert and --tls-key go together")
+	case cfg.Interval < 100*time.Millisecond || cfg.Interval > time.Minute:
+		return badInput("--interval %v: must be between 100ms and 1m", cfg.Interval)
+	case cfg.Retain < 10*cfg.Interval || cfg.Retain > 24*time.Hour:
+		return badInput("--retain %v: must be between ten intervals and 24h", cfg.Retain)
+	case cfg.Recent < 2*cfg.Interval || cfg.Recent > cfg.Retain:
+		return badInput("--recent %v: must be between two intervals and --retain", cfg.Recent)
+	case cfg.Before+cfg.After > cfg.Retain:
+		return badInput("--incident-before and --incident-after (%v) must fit in --retain (%v)", cfg.Before+cfg.After, cfg.Retain)
+	case *maxMiB < 1:
+		return badInput("--incidents-max-mib must be at least 1")
+	case cfg.DNSEvery < 0:
+		return badInput("--dns-every must not be negative")
+	}
+	if cfg.DNSEvery == 0 {
+		cfg.DNSEvery = -1 // Config's zero is its default
+	}
+	cfg.IncidentBytes = *maxMiB << 20
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return badInput("--listen %q: want HOST:PORT, e.g. %s", *listen, DefaultAgentAddr)
+	}
+	var token []byte
+	if *tokenFile != "" {
+		if token, err = agentapi.ReadToken(*tokenFile); err != nil {
+			return usageError{err}
+		}
+	} else if !loopback(host) {
+		return badInput("refusing to serve on %s without --token-file: anyone who can reach it would read this host's sockets, processes and configuration; listen on 127.0.0.1 or give a token", *listen)
+	}
+	var tlsCfg *tls.Config
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return usageError{fmt.Errorf("--tls-cert/--tls-key: %w", err)}
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if cfg.NetNS, err = netns.Resolve(*nsName); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.Log, cfg.Version = log, Version
+	a, err := agent.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := agent.Server(a.Handler(token))
+	scheme := "http"
+	if tlsCfg != nil {
+		srv.TLSConfig, scheme = tlsCfg, "https"
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	h := a.Host()
+	ns := "this namespace"
+	if cfg.NetNS.String() != "" {
+		ns = "netns " + cfg.NetNS.String()
+	}
+	log.Info("agent serving", "url", scheme+"://"+ln.Addr().String(), "observing", ns, "host", h.Hostname, "kernel", h.Kernel,
+		"interval", cfg.Interval, "retain", cfg.Retain, "token", token != nil, "incidents", cfg.Incidents)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	err = agent.Serve(ctx, srv, func() error { return srv.Serve(ln) })
+	cancel()
+	<-done
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("agent stopped")
+	return nil
+}
+
+// loopback reports whether every address host names is a loopback one:
+// only then may the agent listen without a token.
+func loopback(host string) bool {
+	if host == "" {
+		return false // all addresses
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}

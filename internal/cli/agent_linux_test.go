@@ -1,0 +1,297 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// TestRunAgentKilled: the agent that gives a run its server side dies
+// in the middle of the load. The run does not hang: it finishes its
+// load, reports what it had, says the server's evidence is partial and
+// since when, and exits ExitPartial.
+func TestRunAgentKilled(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	_, err := e.StartNginx(ctx, &lab.Nginx{})
+	labMust(t, err)
+	url, tok, agent, err := labAgent(ctx, e)
+	labMust(t, err)
+	go func() {
+		time.Sleep(3 * time.Second) // 1 s baseline, then 2 s into the load
+		syscall.Kill(-agent.Cmd.Process.Pid, syscall.SIGKILL)
+	}()
+	start := time.Now()
+	code, r, text := runIn(t, e.ClientNS, "runremote", "-c 10 -t 1 -d 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	took := time.Since(start)
+	if code != ExitPartial {
+		t.Errorf("exit %d, want %d (partial)\n%s", code, ExitPartial, text)
+	}
+	if took > 20*time.Second {
+		t.Errorf("a 7 s run took %v with its agent gone", took)
+	}
+	if !r.Partial || !strings.HasPrefix(r.Verdict, "PARTIAL") {
+		t.Errorf("partial %v, verdict %q: the report must say its evidence is partial", r.Partial, r.Verdict)
+	}
+	var lost string
+	for _, s := range r.Sides {
+		if s.Name == "server" {
+			lost = s.Lost
+		}
+	}
+	if !strings.Contains(lost, "evidence ends at") || !strings.Contains(lost, "unreachable") {
+		t.Errorf("server side lost %q: want when and why", lost)
+	}
+	if r.Load == nil || r.Load.Requests < 100 || r.Load.Status["2xx"] != r.Load.Requests {
+		t.Errorf("the load must go on, unharmed, without the agent: %+v", r.Load)
+	}
+}
+
+// TestAgentIncident: a fault appears while the agent runs and nothing of
+// netdoctor loads the server: a client of its own overflows an accept
+// queue. The agent's findings turn active, it writes an incident bundle,
+// and `netdoctor diagnose` on that bundle names the fault. Two kinds of
+// server: a listener that never accepts, and a real nginx whose worker
+// hangs (stopped).
+func TestAgentIncident(t *testing.T) {
+	t.Run("never-accepts", func(t *testing.T) {
+		e := newLab(t)
+		mustExec(t, "ip", "netns", "exec", e.ServerNS, "sysctl", "-qw", "net.core.somaxconn=8")
+		url, tok, dir := incidentAgent(t, e)
+		h := startHelper(t, e.ServerNS, "noaccept") // 127.0.0.1:7100, backlog 128, capped to 8
+		if _, err := h.stdin.Write([]byte("go\n")); err != nil {
+			t.Fatal(err)
+		}
+		h.expect(t, "sent")
+		wantIncident(t, e, url, tok, dir, "127.0.0.1:7100")
+	})
+	t.Run("nginx-stopped", func(t *testing.T) {
+		e := newLab(t)
+		ctx := context.Background()
+		p, err := e.StartNginx(ctx, &lab.Nginx{Backlog: 8})
+		labMust(t, err)
+		url, tok, dir := incidentAgent(t, e)
+		// The worker hangs: the queue fills and overflows as clients
+		// keep connecting.
+		workers := app.Children(p.Cmd.Process.Pid)
+		if len(workers) == 0 {
+			t.Fatalf("no nginx worker under pid %d", p.Cmd.Process.Pid)
+		}
+		for _, w := range workers {
+			syscall.Kill(w, syscall.SIGSTOP)
+		}
+		defer func() {
+			for _, w := range workers {
+				syscall.Kill(w, syscall.SIGCONT)
+			}
+		}()
+		client, err := netns.Resolve(e.ClientNS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 40 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				defer cancel()
+				if c, err := client.Dial(dctx, "tcp", e.ServerIP+":80"); err == nil {
+					defer c.Close()
+					time.Sleep(2 * time.Second)
+				}
+			}()
+		}
+		wantIncident(t, e, url, tok, dir, e.ServerIP+":80")
+		wg.Wait()
+	})
+}
+
+// incidentAgent starts an agent in the lab's server namespace with a
+// short window and incident times, writing incidents to a new directory.
+func incidentAgent(t *testing.T, e *lab.Env) (url, tok, dir string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "incidents")
+	url, tok, _, err := labAgent(context.Background(), e, "--interval", "250ms", "--recent", "2s", "--retain", "1m",
+		"--incidents", dir, "--incident-before", "10s", "--incident-after", "2s")
+	labMust(t, err)
+	time.Sleep(time.Second) // a quiet window before the fault
+	return url, tok, dir
+}
+
+// wantIncident waits for the agent to hold accept-queue-overflow on the
+// listener active (check --agent, from the client namespace) and to
+// write its incident, and diagnoses the incident.
+func wantIncident(t *testing.T, e *lab.Env, url, tok, dir, listener string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var seen bool
+	for !seen && time.Now().Before(deadline) {
+		cmd := exec.Command("ip", "netns", "exec", e.ClientNS, os.Args[0], "check", "--agent", url, "--token-file", tok, "--json", "-")
+		cmd.Env = append(os.Environ(), "ND_HELPER=cli")
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		var r report.Report
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("check --agent: %v\n%s", err, out)
+		}
+		for _, f := range r.Findings {
+			seen = seen || f.ID == rules.AcceptQueueOverflow && f.Status == report.Active && strings.Contains(f.Subject, listener)
+		}
+		if !seen {
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	if !seen {
+		t.Fatalf("the agent never held accept-queue-overflow on %s active", listener)
+	}
+	var files []string
+	for time.Now().Before(deadline.Add(5 * time.Second)) {
+		files, _ = filepath.Glob(filepath.Join(dir, "incident-*.bundle.json.gz"))
+		if len(files) > 0 {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if len(files) == 0 {
+		b, _ := os.ReadFile(filepath.Join(e.Dir, "agent.out"))
+		t.Fatalf("no incident written in %s; agent log:\n%s", dir, b)
+	}
+	var out bytes.Buffer
+	code := Run(context.Background(), []string{"diagnose", files[0]}, &out, &out)
+	text := out.String()
+	if code != ExitFindings || !strings.Contains(text, "Incident at") || !strings.Contains(text, "accept-queue-overflow "+listener+" turned active") ||
+		!strings.Contains(text, "(accept-queue-overflow)") || !strings.Contains(text, "CRITICAL active") {
+		t.Errorf("diagnose %s: exit %d\n%s", files[0], code, text)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a writer on another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAgentTLS: with a certificate the agent serves HTTPS only; check
+// --agent reaches it when told the CA, and refuses a certificate it
+// cannot verify. The agent stops cleanly when asked to.
+func TestAgentTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("tls-test-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"agent", "--listen", "127.0.0.1:0", "--token-file", tok, "--tls-cert", cert, "--tls-key", key, "--dns-every", "0", "--interval", "200ms"}, &logs, &logs)
+	}()
+	var url string
+	for deadline := time.Now().Add(5 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, rest, ok := strings.Cut(logs.String(), "url=https://"); ok {
+			url = "https://" + strings.Fields(rest)[0]
+		}
+	}
+	if url == "" {
+		cancel()
+		t.Fatalf("the agent did not say where it serves:\n%s", logs.String())
+	}
+	time.Sleep(500 * time.Millisecond) // two snapshots: a diagnosis
+
+	var out bytes.Buffer
+	code := Run(ctx, []string{"check", "--agent", url, "--token-file", tok, "--agent-ca", cert, "--json", "-"}, &out, &out)
+	var r report.Report
+	if (code != ExitOK && code != ExitFindings) || json.Unmarshal(out.Bytes(), &r) != nil || !strings.HasPrefix(r.Command, "check --agent https://") || r.Window.Snapshots < 2 {
+		t.Errorf("check --agent over TLS: exit %d\n%.600s", code, out.String())
+	}
+	out.Reset()
+	if code := Run(ctx, []string{"check", "--agent", url, "--token-file", tok}, &out, &out); code != ExitFailed || !strings.Contains(out.String(), "certificate") {
+		t.Errorf("an unknown CA: exit %d %q; want exit 4 naming the certificate", code, out.String())
+	}
+	out.Reset()
+	plain := strings.Replace(url, "https://", "http://", 1)
+	if code := Run(ctx, []string{"check", "--agent", plain, "--token-file", tok}, &out, &out); code == ExitOK || code == ExitFindings {
+		t.Errorf("plain HTTP to the TLS agent: exit %d %q", code, out.String())
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("the agent exited %d on cancel:\n%s", code, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the agent did not stop within 10 s of its context's end")
+	}
+}
+
+// selfSigned writes a CA-signed-by-itself certificate for 127.0.0.1 and
+// its key.
+func selfSigned(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "netdoctor test agent"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}

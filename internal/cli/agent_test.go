@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAgentRefuses: the agent will not expose a host's evidence by
+// accident: a non-loopback address needs a token, a token others can
+// read is no token, and half a TLS configuration is an error. Each is a
+// one-line error and exit 2, before anything listens.
+func TestAgentRefuses(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open.token")
+	if err := os.WriteFile(open, []byte("0123456789abcdefghij\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.token")
+	if err := os.WriteFile(short, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.token")
+	if err := os.Symlink(short, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "0.0.0.0:9120"}, "refusing to serve on 0.0.0.0:9120 without --token-file"},
+		{[]string{"--listen", ":9120"}, "refusing to serve on :9120 without --token-file"},
+		{[]string{"--listen", "[::]:9120"}, "without --token-file"},
+		{[]string{"--listen", "9120"}, "want HOST:PORT"},
+		{[]string{"--token-file", open}, "can be read or written by others (mode 0644): chmod 600"},
+		{[]string{"--token-file", short}, "at least 16 characters"},
+		{[]string{"--token-file", link}, "is a symlink"},
+		{[]string{"--token-file", filepath.Join(dir, "none")}, "no such file"},
+		{[]string{"--tls-cert", open}, "--tls-cert and --tls-key go together"},
+		{[]string{"--retain", "1s"}, "--retain 1s"},
+		{[]string{"--incident-before", "20m"}, "must fit in --retain"},
+		{[]string{"extra"}, "agent takes no arguments"},
+	} {
+		var out bytes.Buffer
+		code := Run(context.Background(), append([]string{"agent"}, c.args...), &out, &out)
+		lines := strings.Count(strings.TrimSpace(out.String()), "\n") + 1
+		if code != ExitUsage || !strings.Contains(out.String(), c.want) || lines != 1 {
+			t.Errorf("agent %v: exit %d, %q; want exit 2 and one line with %q", c.args, code, out.String(), c.want)
+		}
+	}
+}
+
+// TestAgentClientBadInput: run and check name an agent by a URL, with
+// the token file beside it.
+func TestAgentClientBadInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "--agent", "10.0.0.2:9120"}, "want http(s)://HOST:PORT"},
+		{[]string{"check", "--agent", "http://10.0.0.2:9120/x"}, "want http(s)://HOST:PORT"},
+		{[]string{"check", "--token-file", "/x"}, "--token-file and --agent-ca go with --agent"},
+		{[]string{"check", "--agent", "http://127.0.0.1:1", "--window", "2s"}, "--window is the agent's to choose"},
+		{[]string{"run", "--server-agent", "http://127.0.0.1:1", "--server-netns", "x", "http://127.0.0.1:1/"}, "pick one"},
+		{[]string{"run", "--server-agent", "ftp://127.0.0.1:1", "http://127.0.0.1:1/"}, "want http(s)://HOST:PORT"},
+	} {
+		var out bytes.Buffer
+		code := Run(context.Background(), c.args, &out, &out)
+		if code != ExitUsage || !strings.Contains(out.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want exit 2 with %q", c.args, code, out.String(), c.want)
+		}
+	}
+}
