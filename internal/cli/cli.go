@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
 // Exit codes, documented in docs/report.md.
@@ -184,17 +185,19 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 }
 
 // writeOut writes through write to the file at path, or to stdout for
-// "-", and reports a failed close too: a full disk shows up there.
+// "-", and reports a failed close too: a full disk shows up there. The
+// file is created as safepath.Create does: netdoctor runs as root, and
+// a path in /tmp may be a name another user took first.
 func writeOut(path string, stdout io.Writer, what string, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
-	f, err := os.Create(path)
+	f, err := safepath.Create(path)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", what, err)
 	}
 	if err := write(f); err != nil {
-		f.Close()
+		f.Abort()
 		return fmt.Errorf("write %s %s: %w", what, path, err)
 	}
 	if err := f.Close(); err != nil {
