@@ -253,16 +253,21 @@ func openData(path string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReader(f)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return readCloser{z, f}, nil
+	r, err := dataReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
-	return readCloser{br, f}, nil
+	return readCloser{r, f}, nil
+}
+
+// dataReader reads r, decompressed when it is gzip'd.
+func dataReader(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		return gzip.NewReader(br)
+	}
+	return br, nil
 }
 
 type readCloser struct {
