@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOFLAGS_BUILD = -trimpath -ldflags "-s -w -X github.com/netdoctor/netdoctor/internal/cli.Version=$(VERSION)"
 
-.PHONY: all build deps test lint demo bench clean
+.PHONY: all build deps test fuzz lint demo bench clean
 
 all: build
 
@@ -31,6 +31,22 @@ lint:
 # them on this machine's cores would make those measurements noise.
 test: deps lint build
 	go test -count=1 -p 1 ./...
+	@$(MAKE) --no-print-directory fuzz
+
+# The readers of files a user may be handed — plans, reports, bundles —
+# fuzzed for FUZZTIME each (about 35 s in all once built). Their seeds and
+# testdata/fuzz corpora run with every go test; here new inputs are
+# tried. A crasher is written to the package's testdata/fuzz/NAME: fix
+# the code, keep the file, commit both. Minimizing a large input may take
+# a minute, so it is cut short here.
+FUZZTIME ?= 5s
+FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report \
+	FuzzReadBundle:./internal/run FuzzReadBundle:./internal/cli
+fuzz:
+	@for f in $(FUZZ); do \
+		echo "go test -run '^$$' -fuzz '^$${f%%:*}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $${f#*:}"; \
+		go test -run '^$$' -fuzz "^$${f%%:*}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s "$${f#*:}" || exit 1; \
+	done
 
 # The main job on the built-in lab: seed 000 with every fault at once,
 # diagnosed, then fixed by netdoctor itself: a plan computed from the

@@ -240,8 +240,13 @@ func readBundle(path string) (*evidence.Bundle, error) {
 		return nil, badInput("read bundle: %v", err)
 	}
 	defer f.Close()
+	return decodeBundle(f, path)
+}
+
+// decodeBundle decodes the bundle at path from r (FuzzReadBundle).
+func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
 	var b evidence.Bundle
-	if err := json.NewDecoder(f).Decode(&b); err != nil {
+	if err := json.NewDecoder(r).Decode(&b); err != nil {
 		return nil, badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
 	}
 	if b.Version < 1 || b.Version > evidence.BundleVersion {

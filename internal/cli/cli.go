@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
 // Exit codes, documented in docs/report.md.
@@ -192,17 +193,19 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 }
 
 // writeOut writes through write to the file at path, or to stdout for
-// "-", and reports a failed close too: a full disk shows up there.
+// "-", and reports a failed close too: a full disk shows up there. The
+// file is created as safepath.Create does: netdoctor runs as root, and
+// a path in /tmp may be a name another user took first.
 func writeOut(path string, stdout io.Writer, what string, write func(io.Writer) error) error {
 	if path == "-" {
 		return write(stdout)
 	}
-	f, err := os.Create(path)
+	f, err := safepath.Create(path)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", what, err)
 	}
 	if err := write(f); err != nil {
-		f.Close()
+		f.Abort()
 		return fmt.Errorf("write %s %s: %w", what, path, err)
 	}
 	if err := f.Close(); err != nil {
@@ -258,16 +261,21 @@ func openData(path string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReader(f)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		return readCloser{z, f}, nil
+	r, err := dataReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
-	return readCloser{br, f}, nil
+	return readCloser{r, f}, nil
+}
+
+// dataReader reads r, decompressed when it is gzip'd.
+func dataReader(r io.Reader) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		return gzip.NewReader(br)
+	}
+	return br, nil
 }
 
 type readCloser struct {

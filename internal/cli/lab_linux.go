@@ -18,6 +18,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
 func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -158,9 +159,12 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return deniedError{lab.ErrNeedsRoot}
 	}
 	if o.out == "" {
-		o.out = filepath.Join(os.TempDir(), "netdoctor-reports", sc.Name)
-	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		dir, err := labReports(sc.Name, stderr)
+		if err != nil {
+			return fmt.Errorf("reports directory: %w", err)
+		}
+		o.out = dir
+	} else if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("reports directory: %w", err)
 	}
 	if o.html == "" {
@@ -210,6 +214,28 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		p.f("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
 	}
 	return p.err
+}
+
+// labReports makes the default directory of a scenario's reports,
+// netdoctor-reports/NAME in the temporary directory, private to the
+// caller (safepath.PrivateDir): another user could otherwise create it
+// first, or a symlink there, and choose where root writes and read what
+// it wrote. When another user has taken it, a new private directory
+// stands in, and stderr says so.
+func labReports(name string, stderr io.Writer) (string, error) {
+	base := filepath.Join(os.TempDir(), "netdoctor-reports")
+	if err := safepath.PrivateDir(base); errors.Is(err, safepath.ErrNotPrivate) {
+		alt, terr := os.MkdirTemp("", "netdoctor-reports-")
+		if terr != nil {
+			return "", terr
+		}
+		fmt.Fprintf(stderr, "netdoctor: %v: reports in %s instead\n", err, alt)
+		base = alt
+	} else if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, name)
+	return dir, safepath.PrivateDir(dir)
 }
 
 // labPhase is one lab built at one stage and one run against it.

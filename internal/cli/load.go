@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,7 +133,32 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 	}
+	if res.Requests == 0 {
+		return noResponse(res)
+	}
 	return nil
+}
+
+// noResponse is the error of a load in which no request got a response
+// (a closed port, a server that never answers): its report is written,
+// but it measures only failures, and a script must not take it for a
+// measurement. It says why in one line: the errors by cause.
+func noResponse(res *load.Result) error {
+	causes := make([]string, 0, len(res.ErrorCauses))
+	for c := range res.ErrorCauses {
+		causes = append(causes, c)
+	}
+	slices.SortFunc(causes, func(a, b string) int {
+		return cmp.Or(cmp.Compare(res.ErrorCauses[b], res.ErrorCauses[a]), cmp.Compare(a, b))
+	})
+	for i, c := range causes {
+		causes[i] = fmt.Sprintf("%d %s", res.ErrorCauses[c], c)
+	}
+	msg := fmt.Sprintf("no request got a response from %s: %d errors", res.URL, res.Errors.Total())
+	if len(causes) > 0 {
+		msg += " (" + strings.Join(causes, ", ") + ")"
+	}
+	return errors.New(msg)
 }
 
 func describe(o load.Options) string {

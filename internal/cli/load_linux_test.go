@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,5 +46,28 @@ func TestLoadPortExhaustion(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "WARNING: the load generator may be the bottleneck") {
 		t.Errorf("text output does not warn:\n%s", out[:i])
+	}
+}
+
+// TestLoadClosedPort: a load in which no request got a response exits
+// non-zero and says so in one line, after its report.
+func TestLoadClosedPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/"
+	l.Close()
+	out := filepath.Join(t.TempDir(), "load.json")
+	code, stdout, stderr := runCLI(t, "load", "-c", "2", "-t", "1", "-d", "500ms", "--json", out, url)
+	if code != ExitFailed || !strings.Contains(stderr, "no request got a response from "+url) || !strings.Contains(stderr, "refused") ||
+		strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("exit %d, stderr %q; want %d and one line saying no request got a response", code, stderr, ExitFailed)
+	}
+	if !strings.Contains(stdout, "0 requests") {
+		t.Errorf("no summary on stdout:\n%s", stdout)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("no JSON report: %v", err)
 	}
 }

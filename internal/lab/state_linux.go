@@ -11,6 +11,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/journal"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/procnet"
+	"github.com/netdoctor/netdoctor/internal/safepath"
 	"github.com/netdoctor/netdoctor/internal/sysctl"
 )
 
@@ -68,7 +69,7 @@ type legacyState struct {
 func (s *state) save() error { return journal.Save(s.path, s) }
 
 func newState(id string, changes []change) (*state, error) {
-	if err := os.MkdirAll(StateDir, 0o700); err != nil {
+	if err := safepath.PrivateDir(StateDir); err != nil {
 		return nil, fmt.Errorf("lab journal: %w", err)
 	}
 	s := &state{Owner: journal.Self(), Changes: changes, path: filepath.Join(StateDir, id+".json")}
@@ -170,7 +171,14 @@ func (g global) restore(held map[string]string) ([]string, error) {
 
 // lockState serialises changes to globals between labs in different
 // processes (two labs, or test packages run in parallel).
-func lockState() (func(), error) { return journal.Lock(StateDir) }
+// The directory is root's alone (safepath.PrivateDir): Clean acts on
+// every journal in it.
+func lockState() (func(), error) {
+	if err := safepath.PrivateDir(StateDir); err != nil {
+		return nil, fmt.Errorf("lab journal: %w", err)
+	}
+	return journal.Lock(StateDir)
+}
 
 // otherLabs returns, for each global that live labs other than the one
 // journaled at self changed, keyed by its /proc/sys file, the value from

@@ -11,17 +11,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	udiff "github.com/aymanbagabas/go-udiff"
 	"golang.org/x/sys/unix"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/durable"
 	"github.com/netdoctor/netdoctor/internal/journal"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/nginx"
+	"github.com/netdoctor/netdoctor/internal/phpfpm"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 	"github.com/netdoctor/netdoctor/internal/sysctl"
 )
 
@@ -51,6 +56,9 @@ type op struct {
 	entry Entry
 	do    func() error
 	desc  string
+	// detail is what the dry run shows below desc: a file's diff, as
+	// computed now from the file and the content apply would write.
+	detail []string
 }
 
 // Apply makes a plan's changes, journal first. On any failure it rolls
@@ -91,6 +99,9 @@ func Apply(ctx context.Context, p *Plan, planPath string, o Options) (*Journal, 
 		fmt.Fprintf(out, "Dry run: %d changes would be made (apply with --yes to make them):\n", len(ops))
 		for i, op := range ops {
 			fmt.Fprintf(out, "  %d. %s\n", i+1, op.desc)
+			for _, l := range op.detail {
+				fmt.Fprintf(out, "     | %s\n", l)
+			}
 		}
 		return nil, nil
 	}
@@ -138,9 +149,15 @@ func undo(j *Journal, out io.Writer, cause error) error {
 }
 
 // prepare reads the live state for every change and turns the plan into
-// steps; changes already made are skipped, unsafe ones refused.
+// steps; changes already made are skipped, unsafe ones refused. What
+// decides what happens is derived here, now: the setting's name and the
+// value's bounds from the set netdoctor plans (allowed.go), a file from
+// the master that reads it (master_linux.go) with only netdoctor's edits
+// (editcheck.go), the commands from that master. The plan contributes
+// values and diffs, checked before anything is written or run.
 func prepare(p *Plan, o Options) (ops []op, skipped []string, err error) {
 	var persist []Sysctl
+	masters := map[int]*master{}
 	for _, c := range p.Changes {
 		var (
 			st   op
@@ -162,7 +179,7 @@ func prepare(p *Plan, o Options) (ops []op, skipped []string, err error) {
 		case c.File != nil && !o.Config:
 			skip = fmt.Sprintf("%s (configuration: apply with --config)", c.Title())
 		case c.File != nil:
-			st, skip, err = fileOp(c.File)
+			st, skip, err = fileOp(c.File, masters)
 		case c.Listen != nil:
 			l := *c.Listen
 			if o.NetNS != "" {
@@ -213,6 +230,12 @@ func hostNS(s Scope) bool {
 }
 
 func sysctlOp(s Sysctl) (op, string, error) {
+	if err := checkAllowed(s); err != nil {
+		return op{}, "", fmt.Errorf("refused: %w: the plan was edited, or not made by netdoctor", err)
+	}
+	if err := Check(Change{Sysctl: &s}); err != nil {
+		return op{}, "", fmt.Errorf("refused: %w", err)
+	}
 	if err := s.Scope.check(); err != nil {
 		return op{}, "", err
 	}
@@ -269,43 +292,74 @@ func usage(s Sysctl) (int, string, bool) {
 	return 0, "", false
 }
 
-// fileOp checks that the file is the one planned and that its
-// application still runs.
-func fileOp(f *File) (op, string, error) {
-	old, err := os.ReadFile(f.Path)
-	if err != nil {
-		return op{}, "", fmt.Errorf("refused: %w", err)
+// fileOp checks a file change against its master as it runs now: the
+// file one it reads, the content the file as it is with netdoctor's
+// edits only, and the validation and reload the master's own.
+func fileOp(f *File, masters map[int]*master) (op, string, error) {
+	refuse := func(err error) (op, string, error) {
+		return op{}, "", fmt.Errorf("refused: %s config %s: %w: make a new plan", f.App, f.Path, err)
 	}
-	switch sum(old) {
-	case f.New:
+	if f.App != "nginx" && f.App != "php-fpm" {
+		return refuse(fmt.Errorf("netdoctor changes nginx's and php-fpm's configuration only"))
+	}
+	m, ok := masters[f.Reload.PID]
+	if !ok {
+		var err error
+		if m, err = findMaster(f.Reload.PID, f.Reload.Start); err != nil {
+			if errors.Is(err, fs.ErrPermission) && os.Geteuid() != 0 {
+				return op{}, "", fmt.Errorf("%s config %s: checking its master needs root: %w", f.App, f.Path, err)
+			}
+			return refuse(err)
+		}
+		masters[f.Reload.PID] = m
+	}
+	if m.app != f.App {
+		return refuse(fmt.Errorf("pid %d is %s's master", m.pid, m.app))
+	}
+	path, st, err := m.configFile(f.Path)
+	if err != nil {
+		return refuse(err)
+	}
+	if !slices.Equal(f.Validate, m.validate) {
+		return refuse(fmt.Errorf("the plan validates with `%s`, not with the master's own `%s`", strings.Join(f.Validate, " "), strings.Join(m.validate, " ")))
+	}
+	if f.Reload != m.reload {
+		return refuse(fmt.Errorf("the plan reloads with %s, not %s", f.Reload, m.reload))
+	}
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return refuse(err)
+	}
+	content := []byte(f.Content)
+	switch {
+	case sum(content) != f.New:
+		return refuse(fmt.Errorf("its content does not hash to its new_sha256"))
+	case sum(old) == f.New:
 		return op{}, fmt.Sprintf("%s already has the planned content", f.Path), nil
-	case f.Old:
-	default:
-		return op{}, "", fmt.Errorf("refused: %s changed since the plan was made (sha256 %s, planned from %s): make a new plan", f.Path, sum(old)[:12], f.Old[:12])
+	case sum(old) != f.Old:
+		return refuse(fmt.Errorf("changed since the plan was made (sha256 %s, planned from %.12s)", sum(old)[:12], f.Old))
 	}
-	if err := alive(f.Reload.PID, f.Reload.Start); err != nil {
-		return op{}, "", fmt.Errorf("refused: %s's master: %w: make a new plan", f.App, err)
-	}
-	st, err := os.Stat(f.Path)
-	if err != nil {
-		return op{}, "", err
+	if err := checkEdits(f.App, old, content); err != nil {
+		return refuse(fmt.Errorf("not an edit netdoctor makes: %w", err))
 	}
 	sys := st.Sys().(*syscall.Stat_t)
-	reload := f.Reload
-	desc := fmt.Sprintf("%s config %s: %d lines changed, validate (%s), reload (%s)", f.App, f.Path, changedLines(f.Diff), strings.Join(f.Validate, " "), f.Reload)
-	e := Entry{Key: "file:" + f.Path, Title: desc, File: &FileWas{Path: f.Path, Existed: true, Mode: uint32(st.Mode().Perm()),
-		UID: int(sys.Uid), GID: int(sys.Gid), Old: old, OldSHA: f.Old, NewSHA: f.New, App: f.App, Check: f.Validate, Reload: &reload}}
-	return op{entry: e, desc: desc, do: func() error {
-		if err := durable.WriteFile(f.Path, []byte(f.Content), st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); err != nil {
+	mode, uid, gid := st.Mode().Perm(), int(sys.Uid), int(sys.Gid)
+	diff := udiff.Unified("a"+path, "b"+path, string(old), f.Content)
+	argv, reload := m.validate, m.reload
+	desc := fmt.Sprintf("%s config %s: %d lines changed, validate (%s), reload (%s)", f.App, path, changedLines(diff), strings.Join(argv, " "), reload)
+	e := Entry{Key: "file:" + path, Title: desc, File: &FileWas{Path: path, Existed: true, Mode: uint32(mode),
+		UID: uid, GID: gid, Old: old, OldSHA: f.Old, NewSHA: f.New, App: f.App, Check: argv, Reload: &reload}}
+	return op{entry: e, desc: desc, detail: strings.Split(strings.TrimRight(diff, "\n"), "\n"), do: func() error {
+		if err := durable.WriteFile(path, content, mode, uid, gid); err != nil {
 			return err
 		}
-		if err := validate(f.Validate, reload.PID); err != nil {
+		if err := validate(argv, reload.PID); err != nil {
 			// Put the old file back at once; rollback would too, but the
 			// error should leave no doubt the file is as it was.
-			if rerr := durable.WriteFile(f.Path, old, st.Mode().Perm(), int(sys.Uid), int(sys.Gid)); rerr != nil {
-				return fmt.Errorf("%w; restoring %s: %v", err, f.Path, rerr)
+			if rerr := durable.WriteFile(path, old, mode, uid, gid); rerr != nil {
+				return fmt.Errorf("%w; restoring %s: %v", err, path, rerr)
 			}
-			return fmt.Errorf("%w (old %s restored)", err, f.Path)
+			return fmt.Errorf("%w (old %s restored)", err, path)
 		}
 		return reloadApp(reload)
 	}}, "", nil
@@ -389,19 +443,25 @@ func alive(pid int, start uint64) error {
 	return nil
 }
 
-// listenOp sets a listener's backlog again.
+// listenOp sets a listener's backlog again: on a socket of an nginx or
+// php-fpm master, as the plan found it, with a backlog within the
+// accept queue's bounds.
 func listenOp(l Listener) (op, string, error) {
 	if err := l.Scope.check(); err != nil {
 		return op{}, "", err
 	}
-	if err := alive(l.PID, l.Start); err != nil {
+	if err := listenerOK(l); err != nil {
 		return op{}, "", fmt.Errorf("refused: listener %s: %w: make a new plan", l.Addr, err)
 	}
 	cur, err := backlogOf(l.PID, l.Addr)
 	if err != nil {
 		return op{}, "", fmt.Errorf("listener %s: %w", l.Addr, err)
 	}
-	desc := fmt.Sprintf("listen() again on %s (%s pid %d): backlog %d → %d", l.Addr, l.Comm, l.PID, cur, l.Proposed)
+	comm := "pid"
+	if st, err := procfs.Stat(strconv.Itoa(l.PID)); err == nil {
+		comm = st.Comm + " pid"
+	}
+	desc := fmt.Sprintf("listen() again on %s (%s %d): backlog %d → %d", l.Addr, comm, l.PID, cur, l.Proposed)
 	if cur >= l.Proposed {
 		return op{}, fmt.Sprintf("listener %s already has backlog %d", l.Addr, cur), nil
 	}
@@ -416,6 +476,33 @@ func listenOp(l Listener) (op, string, error) {
 		}
 		return nil
 	}}, "", nil
+}
+
+// listenerOK checks a listener change: the process the plan saw, an
+// nginx or php-fpm master, and backlogs netdoctor would ask for.
+func listenerOK(l Listener) error {
+	if l.Start == 0 {
+		return fmt.Errorf("the plan lacks pid %d's start time", l.PID)
+	}
+	if err := alive(l.PID, l.Start); err != nil {
+		return err
+	}
+	pr, err := Live{}.Process(l.PID)
+	if err != nil {
+		return err
+	}
+	if _, ok := nginx.ParseMaster(pr.Cmdline); !ok {
+		if _, ok := phpfpm.ParseMaster(pr.Cmdline); !ok {
+			return fmt.Errorf("pid %d (%s) is not an nginx or php-fpm master", l.PID, pr.Comm)
+		}
+	}
+	if _, _, err := net.SplitHostPort(l.Addr); err != nil {
+		return err
+	}
+	if l.Backlog != -1 && (l.Backlog < 1 || l.Backlog > sizing.MaxBacklog) || l.Proposed < 1 || l.Proposed > sizing.MaxBacklog {
+		return fmt.Errorf("backlog %d (effective %d) is outside netdoctor's bounds: -1 or 1–%d", l.Backlog, l.Proposed, sizing.MaxBacklog)
+	}
+	return nil
 }
 
 // listeners finds the listening sockets bound to addr among pid's

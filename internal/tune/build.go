@@ -78,11 +78,16 @@ func Build(in *Input, name string, h Host) (*Plan, error) {
 		return nil, err
 	}
 	for _, path := range b.order {
-		f, err := b.files[path].file()
+		fe := b.files[path]
+		f, err := fe.file()
 		if err != nil {
 			return nil, err
 		}
-		fe := b.files[path]
+		// Apply accepts only these edits (editcheck.go): a fix that makes
+		// another is a bug.
+		if err := checkBuilt(f.App, fe.old, []byte(f.Content)); err != nil {
+			return nil, fmt.Errorf("internal error: the plan's change to %s is not one apply accepts: %w", path, err)
+		}
 		b.p.add(Change{Kind: KindFile, Key: "file:" + path, Findings: fe.findings, Why: fe.why, File: f})
 	}
 	b.p.order()
@@ -134,6 +139,14 @@ func (b *builder) concurrency() int {
 // global one). Limits only ever go up: a proposal below the current
 // value is dropped.
 func (b *builder) sysctl(f report.Finding, name, proposed string, why ...string) error {
+	// Apply writes only what netdoctor plans (allowed.go). A fix of
+	// netdoctor's that needs another setting is a bug the tests catch
+	// (TestAllowedSource, TestFixturePlansAllowed); a report whose fix
+	// text names another (edited, or from another tool) gets a note.
+	if _, ok := allowed(name); !ok {
+		b.note(f, fmt.Sprintf("not planned: %v", errNotPlanned{name}))
+		return nil
+	}
 	sc := b.scope
 	if rules.GlobalSysctl(name) {
 		sc = Scope{Global: true}
@@ -167,11 +180,18 @@ func (b *builder) sysctl(f report.Finding, name, proposed string, why ...string)
 	if isLimit(name) && !larger(proposed, cur) {
 		return nil
 	}
+	// A host whose numbers go past the bounds gets a note, not a change
+	// apply would refuse.
+	s := Sysctl{Name: name, Current: cur, Proposed: proposed, Scope: sc, Persist: name + " = " + proposed}
+	if err := checkAllowed(s); err != nil {
+		b.note(f, fmt.Sprintf("not planned: %v: set it by hand if the host needs it", err))
+		return nil
+	}
 	if name == "net.core.somaxconn" {
 		b.somax = max(b.somax, atoi(proposed))
 	}
 	b.p.add(Change{Kind: KindSysctl, Key: "sysctl:" + name + "@" + sc.String(), Findings: []string{key(f)}, Why: why,
-		Sysctl: &Sysctl{Name: name, Current: cur, Proposed: proposed, Scope: sc, Persist: name + " = " + proposed}})
+		Sysctl: &s})
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/journal"
+	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
 // JournalDir holds apply's journals. It must outlive a reboot: a
@@ -111,7 +112,7 @@ func (j *Journal) save() error {
 // newJournal creates the journal's file name: time first, so that names
 // sort by age.
 func newJournal(plan string) (*Journal, error) {
-	if err := os.MkdirAll(JournalDir, 0o700); err != nil {
+	if err := safepath.PrivateDir(JournalDir); err != nil {
 		return nil, fmt.Errorf("journal directory: %w", err)
 	}
 	now := time.Now().UTC()
@@ -120,8 +121,13 @@ func newJournal(plan string) (*Journal, error) {
 		Owner: journal.Self(), State: StateApplying}, nil
 }
 
-// ReadJournal reads a journal file.
+// ReadJournal reads a journal file: one root or the caller wrote
+// (safepath.CheckOwned), since rollback writes back the files it holds
+// and runs their validation.
 func ReadJournal(path string) (*Journal, error) {
+	if err := safepath.CheckOwned(path); err != nil {
+		return nil, err
+	}
 	var j Journal
 	if err := journal.Read(path, &j); err != nil {
 		return nil, err

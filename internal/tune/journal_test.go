@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/journal"
+	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
 func TestPersistContent(t *testing.T) {
@@ -41,7 +42,16 @@ func TestPersistContent(t *testing.T) {
 // kind) reads back whole, and saves back byte for byte: rollback after an
 // upgrade, or a reboot, finds what apply wrote.
 func TestReadJournalV1(t *testing.T) {
-	const path = "testdata/journal-v1.json"
+	// A copy as apply leaves a journal, 0600: the checkout's may be
+	// group-writable (umask 002), which rollback does not read.
+	b, err := os.ReadFile("testdata/journal-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "journal-v1.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	j, err := ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
@@ -93,5 +103,13 @@ func TestReadJournalErrors(t *testing.T) {
 	}
 	if _, err := ReadJournal(filepath.Join(dir, "missing.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadJournal(missing) = %v, want fs.ErrNotExist", err)
+	}
+	// A journal others may have written: rollback would write back the
+	// files it holds and run their validation.
+	open := filepath.Join(dir, "open.json")
+	os.WriteFile(open, []byte(`{"version": 1}`), 0o600)
+	os.Chmod(open, 0o666)
+	if _, err := ReadJournal(open); !errors.Is(err, safepath.ErrNotPrivate) {
+		t.Errorf("ReadJournal(open) = %v, want ErrNotPrivate", err)
 	}
 }

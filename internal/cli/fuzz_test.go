@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// FuzzReadBundle reads what a user may be handed as a bundle (collect
+// -o, which diagnose reads), gzip'd or not: any input is a bundle or a
+// bad-input error, never a panic, and a bundle read has snapshots of a
+// version this netdoctor reads.
+func FuzzReadBundle(f *testing.F) {
+	real, err := os.ReadFile("../../testdata/bundles/accept-overflow.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(real)
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write(real)
+	w.Close()
+	f.Add(z.Bytes())
+	f.Add([]byte(`{"version": 1, "host": {}, "snapshots": [{}]}`))
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := dataReader(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		bd, err := decodeBundle(r, "fuzz.json")
+		if err != nil {
+			if bd != nil || !errors.As(err, new(usageError)) {
+				t.Fatalf("decodeBundle = %v, %v; want no bundle and bad input", bd, err)
+			}
+			return
+		}
+		if bd.Version < 1 || bd.Version > evidence.BundleVersion || len(bd.Snapshots) == 0 {
+			t.Fatalf("bundle read: version %d, %d snapshots", bd.Version, len(bd.Snapshots))
+		}
+	})
+}
