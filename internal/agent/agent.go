@@ -114,9 +114,9 @@ type Agent struct {
 
 // stats are the agent's own health, for /metrics and /healthz.
 type stats struct {
-	snapshots, taken, evalErrors, incidents, incidentErrors atomic.Uint64
-	lastSnapshot                                            atomic.Int64 // unix ns
-	lastDuration, lastEval                                  atomic.Int64 // ns
+	snapshots, evalErrors, incidents, incidentErrors atomic.Uint64
+	lastSnapshot                                     atomic.Int64 // unix ns
+	lastDuration, lastEval                           atomic.Int64 // ns
 }
 
 // New prepares the collectors for cfg.NetNS and the incident directory.

@@ -465,3 +465,40 @@ func readIncident(t *testing.T, path string) *evidence.Bundle {
 	}
 	return &b
 }
+
+// BenchmarkEvaluate is the agent's work each second besides the
+// snapshot: the rules over the recent window (31 snapshots at 1 Hz).
+func BenchmarkEvaluate(b *testing.B) {
+	a, err := New(Config{DNSEvery: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close()
+	t := &testing.T{}
+	snaps := fixture(t).Snapshots
+	base := time.Now()
+	for i := range 31 {
+		s := snaps[i%len(snaps)]
+		s.Time = base.Add(time.Duration(i) * time.Second)
+		a.ring.add(s)
+	}
+	b.ResetTimer()
+	for range b.N {
+		a.evaluate(base.Add(31 * time.Second))
+	}
+}
+
+// BenchmarkRingAdd is the cost of keeping one snapshot: JSON, compressed.
+func BenchmarkRingAdd(b *testing.B) {
+	r := newRing(900, 48<<20, 31)
+	snap := fixture(&testing.T{}).Snapshots[4]
+	base := time.Now()
+	b.ResetTimer()
+	for i := range b.N {
+		s := snap
+		s.Time = base.Add(time.Duration(i) * time.Second)
+		if err := r.add(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

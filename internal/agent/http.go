@@ -187,7 +187,9 @@ func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusTooManyRequests, "more than %d fresh snapshots per second: use %s for the periodic ones", takeRate, agentapi.PathSnapshots)
 		return
 	}
-	snap, err := h.a.Take(r.Context())
+	// The snapshot joins the window: a client that goes away must not
+	// leave a half-taken one there.
+	snap, err := h.a.Take(context.WithoutCancel(r.Context()))
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "%v", err)
 		return

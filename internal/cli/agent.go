@@ -50,7 +50,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return badInput("--retain %v: must be between ten intervals and 24h", cfg.Retain)
 	case cfg.Recent < 2*cfg.Interval || cfg.Recent > cfg.Retain:
 		return badInput("--recent %v: must be between two intervals and --retain", cfg.Recent)
-	case cfg.Before+cfg.After > cfg.Retain:
+	case cfg.Incidents != "" && cfg.Before+cfg.After > cfg.Retain:
 		return badInput("--incident-before and --incident-after (%v) must fit in --retain (%v)", cfg.Before+cfg.After, cfg.Retain)
 	case *maxMiB < 1:
 		return badInput("--incidents-max-mib must be at least 1")
@@ -96,6 +96,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := agent.Server(a.Handler(token))
+	// The server's own complaints (a failed TLS handshake) in the log.
+	srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	scheme := "http"
 	if tlsCfg != nil {
 		srv.TLSConfig, scheme = tlsCfg, "https"

@@ -41,7 +41,7 @@ func TestAgentRefuses(t *testing.T) {
 		{[]string{"--token-file", filepath.Join(dir, "none")}, "no such file"},
 		{[]string{"--tls-cert", open}, "--tls-cert and --tls-key go together"},
 		{[]string{"--retain", "1s"}, "--retain 1s"},
-		{[]string{"--incident-before", "20m"}, "must fit in --retain"},
+		{[]string{"--incidents", dir, "--incident-before", "20m"}, "must fit in --retain"},
 		{[]string{"extra"}, "agent takes no arguments"},
 	} {
 		var out bytes.Buffer

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -111,6 +112,7 @@ func TestLab(t *testing.T) {
 		t.Errorf("healthy: errors %+v, status %v\n%s", healthy.before.Load.Errors, healthy.before.Load.Status, healthy.out)
 	}
 	t.Logf("healthy: %.0f req/s", healthy.before.Load.RPS)
+	t.Run("healthy/agent", func(t *testing.T) { agentParity(t, "healthy", healthy.before) })
 
 	var fixedSeed000 float64
 	for _, sc := range lab.Scenarios {
@@ -126,6 +128,7 @@ func TestLab(t *testing.T) {
 			if check := labEvidence[sc.Name]; check != nil {
 				check(t, r.before)
 			}
+			agentParity(t, sc.Name, r.before)
 			for _, id := range stageIDs(&sc) {
 				f := findActive(r.after, id)
 				switch {
@@ -181,6 +184,94 @@ func TestLab(t *testing.T) {
 		}
 	})
 }
+
+// agentParity runs the scenario again with its server's side from an
+// agent in the server namespace (lab run --agent: over the veth, no
+// setns) and wants the same active findings as through the namespace,
+// and the same servers behind the port. A difference that also shows
+// between two runs of one kind is the scenario's noise, not the agent's:
+// on a mismatch both kinds run once more, and only a difference that
+// neither repetition explains fails.
+func agentParity(t *testing.T, name string, direct *runJSON) {
+	t.Helper()
+	a := labRunCmd(t, name, "--agent").before
+	var agent string
+	for _, s := range a.Sides {
+		if s.Name == "server" {
+			agent = s.Agent
+		}
+	}
+	if !strings.HasPrefix(agent, "http://") {
+		t.Errorf("%s --agent: the server side does not name its agent: %+v", name, a.Sides)
+	}
+	if got, want := serverKinds(a), serverKinds(direct); got != want {
+		t.Errorf("%s --agent: servers %q, through the namespace %q", name, got, want)
+	}
+	want, got := idSet(direct), idSet(a)
+	if want == got {
+		return
+	}
+	direct2, a2 := labRunCmd(t, name).before, labRunCmd(t, name, "--agent").before
+	if idSet(direct2) == idSet(a2) {
+		t.Logf("%s: first pair differed (%s | %s), the second agrees: %s", name, want, got, idSet(a2))
+		return
+	}
+	noise := map[string]bool{}
+	for _, pair := range [][2]string{{want, idSet(direct2)}, {got, idSet(a2)}} {
+		for _, id := range symdiff(pair[0], pair[1]) {
+			noise[id] = true
+		}
+	}
+	for _, pair := range [][2]string{{want, got}, {idSet(direct2), idSet(a2)}} {
+		for _, id := range symdiff(pair[0], pair[1]) {
+			if !noise[id] {
+				t.Errorf("%s: active findings through the namespace %s, through the agent %s; again %s and %s: %s differs every time", name, want, got, idSet(direct2), idSet(a2), id)
+			}
+		}
+	}
+}
+
+// idSet is the run's active finding IDs, sorted, one string.
+func idSet(r *runJSON) string {
+	var ids []string
+	for _, f := range r.Findings {
+		if f.Status == report.Active && !slices.Contains(ids, string(f.ID)) {
+			ids = append(ids, string(f.ID))
+		}
+	}
+	slices.Sort(ids)
+	return "[" + strings.Join(ids, " ") + "]"
+}
+
+// symdiff is what one idSet has and the other not.
+func symdiff(a, b string) []string {
+	as, bs := strings.Fields(strings.Trim(a, "[]")), strings.Fields(strings.Trim(b, "[]"))
+	var out []string
+	for _, id := range as {
+		if !slices.Contains(bs, id) {
+			out = append(out, id)
+		}
+	}
+	for _, id := range bs {
+		if !slices.Contains(as, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// serverKinds names the servers found behind the port, with their
+// configuration files.
+func serverKinds(r *runJSON) string {
+	var out []string
+	for _, s := range r.Servers {
+		// Each lab has a directory of its own.
+		out = append(out, s.Role+" "+s.Kind+" "+labDir.ReplaceAllString(s.Config, "LAB"))
+	}
+	return strings.Join(out, ", ")
+}
+
+var labDir = regexp.MustCompile(`/[^ ]*/netdoctor-lab-[^/]+`)
 
 // labEvidence holds scenarios to the evidence that proves their finding,
 // beyond its ID: what a user reads to believe it.

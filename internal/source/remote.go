@@ -78,7 +78,7 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (*Remote, error) {
 	tr := &http.Transport{
 		Proxy:                 nil, // the agent is reached directly, never through a proxy from the environment
 		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       time.Minute,
+		IdleConnTimeout:       10 * time.Minute,
 		TLSHandshakeTimeout:   5 * time.Second,
 		ResponseHeaderTimeout: agentapi.MaxWait + 10*time.Second,
 		DisableCompression:    false,
@@ -98,7 +98,26 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (*Remote, error) {
 	if err := r.measure(ctx); err != nil {
 		return nil, err
 	}
+	r.warm(ctx)
 	return r, nil
+}
+
+// warm opens, before any load, the connections a recording uses at once
+// (the stream, the servers' samples, a snapshot on request) and keeps
+// them: once the load fills the path's tables (a full conntrack table
+// drops new connections, not established ones) a new connection to the
+// agent may not get through.
+func (r *Remote) warm(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var info agentapi.HostInfo
+			r.get(ctx, agentapi.PathHost, nil, 5*time.Second, &info)
+		}()
+	}
+	wg.Wait()
 }
 
 // measure asks the agent for its clock a few times and keeps the
@@ -164,7 +183,9 @@ func (r *Remote) Take(ctx context.Context) (evidence.Snapshot, error) {
 func (r *Remote) Next(ctx context.Context, after time.Time, wait time.Duration) ([]evidence.Snapshot, error) {
 	var out []evidence.Snapshot
 	since := after.Add(r.offset)
-	for {
+	// Pages of MaxSnapshots: a full window of 15 min at 1 Hz is 15; an
+	// agent that says "more" for ever is cut short.
+	for range 1000 {
 		q := url.Values{"since": {since.UTC().Format(time.RFC3339Nano)}}
 		if wait > 0 {
 			q.Set("wait", wait.String())
@@ -190,6 +211,7 @@ func (r *Remote) Next(ctx context.Context, after time.Time, wait time.Duration) 
 		}
 		wait = 0
 	}
+	return out, nil
 }
 
 // local moves a snapshot's times onto this host's clock.
@@ -254,11 +276,18 @@ func (r *Remote) get(ctx context.Context, path string, q url.Values, timeout tim
 	req.Header.Set("User-Agent", "netdoctor")
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w %s unreachable: %w", ErrAgent, r.base, unwrapURL(err))
+		return fmt.Errorf("%w %s unreachable (%s): %w", ErrAgent, r.base, path, unwrapURL(err))
 	}
-	defer resp.Body.Close()
-	// Bounded: a window is at most MaxSnapshots snapshots.
-	body := io.LimitReader(resp.Body, 256<<20)
+	defer func() {
+		// Read to the end (the JSON's newline), or the connection is
+		// not reused: a new one may not get through a path whose
+		// tables the load fills (see warm).
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	// Bounded: a window is at most MaxSnapshots snapshots, each a few
+	// tens of KiB.
+	body := io.LimitReader(resp.Body, 64<<20)
 	if resp.StatusCode != http.StatusOK {
 		var e agentapi.Error
 		b, _ := io.ReadAll(io.LimitReader(body, 4096))
