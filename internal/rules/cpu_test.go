@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -83,6 +84,15 @@ func cpuCases() []ruleCase {
 			want:   []want{{ID: "cpu-saturated", Status: report.Active, Severity: report.Warning, Evidence: []string{"cpu0 90% busy (softirq 0%)"}}},
 		},
 		{
+			name:   "one hot CPU beside one 80% busy: a host near its limit, no single bottleneck",
+			bundle: bundle(nil, ticks(evidence.CPU{User: 60, SoftIRQ: 37, Idle: 3}, evidence.CPU{User: 80, Idle: 20})),
+		},
+		{
+			name:   "one hot CPU beside one 75% busy",
+			bundle: bundle(nil, ticks(evidence.CPU{User: 60, SoftIRQ: 37, Idle: 3}, evidence.CPU{User: 75, Idle: 25})),
+			want:   []want{{ID: "cpu-saturated", Status: report.Active, Severity: report.Warning, Evidence: []string{"cpu0 97% busy (softirq 37%)"}}},
+		},
+		{
 			name:   "89% busy is not",
 			bundle: bundle(nil, ticks(evidence.CPU{User: 89, Idle: 11}, evidence.CPU{User: 89, Idle: 11})),
 		},
@@ -131,6 +141,42 @@ func cpuCases() []ruleCase {
 
 func TestCheckCPU(t *testing.T) {
 	runCases(t, "checkCPU", checkCPU, cpuCases())
+}
+
+// TestCPUGenerator: in a run, the CPU the load generator spent on the
+// host it shares is the load's. Saturation it accounts for is not a
+// finding; saturation beyond it still is, and on another host it does
+// not count.
+func TestCPUGenerator(t *testing.T) {
+	run := func(cpuSeconds float64, client *evidence.Bundle) *Run {
+		r := &Run{Load: &load.Result{}, LoadStart: t0, LoadEnd: t0.Add(time.Second)}
+		r.Load.Self.CPUSeconds = cpuSeconds
+		r.Sides = []*Side{{RunSide: report.RunSide{Name: report.Client, Observed: true}, Bundle: client}}
+		return r
+	}
+	withBoot := func(b *evidence.Bundle, id string) *evidence.Bundle { b.Host.BootID = id; return b }
+	allFull := func() *evidence.Bundle { return withBoot(bundle(nil, ticks(cpuFull, cpuFull)), "boot-a") }
+	oneHot := func() *evidence.Bundle {
+		return withBoot(bundle(nil, ticks(evidence.CPU{User: 97, Idle: 3}, cpuIdle)), "boot-a")
+	}
+	tests := []struct {
+		name string
+		in   *Input
+		want int
+	}{
+		{"all saturated, the generator took 1.2 of 2 CPUs", &Input{Bundle: allFull(), Side: report.Client, Run: run(1.2, allFull())}, 0},
+		{"all saturated, the generator took 0.1 of 2 CPUs", &Input{Bundle: allFull(), Side: report.Client, Run: run(0.1, allFull())}, 1},
+		{"one hot CPU, a one-thread generator on it", &Input{Bundle: oneHot(), Side: report.Client, Run: run(0.95, oneHot())}, 0},
+		{"one hot CPU, the generator took little", &Input{Bundle: oneHot(), Side: report.Client, Run: run(0.2, oneHot())}, 1},
+		{"the server's side on the client's boot", &Input{Bundle: allFull(), Side: report.Server, Run: run(1.2, allFull())}, 0},
+		{"the server's side on another host", &Input{Bundle: withBoot(allFull(), "boot-b"), Side: report.Server, Run: run(1.2, allFull())}, 1},
+		{"no run", on(allFull()), 1},
+	}
+	for _, tt := range tests {
+		if got := checkCPU(tt.in); len(got) != tt.want {
+			t.Errorf("%s: %d findings %v, want %d", tt.name, len(got), keys(got), tt.want)
+		}
+	}
 }
 
 // TestCPUTitle checks the title that separates one hot CPU from all.
