@@ -34,6 +34,9 @@ PATH="$PATH:/usr/sbin:/sbin" command -v hping3 >/dev/null || need+=(hping3)
 PATH="$PATH:/usr/sbin:/sbin" command -v haproxy >/dev/null || need+=(haproxy)
 command -v chromium >/dev/null || need+=(chromium)   # renders run's HTML report in a test
 [ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
+# Prometheus: promtool checks and unit-tests the generated alert rules, and
+# a real server scrapes an agent in the fleet tests (binaries only).
+command -v promtool >/dev/null || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "deps: missing ${need[*]}; run as root or install them with apt-get" >&2
@@ -48,6 +51,8 @@ if [ ${#need[@]} -gt 0 ]; then
   ls /run/php/php*-fpm.pid >/dev/null 2>&1 && had_fpm_pid=1
   had_haproxy=0
   pgrep -x haproxy >/dev/null && had_haproxy=1
+  had_prometheus=0
+  pgrep -x prometheus >/dev/null && had_prometheus=1
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
     >/dev/null 2> >(grep -v 'apt-utils is not installed' >&2)
@@ -84,6 +89,12 @@ if [ ${#need[@]} -gt 0 ]; then
       systemctl disable --now haproxy >/dev/null 2>&1 || true
     fi
     pkill -x haproxy 2>/dev/null || true
+  fi
+  if [ "$had_prometheus" -eq 0 ] && [[ " ${need[*]} " == *" prometheus "* ]]; then
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now prometheus >/dev/null 2>&1 || true
+    fi
+    pkill -x prometheus 2>/dev/null || true
   fi
 fi
 go mod download

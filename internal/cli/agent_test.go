@@ -82,3 +82,37 @@ func TestAgentClientBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesCommand: `netdoctor rules` writes what promtool and the
+// operator read (internal/alerts tests the content), and refuses bad
+// flags in one line.
+func TestRulesCommand(t *testing.T) {
+	var out bytes.Buffer
+	if code := Run(context.Background(), []string{"rules", "--for", "10s"}, &out, &out); code != ExitOK {
+		t.Fatalf("rules --for 10s: exit %d: %s", code, out.String())
+	}
+	if s := out.String(); !strings.Contains(s, "groups:") || !strings.Contains(s, "for: 10s") || strings.Contains(s, "for: 2m") {
+		t.Errorf("rules --for 10s:\n%s", s)
+	}
+	out.Reset()
+	if code := Run(context.Background(), []string{"rules", "--format", "prometheusrule", "--namespace", "monitoring"}, &out, &out); code != ExitOK ||
+		!strings.Contains(out.String(), "kind: PrometheusRule") || !strings.Contains(out.String(), "namespace: monitoring") {
+		t.Errorf("rules --format prometheusrule: exit %d:\n%s", code, out.String())
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"rules", "--format", "json"}, "want prometheus or prometheusrule"},
+		{[]string{"rules", "--for", "10ms"}, "want at least 1s"},
+		{[]string{"rules", "--runbook", "file:///etc/passwd"}, "want an http(s) URL"},
+		{[]string{"rules", "--format", "prometheusrule", "--namespace", "Bad_NS"}, "Kubernetes namespace"},
+		{[]string{"rules", "extra"}, "takes no arguments"},
+	} {
+		out.Reset()
+		code := Run(context.Background(), c.args, &out, &out)
+		if code != ExitUsage || !strings.Contains(out.String(), c.want) || strings.Count(strings.TrimSpace(out.String()), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q; want exit 2 and one line with %q", c.args, code, out.String(), c.want)
+		}
+	}
+}

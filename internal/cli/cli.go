@@ -44,6 +44,7 @@ func commands() []command {
 		{"load", "HTTP load generator with wrk's flags, open-loop -R, HDR latency, per-second timeline", runLoad},
 		{"run", "load a service while sampling client and server every second, then diagnose the load window", runRun},
 		{"agent", "serve this host's evidence, and a diagnosis that runs all the time, over HTTP (for run --server-agent, check --agent, Prometheus)", runAgent},
+		{"rules", "print Prometheus alerting rules for the agent's findings (--format prometheusrule for the operator)", runRules},
 		{"lab", "seed cases rebuilt in network namespaces with real servers: list, run NAME [--fixed], clean", runLabCmd},
 		{"tune", "turn a report into a reviewed change set: plan REPORT, apply PLAN (dry run unless --yes), rollback", runTuneCmd},
 		{"compare", "compare two run or load reports: load figures side by side, findings gone and new", runCompare},

@@ -1,0 +1,5 @@
+package alerts
+
+import "flag"
+
+var update = flag.Bool("update", false, "rewrite the generated rule files in deploy/")
