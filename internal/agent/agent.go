@@ -98,6 +98,8 @@ type Agent struct {
 	snapMu  sync.Mutex
 	ring    *ring
 	watches *watches
+	pools   *pools
+	dns     *dnsMetrics
 	inc     *incidents
 	started time.Time
 
@@ -116,7 +118,7 @@ type Agent struct {
 type stats struct {
 	snapshots, evalErrors, incidents, incidentErrors atomic.Uint64
 	lastSnapshot                                     atomic.Int64 // unix ns
-	lastDuration, lastEval                           atomic.Int64 // ns
+	lastDuration, lastEval, lastScrape               atomic.Int64 // ns
 }
 
 // New prepares the collectors for cfg.NetNS and the incident directory.
@@ -133,6 +135,8 @@ func New(cfg Config) (*Agent, error) {
 	n := int(cfg.Retain/cfg.Interval) + 1
 	a.ring = newRing(n, cfg.MaxBytes, int(cfg.Recent/cfg.Interval)+1)
 	a.watches = newWatches(cfg.NetNS, cfg.Retain, cfg.Interval)
+	a.pools = newPools(cfg.NetNS)
+	a.dns = newDNSMetrics()
 	if cfg.Incidents != "" {
 		if a.inc, err = newIncidents(cfg.Incidents, cfg.Before, cfg.After, cfg.IncidentBytes, cfg.Log); err != nil {
 			src.Close()
@@ -159,7 +163,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer wg.Done()
 		// Workers are sampled beside the snapshots: a server whose
 		// status page hangs must not delay the kernel's evidence.
-		a.every(ctx, func(now time.Time) { a.watches.sample(ctx, now) })
+		a.every(ctx, func(now time.Time) {
+			a.watches.sample(ctx, now)
+			if l := a.latest(); l != nil && l.Sockets != nil {
+				a.pools.sample(ctx, l.Sockets.Listeners)
+			}
+		})
 	}()
 	a.every(ctx, func(time.Time) { a.tick(ctx) })
 	wg.Wait()
@@ -223,6 +232,7 @@ func (a *Agent) Take(ctx context.Context) (snap evidence.Snapshot, err error) {
 		snap.Time = start
 	}
 	if r := snap.Resolver; r != nil && len(r.Probes) > 0 {
+		a.dns.observe(r.Probes)
 		a.mu.Lock()
 		a.lastProbe, a.probedAt = r, snap.Time
 		a.mu.Unlock()
@@ -326,6 +336,15 @@ func (a *Agent) recent() *evidence.Bundle {
 		snaps[0].Resolver = &r // the slice is ours, the snapshot shared: replace, do not write through
 	}
 	return b
+}
+
+// latest is the newest snapshot in the window, or nil.
+func (a *Agent) latest() *evidence.Snapshot {
+	snaps := a.ring.Recent()
+	if len(snaps) == 0 {
+		return nil
+	}
+	return &snaps[len(snaps)-1]
 }
 
 // Current is the latest diagnosis; nil before the first.

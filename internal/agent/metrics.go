@@ -2,11 +2,15 @@ package agent
 
 import (
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -23,6 +27,14 @@ type metrics struct {
 	windowSnapshots, windowBytes     *prometheus.Desc
 	incidents, incidentErrors        *prometheus.Desc
 	watchesOpen, lastSnapshotSeconds *prometheus.Desc
+	scrapeSeconds                    *prometheus.Desc
+
+	listenQueue, listenLimit, listenDrops   *prometheus.Desc
+	listenConns, listenUnread               *prometheus.Desc
+	destConns, destPorts, portsAvailable    *prometheus.Desc
+	ctEntries, ctLimit                      *prometheus.Desc
+	ctDrop, ctEarlyDrop, ctInsertFailed     *prometheus.Desc
+	appWorkers, appBusy, appLimit, appWaits *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -44,6 +56,28 @@ func newMetrics(a *Agent) *metrics {
 		incidents:           d("agent_incidents_written_total", "Incident bundles written."),
 		incidentErrors:      d("agent_incident_errors_total", "Incident bundles that could not be written."),
 		watchesOpen:         d("agent_watches", "Servers watched for clients (runs from other hosts) right now."),
+		scrapeSeconds:       d("agent_scrape_duration_seconds", "Time the previous scrape of /metrics took to gather."),
+
+		listenQueue:  d("listener_accept_queue", "Connections in the listener's accept queue: handshakes completed, not yet accept()ed (ss's Recv-Q of a LISTEN socket).", "listener", "proto", "process"),
+		listenLimit:  d("listener_accept_queue_limit", "The listener's effective backlog: min(listen() backlog, net.core.somaxconn) (ss's Send-Q of a LISTEN socket). The queue overflows above it.", "listener", "proto", "process"),
+		listenDrops:  d("listener_drops_total", "Packets the listening socket dropped (sock_diag SK_MEMINFO_DROPS: SYNs and handshake ACKs dropped for a full accept or SYN queue): TcpExtListenDrops for this listener alone.", "listener", "proto", "process"),
+		listenConns:  d("listener_connections", "Connections on the listener's port by state: established (accept queue included) and close_wait (closed by the client, not yet by the server).", "listener", "proto", "process", "state"),
+		listenUnread: d("listener_unread_connections", "Established connections on the listener's port holding bytes the server has not read: requests waiting for a worker.", "listener", "proto", "process"),
+
+		destConns:      d("destination_connections", "Outgoing TCP connections to one destination (address:port) by state: established, time_wait, other. The busiest 64 destinations.", "destination", "state"),
+		destPorts:      d("destination_local_ports", "Local ports of ip_local_port_range in use towards one destination: connect() fails with EADDRNOTAVAIL when they reach netdoctor_local_ports_available.", "destination"),
+		portsAvailable: d("local_ports_available", "Ports in net.ipv4.ip_local_port_range: the local ports one source address has for each destination."),
+
+		ctEntries:      d("conntrack_entries", "Connections in the netfilter connection-tracking table of the observed namespace."),
+		ctLimit:        d("conntrack_entries_limit", "The connection-tracking table's size, net.netfilter.nf_conntrack_max."),
+		ctDrop:         d("conntrack_drop_total", "Packets dropped because a new connection could not be tracked: the table was full (conntrack stat drop, summed over CPUs)."),
+		ctEarlyDrop:    d("conntrack_early_drop_total", "Tracked connections evicted to make room for new ones in a full table (conntrack stat early_drop)."),
+		ctInsertFailed: d("conntrack_insert_failed_total", "Connections whose entry could not be inserted, e.g. a race between two packets of one new flow (conntrack stat insert_failed)."),
+
+		appWorkers: d("app_workers", "Worker processes of the application serving a listener (its own processes when it has no master).", "app", "listener"),
+		appBusy:    d("app_workers_busy", "Workers serving a request: php-fpm's status page when it has one, else the workers not idle in accept/poll.", "app", "listener"),
+		appLimit:   d("app_workers_limit", "The pool's configured maximum of workers (php-fpm pm.max_children), when known.", "app", "listener"),
+		appWaits:   d("app_threads", "Threads of the application's workers by what they wait on: running, idle, lock, file-lock, sleep, network, dns, disk, other.", "app", "listener", "wait"),
 	}
 }
 
@@ -94,6 +128,22 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.collectorOK, v, st.Collector)
 		}
 	}
+	if last := a.latest(); last != nil {
+		m.collectSnapshot(ch, last)
+	}
+	for _, v := range a.pools.views(time.Now(), 5*a.cfg.Interval+5*time.Second) {
+		gauge(m.appWorkers, float64(v.Sample.Workers), v.App, v.Listener)
+		gauge(m.appBusy, float64(busy(v.Sample)), v.App, v.Listener)
+		if v.Limit > 0 {
+			gauge(m.appLimit, float64(v.Limit), v.App, v.Listener)
+		}
+		for _, w := range waitClasses {
+			gauge(m.appWaits, float64(v.Sample.Waits[w]), v.App, v.Listener, w)
+		}
+	}
+	if d := a.stats.lastScrape.Load(); d != 0 {
+		gauge(m.scrapeSeconds, time.Duration(d).Seconds())
+	}
 	n, b := a.ring.Len()
 	gauge(m.windowSnapshots, float64(n))
 	gauge(m.windowBytes, float64(b))
@@ -102,11 +152,129 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(m.watchesOpen, float64(len(a.watches.list())))
 }
 
+// waitClasses are app's wait classes, each a series even at 0 so that a
+// class appearing is a change of value, not a new series.
+var waitClasses = []string{app.WaitRunning, app.WaitIdle, app.WaitLock, app.WaitFile, app.WaitSleep, app.WaitNetwork, app.WaitDNS, app.WaitDisk, app.WaitOther}
+
+// maxListeners bounds the per-listener series of one scrape; a host
+// with more listens on ports nobody graphs one by one.
+const maxListeners = 256
+
+// collectSnapshot writes the series read from the latest snapshot: the
+// listeners, the destinations, the local port range, conntrack.
+func (m *metrics) collectSnapshot(ch chan<- prometheus.Metric, s *evidence.Snapshot) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	if sk := s.Sockets; sk != nil {
+		for _, l := range mergeListeners(sk.Listeners, maxListeners) {
+			lv := []string{l.Addr, l.Proto, l.Process}
+			gauge(m.listenQueue, float64(l.RecvQ), lv...)
+			gauge(m.listenLimit, float64(l.SendQ), lv...)
+			counter(m.listenDrops, l.Drops, lv...)
+			if l.Proto != "unix" {
+				gauge(m.listenConns, float64(l.Established), append(lv, "established")...)
+				gauge(m.listenConns, float64(l.CloseWait), append(lv, "close_wait")...)
+				gauge(m.listenUnread, float64(l.Unread), lv...)
+			}
+		}
+		for _, r := range sk.Remotes {
+			gauge(m.destConns, float64(r.Established), r.Addr, "established")
+			gauge(m.destConns, float64(r.TimeWait), r.Addr, "time_wait")
+			gauge(m.destConns, float64(r.Other), r.Addr, "other")
+			gauge(m.destPorts, float64(r.Ephemeral), r.Addr)
+		}
+	}
+	if f := strings.Fields(s.Sysctls["net.ipv4.ip_local_port_range"]); len(f) == 2 {
+		lo, err1 := strconv.Atoi(f[0])
+		hi, err2 := strconv.Atoi(f[1])
+		if err1 == nil && err2 == nil && hi >= lo {
+			gauge(m.portsAvailable, float64(hi-lo+1))
+		}
+	}
+	if ct := s.Conntrack; ct != nil {
+		gauge(m.ctEntries, float64(ct.Count))
+		if ct.Max > 0 {
+			gauge(m.ctLimit, float64(ct.Max))
+		}
+		if ct.Stats != nil {
+			counter(m.ctDrop, ct.Stats["drop"])
+			counter(m.ctEarlyDrop, ct.Stats["early_drop"])
+			counter(m.ctInsertFailed, ct.Stats["insert_failed"])
+		}
+	}
+}
+
+// mergeListeners makes one entry per address: sockets sharing it
+// (SO_REUSEPORT) add their queues, limits and drops; the port's
+// connection counts, which every socket of the port carries, are taken
+// once. At most limit entries, in the snapshot's order.
+func mergeListeners(ls []evidence.Listener, limit int) []evidence.Listener {
+	var out []evidence.Listener
+	at := map[[2]string]int{}
+	for _, l := range ls {
+		k := [2]string{l.Proto, l.Addr}
+		if i, ok := at[k]; ok {
+			o := &out[i]
+			o.RecvQ += l.RecvQ
+			o.SendQ += l.SendQ
+			o.Drops += l.Drops
+			continue
+		}
+		if len(out) == limit {
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, l)
+	}
+	return out
+}
+
+// dnsMetrics accumulate the resolver probes the agent makes: each
+// nameserver's answered probes' latency, and the probes sent and lost.
+type dnsMetrics struct {
+	duration *prometheus.HistogramVec
+	probes   *prometheus.CounterVec
+	lost     *prometheus.CounterVec
+}
+
+func newDNSMetrics() *dnsMetrics {
+	return &dnsMetrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "netdoctor_resolver_probe_duration_seconds",
+			Help:    "Time a nameserver took to answer the agent's probe (A and PTR queries sent straight to it; answered probes only).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"nameserver", "type"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netdoctor_resolver_probes_total",
+			Help: "Probes the agent sent to a nameserver.",
+		}, []string{"nameserver", "type"}),
+		lost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "netdoctor_resolver_probes_lost_total",
+			Help: "Probes a nameserver did not answer (timeout, refused, unreachable).",
+		}, []string{"nameserver", "type"}),
+	}
+}
+
+func (d *dnsMetrics) observe(ps []evidence.DNSProbe) {
+	for _, p := range ps {
+		d.probes.WithLabelValues(p.Server, p.Type).Inc()
+		if p.Rcode == "" {
+			d.lost.WithLabelValues(p.Server, p.Type).Inc()
+			continue
+		}
+		d.duration.WithLabelValues(p.Server, p.Type).Observe(p.Duration.Seconds())
+	}
+}
+
 // registry holds the agent's metrics, the Go runtime's and the
 // process's, and build information.
 func (a *Agent) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newMetrics(a),
+	reg.MustRegister(newMetrics(a), a.dns.duration, a.dns.probes, a.dns.lost,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -257,6 +257,10 @@ type Listener struct {
 	Established int `json:"established,omitempty"`
 	Unread      int `json:"unread,omitempty"`
 	CloseWait   int `json:"close_wait,omitempty"`
+	// Drops is sk_drops of the listening socket (sock_diag
+	// SK_MEMINFO_DROPS): SYNs and handshake ACKs dropped on it
+	// (tcp_listendrop), TcpExtListenDrops for this listener alone.
+	Drops uint64 `json:"drops,omitempty"`
 	// PIDs owning the socket (a forking server shares it), lowest first.
 	PIDs    []int  `json:"pids,omitempty"`
 	Process string `json:"process,omitempty"`

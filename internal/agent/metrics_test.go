@@ -1,0 +1,135 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/netdoctor/netdoctor/internal/agentapi"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+// TestMetricsSeries: /metrics carries each listener once (two
+// SO_REUSEPORT sockets of one address add their queues and drops), each
+// destination's connections and local ports against the range,
+// conntrack's table and drops, and the resolver probes' latency and
+// loss; every name passes client_golang's lint.
+func TestMetricsSeries(t *testing.T) {
+	a := newTestAgent(t, Config{Recent: 3 * time.Second})
+	srv := httptest.NewServer(a.Handler([]byte(testToken)))
+	defer srv.Close()
+	s := fixture(t).Snapshots[0]
+	s.Sockets = &evidence.Sockets{
+		TCP: map[string]int{"LISTEN": 2},
+		Listeners: []evidence.Listener{
+			{Proto: "tcp", Addr: "0.0.0.0:80", Port: 80, RecvQ: 3, SendQ: 511, Drops: 7, Established: 40, Unread: 5, CloseWait: 2, Process: "nginx"},
+			{Proto: "tcp", Addr: "0.0.0.0:80", Port: 80, RecvQ: 2, SendQ: 511, Drops: 1, Established: 40, Unread: 5, CloseWait: 2, Process: "nginx"},
+			{Proto: "unix", Addr: "/run/php/www.sock", RecvQ: 9, SendQ: 8, Process: "php-fpm8.2"},
+		},
+		Remotes: []evidence.Remote{{Addr: "10.0.0.2:6379", Established: 10, TimeWait: 20000, Other: 1, Ephemeral: 20011}},
+	}
+	s.Sysctls = map[string]string{"net.ipv4.ip_local_port_range": "32768\t60999"}
+	s.Conntrack = &evidence.Conntrack{Count: 900, Max: 1024, Stats: map[string]uint64{"drop": 12, "early_drop": 3, "insert_failed": 1}}
+	feed(t, a, time.Now().Add(-time.Second), []evidence.Snapshot{s})
+	a.dns.observe([]evidence.DNSProbe{
+		{Server: "10.0.0.53:53", Type: "A", Duration: 2 * time.Millisecond, Rcode: "NOERROR"},
+		{Server: "10.0.0.53:53", Type: "A", Duration: time.Second, Err: "timeout"},
+	})
+	_, m := get(t, srv, agentapi.PathMetrics, "")
+	for _, want := range []string{
+		`netdoctor_listener_accept_queue{listener="0.0.0.0:80",process="nginx",proto="tcp"} 5`,
+		`netdoctor_listener_accept_queue_limit{listener="0.0.0.0:80",process="nginx",proto="tcp"} 1022`,
+		`netdoctor_listener_drops_total{listener="0.0.0.0:80",process="nginx",proto="tcp"} 8`,
+		`netdoctor_listener_connections{listener="0.0.0.0:80",process="nginx",proto="tcp",state="established"} 40`,
+		`netdoctor_listener_connections{listener="0.0.0.0:80",process="nginx",proto="tcp",state="close_wait"} 2`,
+		`netdoctor_listener_unread_connections{listener="0.0.0.0:80",process="nginx",proto="tcp"} 5`,
+		`netdoctor_listener_accept_queue{listener="/run/php/www.sock",process="php-fpm8.2",proto="unix"} 9`,
+		`netdoctor_destination_connections{destination="10.0.0.2:6379",state="time_wait"} 20000`,
+		`netdoctor_destination_local_ports{destination="10.0.0.2:6379"} 20011`,
+		`netdoctor_local_ports_available 28232`,
+		`netdoctor_conntrack_entries 900`,
+		`netdoctor_conntrack_entries_limit 1024`,
+		`netdoctor_conntrack_drop_total 12`,
+		`netdoctor_conntrack_early_drop_total 3`,
+		`netdoctor_conntrack_insert_failed_total 1`,
+		`netdoctor_resolver_probes_total{nameserver="10.0.0.53:53",type="A"} 2`,
+		`netdoctor_resolver_probes_lost_total{nameserver="10.0.0.53:53",type="A"} 1`,
+		`netdoctor_resolver_probe_duration_seconds_count{nameserver="10.0.0.53:53",type="A"} 1`,
+	} {
+		if !strings.Contains(m, want+"\n") {
+			name, _, _ := strings.Cut(want, "{")
+			name, _, _ = strings.Cut(name, " ")
+			t.Errorf("/metrics lacks %s; has:\n%s", want, grep(m, name))
+		}
+	}
+	if strings.Contains(m, `netdoctor_listener_connections{listener="/run/php/www.sock"`) {
+		t.Errorf("a unix listener has no port connections to count:\n%s", grep(m, "www.sock"))
+	}
+	// The scrape's own cost is served by the next scrape.
+	_, m = get(t, srv, agentapi.PathMetrics, "")
+	if !strings.Contains(m, "netdoctor_agent_scrape_duration_seconds ") {
+		t.Errorf("no scrape cost:\n%s", grep(m, "netdoctor_agent"))
+	}
+	problems, err := testutil.GatherAndLint(a.registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestMetricsPools: the application behind a listener is followed
+// without a watch: its workers and their threads by wait are on
+// /metrics, and forgotten once the listener is gone. The server is this
+// test's own process, a Go server whose goroutines multiplex over a few
+// threads.
+func TestMetricsPools(t *testing.T) {
+	a := newTestAgent(t, Config{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ctx := context.Background()
+	snap, err := a.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.pools.sample(ctx, snap.Sockets.Listeners)
+	var found *poolView
+	for _, v := range a.pools.views(time.Now(), time.Minute) {
+		if v.Listener == fmt.Sprintf("127.0.0.1:%d", port) {
+			found = &v
+		}
+	}
+	if found == nil {
+		t.Fatalf("no pool for 127.0.0.1:%d in %+v (listeners %+v)", port, a.pools.views(time.Now(), time.Minute), snap.Sockets.Listeners)
+	}
+	threads := 0
+	for _, n := range found.Sample.Waits {
+		threads += n
+	}
+	if found.Sample.Workers != 1 || threads < 2 {
+		t.Errorf("%s: %d workers, %d threads (%v); want this process and its threads", found.App, found.Sample.Workers, threads, found.Sample.Waits)
+	}
+	problems, err := testutil.GatherAndLint(a.registry())
+	if err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+	ln.Close()
+	snap, _ = a.Take(ctx)
+	a.pools.sample(ctx, snap.Sockets.Listeners)
+	for _, v := range a.pools.views(time.Now(), time.Minute) {
+		if v.Listener == fmt.Sprintf("127.0.0.1:%d", port) {
+			t.Errorf("the closed listener is still followed: %+v", v)
+		}
+	}
+}
