@@ -1,0 +1,330 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/alerts"
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+// TestPrometheusAlerts is the fleet as users run it: a real Prometheus
+// (Debian's) in the lab's client namespace scrapes `netdoctor agent` in
+// the server namespace over the veth, with the rules `netdoctor rules`
+// prints, while ordinary clients (Go's net/http, not netdoctor's load)
+// send traffic. A seed fault fires its alert, found through
+// Prometheus's API; the healthy lab fires none, and holds no finding
+// active. The rules' durations are shortened to 3 s (rules --for) so
+// that the test does not wait minutes; promtool's tests in
+// internal/alerts cover the real ones.
+func TestPrometheusAlerts(t *testing.T) {
+	labNeeds(t)
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus not installed (scripts/deps.sh installs Debian's)")
+	}
+	for _, c := range []struct {
+		scenario string
+		traffic  traffic
+		want     string // the alert that must fire; "" for none
+	}{
+		// Seed 003: a listen backlog of 50 before 100 slow workers;
+		// 400 clients connecting one request at a time overflow it.
+		{"accept-queue-backlog", traffic{clients: 400, keepAlive: false, timeout: 3 * time.Second}, "NetdoctorAcceptQueueOverflow"},
+		// Seed 002: a stateful firewall's table of 2000 entries; a new
+		// connection per request fills it.
+		{"conntrack-sawtooth", traffic{clients: 50, keepAlive: false, timeout: 2 * time.Second}, "NetdoctorConntrackTableFull"},
+		// The control: keep-alive clients at a moderate rate.
+		{"healthy", traffic{clients: 8, keepAlive: true, pause: 5 * time.Millisecond, timeout: 2 * time.Second}, ""},
+	} {
+		t.Run(c.scenario, func(t *testing.T) {
+			sc, ok := lab.Lookup(c.scenario)
+			if !ok {
+				t.Fatalf("no scenario %s", c.scenario)
+			}
+			e := newLab(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			target, err := sc.Build(ctx, e, 1)
+			labMust(t, err)
+			agentURL, tok, _, err := labAgent(ctx, e, "--recent", "5s")
+			labMust(t, err)
+			prom := startPrometheus(t, e, promBin, strings.TrimPrefix(agentURL, "http://"), tok)
+			if err := prom.waitUp(60 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			sent := c.traffic.run(ctx, t, e, target.URL)
+
+			deadline := time.Now().Add(60 * time.Second)
+			if c.want == "" {
+				// Long enough for any finding to be scraped, held 3 s and
+				// fire.
+				deadline = time.Now().Add(25 * time.Second)
+			}
+			var firing []promAlert
+			for time.Now().Before(deadline) {
+				firing = prom.alerts(t, "firing")
+				if c.want != "" && hasAlert(firing, c.want) {
+					break
+				}
+				time.Sleep(time.Second)
+			}
+			cancel()
+			t.Logf("%s: %d requests answered, %d failed; firing: %s", c.scenario, sent.ok.Load(), sent.failed.Load(), alertNames(firing))
+			if c.want == "" {
+				if len(firing) > 0 {
+					t.Errorf("healthy: alerts firing: %s", alertNames(firing))
+				}
+				if pending := prom.alerts(t, "pending"); len(pending) > 0 {
+					t.Errorf("healthy: alerts pending: %s", alertNames(pending))
+				}
+				if r := prom.query(t, "netdoctor_finding_active"); len(r) > 0 {
+					t.Errorf("healthy: findings active: %v", r)
+				}
+				if sent.ok.Load() < 1000 || sent.failed.Load() > 0 {
+					t.Errorf("healthy: %d requests answered, %d failed: the control was not healthy", sent.ok.Load(), sent.failed.Load())
+				}
+				return
+			}
+			a := findAlert(firing, c.want)
+			if a == nil {
+				t.Fatalf("%s never fired in 60 s; firing: %s; findings: %v", c.want, alertNames(firing), prom.query(t, "netdoctor_finding_active"))
+			}
+			if a.Labels["severity"] != "critical" || a.Labels["id"] == "" || a.Labels["status"] != "active" || a.Annotations["runbook_url"] == "" {
+				t.Errorf("%s: labels %v, annotations %v", c.want, a.Labels, a.Annotations)
+			}
+			// The series the alerts rest on are there too.
+			for _, q := range []string{"netdoctor_listener_accept_queue_limit", "netdoctor_conntrack_entries", "netdoctor_agent_collector_ok"} {
+				if len(prom.query(t, q)) == 0 {
+					t.Errorf("no %s scraped", q)
+				}
+			}
+		})
+	}
+}
+
+// traffic is ordinary clients: each sends GETs one after the other.
+type traffic struct {
+	clients   int
+	keepAlive bool
+	pause     time.Duration
+	timeout   time.Duration
+}
+
+type sent struct{ ok, failed atomic.Int64 }
+
+// run starts the clients in the lab's client namespace; they stop when
+// ctx ends (at most 90 s).
+func (tr traffic) run(ctx context.Context, t *testing.T, e *lab.Env, target string) *sent {
+	t.Helper()
+	ns, err := netns.Resolve(e.ClientNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: tr.timeout, Transport: &http.Transport{
+		DialContext:         ns.Dial,
+		DisableKeepAlives:   !tr.keepAlive,
+		MaxIdleConnsPerHost: tr.clients,
+	}}
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	s := &sent{}
+	var wg sync.WaitGroup
+	for range tr.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+				resp, err := client.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				switch {
+				case ctx.Err() != nil:
+				case err != nil || resp.StatusCode >= 500:
+					s.failed.Add(1)
+				default:
+					s.ok.Add(1)
+				}
+				if tr.pause > 0 {
+					time.Sleep(tr.pause)
+				}
+			}
+		}()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait(); client.CloseIdleConnections() })
+	return s
+}
+
+// prometheus is a Prometheus server in the lab's client namespace.
+type prometheus struct {
+	api  *http.Client
+	base string
+}
+
+// startPrometheus runs Debian's prometheus in the client namespace with
+// the agent as its one target, scraped every second with the agent's
+// token, and netdoctor's rules (every duration 3 s) evaluated every
+// second. Its data directory is the test's; the lab stops it.
+func startPrometheus(t *testing.T, e *lab.Env, bin, agent, tokenFile string) *prometheus {
+	t.Helper()
+	dir := t.TempDir()
+	var rules bytes.Buffer
+	if err := alerts.Write(&rules, alerts.Options{For: 3 * time.Second}, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+  - job_name: netdoctor
+    authorization:
+      type: Bearer
+      credentials_file: %q
+    static_configs:
+      - targets: [%q]
+`, filepath.Join(dir, "netdoctor.rules.yml"), tokenFile, agent)
+	for name, body := range map[string][]byte{"netdoctor.rules.yml": rules.Bytes(), "prometheus.yml": []byte(config)} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const listen = "127.0.0.1:9090"
+	_, err := e.Start(e.ClientNS, "prometheus", bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen, "--log.level=warn")
+	labMust(t, err)
+	ns, err := netns.Resolve(e.ClientNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &prometheus{api: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ns.Dial}}, base: "http://" + listen}
+}
+
+// waitUp waits until Prometheus answers and has scraped the agent.
+func (p *prometheus) waitUp(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	var last string
+	for time.Now().Before(deadline) {
+		var r struct {
+			Data struct {
+				ActiveTargets []struct {
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"activeTargets"`
+			} `json:"data"`
+		}
+		if err := p.get("/api/v1/targets", &r); err != nil {
+			last = err.Error()
+		} else if len(r.Data.ActiveTargets) == 1 {
+			if r.Data.ActiveTargets[0].Health == "up" {
+				return nil
+			}
+			last = "target " + r.Data.ActiveTargets[0].Health + ": " + r.Data.ActiveTargets[0].LastError
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return fmt.Errorf("prometheus has not scraped the agent in %v: %s", d, last)
+}
+
+func (p *prometheus) get(path string, v any) error {
+	resp, err := p.api.Get(p.base + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("%s: %s: %s", path, resp.Status, b)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+type promAlert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	State       string            `json:"state"`
+}
+
+// alerts are Prometheus's alerts in a state ("firing", "pending").
+func (p *prometheus) alerts(t *testing.T, state string) []promAlert {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Alerts []promAlert `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := p.get("/api/v1/alerts", &r); err != nil {
+		t.Fatal(err)
+	}
+	var out []promAlert
+	for _, a := range r.Data.Alerts {
+		if a.State == state {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// query evaluates an instant PromQL query and returns each series'
+// labels; a query Prometheus rejects fails the test.
+func (p *prometheus) query(t *testing.T, q string) []map[string]string {
+	t.Helper()
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := p.get("/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+		t.Fatalf("query %s: %v", q, err)
+	}
+	var out []map[string]string
+	for _, s := range r.Data.Result {
+		out = append(out, s.Metric)
+	}
+	return out
+}
+
+func findAlert(as []promAlert, name string) *promAlert {
+	for i, a := range as {
+		if a.Labels["alertname"] == name {
+			return &as[i]
+		}
+	}
+	return nil
+}
+
+func hasAlert(as []promAlert, name string) bool { return findAlert(as, name) != nil }
+
+func alertNames(as []promAlert) string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.Labels["alertname"]+"{"+a.Labels["severity"]+" "+a.Labels["target"]+"}")
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
