@@ -327,4 +327,3 @@ func alertNames(as []promAlert) string {
 	}
 	return strings.Join(out, ", ")
 }
-
