@@ -1,18 +1,28 @@
 # netdoctor: `make demo` sets up and shows the tool, `make test` sets up
 # and runs every test (root tests need root; they skip otherwise).
+# `make build` needs only Go; `make package` makes the tarball and .deb.
 export PATH := /usr/local/go/bin:$(PATH)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-GOFLAGS_BUILD = -trimpath -ldflags "-s -w -X github.com/netdoctor/netdoctor/internal/cli.Version=$(VERSION)"
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+GOFLAGS_BUILD = -trimpath -ldflags "-s -w -X github.com/netdoctor/netdoctor/internal/cli.Version=$(VERSION) -X github.com/netdoctor/netdoctor/internal/cli.Commit=$(COMMIT)"
 
-.PHONY: all build deps test fuzz lint demo bench clean
+.PHONY: all build deps test fuzz lint demo bench package clean
 
 all: build
 
+# The lab's and the tests' real servers and tools (root, apt-get).
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh lab
 
-build: deps
+# Only Go: nothing is installed.
+build:
+	@scripts/deps.sh go
 	CGO_ENABLED=0 go build $(GOFLAGS_BUILD) -o bin/netdoctor ./cmd/netdoctor
+
+# dist/netdoctor-VERSION-linux-amd64.tar.gz and dist/netdoctor_*.deb:
+# the binary, its man pages and completions, the agent's systemd unit.
+package: build
+	scripts/package.sh $(VERSION)
 
 # Beyond gofmt and vet: staticcheck, errors compared with errors.Is/As
 # (errorlint), comments that are sentences (godot). The linters' versions
@@ -51,11 +61,11 @@ fuzz:
 # The main job on the built-in lab: seed 000 with every fault at once,
 # diagnosed, then fixed by netdoctor itself: a plan computed from the
 # report, applied, measured again with the same load, rolled back (root).
-demo: build
+demo: deps build
 	bin/netdoctor lab run nginx-php-throughput --tune
 
 bench: build
 	bench/snapshot.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -1,13 +1,36 @@
 #!/usr/bin/env bash
-# Installs what netdoctor's build, tests and demo need on a Debian host, and
-# nothing when it is already there. Safe to run repeatedly.
+# What netdoctor needs, by purpose:
+#   scripts/deps.sh go    the build: checks that Go is recent enough for
+#                         go.mod, installs nothing (make build)
+#   scripts/deps.sh lab   the lab, the tests and the demo: installs the real
+#                         servers and tools from Debian (12 or 13) as root,
+#                         and nothing when they are already there (make
+#                         test, make demo). Safe to run repeatedly.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
+mode=${1:-lab}
 export PATH="/usr/local/go/bin:$PATH"
+want=$(sed -n 's/^go \([0-9.]*\).*/\1/p' go.mod)
 if ! command -v go >/dev/null; then
-  echo "deps: Go not found; install Go >= 1.24 (https://go.dev/dl) into /usr/local/go" >&2
+  echo "deps: Go not found; install Go >= $want (https://go.dev/dl) into /usr/local/go" >&2
   exit 1
 fi
+have=$(go env GOVERSION | sed 's/^go//; s/[^0-9.].*//')
+if [ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" != "$want" ]; then
+  # A newer toolchain may be fetched by GOTOOLCHAIN when the proxy is
+  # reachable; say what is needed either way.
+  if [ "$(go env GOTOOLCHAIN)" = local ]; then
+    echo "deps: Go $have is older than go.mod's $want; install Go >= $want (https://go.dev/dl)" >&2
+    exit 1
+  fi
+  echo "deps: Go $have is older than go.mod's $want; the go command will fetch go$want (GOTOOLCHAIN)" >&2
+fi
+case "$mode" in
+  go) exit 0 ;;
+  lab) ;;
+  *) echo "deps: unknown purpose $mode: go or lab" >&2; exit 2 ;;
+esac
 
 need=()
 command -v ip >/dev/null || need+=(iproute2)   # test namespaces; ss for the benchmark
@@ -15,8 +38,9 @@ command -v ip >/dev/null || need+=(iproute2)   # test namespaces; ss for the ben
 # with configs of their own; wrk: the reference in bench/loadgen.sh.
 PATH="$PATH:/usr/sbin:/sbin" command -v nginx >/dev/null || need+=(nginx)
 command -v wrk >/dev/null || need+=(wrk)
-# php-fpm: the pools behind nginx in run's integration tests and the lab.
-PATH="$PATH:/usr/sbin:/sbin" command -v php-fpm8.2 >/dev/null || PATH="$PATH:/usr/sbin" command -v php-fpm >/dev/null || need+=(php8.2-fpm)
+# php-fpm: the pools behind nginx in run's integration tests and the lab;
+# Debian's php-fpm package is the release's version (8.2 in 12, 8.4 in 13).
+compgen -G '/usr/sbin/php-fpm*' >/dev/null || PATH="$PATH:/usr/sbin" command -v php-fpm >/dev/null || need+=(php-fpm)
 PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null || need+=(nftables)   # conntrack faults in run tests
 # The lab's other real servers and tools (netdoctor lab, its tests):
 # dnsmasq's binary without its service, redis, nginx's Lua module with
@@ -33,6 +57,7 @@ PATH="$PATH:/usr/sbin:/sbin" command -v hping3 >/dev/null || need+=(hping3)
 [ -x /usr/bin/python3 ] || need+=(python3)
 PATH="$PATH:/usr/sbin:/sbin" command -v haproxy >/dev/null || need+=(haproxy)
 command -v chromium >/dev/null || need+=(chromium)   # renders run's HTML report in a test
+command -v groff >/dev/null || need+=(groff-base)    # checks the generated man pages
 [ -x /usr/bin/time ] || need+=(time)          # CPU time of the tools in bench/loadgen.sh
 # Prometheus: promtool checks and unit-tests the generated alert rules, and
 # a real server scrapes an agent in the fleet tests (binaries only).
@@ -48,7 +73,7 @@ if [ ${#need[@]} -gt 0 ]; then
   had_redis=0
   pgrep -x redis-server >/dev/null && had_redis=1
   had_fpm_pid=0
-  ls /run/php/php*-fpm.pid >/dev/null 2>&1 && had_fpm_pid=1
+  compgen -G '/run/php/php*-fpm.pid' >/dev/null && had_fpm_pid=1
   had_haproxy=0
   pgrep -x haproxy >/dev/null && had_haproxy=1
   had_prometheus=0
@@ -67,9 +92,11 @@ if [ ${#need[@]} -gt 0 ]; then
       kill -QUIT "$(cat /run/nginx.pid)" 2>/dev/null || true
     fi
   fi
-  if [ "$had_fpm_pid" -eq 0 ] && [[ " ${need[*]} " == *" php8.2-fpm "* ]]; then
+  if [ "$had_fpm_pid" -eq 0 ] && [[ " ${need[*]} " == *" php-fpm "* ]]; then
     if [ -d /run/systemd/system ]; then
-      systemctl disable --now php8.2-fpm >/dev/null 2>&1 || true
+      for unit in /lib/systemd/system/php*-fpm.service; do
+        [ -e "$unit" ] && systemctl disable --now "$(basename "$unit")" >/dev/null 2>&1 || true
+      done
     fi
     for p in /run/php/php*-fpm.pid; do
       [ -s "$p" ] && kill -QUIT "$(cat "$p")" 2>/dev/null || true

@@ -47,11 +47,10 @@ func commands() []command {
 		{"rules", "print Prometheus alerting rules for the agent's findings (--format prometheusrule for the operator)", runRules},
 		{"lab", "seed cases rebuilt in network namespaces with real servers: list, run NAME [--fixed], clean", runLabCmd},
 		{"tune", "turn a report into a reviewed change set: plan REPORT, apply PLAN (dry run unless --yes), rollback", runTuneCmd},
+		{"completion", "print the shell completion script: bash, zsh or fish", runCompletion},
+		{"manpages", "write the man pages to a directory", runManpages},
 		{"compare", "compare two run or load reports: load figures side by side, findings gone and new", runCompare},
-		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer, _ io.Writer) error {
-			_, err := fmt.Fprintln(w, "netdoctor", Version)
-			return err
-		}},
+		{"version", "print the version, the commit, the Go it was built with, and the kernel features found", runVersion},
 	}
 }
 
@@ -63,6 +62,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return ExitUsage
 		}
 		return ExitOK
+	}
+	if args[0] == "--version" || args[0] == "-v" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -130,6 +132,7 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("netdoctor "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // the flag list is printed by parse, for -h only
+	noteFlags(fs)
 	return fs
 }
 
@@ -170,9 +173,7 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(help, "usage of %s:\n", fs.Name())
-				fs.SetOutput(help)
-				fs.PrintDefaults()
+				writeHelp(help, fs)
 				return nil, err
 			}
 			return nil, usageError{err}

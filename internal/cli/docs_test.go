@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCommandDocs: every command has its help, man page and completion
+// from one description, and the flags they list are the parser's own:
+// a flag added to a command shows up in all three without more work.
+func TestCommandDocs(t *testing.T) {
+	for _, c := range commands() {
+		found := false
+		for _, d := range commandDocs {
+			found = found || strings.HasPrefix(d.Path+" ", c.name+" ")
+		}
+		if !found {
+			t.Errorf("command %s has no commandDoc", c.name)
+		}
+	}
+	src, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`newFlags\("([a-z ]+)"`)
+	for _, f := range src {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, _ := os.ReadFile(f)
+		for _, m := range re.FindAllSubmatch(b, -1) {
+			path := string(m[1])
+			if _, ok := docOf(path); !ok && path != "lab serve " {
+				t.Errorf("%s: newFlags(%q) has no commandDoc", f, path)
+			}
+		}
+	}
+	// The parser's flags, as help prints them.
+	run := flagsOf("run")
+	if len(run) < 20 {
+		t.Fatalf("flagsOf(run) = %d flags", len(run))
+	}
+	var out bytes.Buffer
+	if code := Run(context.Background(), []string{"run", "--help"}, &out, &out); code != ExitOK {
+		t.Fatalf("run --help: exit %d", code)
+	}
+	for _, f := range run {
+		if !strings.Contains(out.String(), "\n  "+flagName(f)) {
+			t.Errorf("run --help lacks %s:\n%s", flagName(f), out.String())
+		}
+	}
+	for _, want := range []string{"usage: netdoctor run [flags] URL", "examples:\n  netdoctor run "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("run --help lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestCompletion: each shell's script is valid for the shell (bash is
+// run: completing `netdoctor run --server-n` offers --server-netns, and
+// `netdoctor lab run h` the healthy scenario).
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		var out bytes.Buffer
+		if code := Run(context.Background(), []string{"completion", sh}, &out, &out); code != ExitOK {
+			t.Fatalf("completion %s: exit %d: %s", sh, code, out.String())
+		}
+		if !strings.Contains(out.String(), "--server-netns") && !strings.Contains(out.String(), "-l server-netns") {
+			t.Errorf("completion %s lacks run's --server-netns", sh)
+		}
+		bin, err := exec.LookPath(sh)
+		if err != nil {
+			t.Logf("%s not installed: its script is not run", sh)
+			continue
+		}
+		script := filepath.Join(t.TempDir(), "netdoctor."+sh)
+		if err := os.WriteFile(script, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if sh != "bash" {
+			if b, err := exec.Command(bin, "-n", script).CombinedOutput(); err != nil {
+				t.Errorf("%s -n: %v\n%s", sh, err, b)
+			}
+			continue
+		}
+		for line, want := range map[string]string{
+			"netdoctor run --server-n": "--server-netns",
+			"netdoctor lab run h":      "healthy",
+			"netdoctor tu":             "tune",
+			"netdoctor tune a":         "apply",
+		} {
+			words := strings.Fields(line)
+			probe := `source "$1"; COMP_WORDS=(` + strings.Join(words, " ") + `); COMP_CWORD=` + strconv.Itoa(len(words)-1) + `; _netdoctor; printf '%s\n' "${COMPREPLY[@]}"`
+			b, err := exec.Command(bin, "-c", probe, "bash", script).CombinedOutput()
+			if err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("bash completion of %q: %v %q, want %s", line, err, b, want)
+			}
+		}
+	}
+	var out bytes.Buffer
+	if code := Run(context.Background(), []string{"completion", "tcsh"}, &out, &out); code != ExitUsage {
+		t.Errorf("completion tcsh: exit %d", code)
+	}
+}
+
+// TestManpages: a page per command line, which groff reads without a
+// warning, with the command's flags and examples.
+func TestManpages(t *testing.T) {
+	pages := manPages(time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC))
+	if len(pages) != len(commandDocs)+1 {
+		t.Errorf("%d pages for %d commands", len(pages), len(commandDocs))
+	}
+	run := pages["netdoctor-run.1"]
+	for _, want := range []string{".TH NETDOCTOR-RUN 1", `.B \-\-server\-netns`, ".SH EXAMPLES"} {
+		if !strings.Contains(run, want) {
+			t.Errorf("netdoctor-run.1 lacks %q", want)
+		}
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if code := Run(context.Background(), []string{"manpages", dir}, &out, &out); code != ExitOK {
+		t.Fatalf("manpages: exit %d: %s", code, out.String())
+	}
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("groff not installed: the pages are not rendered")
+	}
+	for name := range pages {
+		b, err := exec.Command(groff, "-man", "-ww", "-z", filepath.Join(dir, name)).CombinedOutput()
+		if err != nil || len(b) > 0 {
+			t.Errorf("groff %s: %v\n%s", name, err, b)
+		}
+	}
+}
+
+
