@@ -140,5 +140,3 @@ func TestManpages(t *testing.T) {
 		}
 	}
 }
-
-
