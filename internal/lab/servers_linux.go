@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -91,7 +92,7 @@ func (f *FPM) addr() string {
 // StartFPM writes the pool's config and scripts under Dir/fpm and starts
 // php-fpm in the server namespace.
 func (e *Env) StartFPM(ctx context.Context, f *FPM) (*Proc, error) {
-	bin, err := findBinary("php-fpm", "php-fpm8.2", "php-fpm8.3", "php-fpm8.1")
+	bin, err := findBinary(FPMNames()...)
 	if err != nil {
 		return nil, err
 	}
@@ -323,6 +324,19 @@ type ErrMissing struct{ Names []string }
 
 func (e ErrMissing) Error() string {
 	return fmt.Sprintf("%s not installed: run scripts/deps.sh", strings.Join(e.Names, " or "))
+}
+
+// FPMNames are the names php-fpm goes by: upstream's, and Debian's
+// versioned ones (php-fpm8.2 in Debian 12, php-fpm8.4 in 13), newest
+// first.
+func FPMNames() []string {
+	names := []string{"php-fpm"}
+	found, _ := filepath.Glob("/usr/sbin/php-fpm[0-9]*")
+	slices.Sort(found)
+	for i := len(found) - 1; i >= 0; i-- {
+		names = append(names, filepath.Base(found[i]))
+	}
+	return names
 }
 
 func findBinary(names ...string) (string, error) {
