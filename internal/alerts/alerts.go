@@ -158,6 +158,10 @@ func AlertName(id report.FindingID, latent bool) string {
 	var b strings.Builder
 	b.WriteString("Netdoctor")
 	for _, w := range strings.Split(string(id), "-") {
+		if a, ok := acronyms[w]; ok {
+			b.WriteString(a)
+			continue
+		}
 		b.WriteString(upper(w))
 	}
 	if latent {
@@ -165,6 +169,9 @@ func AlertName(id report.FindingID, latent bool) string {
 	}
 	return b.String()
 }
+
+// acronyms keep their capitals in alert names: NetdoctorCPUSaturated.
+var acronyms = map[string]string{"cpu": "CPU", "dns": "DNS", "nic": "NIC", "fd": "FD", "syn": "SYN", "ack": "ACK"}
 
 // Anchor is the finding's section in docs/findings.md as GitHub names
 // it: the heading lower-cased, spaces to hyphens, punctuation dropped.

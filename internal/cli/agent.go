@@ -35,7 +35,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	durationVar(fs, &cfg.Before, "incident-before", 5*time.Minute, "an incident bundle's window before the finding turned active")
 	durationVar(fs, &cfg.After, "incident-after", time.Minute, "and after it")
 	maxMiB := fs.Int64("incidents-max-mib", 100, "keep at most this many MiB of incidents; the oldest are removed first")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout, replacing the text report)")
 	var ag agentFlags
 	ag.register(fs, "agent", "the current diagnosis of the host `netdoctor agent` at this URL observes (http(s)://HOST:9120), from its recent window")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -152,8 +152,10 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	durationVar(fs, window, "window", 10*time.Second, "how long to sample")
 	var interval = new(time.Duration)
 	durationVar(fs, interval, "interval", time.Second, "time between snapshots")
-	out := fs.String("o", "", "bundle file to write, gzip'd if it ends in .gz (required; - for stdout)")
-	pos, err := parse(fs, args, stderr)
+	out := fs.String("out", "", "bundle file to write, gzip'd if it ends in .gz (required; - for stdout)")
+	// -o as before; --out as tune plan and lab run name their output.
+	fs.StringVar(out, "o", "", "the same as --out")
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -161,7 +163,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case len(pos) > 0:
 		return badInput("collect takes no arguments, got %q", pos)
 	case *out == "":
-		return badInput("collect needs -o FILE")
+		return badInput("collect needs --out FILE")
 	case *interval < 10*time.Millisecond:
 		return badInput("--interval %v: must be at least 10ms", *interval)
 	case *window < 0 || *window > 24*time.Hour:
@@ -187,7 +189,7 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("diagnose", stderr)
 	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout)")
 	htmlOut := fs.String("html", "", "with a run bundle: also write the HTML report to this file")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,16 @@ func commands() []command {
 
 // Run executes one netdoctor command line and returns the exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return ExitUsage
+		return ExitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		// `netdoctor help run` is `netdoctor run --help`.
+		if len(args) > 1 && args[0] == "help" {
+			return Run(ctx, append(args[1:], "--help"), stdout, stderr)
 		}
+		usage(stdout)
 		return ExitOK
 	}
 	if args[0] == "--version" || args[0] == "-v" {
@@ -71,7 +76,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitCode(c.run(ctx, args[1:], stdout, stderr), stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "netdoctor: unknown command %q (try: netdoctor help)\n", args[0])
+	fmt.Fprintf(stderr, "netdoctor: unknown command %q (netdoctor --help lists them)\n", args[0])
 	return ExitUsage
 }
 
@@ -80,7 +85,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.usage)
 	}
-	fmt.Fprintln(w, "\nRun 'netdoctor COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "\nflags:\n  --version   print the version (netdoctor version says more)\n  --help      this list; netdoctor COMMAND --help for a command's flags and examples")
 }
 
 // usageError marks bad input; findingsError marks a report with an active
@@ -176,7 +181,7 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 				writeHelp(help, fs)
 				return nil, err
 			}
-			return nil, usageError{err}
+			return nil, usageError{flagError(fs, err)}
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -192,6 +197,16 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 			return pos, nil
 		}
 	}
+}
+
+// flagError says which flag was wrong and where the list is: the flag
+// package's "flag provided but not defined: -x" names no command.
+func flagError(fs *flag.FlagSet, err error) error {
+	cmd := strings.TrimPrefix(fs.Name(), "netdoctor ")
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+		return fmt.Errorf("%s: unknown flag %s (netdoctor %s --help lists them)", cmd, name, cmd)
+	}
+	return fmt.Errorf("%s: %w", cmd, err)
 }
 
 // writeOut writes through write to the file at path, or to stdout for

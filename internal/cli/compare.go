@@ -25,7 +25,7 @@ func readCompared(path string) (*report.Run, error) {
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("compare", stderr)
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ var commandDocs = []commandDoc{
 	{Path: "check", Summary: "Audit this host (or a namespace, or an agent's host) over a short window: the problems active now and the risks latent at scale.",
 		Examples: []string{"netdoctor check", "netdoctor check --netns web --window 10s --json report.json", "netdoctor check --agent https://10.0.0.2:9120 --token-file agent.token"}},
 	{Path: "collect", Summary: "Sample every collector each second and save the snapshots as an evidence bundle, for diagnose.",
-		Examples: []string{"netdoctor collect --duration 30s --out host.bundle.json"}},
+		Examples: []string{"netdoctor collect --window 30s --out host.bundle.json"}},
 	{Path: "diagnose", Args: "BUNDLE", Summary: "Run the rules on a saved bundle (collect's, run's --bundle, an agent's incident).", Complete: "file",
 		Examples: []string{"netdoctor diagnose host.bundle.json", "netdoctor diagnose incident-20261124T030012Z-accept-queue-overflow.bundle.json.gz --json -"}},
 	{Path: "load", Args: "URL", Summary: "HTTP load generator with wrk's flags: closed loop, or open loop at a rate (-R); HDR latency, a per-second timeline.",
@@ -184,6 +184,21 @@ func writeHelp(w io.Writer, fs *flag.FlagSet) {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
 	}
+}
+
+// subcommandHelp lists a command's subcommands (lab, tune) with what
+// each does.
+func subcommandHelp(w io.Writer, top string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: netdoctor %s SUBCOMMAND [flags]\n\nsubcommands:\n", top)
+	for _, d := range commandDocs {
+		if t, sub, ok := strings.Cut(d.Path, " "); ok && t == top {
+			fmt.Fprintf(&b, "  %-9s %s\n", sub, d.Summary)
+		}
+	}
+	fmt.Fprintf(&b, "\nnetdoctor %s SUBCOMMAND --help for its flags and examples.\n", top)
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // defaultNote is " (default X)" when the flag has a default worth

@@ -140,3 +140,33 @@ func TestManpages(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpOnStdout: help is output the user asked for: on stdout, exit
+// 0, for netdoctor, each command and each subcommand group, so that
+// `netdoctor run --help | less` shows it. Without a command, the list
+// goes to stderr with exit 2: that is a mistake.
+func TestHelpOnStdout(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"help", "run"}, {"run", "--help"}, {"load", "-h"}, {"lab", "--help"}, {"tune", "-h"}, {"lab", "run", "-h"}, {"tune", "rollback", "-h"}, {"compare", "-h"}, {"lab", "clean", "-h"}} {
+		var stdout, stderr bytes.Buffer
+		code := Run(context.Background(), args, &stdout, &stderr)
+		if code != ExitOK || stderr.Len() > 0 || !strings.Contains(stdout.String(), "usage") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout.String(), stderr.String())
+		}
+	}
+	// Subcommands' help says what they take and shows an example.
+	var out bytes.Buffer
+	Run(context.Background(), []string{"tune", "rollback", "-h"}, &out, &out)
+	if !strings.Contains(out.String(), "[JOURNAL]") || !strings.Contains(out.String(), "examples:") {
+		t.Errorf("tune rollback -h:\n%s", out.String())
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), nil, &stdout, &stderr); code != ExitUsage || stdout.Len() > 0 || !strings.Contains(stderr.String(), "commands:") {
+		t.Errorf("no arguments: exit %d, stdout %q", code, stdout.String())
+	}
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"version"}} {
+		stdout.Reset()
+		if code := Run(context.Background(), args, &stdout, &stderr); code != ExitOK || !strings.HasPrefix(stdout.String(), "netdoctor "+Version+"\n") || !strings.Contains(stdout.String(), "\ngo: go") {
+			t.Errorf("%v: exit %d, %q", args, code, stdout.String())
+		}
+	}
+}

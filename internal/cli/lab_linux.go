@@ -35,8 +35,7 @@ func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case "serve":
 		return labServe(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stderr, "usage: netdoctor lab list [-v] | run NAME [--fixed | --tune] [--stage N] [--keep] [--html FILE] [--out DIR] | clean")
-		return nil
+		return subcommandHelp(stdout, "lab")
 	}
 	return badInput("lab: unknown subcommand %q (list, run, clean)", args[0])
 }
@@ -44,7 +43,7 @@ func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func labList(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab list", stderr)
 	verbose := fs.Bool("v", false, "describe each scenario: seed, faults, findings, fixes, the article's figures and the lab's")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -81,7 +80,7 @@ func labList(args []string, stdout, stderr io.Writer) error {
 
 func labClean(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab clean", stderr)
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -122,7 +121,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
 	fs.StringVar(&o.out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -399,7 +398,7 @@ func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		durationVar(fs, &m.Sleep, "sleep", 35*time.Millisecond, "time spent per request")
 		fs.StringVar(&m.LogFile, "log", "", "append a line per request to this file under an exclusive flock")
 		durationVar(fs, &m.LogHold, "hold", 2*time.Millisecond, "how long each log write holds the lock")
-		if _, err := parse(fs, args[1:], stderr); err != nil {
+		if _, err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
 		if m.Addr == "" {
@@ -412,7 +411,7 @@ func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&r.Upstream, "upstream", "127.0.0.1:53", "resolver to forward to")
 		durationVar(fs, &r.Delay, "delay", 0, "hold each query this long")
 		fs.BoolVar(&r.DropPTR, "drop-ptr", false, "never answer reverse (PTR) queries")
-		if _, err := parse(fs, args[1:], stderr); err != nil {
+		if _, err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
 		return lab.ServeRelay(ctx, r, stdout)
@@ -421,7 +420,7 @@ func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&p.Listen, "listen", "", "ip:port to serve HTTP on")
 		fs.StringVar(&p.Backend, "backend", "", "ip:port of the HTTP backend")
 		fs.BoolVar(&p.Keepalive, "keepalive", false, "keep backend connections in a pool (default: one per request, closed by the proxy)")
-		if _, err := parse(fs, args[1:], stderr); err != nil {
+		if _, err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
 		if p.Listen == "" || p.Backend == "" {
@@ -433,7 +432,7 @@ func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&s.Addr, "addr", "", "ip:port")
 		fs.IntVar(&s.Every, "every", 10, "hold every Nth request (0: none)")
 		durationVar(fs, &s.Hold, "hold", 5*time.Second, "how long a held request waits")
-		if _, err := parse(fs, args[1:], stderr); err != nil {
+		if _, err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
 		if s.Addr == "" || s.Every < 0 {

@@ -101,7 +101,7 @@ func (lo *loadOpts) check(set map[string]bool) error {
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("load", stderr)
 	lo := loadFlags(fs)
-	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stderr)
+	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stdout)
 	if err != nil {
 		return err
 	}

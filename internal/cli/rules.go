@@ -20,7 +20,7 @@ func runRules(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	ns := fs.String("namespace", "netdoctor", "the PrometheusRule's namespace (--format prometheusrule)")
 	fs.Var(durationFlag{&o.For}, "for", "hold every alert this long instead of its own duration (e.g. 10s to see them at once; tests)")
 	fs.StringVar(&o.Runbook, "runbook", alerts.DefaultRunbook, "URL of docs/findings.md: each alert links its finding's section")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	verify := fs.String("verify-with", "", "measure, apply this tune plan (kernel settings and configuration), measure again with the same load, then roll back")
 	keep := fs.Bool("keep", false, "with --verify-with: keep the changes instead of rolling back")
 	bundleOut := fs.String("bundle", "", "also write the run's evidence (both sides' snapshots, the load, the servers) to this file, gzip'd if it ends in .gz; `netdoctor diagnose` reads it back")
-	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stderr)
+	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stdout)
 	if err != nil {
 		return err
 	}

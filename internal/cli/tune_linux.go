@@ -27,8 +27,7 @@ func runTuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "rollback":
 		return tuneRollback(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
-		fmt.Fprintln(stderr, "usage: netdoctor tune plan REPORT.json [--out plan.json] | apply PLAN.json [--yes] [--netns NS] [--persist] [--config] | rollback [JOURNAL]")
-		return nil
+		return subcommandHelp(stdout, "tune")
 	}
 	return badInput("tune: unknown subcommand %q (plan, apply, rollback)", args[0])
 }
@@ -36,7 +35,7 @@ func runTuneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func tunePlan(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tune plan", stderr)
 	out := fs.String("out", "", "write the plan as JSON to this file (\"-\": JSON to stdout instead of the text)")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -77,7 +76,7 @@ func tuneApply(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&o.Persist, "persist", false, "also write host-namespace settings to "+tune.PersistFile)
 	fs.BoolVar(&o.Config, "config", false, "also write the configuration files, validate them and reload the applications")
 	durationVar(fs, &o.StepDelay, "step-delay", 0, "pause between changes (for tests)")
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
@@ -105,7 +104,7 @@ func tuneApply(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func tuneRollback(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("tune rollback", stderr)
-	pos, err := parse(fs, args, stderr)
+	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
 	}
