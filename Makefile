@@ -6,7 +6,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 GOFLAGS_BUILD = -trimpath -ldflags "-s -w -X github.com/netdoctor/netdoctor/internal/cli.Version=$(VERSION) -X github.com/netdoctor/netdoctor/internal/cli.Commit=$(COMMIT)"
 
-.PHONY: all build deps test fuzz lint demo bench package clean
+.PHONY: all build deps test fuzz lint demo bench package clean deploy-check
 
 all: build
 
@@ -41,7 +41,14 @@ lint:
 # them on this machine's cores would make those measurements noise.
 test: deps lint build
 	go test -count=1 -p 1 ./...
+	@$(MAKE) --no-print-directory deploy-check
 	@$(MAKE) --no-print-directory fuzz
+
+# The Kubernetes manifests and the Grafana dashboard in deploy/, checked
+# offline: a module of its own (deploy/go.mod), so that the program does
+# not depend on the Kubernetes and prometheus-operator APIs.
+deploy-check:
+	cd deploy && go test -count=1 ./...
 
 # The readers of files a user may be handed — plans, reports, bundles —
 # fuzzed for FUZZTIME each (about 35 s in all once built). Their seeds and
