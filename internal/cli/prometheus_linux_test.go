@@ -114,8 +114,61 @@ func TestPrometheusAlerts(t *testing.T) {
 					t.Errorf("no %s scraped", q)
 				}
 			}
+			// Every query of the Grafana dashboard is one Prometheus
+			// accepts, and those of the scraped series have data.
+			exprs := dashboardExprs(t)
+			answered := 0
+			for _, q := range exprs {
+				if len(prom.query(t, q)) > 0 {
+					answered++
+				}
+			}
+			if answered < len(exprs)/2 {
+				t.Errorf("only %d of the dashboard's %d queries have data", answered, len(exprs))
+			}
 		})
 	}
+}
+
+// dashboardExprs are the PromQL queries of deploy/grafana/netdoctor.json
+// with Grafana's variables given values: every instance, a 1m rate.
+func dashboardExprs(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/grafana/netdoctor.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type panel struct {
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+		Panels []json.RawMessage `json:"panels"`
+	}
+	var d struct {
+		Panels []json.RawMessage `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func([]json.RawMessage)
+	walk = func(ps []json.RawMessage) {
+		for _, raw := range ps {
+			var p panel
+			if err := json.Unmarshal(raw, &p); err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range p.Targets {
+				out = append(out, strings.NewReplacer("$instance", ".*", "$__rate_interval", "1m").Replace(tg.Expr))
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	if len(out) < 10 {
+		t.Fatalf("the dashboard has %d queries", len(out))
+	}
+	return out
 }
 
 // traffic is ordinary clients: each sends GETs one after the other.
