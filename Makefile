@@ -51,13 +51,14 @@ deploy-check:
 	cd deploy && go test -count=1 ./...
 
 # The readers of files a user may be handed — plans, reports, bundles —
-# fuzzed for FUZZTIME each (about 35 s in all once built). Their seeds and
+# and of the kernel log as syslog(2) gives it,
+# fuzzed for FUZZTIME each (about 40 s in all once built). Their seeds and
 # testdata/fuzz corpora run with every go test; here new inputs are
 # tried. A crasher is written to the package's testdata/fuzz/NAME: fix
 # the code, keep the file, commit both. Minimizing a large input may take
 # a minute, so it is cut short here.
 FUZZTIME ?= 5s
-FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report \
+FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
 	FuzzReadBundle:./internal/run FuzzReadBundle:./internal/cli
 fuzz:
 	@for f in $(FUZZ); do \

@@ -47,6 +47,7 @@ const (
 var justified = map[string]string{
 	"SYS_PTRACE":      "/proc/PID/fd, exe and task/TID/wchan of other users' processes (ptrace-read access)",
 	"DAC_READ_SEARCH": "the /proc/PID/fd directories of other users' processes (mode 0500)",
+	"SYSLOG":          "the kernel log through syslog(2), which the agent reads where the device cgroup refuses /dev/kmsg",
 }
 
 // kustomization is the part of kustomize's Kustomization this directory
