@@ -245,6 +245,14 @@ type Listener struct {
 	RecvQ uint32 `json:"recv_q"`
 	SendQ uint32 `json:"send_q"`
 	Inode uint64 `json:"inode"`
+	// Drops is sk_drops of the listening socket, a counter since it
+	// was created, which tcp_listendrop() increments for every SYN or
+	// ACK dropped on that listener (accept queue full, SYN queue
+	// overflow, ...): the per-port figure of TcpExt.ListenDrops. Each
+	// socket of a SO_REUSEPORT group is a Listener of its own with its
+	// own count; sum them for the port. Absent (0) for unix listeners
+	// and on kernels older than 3.19, which do not report it.
+	Drops uint64 `json:"drops,omitempty"`
 	// Established counts the ESTABLISHED connections on the listener's
 	// port, those still in its accept queue included; Unread those of
 	// them holding bytes the server has not read (Recv-Q > 0): in a

@@ -132,7 +132,7 @@ func TestCompatDumpBothFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	if err := c.request(tcpDiagGetSock, compatRequest(listenBits)); err != nil {
+	if err := c.request(tcpDiagGetSock, compatRequest(listenBits, listenExt)); err != nil {
 		t.Fatal(err)
 	}
 	var s Summary
