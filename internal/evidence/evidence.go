@@ -206,7 +206,15 @@ type Conntrack struct {
 	Buckets uint64 `json:"buckets"`
 	// Stats sums the per-CPU columns of /proc/net/stat/nf_conntrack by
 	// column name: "drop", "early_drop", "insert_failed", "search_restart"…
+	// Read over netlink, the same counters carry the same names
+	// ("icmp_error", "clashres" and "chainlength" as procfs prints them);
+	// procfs's always-zero columns (new, ignore, delete) are absent.
 	Stats map[string]uint64 `json:"stats,omitempty"`
+	// Source is where Stats came from: "procfs", or "netlink" (ctnetlink)
+	// on kernels without /proc/net/stat/nf_conntrack. With "netlink" and
+	// no nf_conntrack sysctls, Count and Max came from netlink too, and
+	// Buckets is 0. Empty when there are no Stats.
+	Source string `json:"source,omitempty"`
 }
 
 // TCP states as the kernel numbers them (include/net/tcp_states.h).
