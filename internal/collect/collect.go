@@ -51,7 +51,9 @@ type Config struct {
 	DNSDelay time.Duration
 	// Proc overrides the procfs root (tests).
 	Proc *procnet.Proc
-	Log  *slog.Logger
+	// Sys overrides the sysfs root, os.DirFS("/sys") (tests).
+	Sys fs.FS
+	Log *slog.Logger
 }
 
 // Snapshotter takes snapshots of one namespace.

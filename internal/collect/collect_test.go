@@ -27,7 +27,9 @@ func TestMissingProcFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := procnet.Proc{FS: fstest.MapFS{"net/snmp": {Data: snmp}}, Net: "net"}
-	s, err := New(Config{Proc: &p})
+	// An empty /sys too: no nf_conntrack module, or the conntrack
+	// collector would ask the real kernel over netlink.
+	s, err := New(Config{Proc: &p, Sys: fstest.MapFS{}})
 	if err != nil {
 		t.Fatal(err)
 	}

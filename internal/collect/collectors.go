@@ -2,9 +2,6 @@ package collect
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"runtime"
 	"strconv"
 	"strings"
@@ -79,11 +76,7 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector) []Col
 			s.Interfaces = v
 			return err
 		}},
-		funcCollector{"conntrack", func(_ context.Context, s *evidence.Snapshot) error {
-			c, err := conntrack(p)
-			s.Conntrack = c
-			return err
-		}},
+		newConntrack(cfg, p),
 		funcCollector{"sockdiag", func(_ context.Context, s *evidence.Snapshot) error {
 			return sockets(s, own)
 		}},
@@ -101,36 +94,6 @@ func partialIf(haveData bool, err error) error {
 		return partial{err}
 	}
 	return err
-}
-
-func conntrack(p procnet.Proc) (*evidence.Conntrack, error) {
-	max, err := p.Sysctl("net.netfilter.nf_conntrack_max")
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: no nf_conntrack in this kernel", ErrUnavailable)
-	}
-	if err != nil {
-		return nil, err
-	}
-	c := &evidence.Conntrack{}
-	c.Max, _ = strconv.ParseUint(max, 10, 64)
-	var errs []error
-	for name, dst := range map[string]*uint64{"nf_conntrack_count": &c.Count, "nf_conntrack_buckets": &c.Buckets} {
-		v, err := p.Sysctl("net.netfilter." + name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		*dst, _ = strconv.ParseUint(v, 10, 64)
-	}
-	st, err := p.ConntrackStat()
-	c.Stats = st
-	if err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return c, partial{err}
-	}
-	return c, nil
 }
 
 func sockets(s *evidence.Snapshot, own *owners) error {

@@ -206,7 +206,15 @@ type Conntrack struct {
 	Buckets uint64 `json:"buckets"`
 	// Stats sums the per-CPU columns of /proc/net/stat/nf_conntrack by
 	// column name: "drop", "early_drop", "insert_failed", "search_restart"…
+	// Read over netlink, the same counters carry the same names
+	// ("icmp_error", "clashres" and "chainlength" as procfs prints them);
+	// procfs's always-zero columns (new, ignore, delete) are absent.
 	Stats map[string]uint64 `json:"stats,omitempty"`
+	// Source is where Stats came from: "procfs", or "netlink" (ctnetlink)
+	// on kernels without /proc/net/stat/nf_conntrack. With "netlink" and
+	// no nf_conntrack sysctls, Count and Max came from netlink too, and
+	// Buckets is 0. Empty when there are no Stats.
+	Source string `json:"source,omitempty"`
 }
 
 // TCP states as the kernel numbers them (include/net/tcp_states.h).
@@ -245,6 +253,14 @@ type Listener struct {
 	RecvQ uint32 `json:"recv_q"`
 	SendQ uint32 `json:"send_q"`
 	Inode uint64 `json:"inode"`
+	// Drops is sk_drops of the listening socket, a counter since it
+	// was created, which tcp_listendrop() increments for every SYN or
+	// ACK dropped on that listener (accept queue full, SYN queue
+	// overflow, ...): the per-port figure of TcpExt.ListenDrops. Each
+	// socket of a SO_REUSEPORT group is a Listener of its own with its
+	// own count; sum them for the port. Absent (0) for unix listeners
+	// and on kernels older than 3.19, which do not report it.
+	Drops uint64 `json:"drops,omitempty"`
 	// Established counts the ESTABLISHED connections on the listener's
 	// port, those still in its accept queue included; Unread those of
 	// them holding bytes the server has not read (Recv-Q > 0): in a
@@ -257,10 +273,6 @@ type Listener struct {
 	Established int `json:"established,omitempty"`
 	Unread      int `json:"unread,omitempty"`
 	CloseWait   int `json:"close_wait,omitempty"`
-	// Drops is sk_drops of the listening socket (sock_diag
-	// SK_MEMINFO_DROPS): SYNs and handshake ACKs dropped on it
-	// (tcp_listendrop), TcpExtListenDrops for this listener alone.
-	Drops uint64 `json:"drops,omitempty"`
 	// PIDs owning the socket (a forking server shares it), lowest first.
 	PIDs    []int  `json:"pids,omitempty"`
 	Process string `json:"process,omitempty"`

@@ -20,6 +20,11 @@ const (
 	listenBits = uint32(1 << stateListen)
 	estabBits  = uint32(1 << stateEstablished)
 	closeWait  = 8
+	// listenExt asks for INET_DIAG_SKMEMINFO on listeners only: its
+	// SK_MEMINFO_DROPS is the listener's sk_drops, the per-socket share
+	// of TcpExt.ListenDrops. The few listeners make it cheap; on the
+	// established dump it would cost per socket for nothing.
+	listenExt = uint8(1 << (inetDiagSKMemInfo - 1))
 )
 
 type dump struct {
@@ -44,7 +49,7 @@ func Collect(o Options) (*evidence.Sockets, error) {
 	// Listeners first: the kernel answers a LISTEN-only dump from the
 	// listening hash without walking the established one (about 0.1 ms),
 	// and their ports tell inbound connections from outgoing ones.
-	listen := []*dump{{name: "tcp listeners", typ: tcpDiagGetSock, req: compatRequest(listenBits)}}
+	listen := []*dump{{name: "tcp listeners", typ: tcpDiagGetSock, req: compatRequest(listenBits, listenExt)}}
 	if o.Unix {
 		listen = append(listen, &dump{name: "unix", typ: sockDiagByFamily, req: unixRequest()})
 	}
@@ -56,8 +61,8 @@ func Collect(o Options) (*evidence.Sockets, error) {
 		compat = false
 		total = Summary{}
 		listen = append([]*dump{
-			{name: "tcp4 listeners", typ: sockDiagByFamily, req: inetRequest(afInet, listenBits)},
-			{name: "tcp6 listeners", typ: sockDiagByFamily, req: inetRequest(afInet6, listenBits)},
+			{name: "tcp4 listeners", typ: sockDiagByFamily, req: inetRequest(afInet, listenBits, listenExt)},
+			{name: "tcp6 listeners", typ: sockDiagByFamily, req: inetRequest(afInet6, listenBits, listenExt)},
 		}, listen[1:]...)
 		errs = runDumps(listen, &total)
 	}
@@ -70,11 +75,11 @@ func Collect(o Options) (*evidence.Sockets, error) {
 	if skipEstab {
 		states &^= estabBits
 	}
-	rest := []*dump{{name: "tcp", typ: tcpDiagGetSock, req: compatRequest(states)}}
+	rest := []*dump{{name: "tcp", typ: tcpDiagGetSock, req: compatRequest(states, 0)}}
 	if !compat {
 		rest = []*dump{
-			{name: "tcp4", typ: sockDiagByFamily, req: inetRequest(afInet, states)},
-			{name: "tcp6", typ: sockDiagByFamily, req: inetRequest(afInet6, states)},
+			{name: "tcp4", typ: sockDiagByFamily, req: inetRequest(afInet, states, 0)},
+			{name: "tcp6", typ: sockDiagByFamily, req: inetRequest(afInet6, states, 0)},
 		}
 	}
 	for _, d := range rest {

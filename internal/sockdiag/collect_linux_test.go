@@ -14,7 +14,7 @@ import (
 
 // listenBacklog opens a TCP listener with an exact listen() backlog, which
 // net.Listen does not allow.
-func listenBacklog(t *testing.T, backlog int) (fd int, port int) {
+func listenBacklog(t testing.TB, backlog int) (fd int, port int) {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -132,7 +132,7 @@ func TestCompatDumpBothFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.close()
-	if err := c.request(tcpDiagGetSock, compatRequest(listenBits)); err != nil {
+	if err := c.request(tcpDiagGetSock, compatRequest(listenBits, listenExt)); err != nil {
 		t.Fatal(err)
 	}
 	var s Summary

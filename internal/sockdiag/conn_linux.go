@@ -81,13 +81,16 @@ func (c *conn) receive(fn func(payload []byte) error) error {
 	return nil
 }
 
-// inetRequest builds struct inet_diag_req_v2 for all TCP states of one
-// address family, asking for no extensions: the fixed message carries all
-// netdoctor needs, and every extension costs kernel time per socket.
-func inetRequest(family uint8, states uint32) []byte {
+// inetRequest builds struct inet_diag_req_v2 for the TCP states of one
+// address family, asking for the extensions in ext (a bit per attribute,
+// 1<<(INET_DIAG_x-1)). Every extension costs kernel time per socket, so
+// the dumps of the many non-listening sockets ask for none: the fixed
+// message carries all netdoctor needs of them.
+func inetRequest(family uint8, states uint32, ext uint8) []byte {
 	b := make([]byte, 56)
 	b[0] = family
 	b[1] = unix.IPPROTO_TCP
+	b[2] = ext
 	binary.NativeEndian.PutUint32(b[4:], states)
 	return b
 }
@@ -96,9 +99,11 @@ func inetRequest(family uint8, states uint32) []byte {
 // TCPDIAG_GETSOCK dump. The kernel serves it with sdiag_family AF_UNSPEC
 // (inet_diag_dump_compat), so one walk of the established hash returns
 // IPv4 and IPv6 sockets together, half the kernel time of one
-// SOCK_DIAG_BY_FAMILY dump per family.
-func compatRequest(states uint32) []byte {
+// SOCK_DIAG_BY_FAMILY dump per family. ext is idiag_ext, as in
+// inetRequest.
+func compatRequest(states uint32, ext uint8) []byte {
 	b := make([]byte, 60)
+	b[3] = ext
 	binary.NativeEndian.PutUint32(b[52:], states)
 	return b
 }

@@ -47,13 +47,26 @@ type InetDiagMsg struct {
 	WQueue uint32
 	UID    uint32
 	Inode  uint32
+	// Drops is sk_drops from the INET_DIAG_SKMEMINFO attribute, sent
+	// only when the request asked for it; HasDrops says it was there.
+	Drops    uint32
+	HasDrops bool
 }
 
 // inetDiagMsgLen is sizeof(struct inet_diag_msg).
 const inetDiagMsgLen = 72
 
+// Attribute types and indexes from include/uapi/linux/inet_diag.h and
+// sock_diag.h.
+const (
+	inetDiagSKMemInfo = 7 // INET_DIAG_SKMEMINFO (4 is INET_DIAG_CONG): u32[SK_MEMINFO_VARS]
+	skMemInfoDrops    = 8 // SK_MEMINFO_DROPS, the ninth u32 (Linux 3.19+)
+)
+
 // DecodeInetDiagMsg fills m from the payload of one SOCK_DIAG_BY_FAMILY
-// message. Attributes after the fixed part are ignored.
+// message, and its drop counter from an INET_DIAG_SKMEMINFO attribute if
+// one follows. Attribute bytes that do not parse are ignored: the fixed
+// part is still a good socket, and an extension must not cost the dump.
 func DecodeInetDiagMsg(b []byte, m *InetDiagMsg) error {
 	if len(b) < inetDiagMsgLen {
 		return fmt.Errorf("%w: inet_diag_msg is %d bytes, want %d", ErrTruncated, len(b), inetDiagMsgLen)
@@ -71,6 +84,17 @@ func DecodeInetDiagMsg(b []byte, m *InetDiagMsg) error {
 	m.WQueue = binary.NativeEndian.Uint32(b[60:])
 	m.UID = binary.NativeEndian.Uint32(b[64:])
 	m.Inode = binary.NativeEndian.Uint32(b[68:])
+	m.Drops, m.HasDrops = 0, false
+	if len(b) > inetDiagMsgLen {
+		_ = walkAttrs(b[inetDiagMsgLen:], func(typ uint16, v []byte) {
+			// Kernels older than 3.19 send fewer entries, without
+			// SK_MEMINFO_DROPS: then there is no value, not a zero.
+			if typ == inetDiagSKMemInfo && len(v) >= 4*(skMemInfoDrops+1) {
+				m.Drops = binary.NativeEndian.Uint32(v[4*skMemInfoDrops:])
+				m.HasDrops = true
+			}
+		})
+	}
 	return nil
 }
 

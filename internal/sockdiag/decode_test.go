@@ -62,6 +62,85 @@ func TestDecodeFixture(t *testing.T) {
 	}
 }
 
+// The fixture is the LISTEN-only dump Collect makes, with
+// INET_DIAG_SKMEMINFO, captured on Linux 6.18 in a namespace of its own
+// (see TestCaptureListenFixture): 127.0.0.1:7001 with backlog 1, two
+// connections queued and 4 SYNs dropped, and two listeners without drops.
+func TestDecodeListenFixture(t *testing.T) {
+	b, err := os.ReadFile("testdata/tcp_listen_meminfo.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, done, err := decodeAll(b)
+	if err != nil || !done {
+		t.Fatalf("decode: done=%v err=%v", done, err)
+	}
+	for i := range s.Listeners {
+		s.Listeners[i].Inode = 0
+	}
+	want := []evidence.Listener{
+		{Proto: "tcp", Addr: "127.0.0.1:7001", Port: 7001, RecvQ: 2, SendQ: 1, Drops: 4},
+		{Proto: "tcp", Addr: "127.0.0.1:7002", Port: 7002, SendQ: 5},
+		{Proto: "tcp6", Addr: "[::1]:7003", Port: 7003, SendQ: 5},
+	}
+	if diff := cmp.Diff(want, s.Listeners); diff != "" {
+		t.Errorf("listeners mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDecodeSKMemInfo: SK_MEMINFO_DROPS is read only when the attribute
+// holds it, and an attribute that does not parse costs its value, never
+// the socket.
+func TestDecodeSKMemInfo(t *testing.T) {
+	fixed := make([]byte, inetDiagMsgLen)
+	fixed[1] = stateListen
+	binary.BigEndian.PutUint16(fixed[4:], 80)
+	meminfo := func(n int, drops uint32) []byte {
+		v := make([]byte, 4*n)
+		if n > skMemInfoDrops {
+			binary.NativeEndian.PutUint32(v[4*skMemInfoDrops:], drops)
+		}
+		return v
+	}
+	with := func(attrs ...[]byte) []byte {
+		b := append([]byte(nil), fixed...)
+		for _, a := range attrs {
+			b = append(b, a...)
+		}
+		return b
+	}
+	attr := func(typ uint16, v []byte) []byte { return appendAttr(nil, typ, v) }
+	bad := attr(inetDiagSKMemInfo, meminfo(9, 7))
+	binary.NativeEndian.PutUint16(bad, 200) // longer than what is left
+	tests := []struct {
+		name  string
+		b     []byte
+		drops uint32
+		has   bool
+	}{
+		{"none", with(), 0, false},
+		{"nine entries", with(attr(inetDiagSKMemInfo, meminfo(9, 7))), 7, true},
+		{"more entries, a newer kernel", with(attr(inetDiagSKMemInfo, meminfo(12, 9))), 9, true},
+		{"after other attributes", with(attr(8, []byte{0}), attr(inetDiagSKMemInfo, meminfo(9, 3))), 3, true},
+		{"eight entries, before 3.19", with(attr(inetDiagSKMemInfo, meminfo(8, 0))), 0, false},
+		{"INET_DIAG_CONG is not it", with(attr(4, []byte("bbr\x00"))), 0, false},
+		{"length past the end", with(bad), 0, false},
+		{"a cut header", with([]byte{40, 0}), 0, false},
+	}
+	for _, tt := range tests {
+		// One message reused, as the dump does: nothing may stay from
+		// the previous socket.
+		m := InetDiagMsg{Drops: 99, HasDrops: true}
+		if err := DecodeInetDiagMsg(tt.b, &m); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+			continue
+		}
+		if m.Drops != tt.drops || m.HasDrops != tt.has || m.SPort != 80 {
+			t.Errorf("%s: drops %d (has %v), port %d; want %d (has %v), port 80", tt.name, m.Drops, m.HasDrops, m.SPort, tt.drops, tt.has)
+		}
+	}
+}
+
 func TestDecodeTruncated(t *testing.T) {
 	b, err := os.ReadFile("testdata/tcp4_dump.bin")
 	if err != nil {
@@ -139,8 +218,10 @@ func appendAttr(b []byte, typ uint16, v []byte) []byte {
 // FuzzMessages feeds arbitrary datagrams through the whole decode path:
 // it must never panic, and never count more sockets than messages fit.
 func FuzzMessages(f *testing.F) {
-	if b, err := os.ReadFile("testdata/tcp4_dump.bin"); err == nil {
-		f.Add(b)
+	for _, name := range []string{"testdata/tcp4_dump.bin", "testdata/tcp_listen_meminfo.bin"} {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Add([]byte{})
 	f.Add(make([]byte, 16))

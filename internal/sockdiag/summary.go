@@ -141,7 +141,7 @@ func (s *Summary) AddUnix(m *UnixDiagMsg) {
 }
 
 func listener(m *InetDiagMsg) evidence.Listener {
-	l := evidence.Listener{Proto: "tcp", Port: int(m.SPort), RecvQ: m.RQueue, SendQ: m.WQueue, Inode: uint64(m.Inode)}
+	l := evidence.Listener{Proto: "tcp", Port: int(m.SPort), RecvQ: m.RQueue, SendQ: m.WQueue, Inode: uint64(m.Inode), Drops: uint64(m.Drops)}
 	if m.Family == afInet6 {
 		l.Proto = "tcp6"
 	}
