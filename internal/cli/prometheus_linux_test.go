@@ -108,7 +108,11 @@ func TestPrometheusAlerts(t *testing.T) {
 			if a.Labels["severity"] != "critical" || a.Labels["id"] == "" || a.Labels["status"] != "active" || a.Annotations["runbook_url"] == "" {
 				t.Errorf("%s: labels %v, annotations %v", c.want, a.Labels, a.Annotations)
 			}
-			// The series the alerts rest on are there too.
+			// The series the alerts rest on are there too; the
+			// listener's own drop counter rose with the overflow.
+			if c.scenario == "accept-queue-backlog" && len(prom.query(t, "netdoctor_listener_drops_total > 0")) == 0 {
+				t.Errorf("no listener's drops rose: %v", prom.query(t, "netdoctor_listener_drops_total"))
+			}
 			for _, q := range []string{"netdoctor_listener_accept_queue_limit", "netdoctor_conntrack_entries", "netdoctor_agent_collector_ok"} {
 				if len(prom.query(t, q)) == 0 {
 					t.Errorf("no %s scraped", q)
