@@ -178,7 +178,8 @@ var acronyms = map[string]string{"cpu": "CPU", "dns": "DNS", "nic": "NIC", "fd":
 func Anchor(id report.FindingID) string {
 	switch id {
 	case rules.DNSMisconfigured, rules.DNSSlow, rules.ReverseDNSLookup:
-		return HeadingAnchor("dns-misconfigured, dns-slow, reverse-dns-lookup")
+		// One section for the three: "## dns-misconfigured, dns-slow, …".
+		return HeadingAnchor(report.JoinIDs([]report.FindingID{rules.DNSMisconfigured, rules.DNSSlow, rules.ReverseDNSLookup}))
 	}
 	return HeadingAnchor(string(id))
 }
