@@ -105,6 +105,9 @@ func checkAgent(ctx context.Context, rc source.RemoteConfig, jsonOut string, std
 		return agentErr(err)
 	}
 	rep.Command = "check --agent " + r.URL()
+	if rep.Status == "" { // an agent older than the status field
+		rep.Status = report.OutcomeOf(rep.Verdict, rep.Findings)
+	}
 	return writeReport(rep, jsonOut, stdout, stderr)
 }
 
