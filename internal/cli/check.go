@@ -197,6 +197,9 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 {
 		return badInput("diagnose needs exactly one bundle file")
 	}
+	if err := oneStdout("json", *jsonOut, "html", *htmlOut); err != nil {
+		return err
+	}
 	if kind, err := bundleKind(pos[0]); err != nil {
 		return err
 	} else if kind == run.BundleKind {

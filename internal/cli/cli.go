@@ -215,6 +215,30 @@ func writeOut(path string, stdout io.Writer, what string, write func(io.Writer) 
 	return nil
 }
 
+// textOut is where a command's progress and notes go: stderr when the
+// JSON report goes to stdout (--json -), which then holds only JSON.
+func textOut(jsonOut string, stdout, stderr io.Writer) io.Writer {
+	if jsonOut == "-" {
+		return stderr
+	}
+	return stdout
+}
+
+// oneStdout refuses two outputs to stdout ("-"): a script could not
+// tell one from the other. flags pairs each flag's name with its value.
+func oneStdout(flags ...string) error {
+	var named []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		if flags[i+1] == "-" {
+			named = append(named, "--"+flags[i])
+		}
+	}
+	if len(named) > 1 {
+		return badInput("%s all write to stdout (-): name a file for all but one", strings.Join(named, " and "))
+	}
+	return nil
+}
+
 // indentedJSON returns a writer of v as indented JSON.
 func indentedJSON(v any) func(io.Writer) error {
 	return func(w io.Writer) error {

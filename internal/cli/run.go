@@ -103,13 +103,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *keep && *verify == "" {
 		return badInput("--keep goes with --verify-with")
 	}
+	if err := oneStdout("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
+		return err
+	}
 	if *verify != "" {
 		return runVerify(ctx, o, lo, set, *verify, *keep, stdout, stderr)
 	}
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
 	lo.o.OnStart = func() {
-		fmt.Fprintf(stdout, "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String(), ag.url))
+		fmt.Fprintf(textOut(lo.jsonOut, stdout, stderr), "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String(), ag.url))
 	}
 	o.Load = lo.o
 	res, err := run.Run(ctx, o)
