@@ -48,7 +48,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	src.register(fs)
 	var window = new(time.Duration)
 	durationVar(fs, window, "window", 5*time.Second, "time between the two snapshots; counters must rise within it to count as active")
-	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout, replacing the text report)")
+	var out outputs
+	out.register(fs, "also write the JSON report to this file (- for stdout, replacing the text report)")
 	var ag agentFlags
 	ag.register(fs, "agent", "the current diagnosis of the host `netdoctor agent` at this URL observes (http(s)://HOST:9120), from its recent window")
 	pos, err := parse(fs, args, stderr)
@@ -70,7 +71,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return badInput("--%s is the agent's to choose (netdoctor agent --help): check --agent reads its diagnosis", f)
 			}
 		}
-		return checkAgent(ctx, *rc, *jsonOut, stdout, stderr)
+		return checkAgent(ctx, *rc, out, stdout, stderr)
 	}
 	if *window < 100*time.Millisecond || *window > time.Hour {
 		return badInput("--window %v: must be between 100ms and 1h", *window)
@@ -90,11 +91,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The second snapshot is taken even after Ctrl-C: a short window is
 	// still evidence.
 	b.Snapshots = append(b.Snapshots, s.Snapshot(context.WithoutCancel(ctx)))
-	return finish("check", b, *jsonOut, stdout, stderr)
+	return finish("check", b, out, stdout, stderr)
 }
 
 // checkAgent prints the diagnosis an agent keeps of its recent window.
-func checkAgent(ctx context.Context, rc source.RemoteConfig, jsonOut string, stdout, stderr io.Writer) error {
+func checkAgent(ctx context.Context, rc source.RemoteConfig, out outputs, stdout, stderr io.Writer) error {
 	r, err := source.NewRemote(ctx, rc)
 	if err != nil {
 		return agentErr(err)
@@ -108,7 +109,7 @@ func checkAgent(ctx context.Context, rc source.RemoteConfig, jsonOut string, std
 	if rep.Status == "" { // an agent older than the status field
 		rep.Status = report.OutcomeOf(rep.Verdict, rep.Findings)
 	}
-	return writeReport(rep, jsonOut, stdout, stderr)
+	return writeReport(rep, out, stdout, stderr)
 }
 
 // agentErr marks a refused token as the user's input to fix.
@@ -120,31 +121,38 @@ func agentErr(err error) error {
 }
 
 // finish runs the rules and writes the reports.
-func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr io.Writer) error {
-	return writeReport(report.New(command, b, rules.Check(b)), jsonOut, stdout, stderr)
+func finish(command string, b *evidence.Bundle, out outputs, stdout, stderr io.Writer) error {
+	return writeReport(report.New(command, b, rules.Check(b)), out, stdout, stderr)
+}
+
+// outputs are a check's or a diagnosis's reports besides the text, and
+// the findings that fail the command.
+type outputs struct {
+	json   string
+	failOn *failOn
+}
+
+func (o *outputs) register(fs *flag.FlagSet, jsonUsage string) {
+	fs.StringVar(&o.json, "json", "", jsonUsage)
+	o.failOn = registerFailOn(fs)
 }
 
 // writeReport writes one report, text and JSON.
-func writeReport(r *report.Report, jsonOut string, stdout, stderr io.Writer) error {
-	if jsonOut != "-" {
+func writeReport(r *report.Report, out outputs, stdout, stderr io.Writer) error {
+	if out.json != "-" {
 		if err := report.Text(stdout, r); err != nil {
 			return err
 		}
 	}
-	if jsonOut != "" {
-		if err := writeOut(jsonOut, stdout, "report", func(w io.Writer) error { return report.JSON(w, r) }); err != nil {
+	if out.json != "" {
+		if err := writeOut(out.json, stdout, "report", func(w io.Writer) error { return report.JSON(w, r) }); err != nil {
 			return err
 		}
 	}
 	if r.Partial {
 		fmt.Fprintln(stderr, "netdoctor: partial evidence: some collectors failed (see \"collectors\" in the report)")
 	}
-	for _, f := range r.Findings {
-		if f.Status == report.Active && f.Severity == report.Critical {
-			return errFindings
-		}
-	}
-	return nil
+	return exitFor(r.Findings, *out.failOn)
 }
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -188,7 +196,8 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("diagnose", stderr)
-	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout)")
+	var out outputs
+	out.register(fs, "also write the JSON report to this file (- for stdout)")
 	htmlOut := fs.String("html", "", "with a run bundle: also write the HTML report to this file")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
@@ -197,13 +206,13 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 {
 		return badInput("diagnose needs exactly one bundle file")
 	}
-	if err := oneStdout("json", *jsonOut, "html", *htmlOut); err != nil {
+	if err := oneStdout("json", out.json, "html", *htmlOut); err != nil {
 		return err
 	}
 	if kind, err := bundleKind(pos[0]); err != nil {
 		return err
 	} else if kind == run.BundleKind {
-		return diagnoseRun(pos[0], *jsonOut, *htmlOut, stdout)
+		return diagnoseRun(pos[0], out, *htmlOut, stdout)
 	}
 	if *htmlOut != "" {
 		return badInput("diagnose --html needs a run bundle (run --bundle)")
@@ -212,10 +221,10 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	if in := b.Incident; in != nil && *jsonOut != "-" {
+	if in := b.Incident; in != nil && out.json != "-" {
 		incidentText(stdout, b)
 	}
-	return finish("diagnose", b, *jsonOut, stdout, stderr)
+	return finish("diagnose", b, out, stdout, stderr)
 }
 
 // incidentText says why the agent wrote an incident bundle: what turned
@@ -283,20 +292,20 @@ func bundleKind(path string) (string, error) {
 
 // diagnoseRun diagnoses a run's evidence again and writes what run
 // wrote.
-func diagnoseRun(path, jsonOut, htmlOut string, stdout io.Writer) error {
+func diagnoseRun(path string, out outputs, htmlOut string, stdout io.Writer) error {
 	rb, err := readWith(path, "bundle", run.ReadBundle)
 	if err != nil {
 		return err
 	}
 	res := run.Diagnose(rb)
 	r := res.Report()
-	if jsonOut != "-" {
+	if out.json != "-" {
 		if err := report.RunText(stdout, r, true); err != nil {
 			return err
 		}
 	}
-	if jsonOut != "" {
-		if err := writeRunJSON(jsonOut, stdout, r); err != nil {
+	if out.json != "" {
+		if err := writeRunJSON(out.json, stdout, r); err != nil {
 			return err
 		}
 	}
@@ -305,5 +314,5 @@ func diagnoseRun(path, jsonOut, htmlOut string, stdout io.Writer) error {
 			return err
 		}
 	}
-	return exitFor(r.Findings)
+	return exitFor(r.Findings, *out.failOn)
 }

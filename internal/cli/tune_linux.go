@@ -160,7 +160,7 @@ func tuneErr(err error) error {
 // runVerify measures, applies a plan, measures again with the identical
 // load and rolls back unless keep: the seeds' "change one setting, load
 // again, compare" for every change of the plan at once.
-func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]bool, planPath string, keep bool, stdout, stderr io.Writer) error {
+func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]bool, planPath string, keep bool, fail failOn, stdout, stderr io.Writer) error {
 	p, err := readPlan(planPath)
 	if err != nil {
 		return err
@@ -236,7 +236,7 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 			return err
 		}
 	}
-	return exitFor(ra.Findings)
+	return exitFor(ra.Findings, fail)
 }
 
 // outcomeOf is a run's findings and its server side's counter rates over
