@@ -83,7 +83,7 @@ func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []str
 	fix := []string{
 		"sysctl -w net.netfilter.nf_conntrack_max=" + v + "  (global: set it in the initial namespace)",
 		"echo " + v + " > /sys/module/nf_conntrack/parameters/hashsize  (grow the hash with the table, or chains get long)",
-		"persist: echo 'net.netfilter.nf_conntrack_max = " + v + "' >> /etc/sysctl.d/90-netdoctor.conf",
+		persistFix("", "net.netfilter.nf_conntrack_max", v),
 		"for high-rate stateless traffic, skip tracking: nft add rule inet raw prerouting tcp dport <port> notrack (and the output direction)",
 		"entries in TIME_WAIT last net.netfilter.nf_conntrack_tcp_timeout_time_wait (120 s); reusing connections cuts their number",
 	}
