@@ -46,6 +46,11 @@ func Read(r io.Reader) (*Run, error) {
 		if out.Status == "" {
 			out.Status = OutcomeOf(out.Verdict, out.Findings)
 		}
+		for i, f := range out.Findings {
+			if f.Actions == nil && len(f.Fix) > 0 { // written before actions
+				out.Findings[i].Actions = Actions(f.Fix)
+			}
+		}
 		return out, nil
 	case "load":
 		var l Load

@@ -62,6 +62,9 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 	if r.Findings == nil {
 		r.Findings = []Finding{}
 	}
+	for i := range r.Findings {
+		r.Findings[i].Actions = Actions(r.Findings[i].Fix)
+	}
 	if n := len(b.Snapshots); n > 0 {
 		first, last := &b.Snapshots[0], &b.Snapshots[n-1]
 		r.Window = WindowInfo{Start: first.Time, End: last.Time, Seconds: last.Time.Sub(first.Time).Seconds(), Snapshots: n}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // TestPersistFix: the persist advice is idempotent, a file per setting
@@ -63,5 +64,34 @@ func TestPersistFix(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(root, "etc/sysctl.d/90-netdoctor-net.core.somaxconn.conf"))
 	if len(files) != 1 || string(b) != "net.core.somaxconn = 8192\n" {
 		t.Errorf("after running the advice three times: files %v, content %q; want one file holding the last value", files, b)
+	}
+}
+
+// TestSysctlFixActions: report.Actions reads every setting's two lines
+// back as one sysctl action, with its scope, and the persist command
+// only where a host file applies.
+func TestSysctlFixActions(t *testing.T) {
+	for _, c := range []struct {
+		b                     *evidence.Bundle
+		setting, value, scope string
+		persist               bool
+	}{
+		{&evidence.Bundle{}, "net.core.somaxconn", "4096", "host", true},
+		{&evidence.Bundle{}, "net.ipv4.ip_local_port_range", "10000 65535", "host", true},
+		{&evidence.Bundle{Host: evidence.Host{NetNS: "srv"}}, "net.ipv4.ip_local_port_range", "10000 65535", "netns srv", false},
+		{&evidence.Bundle{Host: evidence.Host{NetNS: "/proc/42/ns/net"}}, "net.core.somaxconn", "8", "netns /proc/42/ns/net", false},
+		{&evidence.Bundle{Host: evidence.Host{NetNS: "srv"}}, "fs.file-max", "262144", "host", true},
+	} {
+		fix := sysctlFix(c.b, c.setting, c.value)
+		got := report.Actions(fix)
+		if len(got) != 1 {
+			t.Errorf("Actions(%q) = %+v, want one sysctl action", fix, got)
+			continue
+		}
+		a := got[0]
+		if a.Kind != report.ActionSysctl || a.Command != fix[0] || a.Setting != c.setting || a.Value != c.value || a.Scope != c.scope ||
+			(a.Persist != "") != c.persist || (c.persist && a.Persist != strings.TrimPrefix(fix[1], "persist: ")) || (!c.persist && !strings.Contains(a.Note, "securityContext.sysctls")) {
+			t.Errorf("Actions(%q) = %+v", fix, a)
+		}
 	}
 }
