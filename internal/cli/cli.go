@@ -47,7 +47,7 @@ func commands() []command {
 		{"rules", "print Prometheus alerting rules for the agent's findings (--format prometheusrule for the operator)", runRules},
 		{"lab", "seed cases rebuilt in network namespaces with real servers: list, run NAME [--fixed], clean", runLabCmd},
 		{"tune", "turn a report into a reviewed change set: plan REPORT, apply PLAN (dry run unless --yes), rollback", runTuneCmd},
-		{"compare", "compare two run or load reports: load figures side by side, findings gone and new", runCompare},
+		{"compare", "compare two reports (run, load, check or diagnose): load figures side by side, findings gone and new", runCompare},
 		{"version", "print the version", func(_ context.Context, _ []string, w io.Writer, _ io.Writer) error {
 			_, err := fmt.Fprintln(w, "netdoctor", Version)
 			return err
