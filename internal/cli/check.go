@@ -59,6 +59,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return badInput("check takes no arguments, got %q", pos)
 	}
+	if err := oneStdout("json", out.json, "html", out.html); err != nil {
+		return err
+	}
 	rc, err := ag.config()
 	if err != nil {
 		return err
@@ -128,24 +131,42 @@ func finish(command string, b *evidence.Bundle, out outputs, stdout, stderr io.W
 // outputs are a check's or a diagnosis's reports besides the text, and
 // the findings that fail the command.
 type outputs struct {
-	json   string
-	failOn *failOn
+	json, html string
+	failOn     *failOn
+}
+
+// toStdout names the report that goes to stdout ("-") instead of the
+// text, or "".
+func (o *outputs) toStdout() string {
+	switch "-" {
+	case o.json:
+		return "json"
+	case o.html:
+		return "html"
+	}
+	return ""
 }
 
 func (o *outputs) register(fs *flag.FlagSet, jsonUsage string) {
 	fs.StringVar(&o.json, "json", "", jsonUsage)
+	fs.StringVar(&o.html, "html", "", "also write a self-contained HTML report to this file")
 	o.failOn = registerFailOn(fs)
 }
 
 // writeReport writes one report, text and JSON.
 func writeReport(r *report.Report, out outputs, stdout, stderr io.Writer) error {
-	if out.json != "-" {
+	if out.toStdout() == "" {
 		if err := report.Text(stdout, r); err != nil {
 			return err
 		}
 	}
 	if out.json != "" {
 		if err := writeOut(out.json, stdout, "report", func(w io.Writer) error { return report.JSON(w, r) }); err != nil {
+			return err
+		}
+	}
+	if out.html != "" {
+		if err := writeOut(out.html, stdout, "HTML report", func(w io.Writer) error { return report.CheckHTML(w, r) }); err != nil {
 			return err
 		}
 	}
@@ -198,7 +219,6 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("diagnose", stderr)
 	var out outputs
 	out.register(fs, "also write the JSON report to this file (- for stdout)")
-	htmlOut := fs.String("html", "", "with a run bundle: also write the HTML report to this file")
 	pos, err := parse(fs, args, stderr)
 	if err != nil {
 		return err
@@ -206,22 +226,19 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 {
 		return badInput("diagnose needs exactly one bundle file")
 	}
-	if err := oneStdout("json", out.json, "html", *htmlOut); err != nil {
+	if err := oneStdout("json", out.json, "html", out.html); err != nil {
 		return err
 	}
 	if kind, err := bundleKind(pos[0]); err != nil {
 		return err
 	} else if kind == run.BundleKind {
-		return diagnoseRun(pos[0], out, *htmlOut, stdout)
-	}
-	if *htmlOut != "" {
-		return badInput("diagnose --html needs a run bundle (run --bundle)")
+		return diagnoseRun(pos[0], out, stdout)
 	}
 	b, err := readBundle(pos[0])
 	if err != nil {
 		return err
 	}
-	if in := b.Incident; in != nil && out.json != "-" {
+	if in := b.Incident; in != nil && out.toStdout() == "" {
 		incidentText(stdout, b)
 	}
 	return finish("diagnose", b, out, stdout, stderr)
@@ -292,14 +309,14 @@ func bundleKind(path string) (string, error) {
 
 // diagnoseRun diagnoses a run's evidence again and writes what run
 // wrote.
-func diagnoseRun(path string, out outputs, htmlOut string, stdout io.Writer) error {
+func diagnoseRun(path string, out outputs, stdout io.Writer) error {
 	rb, err := readWith(path, "bundle", run.ReadBundle)
 	if err != nil {
 		return err
 	}
 	res := run.Diagnose(rb)
 	r := res.Report()
-	if out.json != "-" {
+	if out.toStdout() == "" {
 		if err := report.RunText(stdout, r, true); err != nil {
 			return err
 		}
@@ -309,8 +326,8 @@ func diagnoseRun(path string, out outputs, htmlOut string, stdout io.Writer) err
 			return err
 		}
 	}
-	if htmlOut != "" {
-		if err := writeRunHTML(htmlOut, stdout, r, res); err != nil {
+	if out.html != "" {
+		if err := writeRunHTML(out.html, stdout, r, res); err != nil {
 			return err
 		}
 	}
