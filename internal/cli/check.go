@@ -48,7 +48,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	src.register(fs)
 	var window = new(time.Duration)
 	durationVar(fs, window, "window", 5*time.Second, "time between the two snapshots; counters must rise within it to count as active")
-	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout, replacing the text report)")
+	var out outputs
+	out.register(fs, "also write the JSON report to this file (- for stdout, replacing the text report)")
 	var ag agentFlags
 	ag.register(fs, "agent", "the current diagnosis of the host `netdoctor agent` at this URL observes (http(s)://HOST:9120), from its recent window")
 	pos, err := parse(fs, args, stdout)
@@ -57,6 +58,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if len(pos) > 0 {
 		return badInput("check takes no arguments, got %q", pos)
+	}
+	if err := oneStdout("json", out.json, "html", out.html); err != nil {
+		return err
 	}
 	rc, err := ag.config()
 	if err != nil {
@@ -70,7 +74,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return badInput("--%s is the agent's to choose (netdoctor agent --help): check --agent reads its diagnosis", f)
 			}
 		}
-		return checkAgent(ctx, *rc, *jsonOut, stdout, stderr)
+		return checkAgent(ctx, *rc, out, stdout, stderr)
 	}
 	if *window < 100*time.Millisecond || *window > time.Hour {
 		return badInput("--window %v: must be between 100ms and 1h", *window)
@@ -90,11 +94,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The second snapshot is taken even after Ctrl-C: a short window is
 	// still evidence.
 	b.Snapshots = append(b.Snapshots, s.Snapshot(context.WithoutCancel(ctx)))
-	return finish("check", b, *jsonOut, stdout, stderr)
+	return finish("check", b, out, stdout, stderr)
 }
 
 // checkAgent prints the diagnosis an agent keeps of its recent window.
-func checkAgent(ctx context.Context, rc source.RemoteConfig, jsonOut string, stdout, stderr io.Writer) error {
+func checkAgent(ctx context.Context, rc source.RemoteConfig, out outputs, stdout, stderr io.Writer) error {
 	r, err := source.NewRemote(ctx, rc)
 	if err != nil {
 		return agentErr(err)
@@ -105,7 +109,10 @@ func checkAgent(ctx context.Context, rc source.RemoteConfig, jsonOut string, std
 		return agentErr(err)
 	}
 	rep.Command = "check --agent " + r.URL()
-	return writeReport(rep, jsonOut, stdout, stderr)
+	if rep.Status == "" { // an agent older than the status field
+		rep.Status = report.OutcomeOf(rep.Verdict, rep.Findings)
+	}
+	return writeReport(rep, out, stdout, stderr)
 }
 
 // agentErr marks a refused token as the user's input to fix.
@@ -117,31 +124,56 @@ func agentErr(err error) error {
 }
 
 // finish runs the rules and writes the reports.
-func finish(command string, b *evidence.Bundle, jsonOut string, stdout, stderr io.Writer) error {
-	return writeReport(report.New(command, b, rules.Check(b)), jsonOut, stdout, stderr)
+func finish(command string, b *evidence.Bundle, out outputs, stdout, stderr io.Writer) error {
+	return writeReport(report.New(command, b, rules.Check(b)), out, stdout, stderr)
+}
+
+// outputs are a check's or a diagnosis's reports besides the text, and
+// the findings that fail the command.
+type outputs struct {
+	json, html string
+	failOn     *failOn
+}
+
+// toStdout names the report that goes to stdout ("-") instead of the
+// text, or "".
+func (o *outputs) toStdout() string {
+	switch "-" {
+	case o.json:
+		return "json"
+	case o.html:
+		return "html"
+	}
+	return ""
+}
+
+func (o *outputs) register(fs *flag.FlagSet, jsonUsage string) {
+	fs.StringVar(&o.json, "json", "", jsonUsage)
+	fs.StringVar(&o.html, "html", "", "also write a self-contained HTML report to this file")
+	o.failOn = registerFailOn(fs)
 }
 
 // writeReport writes one report, text and JSON.
-func writeReport(r *report.Report, jsonOut string, stdout, stderr io.Writer) error {
-	if jsonOut != "-" {
+func writeReport(r *report.Report, out outputs, stdout, stderr io.Writer) error {
+	if out.toStdout() == "" {
 		if err := report.Text(stdout, r); err != nil {
 			return err
 		}
 	}
-	if jsonOut != "" {
-		if err := writeOut(jsonOut, stdout, "report", func(w io.Writer) error { return report.JSON(w, r) }); err != nil {
+	if out.json != "" {
+		if err := writeOut(out.json, stdout, "report", func(w io.Writer) error { return report.JSON(w, r) }); err != nil {
+			return err
+		}
+	}
+	if out.html != "" {
+		if err := writeOut(out.html, stdout, "HTML report", func(w io.Writer) error { return report.CheckHTML(w, r) }); err != nil {
 			return err
 		}
 	}
 	if r.Partial {
 		fmt.Fprintln(stderr, "netdoctor: partial evidence: some collectors failed (see \"collectors\" in the report)")
 	}
-	for _, f := range r.Findings {
-		if f.Status == report.Active && f.Severity == report.Critical {
-			return errFindings
-		}
-	}
-	return nil
+	return exitFor(r.Findings, *out.failOn)
 }
 
 func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -187,8 +219,8 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("diagnose", stderr)
-	jsonOut := fs.String("json", "", "also write the JSON report to this file (- for stdout)")
-	htmlOut := fs.String("html", "", "with a run bundle: also write the HTML report to this file")
+	var out outputs
+	out.register(fs, "also write the JSON report to this file (- for stdout)")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
@@ -196,22 +228,22 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 {
 		return badInput("diagnose needs exactly one bundle file")
 	}
+	if err := oneStdout("json", out.json, "html", out.html); err != nil {
+		return err
+	}
 	if kind, err := bundleKind(pos[0]); err != nil {
 		return err
 	} else if kind == run.BundleKind {
-		return diagnoseRun(pos[0], *jsonOut, *htmlOut, stdout)
-	}
-	if *htmlOut != "" {
-		return badInput("diagnose --html needs a run bundle (run --bundle)")
+		return diagnoseRun(pos[0], out, stdout)
 	}
 	b, err := readBundle(pos[0])
 	if err != nil {
 		return err
 	}
-	if in := b.Incident; in != nil && *jsonOut != "-" {
+	if in := b.Incident; in != nil && out.toStdout() == "" {
 		incidentText(stdout, b)
 	}
-	return finish("diagnose", b, *jsonOut, stdout, stderr)
+	return finish("diagnose", b, out, stdout, stderr)
 }
 
 // incidentText says why the agent wrote an incident bundle: what turned
@@ -279,27 +311,27 @@ func bundleKind(path string) (string, error) {
 
 // diagnoseRun diagnoses a run's evidence again and writes what run
 // wrote.
-func diagnoseRun(path, jsonOut, htmlOut string, stdout io.Writer) error {
+func diagnoseRun(path string, out outputs, stdout io.Writer) error {
 	rb, err := readWith(path, "bundle", run.ReadBundle)
 	if err != nil {
 		return err
 	}
 	res := run.Diagnose(rb)
 	r := res.Report()
-	if jsonOut != "-" {
+	if out.toStdout() == "" {
 		if err := report.RunText(stdout, r, true); err != nil {
 			return err
 		}
 	}
-	if jsonOut != "" {
-		if err := writeRunJSON(jsonOut, stdout, r); err != nil {
+	if out.json != "" {
+		if err := writeRunJSON(out.json, stdout, r); err != nil {
 			return err
 		}
 	}
-	if htmlOut != "" {
-		if err := writeRunHTML(htmlOut, stdout, r, res); err != nil {
+	if out.html != "" {
+		if err := writeRunHTML(out.html, stdout, r, res); err != nil {
 			return err
 		}
 	}
-	return exitFor(r.Findings)
+	return exitFor(r.Findings, *out.failOn)
 }

@@ -49,7 +49,7 @@ func commands() []command {
 		{"tune", "turn a report into a reviewed change set: plan REPORT, apply PLAN (dry run unless --yes), rollback", runTuneCmd},
 		{"completion", "print the shell completion script: bash, zsh or fish", runCompletion},
 		{"manpages", "write the man pages to a directory", runManpages},
-		{"compare", "compare two run or load reports: load figures side by side, findings gone and new", runCompare},
+		{"compare", "compare two reports (run, load, check or diagnose): load figures side by side, findings gone and new", runCompare},
 		{"version", "print the version, the commit, the Go it was built with, and the kernel features found", runVersion},
 	}
 }
@@ -227,6 +227,30 @@ func writeOut(path string, stdout io.Writer, what string, write func(io.Writer) 
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// textOut is where a command's progress and notes go: stderr when the
+// JSON report goes to stdout (--json -), which then holds only JSON.
+func textOut(jsonOut string, stdout, stderr io.Writer) io.Writer {
+	if jsonOut == "-" {
+		return stderr
+	}
+	return stdout
+}
+
+// oneStdout refuses two outputs to stdout ("-"): a script could not
+// tell one from the other. flags pairs each flag's name with its value.
+func oneStdout(flags ...string) error {
+	var named []string
+	for i := 0; i+1 < len(flags); i += 2 {
+		if flags[i+1] == "-" {
+			named = append(named, "--"+flags[i])
+		}
+	}
+	if len(named) > 1 {
+		return badInput("%s all write to stdout (-): name a file for all but one", strings.Join(named, " and "))
 	}
 	return nil
 }

@@ -3,22 +3,24 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// readCompared reads a run or load report for compare.
+// readCompared reads a run, load, check or diagnose report for compare.
 func readCompared(path string) (*report.Run, error) {
 	r, err := readWith(path, "report", report.Read)
 	var k *report.KindError
 	switch {
 	case errors.As(err, &k):
-		return nil, badInput("read report %s: not a netdoctor run or load report (version 1)", path)
+		return nil, badInput("read report %s: not a netdoctor run, load, check or diagnose report (version 1)", path)
 	case err != nil:
 		return nil, err
-	case r.Load == nil:
-		return nil, badInput("read report %s: it has no load results (compare takes run or load reports)", path)
 	}
 	return r, nil
 }
@@ -40,5 +42,51 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return report.CompareText(stdout, pos[0], a, pos[1], b)
+	var left []string
+	one := a.Command
+	if oneSided(b) {
+		one = b.Command
+	}
+	if oneSided(a) != oneSided(b) {
+		// A check looks at one namespace's kernel: the findings only a
+		// run's load and servers show are not compared with it.
+		for _, r := range []*report.Run{a, b} {
+			left = append(left, dropRunOnly(r)...)
+		}
+	}
+	if err := report.CompareText(stdout, pos[0], a, pos[1], b); err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		slices.Sort(left)
+		left = slices.Compact(left)
+		_, err = fmt.Fprintf(stdout, "\nNot compared with the %s report (only a run's load and servers show them): %s\n", one, strings.Join(left, ", "))
+	}
+	return err
+}
+
+// oneSided reports a report of one namespace's snapshots: check and
+// diagnose of a bundle.
+func oneSided(r *report.Run) bool { return r.Command != "run" && r.Command != "load" }
+
+// dropRunOnly removes from r the findings of the rules that need a run
+// (PerRun, Symptom) and returns their IDs.
+func dropRunOnly(r *report.Run) []string {
+	runOnly := map[report.FindingID]bool{}
+	for _, rule := range rules.Registry {
+		if rule.Scope == rules.PerRun || rule.Scope == rules.Symptom {
+			for _, id := range rule.IDs {
+				runOnly[id] = true
+			}
+		}
+	}
+	var gone []string
+	r.Findings = slices.DeleteFunc(slices.Clone(r.Findings), func(f report.Finding) bool {
+		if runOnly[f.ID] {
+			gone = append(gone, string(f.ID))
+			return true
+		}
+		return false
+	})
+	return gone
 }

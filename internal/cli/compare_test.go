@@ -33,11 +33,66 @@ func TestCompare(t *testing.T) {
 	}
 	garbage := filepath.Join(dir, "g.json")
 	os.WriteFile(garbage, []byte("nope"), 0o644)
-	check := filepath.Join(dir, "check.json")
-	os.WriteFile(check, []byte(`{"version":1,"command":"check","findings":[]}`), 0o644)
-	for _, args := range [][]string{{"compare", before}, {"compare", before, garbage}, {"compare", before, check}, {"compare", before, filepath.Join(dir, "none.json")}} {
+	bundle := filepath.Join(dir, "bundle.json")
+	os.WriteFile(bundle, []byte(`{"version":1,"host":{},"snapshots":[{}]}`), 0o644)
+	for _, args := range [][]string{{"compare", before}, {"compare", before, garbage}, {"compare", before, bundle}, {"compare", before, filepath.Join(dir, "none.json")}} {
 		if code, _, stderr := runCLI(t, args...); code != ExitUsage || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q; want one line and exit 2", args, code, stderr)
 		}
+	}
+}
+
+// TestCompareChecks: two check reports compare their findings (no load
+// table); a check against a run matches findings without their side and
+// leaves out what only a run shows.
+func TestCompareChecks(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	before := write("before.json", `{"version":1,"command":"check","verdict":"UNHEALTHY: Accept queue overflow","findings":[
+		{"id":"accept-queue-overflow","severity":"critical","status":"active","title":"Accept queue overflow","subject":"127.0.0.1:80"},
+		{"id":"risky-sysctl","severity":"warning","status":"latent","title":"tcp_tw_reuse","subject":"net.ipv4.tcp_tw_reuse"}]}`)
+	after := write("after.json", `{"version":1,"command":"check","verdict":"DEGRADED: Conntrack","findings":[
+		{"id":"conntrack-table-full","severity":"warning","status":"active","title":"Conntrack 85% full"},
+		{"id":"risky-sysctl","severity":"warning","status":"latent","title":"tcp_tw_reuse","subject":"net.ipv4.tcp_tw_reuse"}]}`)
+	code, stdout, stderr := runCLI(t, "compare", before, after)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Status: findings → warnings",
+		"Findings gone:\n  [critical active] Accept queue overflow (accept-queue-overflow)",
+		"Findings new:\n  [warning active] Conntrack 85% full (conntrack-table-full)",
+		"Findings in both:\n  [warning latent] tcp_tw_reuse (risky-sysctl)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare of two checks lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "requests/s") {
+		t.Errorf("compare of two checks shows a load table:\n%s", stdout)
+	}
+
+	run := write("run.json", `{"version":1,"command":"run","verdict":"UNHEALTHY: x","findings":[
+		{"id":"accept-queue-overflow","severity":"critical","status":"active","title":"Accept queue overflow","subject":"127.0.0.1:80","side":"server"},
+		{"id":"unexplained-distress","severity":"critical","status":"active","title":"The load shows distress","side":"client"}],
+		"load":{"rps":100,"requests":1000,"status":{"2xx":1000},"errors":{},"latency":{}}}`)
+	code, stdout, stderr = runCLI(t, "compare", run, after)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Load: only " + run + " has one (run vs check report)",
+		"Findings gone:\n  [critical active] Accept queue overflow (accept-queue-overflow)",
+		"Not compared with the check report (only a run's load and servers show them): unexplained-distress"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare of a run and a check lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = runCLI(t, "compare", run, before)
+	if code != ExitOK || !strings.Contains(stdout, "Findings in both:\n  [critical active] Accept queue overflow") {
+		t.Errorf("a run's server-side finding does not match the check's same finding:\n%s", stdout)
 	}
 }

@@ -53,6 +53,16 @@ func notRootChild(t *testing.T) {
 	if code != ExitDenied || !strings.Contains(stderr, "needs root") {
 		t.Errorf("check --netns as nobody: exit %d, stderr %q; want %d and 'needs root'", code, stderr, ExitDenied)
 	}
+	// Another process's namespace is open to root only (EACCES): the
+	// same exit, not a failure to report.
+	code, _, stderr = runCLI(t, "check", "--netns", "/proc/1/ns/net", "--window", "100ms", "--no-dns")
+	if code != ExitDenied || !strings.Contains(stderr, "needs root") {
+		t.Errorf("check --netns /proc/1/ns/net as nobody: exit %d, stderr %q; want %d and 'needs root'", code, stderr, ExitDenied)
+	}
+	code, _, stderr = runCLI(t, "run", "--server-netns", "/proc/1/ns/net", "-d", "1s", "http://127.0.0.1:1/")
+	if code != ExitDenied || !strings.Contains(stderr, "needs root") {
+		t.Errorf("run --server-netns /proc/1/ns/net as nobody: exit %d, stderr %q; want %d and 'needs root'", code, stderr, ExitDenied)
+	}
 	code, stdout, stderr := runCLI(t, "check", "--window", "100ms", "--no-dns")
 	if code != ExitOK && code != ExitFindings {
 		t.Fatalf("check as nobody: exit %d\n%s\n%s", code, stdout, stderr)

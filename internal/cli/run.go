@@ -67,6 +67,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with per-second charts to this file")
 	verify := fs.String("verify-with", "", "measure, apply this tune plan (kernel settings and configuration), measure again with the same load, then roll back")
 	keep := fs.Bool("keep", false, "with --verify-with: keep the changes instead of rolling back")
+	fail := registerFailOn(fs)
 	bundleOut := fs.String("bundle", "", "also write the run's evidence (both sides' snapshots, the load, the servers) to this file, gzip'd if it ends in .gz; `netdoctor diagnose` reads it back")
 	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stdout)
 	if err != nil {
@@ -103,13 +104,16 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *keep && *verify == "" {
 		return badInput("--keep goes with --verify-with")
 	}
+	if err := oneStdout("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
+		return err
+	}
 	if *verify != "" {
-		return runVerify(ctx, o, lo, set, *verify, *keep, stdout, stderr)
+		return runVerify(ctx, o, lo, set, *verify, *keep, *fail, stdout, stderr)
 	}
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
 	lo.o.OnStart = func() {
-		fmt.Fprintf(stdout, "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String(), ag.url))
+		fmt.Fprintf(textOut(lo.jsonOut, stdout, stderr), "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String(), ag.url))
 	}
 	o.Load = lo.o
 	res, err := run.Run(ctx, o)
@@ -146,13 +150,46 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("%w: the %s side's %s", errLost, s.Name, s.Lost)
 		}
 	}
-	return exitFor(r.Findings)
+	return exitFor(r.Findings, *fail)
 }
 
-// exitFor is a report's exit: errFindings for an active critical finding.
-func exitFor(fs []report.Finding) error {
+// failOn is the --fail-on flag: the least severe active finding that
+// makes the command exit 1 (ExitFindings).
+type failOn string
+
+// Fail-on levels.
+const (
+	failCritical failOn = "critical" // the default: an active critical finding
+	failWarning  failOn = "warning"  // an active warning or critical finding
+	failNever    failOn = "never"    // findings never change the exit
+)
+
+func (f *failOn) String() string { return string(*f) }
+
+func (f *failOn) Set(s string) error {
+	switch v := failOn(s); v {
+	case failCritical, failWarning, failNever:
+		*f = v
+		return nil
+	}
+	return fmt.Errorf("--fail-on %q: want critical, warning or never", s)
+}
+
+// registerFailOn defines --fail-on, critical by default.
+func registerFailOn(fs *flag.FlagSet) *failOn {
+	f := failCritical
+	fs.Var(&f, "fail-on", "exit 1 for an active finding this severe or more: critical, warning, or never")
+	return &f
+}
+
+// exitFor is a report's exit: errFindings for an active finding as
+// severe as on says, or more.
+func exitFor(fs []report.Finding, on failOn) error {
 	for _, f := range fs {
-		if f.Hurts() {
+		if f.Status != report.Active {
+			continue
+		}
+		if f.Severity == report.Critical && on != failNever || f.Severity == report.Warning && on == failWarning {
 			return errFindings
 		}
 	}

@@ -159,7 +159,7 @@ func tuneErr(err error) error {
 // runVerify measures, applies a plan, measures again with the identical
 // load and rolls back unless keep: the seeds' "change one setting, load
 // again, compare" for every change of the plan at once.
-func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]bool, planPath string, keep bool, stdout, stderr io.Writer) error {
+func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]bool, planPath string, keep bool, fail failOn, stdout, stderr io.Writer) error {
 	p, err := readPlan(planPath)
 	if err != nil {
 		return err
@@ -167,8 +167,10 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 	if os.Geteuid() != 0 {
 		return deniedError{tune.ErrNotRoot}
 	}
+	// With --json - the progress goes to stderr: stdout is the JSON's.
+	text := textOut(lo.jsonOut, stdout, stderr)
 	measure := func(what string) (*run.Result, error) {
-		fmt.Fprintf(stdout, "%s: %s @ %s\n", what, describe(lo.o), lo.o.URL)
+		fmt.Fprintf(text, "%s: %s @ %s\n", what, describe(lo.o), lo.o.URL)
 		pr := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 		o.Load = lo.o
 		o.Load.OnSecond = pr.second
@@ -179,13 +181,13 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 		}
 		return res, nil
 	}
-	fmt.Fprintf(stdout, "Verifying %s (%d changes): measure, apply, measure again with the same load, %s\n\n", planPath, len(p.Changes), map[bool]string{true: "keep the changes", false: "roll back"}[keep])
+	fmt.Fprintf(text, "Verifying %s (%d changes): measure, apply, measure again with the same load, %s\n\n", planPath, len(p.Changes), map[bool]string{true: "keep the changes", false: "roll back"}[keep])
 	before, err := measure("1/3 before")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\n2/3 applying %s (kernel settings and configuration):\n", planPath)
-	j, err := tune.Apply(ctx, p, planPath, tune.Options{Config: true, Out: stdout})
+	fmt.Fprintf(text, "\n2/3 applying %s (kernel settings and configuration):\n", planPath)
+	j, err := tune.Apply(ctx, p, planPath, tune.Options{Config: true, Out: text})
 	if err != nil {
 		return tuneErr(err)
 	}
@@ -197,15 +199,15 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 			return nil
 		}
 		rolledBack = true
-		fmt.Fprintf(stdout, "\nRolling back (--keep keeps the changes):\n")
-		if err := tune.Rollback(j, stdout); err != nil {
+		fmt.Fprintf(text, "\nRolling back (--keep keeps the changes):\n")
+		if err := tune.Rollback(j, text); err != nil {
 			return err
 		}
 		// Everything is back: the journal has served.
 		return tune.Forget(j)
 	}
 	defer rollback()
-	fmt.Fprintln(stdout)
+	fmt.Fprintln(text)
 	after, err := measure("3/3 after")
 	if err != nil {
 		if rerr := rollback(); rerr != nil {
@@ -215,14 +217,14 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 	}
 	vs := tune.Judge(p, outcomeOf(before), outcomeOf(after))
 	rb, ra := before.Report(), after.Report()
-	if err := report.VerifyText(stdout, rb, ra, vs); err != nil {
+	if err := report.VerifyText(text, rb, ra, vs); err != nil {
 		return err
 	}
 	if err := rollback(); err != nil {
 		return fmt.Errorf("rollback: %w (journal %s)", err, j.Path)
 	}
 	if j != nil && keep {
-		fmt.Fprintf(stdout, "\nChanges kept. Undo: netdoctor tune rollback %s\n", j.Path)
+		fmt.Fprintf(text, "\nChanges kept. Undo: netdoctor tune rollback %s\n", j.Path)
 	}
 	if lo.jsonOut != "" {
 		vr := &report.Verify{Plan: planPath, Before: rb, After: ra, Verdicts: vs, Kept: keep}
@@ -233,7 +235,7 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 			return err
 		}
 	}
-	return exitFor(ra.Findings)
+	return exitFor(ra.Findings, fail)
 }
 
 // outcomeOf is a run's findings and its server side's counter rates over

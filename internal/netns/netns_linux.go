@@ -34,7 +34,7 @@ func Resolve(nameOrPath string) (NS, error) {
 		if errors.Is(err, unix.ENOENT) {
 			return NS{}, fmt.Errorf("%w: %s (not in /run/netns, see `ip netns list`)", ErrNotFound, nameOrPath)
 		}
-		return NS{}, fmt.Errorf("open netns %s: %w", n.Path, err)
+		return NS{}, openErr(n.Path, err)
 	}
 	defer unix.Close(fd)
 	typ, err := unix.IoctlRetInt(fd, unix.NS_GET_NSTYPE)
@@ -47,6 +47,16 @@ func Resolve(nameOrPath string) (NS, error) {
 	}
 	n.Inode = st.Ino
 	return n, nil
+}
+
+// openErr says why a namespace file could not be opened: another
+// process's namespace (/proc/PID/ns/net) is open to root only (EACCES),
+// which is ErrPermission as a refused setns is.
+func openErr(path string, err error) error {
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return fmt.Errorf("%w: open %s: %v", ErrPermission, path, err)
+	}
+	return fmt.Errorf("open netns %s: %w", path, err)
 }
 
 // Inode returns the namespace's inode number, the id the kernel prints
@@ -110,7 +120,7 @@ func enter(path string) error {
 		if errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("%w: %s", ErrNotFound, path)
 		}
-		return fmt.Errorf("open netns %s: %w", path, err)
+		return openErr(path, err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {

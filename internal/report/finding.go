@@ -60,6 +60,9 @@ type Finding struct {
 	Side     Side     `json:"side,omitempty"`
 	Evidence []Item   `json:"evidence"`
 	Fix      []string `json:"fix"`
+	// Actions are the fix lines as a script reads them (Actions): what
+	// to run, where, and how to keep it.
+	Actions []Action `json:"actions,omitempty"`
 	// CausedBy names the finding this one is a consequence of, so a
 	// report leads with the cause: TIME_WAIT piling up and local ports
 	// running out are what upstream connection churn looks like.

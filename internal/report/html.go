@@ -40,6 +40,8 @@ type Page struct {
 	Findings                             []Finding
 	Charts                               []Chart
 	LoadRows                             [][2]string
+	// HostRows are a check's or a diagnosis's host picture (CheckPage).
+	HostRows [][2]string
 }
 
 // HTML writes a self-contained page: styles and the chart script are

@@ -20,7 +20,8 @@ func (e *KindError) Error() string {
 // Read decodes any report netdoctor writes, as a Run: a run report
 // whole; a check or diagnose report without load, shape, sides or
 // servers; a load report (`load --json`) as its load and findings. The
-// command says which it was.
+// command says which it was. A report written before reports had a
+// status gets the one its verdict says (OutcomeOf).
 func Read(r io.Reader) (*Run, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -41,6 +42,14 @@ func Read(r io.Reader) (*Run, error) {
 		out := &Run{Report: &Report{}}
 		if err := json.Unmarshal(b, out); err != nil {
 			return nil, fmt.Errorf("not a netdoctor report: %w", err)
+		}
+		if out.Status == "" {
+			out.Status = OutcomeOf(out.Verdict, out.Findings)
+		}
+		for i, f := range out.Findings {
+			if f.Actions == nil && len(f.Fix) > 0 { // written before actions
+				out.Findings[i].Actions = Actions(f.Fix)
+			}
 		}
 		return out, nil
 	case "load":

@@ -17,9 +17,12 @@ const Version = 1
 
 // Report is the outcome of `check` or `diagnose`: the JSON contract.
 type Report struct {
-	Version  int           `json:"version"`
-	Command  string        `json:"command"`
-	Verdict  string        `json:"verdict"`
+	Version int    `json:"version"`
+	Command string `json:"command"`
+	Verdict string `json:"verdict"`
+	// Status is the verdict as one word for scripts (Outcome); reports
+	// written before it had none, and Read derives it from the verdict.
+	Status   Outcome       `json:"status"`
 	Host     evidence.Host `json:"host"`
 	Window   WindowInfo    `json:"window"`
 	Findings []Finding     `json:"findings"`
@@ -59,6 +62,9 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 	if r.Findings == nil {
 		r.Findings = []Finding{}
 	}
+	for i := range r.Findings {
+		r.Findings[i].Actions = Actions(r.Findings[i].Fix)
+	}
 	if n := len(b.Snapshots); n > 0 {
 		first, last := &b.Snapshots[0], &b.Snapshots[n-1]
 		r.Window = WindowInfo{Start: first.Time, End: last.Time, Seconds: last.Time.Sub(first.Time).Seconds(), Snapshots: n}
@@ -90,7 +96,7 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 			r.Partial = true
 		}
 	}
-	r.Verdict = verdict(r.Findings, len(b.Snapshots))
+	r.Verdict, r.Status = verdict(r.Findings, len(b.Snapshots))
 	return r
 }
 
@@ -119,9 +125,10 @@ func worstStatus(b *evidence.Bundle) []evidence.Status {
 	return out
 }
 
-func verdict(fs []Finding, snapshots int) string {
+// verdict is the report's sentence and its outcome.
+func verdict(fs []Finding, snapshots int) (string, Outcome) {
 	if snapshots < 2 {
-		return "incomplete: fewer than two snapshots, nothing could be measured over time"
+		return "incomplete: fewer than two snapshots, nothing could be measured over time", OutcomeIncomplete
 	}
 	var crit, warn, latent int
 	for _, f := range fs {
@@ -136,13 +143,13 @@ func verdict(fs []Finding, snapshots int) string {
 	}
 	switch {
 	case crit > 0:
-		return fmt.Sprintf("UNHEALTHY: %s", fs[0].Title)
+		return fmt.Sprintf("UNHEALTHY: %s", fs[0].Title), criticalOutcome(fs)
 	case warn > 0:
-		return fmt.Sprintf("DEGRADED: %s", fs[0].Title)
+		return fmt.Sprintf("DEGRADED: %s", fs[0].Title), OutcomeWarnings
 	case latent > 0:
-		return fmt.Sprintf("OK now, %d latent risk(s) that will hurt at scale", latent)
+		return fmt.Sprintf("OK now, %d latent risk(s) that will hurt at scale", latent), OutcomeLatent
 	}
-	return "HEALTHY: no problem found"
+	return "HEALTHY: no problem found", OutcomeHealthy
 }
 
 // JSON writes the report as indented JSON.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
@@ -89,7 +90,7 @@ func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered 
 	f := report.Finding{ID: UpstreamConnectionChurn, Severity: sev, Status: report.Active, Side: r.ServerSide(),
 		Subject:  strings.Join(u.Servers, ","),
 		Title:    fmt.Sprintf("nginx opens a new connection per request to upstream %s", u.Target),
-		Evidence: ev, Fix: reuseFix(u, r.Load.Connections, s.Nginx.Workers())}
+		Evidence: ev, Fix: reuseFix(r.serverBundle(), u, r.Load.Connections, s.Nginx.Workers())}
 	if n > 0 {
 		// Each failed connect is one 502 the client saw.
 		f.Explains = shareText(uint64(n), r.Load.Status["5xx"], "5xx responses (nginx could not connect upstream)", failures(r.Load))
@@ -233,8 +234,9 @@ func kernelChurn(in *Input) (report.Finding, bool) {
 
 // reuseFix is the nginx change that keeps upstream connections open,
 // its pool sized as tune plan sizes it: each worker's share of the
-// requests in flight.
-func reuseFix(u app.NginxUpstream, inflight, workers int) []string {
+// requests in flight. b, the server's snapshots, says where tcp_tw_reuse
+// is set.
+func reuseFix(b *evidence.Bundle, u app.NginxUpstream, inflight, workers int) []string {
 	var fix []string
 	k, why := sizing.Keepalive(inflight, workers), sizing.KeepaliveWhy(inflight, workers)
 	if u.Block == "" {
@@ -248,7 +250,12 @@ func reuseFix(u app.NginxUpstream, inflight, workers int) []string {
 	case "proxy_pass":
 		fix = append(fix, fmt.Sprintf("add `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` next to proxy_pass (%s)", u.PassSource))
 	}
-	fix = append(fix, "until then, on this kernel: `sysctl -w net.ipv4.tcp_tw_reuse=1` lets new connections reuse TIME_WAIT ports (the default 2 does so for loopback only); persist it in /etc/sysctl.d/90-netdoctor.conf")
+	prefix := ""
+	if b != nil {
+		prefix = netns.Parse(b.Host.NetNS).ExecPrefix()
+	}
+	fix = append(fix, "until then, on this kernel: `"+prefix+"sysctl -w net.ipv4.tcp_tw_reuse=1` lets new connections reuse TIME_WAIT ports (the default 2 does so for loopback only); to keep it: "+
+		strings.TrimPrefix(persistFix(prefix, "net.ipv4.tcp_tw_reuse", "1"), "persist: "))
 	return fix
 }
 

@@ -82,8 +82,8 @@ func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []str
 	v := strconv.FormatUint(want, 10)
 	fix := []string{
 		"sysctl -w net.netfilter.nf_conntrack_max=" + v + "  (global: set it in the initial namespace)",
+		persistFix("", "net.netfilter.nf_conntrack_max", v),
 		"echo " + v + " > /sys/module/nf_conntrack/parameters/hashsize  (grow the hash with the table, or chains get long)",
-		"persist: echo 'net.netfilter.nf_conntrack_max = " + v + "' >> /etc/sysctl.d/90-netdoctor.conf",
 		"for high-rate stateless traffic, skip tracking: nft add rule inet raw prerouting tcp dport <port> notrack (and the output direction)",
 		"entries in TIME_WAIT last net.netfilter.nf_conntrack_tcp_timeout_time_wait (120 s); reusing connections cuts their number",
 	}

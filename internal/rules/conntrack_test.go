@@ -190,7 +190,7 @@ func TestConntrackFix(t *testing.T) {
 		{name: "tiny table", count: 190, max: 200, buckets: 1024, want: []string{
 			"sysctl -w net.netfilter.nf_conntrack_max=65536  (global: set it in the initial namespace)",
 			"echo 65536 > /sys/module/nf_conntrack/parameters/hashsize  (grow the hash with the table, or chains get long)",
-			"persist: echo 'net.netfilter.nf_conntrack_max = 65536' >> /etc/sysctl.d/90-netdoctor.conf",
+			"persist: echo 'net.netfilter.nf_conntrack_max = 65536' > /etc/sysctl.d/90-netdoctor-net.netfilter.nf_conntrack_max.conf",
 			"0 new connections/s × 120 s in TIME_WAIT × 1.25 = 0 entries, twice the 200 seen (the table was full)",
 		}},
 		{name: "the kernel's own hash size", count: 200, max: 200, buckets: 262144, want: []string{

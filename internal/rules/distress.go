@@ -13,7 +13,7 @@ import (
 
 // UnexplainedDistress: the load shows distress that no other finding
 // explains.
-const UnexplainedDistress report.FindingID = "unexplained-distress"
+const UnexplainedDistress = report.UnexplainedDistress
 
 // symptom is one way the load shows distress, and what can explain it.
 type symptom struct {

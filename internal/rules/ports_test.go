@@ -120,7 +120,7 @@ func TestPortFix(t *testing.T) {
 		"reuse connections instead of opening one per request (HTTP keep-alive; nginx: an upstream block with `keepalive`, plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` or `fastcgi_keep_conn on;`)",
 		"widen the range to 28536 ports (the kernel default's width at least: 0 new connections/s × 60 s a port stays taken × 1.25 = 0 needed per destination)",
 		`ip netns exec feas-cli sysctl -w net.ipv4.ip_local_port_range="37000 65535"`,
-		"persist: echo 'net.ipv4.ip_local_port_range = 37000 65535' >> /etc/sysctl.d/90-netdoctor.conf",
+		`persist: not in /etc/sysctl.d, which is read for the initial namespace only: run the command above where the namespace is created (its setup script, the CNI plugin's tuning), or give the container the sysctl (docker run --sysctl net.ipv4.ip_local_port_range="37000 65535", Kubernetes securityContext.sysctls)`,
 		"on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): " +
 			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0] + " — the default 2 applies to loopback only",
 	}

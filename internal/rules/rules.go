@@ -38,8 +38,10 @@ func settingItem(name, value string) report.Item {
 	return report.Item{Text: fmt.Sprintf("%s = %s", name, value), Source: "sysctl"}
 }
 
-// sysctlFix returns the runtime and persistent forms of a setting, plus a
-// note when the namespace observed is not the caller's.
+// sysctlFix returns the runtime and persistent forms of a setting: the
+// `sysctl -w` (in the namespace observed, for a per-namespace setting)
+// and how to keep it across reboots. report.Actions reads the two lines
+// back as one sysctl action (TestSysctlFixActions).
 func sysctlFix(b *evidence.Bundle, name, value string) []string {
 	prefix := ""
 	if !GlobalSysctl(name) {
@@ -49,11 +51,29 @@ func sysctlFix(b *evidence.Bundle, name, value string) []string {
 	if strings.ContainsAny(v, " \t") {
 		v = fmt.Sprintf("%q", v)
 	}
-	return []string{
-		fmt.Sprintf("%ssysctl -w %s=%s", prefix, name, v),
-		fmt.Sprintf("persist: echo '%s = %s' >> /etc/sysctl.d/90-netdoctor.conf", name, value),
-	}
+	return []string{fmt.Sprintf("%ssysctl -w %s=%s", prefix, name, v), persistFix(prefix, name, value)}
 }
+
+// persistFix says how to keep a setting across reboots. In the host's
+// namespace, one file per setting under /etc/sysctl.d: running it again
+// replaces the value instead of adding a line. A namespace's settings
+// are not the host's: /etc/sysctl.d applies to the initial namespace
+// only, so they are set where the namespace is made.
+func persistFix(prefix, name, value string) string {
+	if prefix == "" {
+		return fmt.Sprintf("persist: echo '%s = %s' > %s", name, value, PersistPath(name))
+	}
+	v := value
+	if strings.ContainsAny(v, " \t") {
+		v = fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("persist: not in /etc/sysctl.d, which is read for the initial namespace only: run the command above where the namespace is created (its setup script, the CNI plugin's tuning), or give the container the sysctl (docker run --sysctl %s=%s, Kubernetes securityContext.sysctls)", name, v)
+}
+
+// PersistPath is the file the persist advice writes one setting to:
+// /etc/sysctl.d/90-netdoctor-NAME.conf. `tune apply --persist` writes
+// /etc/sysctl.d/90-netdoctor.conf, read after it.
+func PersistPath(name string) string { return "/etc/sysctl.d/90-netdoctor-" + name + ".conf" }
 
 // GlobalSysctl reports settings that exist once per host, writable only
 // from the initial namespace.

@@ -67,7 +67,7 @@ func (res *Result) Report() *report.Run {
 		if rs.Lost != "" {
 			// What the rules found rests on the evidence before the
 			// loss: the verdict says so rather than claim more.
-			r.Partial = true
+			r.Partial, r.Status = true, report.OutcomePartial
 			r.Verdict = fmt.Sprintf("PARTIAL: %s (on the %s side's evidence up to %s, when its agent stopped answering)", r.Verdict, rs.Name, rs.LostAt.Format("15:04:05"))
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -243,11 +244,7 @@ func (p *Plan) Text(w io.Writer) error {
 		}
 		switch {
 		case c.Sysctl != nil:
-			fmt.Fprintf(&b, "   persist: %s in %s", c.Sysctl.Persist, PersistFile)
-			if !c.Sysctl.Global && c.Sysctl.NetNS != "" {
-				fmt.Fprintf(&b, " (applies to the initial namespace at boot: set it where %s is created instead)", c.Sysctl.NetNS)
-			}
-			b.WriteString("\n")
+			fmt.Fprintf(&b, "   persist: %s\n", c.Sysctl.persistText())
 		case c.File != nil:
 			fmt.Fprintf(&b, "   validate: %s; reload: %s\n", strings.Join(c.File.Validate, " "), c.File.Reload)
 			for _, l := range strings.SplitAfter(strings.TrimRight(c.File.Diff, "\n"), "\n") {
@@ -263,6 +260,22 @@ func (p *Plan) Text(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// persistText says how the setting outlasts a reboot: in PersistFile
+// (apply --persist) for the host's namespace; for another namespace,
+// where that namespace is made, since /etc/sysctl.d is read for the
+// initial namespace only.
+func (s *Sysctl) persistText() string {
+	if s.Global || s.NetNS == "" {
+		return s.Persist + " in " + PersistFile + " (apply --persist)"
+	}
+	v := s.Proposed
+	if strings.ContainsAny(v, " \t") {
+		v = fmt.Sprintf("%q", v)
+	}
+	return fmt.Sprintf("not in %s, which is read for the initial namespace only: `%ssysctl -w %s=%s` where %s is created (its setup script, the CNI plugin's tuning), or the container's sysctls (docker run --sysctl %s=%s, Kubernetes securityContext.sysctls)",
+		PersistFile, netns.Parse(s.NetNS).ExecPrefix(), s.Name, v, s.NetNS, s.Name, v)
 }
 
 // Title is the change in one line.

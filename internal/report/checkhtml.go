@@ -1,0 +1,53 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// CheckPage turns a check's or a diagnosis's report (one namespace, no
+// load) into the HTML page: the verdict and findings as a run's page
+// shows them, then the host picture in place of the load.
+func CheckPage(r *Report) *Page {
+	ns := "host namespace"
+	if r.Host.NetNS != "" {
+		ns = "netns " + r.Host.NetNS
+	}
+	p := &Page{Command: r.Command, Target: r.Host.Hostname + " (" + ns + ")", Verdict: r.Verdict, Findings: r.Findings,
+		Host: r.Host.Hostname + " · kernel " + r.Host.Kernel, When: r.Window.Start.Format(time.RFC1123)}
+	for _, f := range r.Findings {
+		p.Bad = p.Bad || f.Hurts()
+	}
+	s := r.Summary
+	p.HostRows = [][2]string{
+		{"status", string(r.Status)},
+		{"window", fmt.Sprintf("%.1f s, %d snapshots", r.Window.Seconds, r.Window.Snapshots)},
+		{"TCP sockets", states(s.TCPStates)},
+	}
+	for _, l := range s.Listeners {
+		p.HostRows = append(p.HostRows, [2]string{"listener " + l.Addr, fmt.Sprintf("%s, accept queue %d of %d, %s", l.Proto, l.RecvQ, l.SendQ, procName(l))})
+	}
+	if c := s.Conntrack; c != nil {
+		p.HostRows = append(p.HostRows, [2]string{"conntrack", fmt.Sprintf("%d of %d entries, drop %d, insert_failed %d", c.Count, c.Max, c.Stats["drop"], c.Stats["insert_failed"])})
+	}
+	for _, k := range keyRates {
+		if v, ok := s.Rates[k]; ok {
+			p.HostRows = append(p.HostRows, [2]string{k, fmt.Sprintf("%.1f/s", v)})
+		}
+	}
+	var cs []string
+	for _, st := range r.Collectors {
+		c := st.Collector + "=" + st.State
+		if st.Error != "" {
+			c += " (" + st.Error + ")"
+		}
+		cs = append(cs, c)
+	}
+	p.HostRows = append(p.HostRows, [2]string{"collectors", strings.Join(cs, ", ")})
+	return p
+}
+
+// CheckHTML writes a check's or a diagnosis's HTML page (CheckPage).
+func CheckHTML(w io.Writer, r *Report) error { return HTML(w, CheckPage(r)) }
