@@ -18,13 +18,11 @@ func TestLoadPortExhaustion(t *testing.T) {
 	mustExec(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40009", "net.ipv4.tcp_tw_reuse=0")
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
 	cmd.Env = append(os.Environ(), "ND_HELPER=load", "ND_LOAD_ARGS=load -c 4 -t 1 -d 1s --no-keepalive --json -")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("load in namespace: %v\n%s", err, out)
-	}
-	i := strings.Index(string(out), "\n{")
-	if i < 0 {
-		t.Fatalf("no JSON in output:\n%s", out)
+		t.Fatalf("load in namespace: %v\n%s%s", err, out, stderr.String())
 	}
 	var r struct {
 		Requests    uint64            `json:"requests"`
@@ -35,7 +33,7 @@ func TestLoadPortExhaustion(t *testing.T) {
 			ID string `json:"id"`
 		} `json:"findings"`
 	}
-	if err := json.Unmarshal(out[i+1:], &r); err != nil {
+	if err := json.Unmarshal(out, &r); err != nil { // --json -: stdout is the JSON alone
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if r.Causes["no-local-port"] == 0 || !r.Saturated || len(r.Findings) != 1 || r.Findings[0].ID != "load-generator-saturated" {
@@ -44,8 +42,8 @@ func TestLoadPortExhaustion(t *testing.T) {
 	if r.Requests < 10 {
 		t.Errorf("only %d requests succeeded; the first 10 ports should have worked", r.Requests)
 	}
-	if !strings.Contains(string(out), "WARNING: the load generator may be the bottleneck") {
-		t.Errorf("text output does not warn:\n%s", out[:i])
+	if !strings.Contains(stderr.String(), "WARNING: the load generator may be the bottleneck") {
+		t.Errorf("text output (on stderr with --json -) does not warn:\n%s", stderr.String())
 	}
 }
 
