@@ -25,6 +25,7 @@ func TestLoadPortExhaustion(t *testing.T) {
 		t.Fatalf("load in namespace: %v\n%s%s", err, out, stderr.String())
 	}
 	var r struct {
+		URL         string            `json:"url"`
 		Requests    uint64            `json:"requests"`
 		Saturated   bool              `json:"load_generator_saturated"`
 		SaturatedBy []string          `json:"saturated_by"`
@@ -39,8 +40,16 @@ func TestLoadPortExhaustion(t *testing.T) {
 	if r.Causes["no-local-port"] == 0 || !r.Saturated || len(r.Findings) != 1 || r.Findings[0].ID != "load-generator-saturated" {
 		t.Errorf("causes %v, saturated %v by %v, findings %+v; want no-local-port errors blamed on the generator", r.Causes, r.Saturated, r.SaturatedBy, r.Findings)
 	}
-	if r.Requests < 10 {
-		t.Errorf("only %d requests succeeded; the first 10 ports should have worked", r.Requests)
+	// The first connection of each of the 10 ports works; the server in
+	// the namespace listens on an ephemeral port, often one of the same
+	// 10. More work only when the server closed first, leaving the
+	// client's port free of TIME_WAIT, which is up to timing.
+	ports := uint64(10)
+	if _, p, _ := strings.Cut(strings.TrimPrefix(r.URL, "http://"), ":"); p >= "40000" && p <= "40009" {
+		ports--
+	}
+	if r.Requests < ports {
+		t.Errorf("only %d requests succeeded; the first %d ports should have worked", r.Requests, ports)
 	}
 	if !strings.Contains(stderr.String(), "WARNING: the load generator may be the bottleneck") {
 		t.Errorf("text output (on stderr with --json -) does not warn:\n%s", stderr.String())
