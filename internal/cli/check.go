@@ -86,14 +86,17 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer s.Close()
 	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: s.Host(), Start: time.Now()}
 	b.Snapshots = append(b.Snapshots, s.Snapshot(ctx))
+	pr := startPhase(stderr, "window: counters between two snapshots", *window)
 	select {
 	case <-time.After(*window):
 	case <-ctx.Done():
+		pr.done()
 		fmt.Fprintln(stderr, "netdoctor: interrupted, reporting on the shorter window")
 	}
 	// The second snapshot is taken even after Ctrl-C: a short window is
 	// still evidence.
 	b.Snapshots = append(b.Snapshots, s.Snapshot(context.WithoutCancel(ctx)))
+	pr.done()
 	return finish("check", b, out, stdout, stderr)
 }
 
@@ -207,7 +210,9 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer s.Close()
+	pr := startPhase(stderr, "collect: a snapshot every "+interval.String(), *window)
 	b := source.Bundle(ctx, s, *interval, count)
+	pr.done()
 	if err := writeOut(*out, stdout, "bundle", gzipped(*out, func(w io.Writer) error { return json.NewEncoder(w).Encode(b) })); err != nil {
 		return err
 	}

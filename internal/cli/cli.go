@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -168,6 +169,94 @@ func (d durationFlag) Set(s string) error {
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var(durationFlag{p}, name, usage)
+}
+
+// wrkDurationFlag is a duration flag that also takes a bare number of
+// seconds, as wrk's -d and --timeout do ("-d 10" is ten seconds). It is
+// kept to the flags load and run share with wrk: elsewhere a bare
+// number stays an error, since some flags there are naturally in
+// milliseconds (lab --sleep 35ms) and "35" would silently mean seconds.
+type wrkDurationFlag struct{ durationFlag }
+
+// String is empty for no duration: -h then shows the default the usage
+// names rather than "0s".
+func (d wrkDurationFlag) String() string {
+	if d.p == nil || *d.p == 0 {
+		return ""
+	}
+	return d.p.String()
+}
+
+func (d wrkDurationFlag) Set(s string) error {
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "eEnNxX") {
+		if math.Abs(f) > float64(24*time.Hour/time.Second) {
+			return fmt.Errorf("duration %q is more than a day", s)
+		}
+		*d.p = time.Duration(f * float64(time.Second))
+		return nil
+	}
+	return d.durationFlag.Set(s)
+}
+
+// wrkDurationVar defines a wrk-style duration flag under each name.
+func wrkDurationVar(fs *flag.FlagSet, p *time.Duration, value time.Duration, usage string, names ...string) {
+	*p = value
+	for i, name := range names {
+		u := usage
+		if i > 0 {
+			u = "same as " + flagName(names[0])
+		}
+		fs.Var(wrkDurationFlag{durationFlag{p}}, name, u)
+	}
+}
+
+// flagName is a flag as a user writes it: -c, --timeout.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// wrkIntFlag is an integer flag that, as wrk's -c and -t, also takes an
+// SI suffix: "1k" is 1000, "1M" a million.
+type wrkIntFlag struct{ p *int }
+
+func (n wrkIntFlag) String() string {
+	if n.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*n.p)
+}
+
+func (n wrkIntFlag) Set(s string) error {
+	num, mult := s, 1
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		num, mult = s[:len(s)-1], 1000
+	case strings.HasSuffix(s, "M"):
+		num, mult = s[:len(s)-1], 1000000
+	case strings.HasSuffix(s, "G"):
+		num, mult = s[:len(s)-1], 1000000000
+	}
+	v, err := strconv.Atoi(num)
+	if err != nil || v > math.MaxInt32/mult || v < math.MinInt32/mult {
+		return fmt.Errorf("not a count %q: write e.g. 100 or 1k", s)
+	}
+	*n.p = v * mult
+	return nil
+}
+
+// wrkIntVar defines a wrk-style count flag under each name.
+func wrkIntVar(fs *flag.FlagSet, p *int, value int, usage string, names ...string) {
+	*p = value
+	for i, name := range names {
+		u := usage
+		if i > 0 {
+			u = "same as " + flagName(names[0])
+		}
+		fs.Var(wrkIntFlag{p}, name, u)
+	}
 }
 
 // parse parses flags (printing the flag list to help on -h), allowing flags after positional arguments

@@ -48,8 +48,16 @@ func TestBadInput(t *testing.T) {
 		{[]string{"load", "http://"}, "has no host"},
 		{[]string{"load", "http://no-such-host.invalid/"}, "cannot resolve host"},
 		{[]string{"load", "-c", "0", "http://127.0.0.1:1/"}, "-c 0: need at least one connection"},
-		{[]string{"load", "-d", "10", "http://127.0.0.1:1/"}, "missing unit in duration"},
-		{[]string{"load", "-d10", "http://127.0.0.1:1/"}, "missing unit in duration"},
+		{[]string{"load", "-d", "10x", "http://127.0.0.1:1/"}, `not a duration "10x"`},
+		{[]string{"load", "-d10x", "http://127.0.0.1:1/"}, `not a duration "10x"`},
+		{[]string{"load", "--duration", "0", "http://127.0.0.1:1/"}, "-d 0s: the duration must be positive"},
+		{[]string{"load", "--timeout", "-1", "http://127.0.0.1:1/"}, "--timeout -1s: must be positive"},
+		{[]string{"load", "-c", "1q", "http://127.0.0.1:1/"}, `not a count "1q"`},
+		{[]string{"load", "--connections", "0", "http://127.0.0.1:1/"}, "-c 0: need at least one connection"},
+		{[]string{"load", "--script", "post.lua", "http://127.0.0.1:1/"}, "--script post.lua: wrk's Lua scripts are not supported yet"},
+		{[]string{"load", "-spost.lua", "http://127.0.0.1:1/"}, "--script post.lua: wrk's Lua scripts are not supported yet"},
+		{[]string{"run", "-s", "post.lua", "http://127.0.0.1:1/"}, "wrk's Lua scripts are not supported yet"},
+		{[]string{"run", "--baseline", "3", "http://127.0.0.1:1/"}, "missing unit in duration"},
 		{[]string{"load", "--ramp", "5:1", "http://127.0.0.1:1/"}, "want FROM:TO:DURATION"},
 		{[]string{"load", "-H", "nocolon", "http://127.0.0.1:1/"}, "want 'Name: value'"},
 	}
@@ -124,8 +132,8 @@ func TestLoadCommand(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"Running 300-request test @ " + s.URL, "1 threads and 4 connections (keep-alive)",
-		"300 requests in", "Status: 2xx 300", "Requests/sec:", "Transfer/sec:", "99.9%", "µs CPU per request"} {
+	for _, want := range []string{"Running 300-request test @ " + s.URL + "\n  1 threads and 4 connections\n", "Connections: keep-alive, 4 opened",
+		"300 requests in", "Status: 2xx 300", "Requests/sec:", "Transfer/sec:", "  Latency Distribution\n", ", p99.9 ", "µs CPU per request"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

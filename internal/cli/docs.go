@@ -123,15 +123,6 @@ func takesValue(f *flag.Flag) bool {
 	return !ok || !b.IsBoolFlag()
 }
 
-// flagName is how help and man pages spell a flag: one dash for one
-// letter, two for words.
-func flagName(f *flag.Flag) string {
-	if len(f.Name) == 1 {
-		return "-" + f.Name
-	}
-	return "--" + f.Name
-}
-
 // valueName is the placeholder for a flag's value, from its name and
 // type: FILE, DURATION, N, URL, NS or VALUE.
 func valueName(f *flag.Flag) string {
@@ -144,8 +135,10 @@ func valueName(f *flag.Flag) string {
 		return "NS"
 	}
 	switch f.Value.(type) {
-	case durationFlag:
+	case durationFlag, wrkDurationFlag:
 		return "DURATION"
+	case wrkIntFlag:
+		return "N"
 	}
 	switch name, _ := flag.UnquoteUsage(f); name {
 	case "int", "uint", "float", "int64", "uint64":
@@ -171,7 +164,7 @@ func writeHelp(w io.Writer, fs *flag.FlagSet) {
 	}
 	fmt.Fprintln(w, "flags:")
 	fs.VisitAll(func(f *flag.Flag) {
-		head := "  " + flagName(f)
+		head := "  " + flagName(f.Name)
 		if takesValue(f) {
 			head += " " + valueName(f)
 		}
@@ -242,7 +235,7 @@ func completionWords() map[string][]string {
 	for _, d := range commandDocs {
 		var words []string
 		for _, f := range flagsOf(d.Path) {
-			words = append(words, flagName(f))
+			words = append(words, flagName(f.Name))
 		}
 		out[d.Path] = append(words, "--help")
 	}
@@ -444,7 +437,7 @@ func manPages(now time.Time) map[string]string {
 		if flags := flagsOf(d.Path); len(flags) > 0 {
 			b.WriteString(".SH OPTIONS\n")
 			for _, f := range flags {
-				b.WriteString(".TP\n.B " + roffEscape(flagName(f)))
+				b.WriteString(".TP\n.B " + roffEscape(flagName(f.Name)))
 				if takesValue(f) {
 					b.WriteString(" \\fI" + roffEscape(valueName(f)) + "\\fR")
 				}

@@ -53,8 +53,8 @@ func TestCommandDocs(t *testing.T) {
 		t.Fatalf("run --help: exit %d", code)
 	}
 	for _, f := range run {
-		if !strings.Contains(out.String(), "\n  "+flagName(f)) {
-			t.Errorf("run --help lacks %s:\n%s", flagName(f), out.String())
+		if !strings.Contains(out.String(), "\n  "+flagName(f.Name)) {
+			t.Errorf("run --help lacks %s:\n%s", flagName(f.Name), out.String())
 		}
 	}
 	for _, want := range []string{"usage: netdoctor run [flags] URL", "examples:\n  netdoctor run "} {

@@ -26,7 +26,8 @@ func (h *headerFlags) Set(v string) error { *h = append(*h, v); return nil }
 // maxRequestsRun bounds a -n run without -d: every load ends by itself.
 const maxRequestsRun = 10 * time.Minute
 
-// loadOpts are the flags of `load` (and, later, of `run`).
+// loadOpts are the flags of `load` and `run`: wrk's, short and long,
+// and netdoctor's own.
 type loadOpts struct {
 	o        load.Options
 	latency  bool
@@ -34,34 +35,55 @@ type loadOpts struct {
 	body     string
 	bodyFile string
 	ramp     string
+	script   string
 }
 
 func loadFlags(fs *flag.FlagSet) *loadOpts {
 	lo := &loadOpts{}
 	o := &lo.o
-	fs.IntVar(&o.Connections, "c", 10, "connections to keep open")
-	fs.IntVar(&o.Threads, "t", 2, "event-loop threads")
-	durationVar(fs, &o.Duration, "d", 0, "test duration, with a unit: 10s, 2m (default 10s; with -n, at most "+maxRequestsRun.String()+")")
+	wrkIntVar(fs, &o.Connections, 10, "connections to keep open (wrk's SI suffix works: 1k)", "c", "connections")
+	wrkIntVar(fs, &o.Threads, 2, "event-loop threads", "t", "threads")
+	wrkDurationVar(fs, &o.Duration, 0, "test duration: 10s, 2m, 1h, or a number of seconds as in wrk (default 10s; with -n, at most "+maxRequestsRun.String()+")", "d", "duration")
 	fs.Int64Var(&o.Requests, "n", 0, "stop after this many requests")
 	fs.Float64Var(&o.Rate, "R", 0, "open-loop constant rate in requests/s; latency counts from each request's intended send time")
 	fs.Float64Var(&o.Rate, "rate", 0, "same as -R")
-	durationVar(fs, &o.Timeout, "timeout", 2*time.Second, "a request without a complete response by then is a timeout error")
+	wrkDurationVar(fs, &o.Timeout, 2*time.Second, "a request without a complete response by then is a timeout error (a bare number is seconds)", "timeout", "T")
 	fs.BoolVar(&o.NoKeepAlive, "no-keepalive", false, "a new connection per request, closed after the response")
 	fs.Var((*headerFlags)(&o.Header), "H", "request header 'Name: value' (repeatable)")
+	fs.Var((*headerFlags)(&o.Header), "header", "same as -H")
 	fs.StringVar(&o.Method, "m", "GET", "request method")
 	fs.StringVar(&o.Method, "method", "GET", "same as -m")
 	fs.StringVar(&lo.body, "body", "", "request body")
 	fs.StringVar(&lo.bodyFile, "body-file", "", "read the request body from this file")
 	fs.StringVar(&lo.ramp, "ramp", "", "step connections FROM:TO over DURATION, e.g. 10:1000:30s")
 	fs.BoolVar(&lo.latency, "latency", false, "print the latency distribution")
-	fs.StringVar(&lo.jsonOut, "json", "", "write the result as JSON to this file (- for stdout)")
+	fs.BoolVar(&lo.latency, "L", false, "same as --latency")
+	fs.StringVar(&lo.script, "script", "", "wrk's Lua script: not supported yet")
+	fs.StringVar(&lo.script, "s", "", "same as --script")
+	fs.StringVar(&lo.jsonOut, "json", "", "write the result as JSON to this file (- for stdout, and the text to stderr)")
 	return lo
 }
 
-// check validates the flags that the engine cannot judge alone.
+// wrkShort are the flags splitShort separates from their attached
+// values ("-c50", "-d10s", "-T2", "-sfile.lua").
+const wrkShort = "ctdnRHmsT"
+
+// longNames maps the long (or second) name of a load flag to the name
+// check and the progress line look for.
+var longNames = map[string]string{"connections": "c", "threads": "t", "duration": "d", "header": "H", "T": "timeout", "L": "latency", "s": "script"}
+
+// check validates the flags that the engine cannot judge alone. It marks
+// a flag given under its other name under the usual one in set too.
 func (lo *loadOpts) check(set map[string]bool) error {
+	for long, short := range longNames {
+		if set[long] {
+			set[short] = true
+		}
+	}
 	o := &lo.o
 	switch {
+	case set["script"]:
+		return badInput("--script %s: wrk's Lua scripts are not supported yet; -m, -H, --body and --body-file set the request", lo.script)
 	case set["c"] && o.Connections < 1:
 		return badInput("-c %d: need at least one connection", o.Connections)
 	case o.Threads < 1:
@@ -101,22 +123,35 @@ func (lo *loadOpts) check(set map[string]bool) error {
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("load", stderr)
 	lo := loadFlags(fs)
-	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stdout)
+	pos, err := parse(fs, splitShort(args, wrkShort), stdout)
 	if err != nil {
 		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["script"] || set["s"] {
+		return lo.check(set) // its error first: a wrk command line with a script has its URL
 	}
 	if len(pos) != 1 {
 		return badInput("load needs exactly one URL, e.g. netdoctor load -c 50 -d 10s http://127.0.0.1:8080/")
 	}
 	lo.o.URL = pos[0]
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := lo.check(set); err != nil {
 		return err
 	}
+	text := stdout
+	if lo.jsonOut == "-" {
+		text = stderr // stdout carries the JSON alone
+	}
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
-	lo.o.OnStart = func() { fmt.Fprintf(stdout, "Running %s test @ %s\n", describe(lo.o), lo.o.URL) }
+	lo.o.OnStart = func() {
+		conns := lo.o.Connections
+		if lo.o.Ramp != nil {
+			conns = lo.o.Ramp.To
+		}
+		report.WrkHeader(text, describe(lo.o), lo.o.URL, min(lo.o.Threads, conns), conns)
+	}
 	res, err := load.Run(ctx, lo.o)
 	p.done()
 	if err != nil {
@@ -125,7 +160,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return err
 	}
-	if err := report.LoadText(stdout, res, lo.latency); err != nil {
+	if err := report.WrkText(text, res, lo.latency); err != nil {
 		return err
 	}
 	if lo.jsonOut != "" {
@@ -166,7 +201,7 @@ func describe(o load.Options) string {
 	case o.Requests > 0:
 		return fmt.Sprintf("%d-request", o.Requests)
 	case o.Duration > 0:
-		return o.Duration.String()
+		return report.WrkDuration(o.Duration)
 	}
 	return "10s"
 }

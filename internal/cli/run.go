@@ -112,6 +112,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
+	o.OnPhase = p.phase
 	lo.o.OnStart = func() {
 		fmt.Fprintf(textOut(lo.jsonOut, stdout, stderr), "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String(), ag.url))
 	}

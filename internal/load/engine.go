@@ -207,6 +207,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stopped := make(chan struct{})
 	go func() {
 		var deadline <-chan time.Time
 		if !e.end.IsZero() {
@@ -220,10 +221,14 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		case <-e.done:
 		}
 		e.stop.Store(true)
+		close(stopped)
 	}()
 	agg := newAggregator(e)
 	aggDone := make(chan struct{})
 	go func() { agg.loop(runCtx); close(aggDone) }()
+	rates := newRateSampler(e.threads, e.start)
+	ratesDone := make(chan struct{})
+	go func() { rates.loop(stopped); close(ratesDone) }()
 
 	busy := make([]float64, o.Threads)
 	var wg sync.WaitGroup
@@ -242,8 +247,10 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	elapsed := time.Since(e.start)
 	cancel()
 	<-aggDone
+	<-ratesDone
 	agg.flush(elapsed)
 	res.Interrupted = ctx.Err() != nil
+	res.ReqPerSec = spreadOf(rates.hist)
 	e.fill(res, elapsed, busy, processCPU()-cpu0, agg)
 	return res, nil
 }
@@ -277,6 +284,7 @@ func (e *engine) fill(res *Result, elapsed time.Duration, busy []float64, cpu fl
 		res.BytesPerSec = float64(res.Bytes) / s
 	}
 	res.Latency = latencyOf(run)
+	res.LatencySpread = spreadOf(run)
 	for _, p := range []float64{50, 75, 90, 99, 99.9, 99.99, 100} {
 		res.Percentiles = append(res.Percentiles, Percentile{p, us(run.ValueAtPercentile(p))})
 	}

@@ -303,3 +303,24 @@ func TestBadOptions(t *testing.T) {
 		t.Errorf("unresolvable host: %v, want ErrResolve", err)
 	}
 }
+
+// TestReqPerSec: wrk's Req/Sec, each thread's rate sampled every 100 ms,
+// averages about the whole rate shared among the threads; the latency's
+// spread has its share within one deviation.
+func TestReqPerSec(t *testing.T) {
+	s := newCounting(t, nil)
+	res := mustRun(t, Options{URL: s.URL, Connections: 4, Threads: 2, Duration: time.Second})
+	r := res.ReqPerSec
+	// About ten samples per thread over a second, the last partial one
+	// perhaps dropped.
+	if r.Samples < 12 || r.Samples > 22 {
+		t.Errorf("%d rate samples from 2 threads over 1 s, want about 20", r.Samples)
+	}
+	if perThread := res.RPS / 2; r.Mean < perThread/2 || r.Mean > perThread*2 || r.Max < r.Mean || r.WithinStdev <= 0 || r.WithinStdev > 100 {
+		t.Errorf("Req/Sec %+v, for %.0f req/s over 2 threads", r, res.RPS)
+	}
+	l := res.LatencySpread
+	if l.Samples != int64(res.Requests) || l.Mean <= 0 || l.Max < l.Mean || l.WithinStdev <= 0 || l.WithinStdev > 100 {
+		t.Errorf("latency spread %+v over %d requests", l, res.Requests)
+	}
+}

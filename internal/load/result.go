@@ -108,6 +108,24 @@ type Result struct {
 	// Interrupted is true when the run was stopped early (Ctrl-C).
 	Interrupted bool     `json:"interrupted"`
 	Notes       []string `json:"notes,omitempty"`
+
+	// LatencySpread is the latency distribution as wrk's "Thread Stats"
+	// table shows it, in microseconds. ReqPerSec is wrk's "Req/Sec" row:
+	// each thread's responses per second, sampled every 100 ms until the
+	// duration ends (see rateSampler). Neither is in the JSON report,
+	// which keeps its own fields; the text report prints them.
+	LatencySpread Spread `json:"-"`
+	ReqPerSec     Spread `json:"-"`
+}
+
+// Spread sums up samples as a row of wrk's "Thread Stats" table does.
+type Spread struct {
+	Samples     int64
+	Mean, Stdev float64
+	Max         float64
+	// WithinStdev is the percentage of samples within one standard
+	// deviation of the mean, wrk's "+/- Stdev".
+	WithinStdev float64
 }
 
 // Percentile is one point of the latency distribution.

@@ -32,9 +32,11 @@ func NewLoad(res *load.Result, findings []Finding) *Load {
 	return &Load{Version: Version, Command: "load", Findings: findings, Result: res}
 }
 
-// LoadText writes a load result in wrk's layout, so eyes and scripts used to
-// wrk find their numbers, plus status classes and the generator's own
-// cost.
+// LoadText writes a load result as the load section of run's report:
+// wrk's figures in a compact form, plus status classes and the
+// generator's own cost. `netdoctor load` prints wrk's exact layout
+// instead (WrkText); run's section stays this one, since a run read back
+// from its bundle has no Req/Sec samples to fill wrk's table with.
 func LoadText(w io.Writer, r *load.Result, latency bool) error {
 	p := &printer{w: w}
 	mode := "keep-alive"

@@ -37,6 +37,10 @@ type Options struct {
 	// ServerAgent, when set, is the agent the server's side comes from,
 	// over the network, instead of a namespace of this host.
 	ServerAgent *source.RemoteConfig
+	// OnPhase, if set, is called as each timed step begins: "baseline"
+	// and "tail" with their length, "load" with the load's duration (0
+	// when bounded by its requests alone).
+	OnPhase func(name string, d time.Duration)
 }
 
 // Result is a finished run: what it observed (the embedded rules.Run, which
@@ -136,6 +140,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		s.rec = source.Record(ctx, s.src, a, o.Interval)
 		recs = append(recs, s.rec)
 	}
+	o.phase("baseline", o.Baseline)
 	wait(ctx, o.Baseline)
 	// Sampling resumes once the load has begun (or failed to).
 	resume := sync.OnceFunc(source.Mark(ctx, recs...))
@@ -147,10 +152,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			started()
 		}
 	}
+	o.phase("load", o.Load.Duration)
 	lr, lerr := load.Run(ctx, o.Load)
 	resume()
 	ev.LoadEnd = time.Now()
 	if lerr == nil {
+		o.phase("tail", o.Tail)
 		wait(ctx, o.Tail)
 	}
 	source.Stop(recs...)
@@ -165,6 +172,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ev.Sides = append(ev.Sides, s.evidence())
 	}
 	return diagnose(ev), nil
+}
+
+// phase tells OnPhase that a timed step begins.
+func (o *Options) phase(name string, d time.Duration) {
+	if o.OnPhase != nil {
+		o.OnPhase(name, d)
+	}
 }
 
 // wait sleeps for d or until ctx ends.

@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPty opens a pseudo-terminal: the master, which reads what is
+// written to the terminal, and the terminal itself.
+func openPty(t *testing.T) (master *syncBuffer, term *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	rc, err := m.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		if ierr = unix.IoctlSetPointerInt(int(fd), unix.TIOCSPTLCK, 0); ierr == nil { // unlockpt
+			n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCGPTN) // ptsname
+		}
+	}); err != nil || ierr != nil {
+		m.Close()
+		t.Fatalf("unlockpt/ptsname: %v %v", err, ierr)
+	}
+	term, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	master = &syncBuffer{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		for {
+			n, err := m.Read(b)
+			master.Write(b[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		term.Close()
+		m.Close()
+		<-done
+	})
+	return master, term
+}
+
+// settle waits until the master has read all that was written.
+func settle(master *syncBuffer) string {
+	last := ""
+	for range 50 {
+		time.Sleep(20 * time.Millisecond)
+		s := master.String()
+		if s == last {
+			return s
+		}
+		last = s
+	}
+	return last
+}
+
+var clockRe = regexp.MustCompile(`\[(\d+(?:\.\d+)?)s/(\d+(?:\.\d+)?)s\]`)
+
+// checkClocks fails on any elapsed time past its total.
+func checkClocks(t *testing.T, out string) {
+	t.Helper()
+	for _, m := range clockRe.FindAllStringSubmatch(out, -1) {
+		el, _ := strconv.ParseFloat(m[1], 64)
+		total, _ := strconv.ParseFloat(m[2], 64)
+		if el > total {
+			t.Errorf("progress shows %s past the duration", m[0])
+		}
+	}
+}
+
+// TestProgressTerminal: on a terminal, the load's seconds appear, count
+// up to the duration and no further, and the line is cleared at the end;
+// a timed step counts up to its length, then says finishing.
+func TestProgressTerminal(t *testing.T) {
+	master, term := openPty(t)
+	if !isTerminal(term) {
+		t.Fatalf("a pseudo-terminal not taken for a terminal")
+	}
+	s := wrkServer(t)
+	var stdout bytes.Buffer
+	if code := Run(context.Background(), []string{"load", "-d", "2", "-c", "2", "-t", "1", s.URL}, &stdout, term); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	out := settle(master)
+	if !strings.Contains(out, "[1s/2s] ") || !strings.Contains(out, " req/s  p50 ") {
+		t.Errorf("no progress on the terminal: %q", out)
+	}
+	checkClocks(t, out)
+	if !strings.HasSuffix(out, "\r\033[K") {
+		t.Errorf("progress line not cleared at the end: %q", out)
+	}
+	if strings.Contains(stdout.String(), "req/s  p50") {
+		t.Errorf("progress on stdout:\n%s", stdout.String())
+	}
+
+	p := newProgress(term, 0, false)
+	p.phase("baseline", 1500*time.Millisecond)
+	time.Sleep(2200 * time.Millisecond)
+	p.done()
+	before := settle(master)
+	got := before[len(out):]
+	for _, want := range []string{"[1s/1.5s] baseline: sampling before the load", "[1.5s/1.5s] baseline: sampling before the load  finishing"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("step progress %q lacks %q", got, want)
+		}
+	}
+	if !strings.HasSuffix(got, "\r\033[K") {
+		t.Errorf("step progress not cleared: %q", got)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if after := settle(master); after != before {
+		t.Errorf("step progress went on after done: %q", after[len(before):])
+	}
+}
+
+// TestProgressPipe: nothing but the report when stderr is a pipe.
+func TestProgressPipe(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s := wrkServer(t)
+	var stdout bytes.Buffer
+	code := Run(context.Background(), []string{"load", "-d", "2", "-c", "2", "-t", "1", s.URL}, &stdout, w)
+	w.Close()
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	var stderr bytes.Buffer
+	stderr.ReadFrom(r)
+	if stderr.Len() != 0 {
+		t.Errorf("written to a piped stderr: %q", stderr.String())
+	}
+}
+
+// TestProgressRunPhases: netdoctor run shows its baseline, load and
+// tail on a terminal, none past its length.
+func TestProgressRunPhases(t *testing.T) {
+	master, term := openPty(t)
+	s := wrkServer(t)
+	var stdout bytes.Buffer
+	code := Run(context.Background(), []string{"run", "-d", "2", "-c", "2", "-t", "1", "--baseline", "1500ms", "--tail", "1500ms", s.URL}, &stdout, term)
+	if code != ExitOK && code != ExitFindings {
+		t.Fatalf("exit %d\n%s", code, stdout.String())
+	}
+	out := settle(master)
+	for _, want := range []string{"[1s/1.5s] baseline: sampling before the load", "[1s/2s] ", "[1s/1.5s] tail: sampling after the load"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run's progress %q lacks %q", out, want)
+		}
+	}
+	checkClocks(t, out)
+}
