@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -45,7 +46,7 @@ func runInNetns(t *testing.T, server, args string) (int, *runJSON, string) {
 }
 
 // runRemote runs `netdoctor run` in namespace ns against a server
-// elsewhere and returns the report and the text before it.
+// elsewhere and returns the report and the text printed beside it.
 func runRemote(t *testing.T, ns, args string) (*runJSON, string) {
 	t.Helper()
 	_, r, text := runIn(t, ns, "runremote", args)
@@ -58,22 +59,25 @@ func runIn(t *testing.T, ns, role, args string, env ...string) (int, *runJSON, s
 	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
 	cmd.Env = append(append(os.Environ(), "ND_HELPER="+role, "ND_RUN_ARGS=run --json - "+args), env...)
-	out, err := cmd.Output()
+	// With --json - stdout is the report alone; the text is on stderr.
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
 	code := 0
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(string(out), "\n{")
-	if i < 0 {
-		t.Fatalf("no JSON report (exit %d):\n%s", code, out)
+	out := stdout.Bytes()
+	if !bytes.HasPrefix(bytes.TrimSpace(out), []byte("{")) {
+		t.Fatalf("no JSON report alone on stdout (exit %d):\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
 	var r runJSON
-	if err := json.Unmarshal(out[i+1:], &r); err != nil {
+	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	return code, &r, string(out[:i])
+	return code, &r, stderr.String()
 }
 
 func findActive(r *runJSON, id report.FindingID) *report.Finding {
