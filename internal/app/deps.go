@@ -112,7 +112,7 @@ func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map
 	type acc struct {
 		d                    Dependency
 		busySec, secs, rtSum float64
-		busyN, n, pipe       int
+		busyN, pipe          int
 		rtt                  time.Duration
 		from, to             time.Time
 	}

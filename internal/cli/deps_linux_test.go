@@ -71,7 +71,7 @@ func helperDeps(role string) {
 			_, err := c.ReadString('\n')
 			pool <- c
 			if err != nil {
-				http.Error(w, err.Error(), 502)
+				http.Error(w, err.Error(), http.StatusBadGateway)
 				return
 			}
 			io.WriteString(w, "ok\n")
@@ -243,4 +243,3 @@ func dependencyOf(r *runJSON, addr string) *app.Dependency {
 	}
 	return nil
 }
-

@@ -100,7 +100,7 @@ func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpu
 		}
 	}
 	switch {
-	case d.Busy >= depBusy && q >= depQueue && (!cpuOK || cpu < 0.7):
+	case d.Busy >= depBusy && q >= depQueue:
 		return report.Finding{ID: DependencyPoolSaturated, Severity: report.Critical, Status: report.Active, Subject: subject, Side: r.ServerSide(),
 			Title: fmt.Sprintf("%s %s waits on %s: %d connections, each busy ~%.0f %%, ~%s per round trip → at most ~%.0f req/s; the p50 is %.0f × that: requests queue for a connection",
 				s.Kind, s.Addr, who, d.Conns, 100*d.Busy, ms(d.RoundTrip), maxRate, q),
