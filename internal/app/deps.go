@@ -17,8 +17,9 @@ type Dependency struct {
 	// diagnosed as a server of the run too.
 	Owner    string `json:"owner,omitempty"`
 	Observed bool   `json:"observed,omitempty"`
-	// Conns is the pool: the connections that carried data; New those
-	// opened while traced.
+	// Conns is the pool: the connections that carried data while
+	// traced; New those opened meanwhile, seen once a second (a
+	// connection per request shows there, and is too short to measure).
 	Conns int `json:"conns"`
 	New   int `json:"new,omitempty"`
 	// Seconds is how long the connections were traced, Samples how many
@@ -118,14 +119,22 @@ func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map
 	}
 	by := map[key]*acc{}
 	for _, c := range conns {
-		if c.n < 2 || c.last.DataSegsOut == c.first.DataSegsOut {
-			continue // not used while traced
+		if c.n == 0 {
+			continue // gone before its first sample
 		}
 		k := key{c.srv, c.dst}
 		a := by[k]
 		if a == nil {
 			a = &acc{d: Dependency{Addr: c.dst}, from: c.firstAt, to: c.lastAt}
 			by[k] = a
+		}
+		if c.isNew {
+			a.d.New++
+		}
+		if c.n < 2 || c.last.DataSegsOut == c.first.DataSegsOut {
+			// Too short-lived to measure (a connection per request),
+			// or idle: counted among the new ones only.
+			continue
 		}
 		secs := c.lastAt.Sub(c.firstAt).Seconds()
 		share := float64(c.busy) / float64(c.n)
@@ -136,9 +145,6 @@ func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map
 			share = max(share, min(1, float64(c.last.BusyTime-c.first.BusyTime)/1e6/secs))
 		}
 		a.d.Conns++
-		if c.isNew {
-			a.d.New++
-		}
 		a.busySec += share * secs
 		a.secs += secs
 		a.d.Samples = max(a.d.Samples, c.n)
@@ -161,7 +167,15 @@ func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map
 	for k, a := range by {
 		d := a.d
 		d.Seconds = a.to.Sub(a.from).Seconds()
-		if d.Seconds <= 0 || a.secs <= 0 {
+		if a.secs <= 0 {
+			// Only connections too short to measure: the destination
+			// and how many were opened still belong in the table.
+			if d.New > 0 && owner != nil {
+				d.Owner, d.Observed = owner(d.Addr)
+			}
+			if d.New > 0 {
+				out[k.s] = append(out[k.s], d)
+			}
 			continue
 		}
 		for _, v := range []*float64{&d.SegsOutPerSec, &d.SegsInPerSec, &d.BytesOutPerSec, &d.BytesInPerSec} {
