@@ -33,6 +33,9 @@ type Server struct {
 	// its configuration ("127.0.0.1:9000", "unix:/run/php/www.sock").
 	Upstreams []string `json:"upstreams,omitempty"`
 	Samples   []Sample `json:"samples,omitempty"`
+	// Deps are the destinations it sent requests to while the load ran,
+	// from its own connections (TraceDeps), busiest first.
+	Deps []Dependency `json:"dependencies,omitempty"`
 	// Notes say what could not be learned, and why.
 	Notes []string `json:"notes,omitempty"`
 
@@ -60,14 +63,21 @@ type Observer struct {
 	Servers []*Server
 	proc    string
 	ns      netns.NS
+
+	// mu guards Servers against TraceDeps adding the dependencies it
+	// finds listening here; listeners and seen are Discover's.
+	mu        sync.Mutex
+	listeners []evidence.Listener
+	seen      map[int]bool
+	deps      *tracer
 }
 
 // Discover finds the servers behind port among the listeners of one
 // namespace, and the upstreams those send to when they listen in the
 // same namespace.
 func Discover(ctx context.Context, listeners []evidence.Listener, port int, ns netns.NS) *Observer {
-	o := &Observer{proc: "/proc", ns: ns}
 	seen := map[int]bool{} // by master or first PID
+	o := &Observer{proc: "/proc", ns: ns, listeners: listeners, seen: seen}
 	var front *Server
 	for _, l := range listeners {
 		if l.Proto == "unix" || l.Port != port || len(l.PIDs) == 0 {
@@ -131,7 +141,9 @@ func (o *Observer) server(ctx context.Context, l evidence.Listener, role string,
 	for _, lg := range s.Logs {
 		lg.Mark()
 	}
+	o.mu.Lock()
 	o.Servers = append(o.Servers, s)
+	o.mu.Unlock()
 	return s
 }
 
@@ -177,7 +189,7 @@ func findListener(ls []evidence.Listener, addr string) (evidence.Listener, bool)
 func (o *Observer) Sample(ctx context.Context) {
 	var wg sync.WaitGroup
 	now := time.Now()
-	for _, s := range o.Servers {
+	for _, s := range o.servers() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -208,7 +220,7 @@ func (o *Observer) Sample(ctx context.Context) {
 // then looks.
 func (o *Observer) Last() []Sample {
 	var out []Sample
-	for _, s := range o.Servers {
+	for _, s := range o.servers() {
 		if n := len(s.Samples); n > 0 {
 			out = append(out, s.Samples[n-1])
 		}
@@ -219,10 +231,17 @@ func (o *Observer) Last() []Sample {
 // Finish reads what the servers' logs gained since Discover and returns
 // the servers.
 func (o *Observer) Finish() []*Server {
-	for _, s := range o.Servers {
+	for _, s := range o.servers() {
 		for _, l := range s.Logs {
 			l.Read()
 		}
 	}
-	return o.Servers
+	return o.servers()
+}
+
+// servers is a copy of Servers, which TraceDeps may grow.
+func (o *Observer) servers() []*Server {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.Servers)
 }

@@ -40,6 +40,8 @@ func TestMain(m *testing.M) {
 		helperSockets()
 	case "noaccept":
 		helperNoAccept()
+	case "depbackend", "depapi":
+		helperDeps(os.Getenv("ND_HELPER"))
 	case "serve":
 		// A server for a run from another namespace: ND_SERVER as for
 		// "run", listening on ND_ADDR; prints "ready" and serves until

@@ -274,6 +274,11 @@ func symdiff(a, b string) []string {
 func serverKinds(r *runJSON) string {
 	var out []string
 	for _, s := range r.Servers {
+		if s.Role == "dependency" {
+			// Found from the connections traced during the load, which
+			// the agent does not trace yet (docs/findings.md).
+			continue
+		}
 		// Each lab has a directory of its own.
 		out = append(out, s.Role+" "+s.Kind+" "+labDir.ReplaceAllString(s.Config, "LAB"))
 	}

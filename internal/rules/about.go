@@ -32,6 +32,8 @@ var Classes = map[report.FindingID]Class{
 	DNSSlow:                 {Meaning: "lookups answer, but slowly or only from some nameservers"},
 	ReverseDNSLookup:        {Meaning: "reverse (PTR) lookups hang; anything that resolves client addresses stalls per connection", Latent: true},
 	WorkerPoolExhausted:     {Meaning: "the application's worker pool (php-fpm `pm.max_children`, nginx `worker_connections`, or any server's threads) is full; requests queue or time out", Critical: true},
+	DependencyPoolSaturated: {Meaning: "a server's few connections to a dependency (database, cache, backend) are busy all the time; requests queue for a connection", Critical: true},
+	DependencySlow:          {Meaning: "most of a request's time is spent waiting for a dependency's answers"},
 	AppSlow:                 {Meaning: "the server holds requests while CPU and network are idle (locks, sleeps, slow backends)"},
 	FDLimit:                 {Meaning: "a process (or the host) is out of file descriptors; `accept()` fails with EMFILE and connections wait in the accept queue", Critical: true, Latent: true},
 	PacketLoss:              {Meaning: "TCP retransmits a significant share of what it sends", Critical: true},

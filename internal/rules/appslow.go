@@ -35,7 +35,7 @@ func checkAppSlow(in *Input) []report.Finding {
 			continue
 		}
 		switch f.ID {
-		case WorkerPoolExhausted, NagleDelayedACK, CPUSaturated, ConntrackTableFull,
+		case WorkerPoolExhausted, DependencyPoolSaturated, DependencySlow, NagleDelayedACK, CPUSaturated, ConntrackTableFull,
 			SynQueueOverflow, PacketLoss, BandwidthSaturated, LoadGeneratorSaturated:
 			return nil // a cause of latency already named
 		}

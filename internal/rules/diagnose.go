@@ -90,7 +90,7 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 	}
 	for _, rule := range Registry {
 		if rule.Scope == Symptom {
-			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: clean(out)})...)
+			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: clean(out, traced(r))})...)
 		}
 	}
 	tieShape(out, shape)
@@ -100,8 +100,9 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 }
 
 // clean lists what the registry's rules looked at and found nothing
-// active in.
-func clean(found []report.Finding) []string {
+// active in; the dependencies only when traced (a run that saw no
+// server's connections looked at none).
+func clean(found []report.Finding, deps bool) []string {
 	active := map[report.FindingID]bool{}
 	for _, f := range found {
 		if f.Status == report.Active {
@@ -110,7 +111,7 @@ func clean(found []report.Finding) []string {
 	}
 	var out []string
 	for _, r := range Registry {
-		if r.Scope == Symptom || r.Checks == "" {
+		if r.Scope == Symptom || r.Checks == "" || r.Name == "dependency" && !deps {
 			continue
 		}
 		hit := false
@@ -137,4 +138,14 @@ func poolAddrs(r *Run) map[string]string {
 		}
 	}
 	return pools
+}
+
+// traced reports whether the run traced any server's dependencies.
+func traced(r *Run) bool {
+	for _, s := range r.Servers {
+		if len(s.Deps) > 0 {
+			return true
+		}
+	}
+	return false
 }

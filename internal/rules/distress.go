@@ -34,7 +34,7 @@ var explainsErrors = map[report.FindingID]bool{
 // explainsStuck are the findings that leave a server holding connections
 // its clients closed: its workers are busy elsewhere.
 var explainsStuck = map[report.FindingID]bool{
-	AppSlow: true, WorkerPoolExhausted: true, DNSSlow: true, ReverseDNSLookup: true, FDLimit: true, CPUSaturated: true,
+	AppSlow: true, DependencyPoolSaturated: true, DependencySlow: true, WorkerPoolExhausted: true, DNSSlow: true, ReverseDNSLookup: true, FDLimit: true, CPUSaturated: true,
 }
 
 // checkDistress is the last rule: when the load itself shows distress —

@@ -265,7 +265,7 @@ func latencyRank(f report.Finding, slow bool) int {
 
 // delays are the findings that make requests slow, not only fail.
 var delays = map[report.FindingID]bool{
-	AppSlow: true, WorkerPoolExhausted: true, NagleDelayedACK: true, CPUSaturated: true, DNSSlow: true,
+	AppSlow: true, DependencyPoolSaturated: true, DependencySlow: true, WorkerPoolExhausted: true, NagleDelayedACK: true, CPUSaturated: true, DNSSlow: true,
 	ReverseDNSLookup: true, PacketLoss: true, BandwidthSaturated: true, AcceptQueueOverflow: true,
 	SynQueueOverflow: true, ConntrackTableFull: true, FDLimit: true, EphemeralPortExhaustion: true,
 	SocketBufferLimit: true, NICDrops: true, NeighbourTableOverflow: true, LoadGeneratorSaturated: true,

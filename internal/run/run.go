@@ -113,6 +113,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	ev := &rules.Run{Port: targetPort(o.Load.URL)}
 	var apps source.Apps
+	var deps depTracer
 	if src := server.source(); src != nil {
 		if p, err := strconv.Atoi(ev.Port); err == nil {
 			var a source.Apps
@@ -126,6 +127,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			if a != nil {
 				apps = &dnsWatch{Apps: a, saw: &sawDNS}
 			}
+			deps, _ = a.(depTracer)
 		}
 	}
 	var recs []*source.Recorder
@@ -153,7 +155,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	o.phase("load", o.Load.Duration)
+	stopDeps := traceDeps(ctx, deps)
 	lr, lerr := load.Run(ctx, o.Load)
+	stopDeps()
 	resume()
 	ev.LoadEnd = time.Now()
 	if lerr == nil {
@@ -179,6 +183,31 @@ func (o *Options) phase(name string, d time.Duration) {
 	if o.OnPhase != nil {
 		o.OnPhase(name, d)
 	}
+}
+
+// depTracer follows the servers' connections to what they depend on
+// (app.Observer.TraceDeps).
+type depTracer interface {
+	TraceDeps(ctx context.Context, interval time.Duration) error
+}
+
+// DepInterval is how often the servers' outbound connections are
+// sampled while the load runs.
+const DepInterval = 100 * time.Millisecond
+
+// traceDeps traces the servers' dependencies until stop is called, which
+// waits for the tracer to hand its results over.
+func traceDeps(ctx context.Context, t depTracer) (stop func()) {
+	if t == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = t.TraceDeps(ctx, DepInterval)
+	}()
+	return func() { cancel(); <-done }
 }
 
 // wait sleeps for d or until ctx ends.

@@ -1,6 +1,9 @@
 package sockdiag
 
 import (
+	"net"
+	"os"
+	"strconv"
 	"testing"
 )
 
@@ -35,6 +38,58 @@ func BenchmarkListenDump(b *testing.B) {
 				c.close()
 			}
 			b.ReportMetric(float64(n), "listeners")
+		})
+	}
+}
+
+// BenchmarkQuery measures one round of a dependency trace: tcp_info of
+// 4 and of 256 (MaxTracedConns) connections by exact lookup, among
+// ND_BENCH_FILL more idle loopback connections (default none) to show
+// that the cost does not grow with the socket table.
+func BenchmarkQuery(b *testing.B) {
+	fill, _ := strconv.Atoi(os.Getenv("ND_BENCH_FILL"))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	var ids []SockID
+	for i := range 256 + fill {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if i < 256 {
+			ids = append(ids, SockID{Local: c.LocalAddr().(*net.TCPAddr).AddrPort(), Remote: c.RemoteAddr().(*net.TCPAddr).AddrPort()})
+		}
+	}
+	q, err := NewQuerier()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	for _, n := range []int{4, 256} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			got := 0
+			for b.Loop() {
+				got = 0
+				if err := q.Query(ids[:n], func(int, *InetDiagMsg, *TCPInfo) { got++ }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if got != n {
+				b.Fatalf("%d answers for %d connections", got, n)
+			}
 		})
 	}
 }

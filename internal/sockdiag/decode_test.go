@@ -238,3 +238,53 @@ func FuzzMessages(f *testing.F) {
 		_ = DecodeUnixDiagMsg(b, &u)
 	})
 }
+
+// TestDecodeTCPInfo decodes tcp_info as kernel 6.18 sent it for a
+// client that made three 5-byte round trips (testdata/tcp_info.bin,
+// captured by NETDOCTOR_CAPTURE=1 go test -run TestQuery), then the same
+// cut to the sizes older kernels send.
+func TestDecodeTCPInfo(t *testing.T) {
+	b, err := os.ReadFile("testdata/tcp_info.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ti TCPInfo
+	if err := DecodeTCPInfo(b, &ti); err != nil {
+		t.Fatal(err)
+	}
+	if ti.State != 1 || ti.DataSegsOut != 3 || ti.DataSegsIn != 3 || ti.BytesReceived != 15 || ti.BytesAcked != 16 || !ti.HasBusyTime() || ti.RTT == 0 {
+		t.Errorf("6.18 tcp_info: %+v", ti)
+	}
+	// Linux 4.2 (up to tcpi_segs_in): no data segment counts.
+	if err := DecodeTCPInfo(b[:144], &ti); err != nil || ti.HasDataSegs() || ti.DataSegsOut != 0 || ti.SegsOut == 0 || ti.BytesReceived != 15 {
+		t.Errorf("4.2 tcp_info: %+v %v", ti, err)
+	}
+	// Linux 3.x: the times and the RTT, nothing counted.
+	if err := DecodeTCPInfo(b[:104], &ti); err != nil || ti.RTT == 0 || ti.BytesReceived != 0 {
+		t.Errorf("3.x tcp_info: %+v %v", ti, err)
+	}
+	if err := DecodeTCPInfo(b[:100], &ti); !errors.Is(err, ErrTruncated) {
+		t.Errorf("100 bytes: %v, want ErrTruncated", err)
+	}
+}
+
+func FuzzDecodeInetDiagInfo(f *testing.F) {
+	info, err := os.ReadFile("testdata/tcp_info.bin")
+	if err != nil {
+		f.Fatal(err)
+	}
+	msg := make([]byte, inetDiagMsgLen+4+len(info))
+	binary.NativeEndian.PutUint16(msg[inetDiagMsgLen:], uint16(4+len(info)))
+	binary.NativeEndian.PutUint16(msg[inetDiagMsgLen+2:], inetDiagInfo)
+	copy(msg[inetDiagMsgLen+4:], info)
+	f.Add(msg)
+	f.Add(msg[:inetDiagMsgLen+4+50])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m InetDiagMsg
+		var ti TCPInfo
+		ok, err := DecodeInetDiagInfo(b, &m, &ti)
+		if ok && (err != nil || ti.Size < tcpInfoMinLen) {
+			t.Fatalf("ok with %v, size %d", err, ti.Size)
+		}
+	})
+}

@@ -1,0 +1,202 @@
+package app
+
+import (
+	"sort"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/sockdiag"
+)
+
+// Dependency is one destination a server sends requests to (a database,
+// a cache, a backend), as the server's own connections to it show it
+// while the load ran: how many, how busy, how long each round trip.
+type Dependency struct {
+	Addr string `json:"addr"`
+	// Owner is the process listening at Addr, when it listens where
+	// netdoctor sees ("redis-server (pid 812)"); Observed says it is
+	// diagnosed as a server of the run too.
+	Owner    string `json:"owner,omitempty"`
+	Observed bool   `json:"observed,omitempty"`
+	// Conns is the pool: the connections that carried data while
+	// traced; New those opened meanwhile, seen once a second (a
+	// connection per request shows there, and is too short to measure).
+	Conns int `json:"conns"`
+	New   int `json:"new,omitempty"`
+	// Seconds is how long the connections were traced, Samples how many
+	// times each was looked at (every 100 ms).
+	Seconds float64 `json:"seconds"`
+	Samples int     `json:"samples"`
+	// Per second, over all the connections: data segments and payload
+	// bytes each way.
+	SegsOutPerSec  float64 `json:"segs_out_per_sec"`
+	SegsInPerSec   float64 `json:"segs_in_per_sec"`
+	BytesOutPerSec float64 `json:"bytes_out_per_sec"`
+	BytesInPerSec  float64 `json:"bytes_in_per_sec"`
+	// Busy is the share of time a connection had a request outstanding
+	// (sent, its answer not yet received), averaged over the pool.
+	Busy float64 `json:"busy"`
+	// RoundTripsPerSec is the requests sent (data segments out) per
+	// second; RoundTrip the time each kept a connection busy:
+	// Busy × Conns / RoundTripsPerSec.
+	RoundTripsPerSec float64       `json:"round_trips_per_sec"`
+	RoundTrip        time.Duration `json:"round_trip"`
+	// RTT is the network's smoothed round-trip time to it, which
+	// RoundTrip includes.
+	RTT time.Duration `json:"rtt"`
+	// Pipelined is the share of busy samples in which another request
+	// went out before the answer to the previous one came: several
+	// requests in flight on one connection, where RoundTrip and the pool
+	// do not hold.
+	Pipelined float64 `json:"pipelined,omitempty"`
+}
+
+// Multiplexed reports whether requests overlapped on the connections
+// often enough that the estimates do not hold.
+func (d *Dependency) Multiplexed() bool { return d.Pipelined >= 0.1 }
+
+// MaxRoundTripsPerSec is what the pool can do at most: each connection
+// busy all the time.
+func (d *Dependency) MaxRoundTripsPerSec() float64 {
+	if d.RoundTrip <= 0 {
+		return 0
+	}
+	return float64(d.Conns) / d.RoundTrip.Seconds()
+}
+
+// connTrace is what one connection showed while traced.
+type connTrace struct {
+	srv   *Server
+	dst   string
+	id    sockdiag.SockID
+	isNew bool
+
+	n, busy, pipelined int
+	first, last        sockdiag.TCPInfo
+	firstAt, lastAt    time.Time
+	sendAt, recvAt     time.Time // of the previous sample
+	wasBusy            bool
+}
+
+// observe adds one sample of the connection taken at now.
+//
+// A request is outstanding when the connection last sent data more
+// recently than it received any. tcp_info counts those times in jiffies
+// (4 ms at HZ=250): a request sent right after the previous answer (a
+// saturated pool) shows the same time as that answer, and then it is
+// outstanding when its bytes are not yet acknowledged; a peer delays its
+// ACK until it answers unless it answers in the same tick, where the
+// request is over.
+func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
+	sendAt := now.Add(-time.Duration(t.LastDataSent) * time.Millisecond)
+	recvAt := now.Add(-time.Duration(t.LastDataRecv) * time.Millisecond)
+	busy := t.LastDataSent < t.LastDataRecv || (t.LastDataSent == t.LastDataRecv && t.Unacked > 0)
+	if c.n == 0 {
+		c.first, c.firstAt = *t, now
+	} else if c.wasBusy && busy && t.DataSegsOut > c.last.DataSegsOut && t.DataSegsIn == c.last.DataSegsIn {
+		// Another request went out and no answer came in.
+		c.pipelined++
+	}
+	c.n++
+	if busy {
+		c.busy++
+	}
+	c.last, c.lastAt, c.sendAt, c.recvAt, c.wasBusy = *t, now, sendAt, recvAt, busy
+}
+
+// dependencies sums the traced connections per server and destination.
+// owner names a destination's listener, if it is one netdoctor sees.
+func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map[*Server][]Dependency {
+	type key struct {
+		s   *Server
+		dst string
+	}
+	type acc struct {
+		d                    Dependency
+		busySec, secs, rtSum float64
+		busyN, pipe          int
+		rtt                  time.Duration
+		from, to             time.Time
+	}
+	by := map[key]*acc{}
+	for _, c := range conns {
+		if c.n == 0 {
+			continue // gone before its first sample
+		}
+		k := key{c.srv, c.dst}
+		a := by[k]
+		if a == nil {
+			a = &acc{d: Dependency{Addr: c.dst}, from: c.firstAt, to: c.lastAt}
+			by[k] = a
+		}
+		if c.isNew {
+			a.d.New++
+		}
+		if c.n < 2 || c.last.DataSegsOut == c.first.DataSegsOut {
+			// Too short-lived to measure (a connection per request),
+			// or idle: counted among the new ones only.
+			continue
+		}
+		secs := c.lastAt.Sub(c.firstAt).Seconds()
+		share := float64(c.busy) / float64(c.n)
+		// busy_time counts the time the connection had unacknowledged
+		// data: at least the outstanding time when the peer ACKs with
+		// its answer; it catches requests between two samples.
+		if c.last.HasBusyTime() && secs > 0 {
+			share = max(share, min(1, float64(c.last.BusyTime-c.first.BusyTime)/1e6/secs))
+		}
+		a.d.Conns++
+		a.busySec += share * secs
+		a.secs += secs
+		a.d.Samples = max(a.d.Samples, c.n)
+		a.rtSum += float64(c.last.DataSegsOut - c.first.DataSegsOut)
+		a.d.SegsOutPerSec += float64(c.last.DataSegsOut - c.first.DataSegsOut)
+		a.d.SegsInPerSec += float64(c.last.DataSegsIn - c.first.DataSegsIn)
+		a.d.BytesOutPerSec += float64(c.last.BytesAcked - c.first.BytesAcked)
+		a.d.BytesInPerSec += float64(c.last.BytesReceived - c.first.BytesReceived)
+		a.busyN += c.busy
+		a.pipe += c.pipelined
+		a.rtt = max(a.rtt, c.last.SRTT())
+		if c.firstAt.Before(a.from) {
+			a.from = c.firstAt
+		}
+		if c.lastAt.After(a.to) {
+			a.to = c.lastAt
+		}
+	}
+	out := map[*Server][]Dependency{}
+	for k, a := range by {
+		d := a.d
+		d.Seconds = a.to.Sub(a.from).Seconds()
+		if a.secs <= 0 {
+			// Only connections too short to measure: the destination
+			// and how many were opened still belong in the table.
+			if d.New > 0 && owner != nil {
+				d.Owner, d.Observed = owner(d.Addr)
+			}
+			if d.New > 0 {
+				out[k.s] = append(out[k.s], d)
+			}
+			continue
+		}
+		for _, v := range []*float64{&d.SegsOutPerSec, &d.SegsInPerSec, &d.BytesOutPerSec, &d.BytesInPerSec} {
+			*v /= d.Seconds
+		}
+		d.RoundTripsPerSec = a.rtSum / d.Seconds
+		d.Busy = a.busySec / a.secs
+		if a.rtSum > 0 {
+			d.RoundTrip = time.Duration(a.busySec / a.rtSum * float64(time.Second))
+		}
+		d.RTT = a.rtt
+		if a.busyN > 0 {
+			d.Pipelined = float64(a.pipe) / float64(a.busyN)
+		}
+		if owner != nil {
+			d.Owner, d.Observed = owner(d.Addr)
+		}
+		out[k.s] = append(out[k.s], d)
+	}
+	for _, ds := range out {
+		sort.Slice(ds, func(i, j int) bool { return ds[i].Busy*float64(ds[i].Conns) > ds[j].Busy*float64(ds[j].Conns) })
+	}
+	return out
+}

@@ -1,0 +1,198 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/sockdiag"
+)
+
+// MaxTracedConns bounds the connections TraceDeps follows: a server
+// with more outbound connections than this is traced on the first ones
+// found.
+const MaxTracedConns = 256
+
+// tracer is TraceDeps' state: the connections found so far, and the
+// sockets already looked at and left out (inbound, not TCP).
+type tracer struct {
+	conns   []*connTrace
+	byInode map[uint64]*connTrace
+	skip    map[uint64]bool
+	local   map[netip.Addr]bool
+	refresh int
+}
+
+// TraceDeps follows the servers' outbound TCP connections until ctx
+// ends: every second it looks for new ones among the servers'
+// descriptors, and every interval it asks the kernel for each one's
+// tcp_info by an exact lookup (so the cost grows with these few
+// connections, not with the host's socket table). Destinations that
+// listen in this namespace become servers of the run too, role
+// "dependency". When it returns, each server's Deps say what its
+// connections showed. A run calls it for the load's duration only.
+func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error {
+	var q *sockdiag.Querier
+	t := &tracer{byInode: map[uint64]*connTrace{}, skip: map[uint64]bool{}}
+	err := o.ns.Do(func() error {
+		var err error
+		q, err = sockdiag.NewQuerier()
+		t.local = localAddrs()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("trace dependencies: %w", err)
+	}
+	defer q.Close()
+	every := max(1, int(time.Second/interval))
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var ids []sockdiag.SockID
+	for i := 0; ; i++ {
+		if i%every == 0 {
+			o.findConns(ctx, t)
+			ids = ids[:0]
+			for _, c := range t.conns {
+				ids = append(ids, c.id)
+			}
+		}
+		now := time.Now()
+		if err := q.Query(ids, func(i int, _ *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
+			t.conns[i].observe(now, ti)
+		}); err != nil {
+			return fmt.Errorf("trace dependencies: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			o.finishDeps(t)
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// finishDeps hands each server its dependencies.
+func (o *Observer) finishDeps(t *tracer) {
+	deps := dependencies(t.conns, o.owner)
+	for _, s := range o.servers() {
+		s.Deps = deps[s]
+	}
+}
+
+// owner names the process listening at dst when it is an address of
+// this namespace, and whether that server is observed in the run.
+func (o *Observer) owner(dst string) (string, bool) {
+	l, ok := o.localListener(dst)
+	if !ok {
+		return "", false
+	}
+	observed := false
+	name := ""
+	for _, s := range o.servers() {
+		if s.Addr == l.Addr {
+			observed = true
+			name = fmt.Sprintf("%s (pid %d)", s.Kind, s.PIDs[0])
+			if s.Master != 0 {
+				name = fmt.Sprintf("%s (pid %d)", s.Kind, s.Master)
+			}
+		}
+	}
+	if name == "" && len(l.PIDs) > 0 {
+		if p, ok := readProc(o.proc, l.PIDs[0]); ok {
+			name = fmt.Sprintf("%s (pid %d)", kindOf(p.comm), p.pid)
+		}
+	}
+	return name, observed
+}
+
+// localListener finds the listener of this namespace at dst, when dst
+// is one of its addresses.
+func (o *Observer) localListener(dst string) (l evidence.Listener, ok bool) {
+	ap, err := netip.ParseAddrPort(dst)
+	if err != nil || o.deps == nil && !ap.Addr().IsLoopback() {
+		return l, false
+	}
+	if !ap.Addr().IsLoopback() && !o.deps.local[ap.Addr()] {
+		return l, false
+	}
+	return findListener(o.listeners, dst)
+}
+
+// findConns looks through the servers' descriptors for TCP connections
+// they opened (whose local port is no listener's) and adds those not
+// seen yet; a destination listening here is observed as a server.
+func (o *Observer) findConns(ctx context.Context, t *tracer) {
+	o.mu.Lock()
+	o.deps = t
+	o.mu.Unlock()
+	ports := map[uint16]bool{}
+	for _, l := range o.listeners {
+		if l.Proto != "unix" {
+			ports[uint16(l.Port)] = true
+		}
+	}
+	first := t.refresh == 0
+	t.refresh++
+	for _, s := range o.servers() {
+		for _, pid := range o.pids(s) {
+			dir := o.proc + "/" + strconv.Itoa(pid) + "/fd"
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range ents {
+				if len(t.conns) >= MaxTracedConns {
+					return
+				}
+				link, err := os.Readlink(dir + "/" + e.Name())
+				if err != nil || !strings.HasPrefix(link, "socket:[") {
+					continue
+				}
+				ino, err := strconv.ParseUint(strings.TrimSuffix(link[len("socket:["):], "]"), 10, 64)
+				if err != nil || t.skip[ino] || t.byInode[ino] != nil {
+					continue
+				}
+				fd, _ := strconv.Atoi(e.Name())
+				id, ok := outbound(pid, fd, ports)
+				if !ok {
+					t.skip[ino] = true
+					continue
+				}
+				c := &connTrace{srv: s, dst: id.Remote.String(), id: id, isNew: !first}
+				t.byInode[ino] = c
+				t.conns = append(t.conns, c)
+				o.observeDep(ctx, c.dst)
+			}
+		}
+	}
+}
+
+// pids are a server's processes: its listener's owners and a master's
+// workers.
+func (o *Observer) pids(s *Server) []int {
+	pids := s.PIDs
+	if s.Master != 0 {
+		pids = append(slices.Clone(pids), children(o.proc, s.Master)...)
+	}
+	return pids
+}
+
+// observeDep makes a destination listening here a server of the run.
+func (o *Observer) observeDep(ctx context.Context, dst string) {
+	l, ok := o.localListener(dst)
+	if !ok {
+		return
+	}
+	for _, s := range o.servers() {
+		if s.Addr == l.Addr {
+			return
+		}
+	}
+	o.server(ctx, l, "dependency", o.seen)
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package app
+
+import (
+	"net/netip"
+
+	"github.com/netdoctor/netdoctor/internal/sockdiag"
+)
+
+func outbound(int, int, map[uint16]bool) (sockdiag.SockID, bool) { return sockdiag.SockID{}, false }
+
+func localAddrs() map[netip.Addr]bool { return nil }

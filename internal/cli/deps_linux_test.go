@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// helperDeps is a backend or an API for the dependency tests, on
+// ND_ADDR, until stdin closes.
+//
+// depbackend answers each line with a line after ND_DELAY, a goroutine
+// per connection: it has room for any number of requests at once.
+//
+// depapi serves HTTP; each request takes one of ND_POOL connections to
+// ND_BACKEND (waiting for a free one), makes one round trip on it and,
+// with ND_SPIN, first spends that long on the CPU.
+func helperDeps(role string) {
+	ln, err := net.Listen("tcp", os.Getenv("ND_ADDR"))
+	must(err)
+	delay, _ := time.ParseDuration(os.Getenv("ND_DELAY"))
+	spin, _ := time.ParseDuration(os.Getenv("ND_SPIN"))
+	if role == "depbackend" {
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					r := bufio.NewReader(c)
+					for {
+						if _, err := r.ReadString('\n'); err != nil {
+							c.Close()
+							return
+						}
+						time.Sleep(delay)
+						io.WriteString(c, "answer\n")
+					}
+				}()
+			}
+		}()
+	} else {
+		n, _ := strconv.Atoi(os.Getenv("ND_POOL"))
+		pool := make(chan *bufio.ReadWriter, n)
+		for range n {
+			c, err := net.Dial("tcp", os.Getenv("ND_BACKEND"))
+			must(err)
+			pool <- bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c))
+		}
+		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			for end := time.Now().Add(spin); time.Now().Before(end); {
+			}
+			c := <-pool
+			c.WriteString("query\n")
+			c.Flush()
+			_, err := c.ReadString('\n')
+			pool <- c
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			io.WriteString(w, "ok\n")
+		}))
+	}
+	fmt.Println("ready")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+// startDeps starts the helper in role in namespace ns with env.
+func startDeps(t *testing.T, ns, role string, env ...string) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
+	cmd.Env = append(append(os.Environ(), "ND_HELPER="+role), env...)
+	startReady(t, cmd)
+}
+
+// startReady starts cmd and waits for its "ready" line; it is killed
+// when the test ends.
+func startReady(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "ready" {
+		t.Fatalf("%s said %q (%v), want ready", cmd.Args, line, err)
+	}
+}
+
+// pyAPI is depapi in python3: a thread per request
+// (ThreadingHTTPServer), a queue of pool connections.
+const pyAPI = `
+import os, queue, socket, sys, http.server
+host, port = os.environ["ND_ADDR"].rsplit(":", 1)
+bh, bp = os.environ["ND_BACKEND"].rsplit(":", 1)
+pool = queue.Queue()
+for _ in range(int(os.environ["ND_POOL"])):
+    s = socket.create_connection((bh, int(bp)))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    pool.put((s, s.makefile("rb")))
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        s, f = pool.get()
+        s.sendall(b"query\n")
+        f.readline()
+        pool.put((s, f))
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+    def log_message(self, *a):
+        pass
+class S(http.server.ThreadingHTTPServer):
+    request_queue_size = 1024
+    daemon_threads = True
+    def handle_error(self, *a):
+        pass
+srv = S((host, int(port)), H)
+print("ready", flush=True)
+import threading
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+sys.stdin.readline()
+`
+
+// depRun builds a backend answering after delay and an API with a pool
+// of 4 connections to it in the lab's server namespace (the API in Go,
+// or in python3 with py), and runs netdoctor against the API.
+func depRun(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
+	t.Helper()
+	backend := e.ServerIP + ":7300"
+	api := e.ServerIP + ":8080"
+	startDeps(t, e.ServerNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
+	env := []string{"ND_ADDR=" + api, "ND_BACKEND=" + backend, "ND_POOL=4", "ND_SPIN=" + spin.String()}
+	if py {
+		if _, err := exec.LookPath("python3"); err != nil {
+			t.Skip("needs python3")
+		}
+		script := filepath.Join(t.TempDir(), "api.py")
+		if err := os.WriteFile(script, []byte(pyAPI), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("ip", "netns", "exec", e.ServerNS, "python3", script)
+		cmd.Env = append(os.Environ(), env...)
+		startReady(t, cmd)
+	} else {
+		startDeps(t, e.ServerNS, "depapi", env...)
+	}
+	_, r, text := runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+api+"/")
+	return r, text
+}
+
+// TestRunDependencyPool: an API with 4 connections to a backend that
+// answers in 20 ms, under 50 connections: the pool is full, requests
+// queue for a connection. The finding names the backend's address and
+// owner, the pool and the time per round trip within 25 %, in Go
+// (goroutines, no thread per request) and in python3 (threads).
+func TestRunDependencyPool(t *testing.T) {
+	for _, py := range []bool{false, true} {
+		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
+			e := newLab(t)
+			r, text := depRun(t, e, py, 20*time.Millisecond, 0, "-c 50 -t 1 -d 4s --timeout 5s")
+			f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
+			if f == nil {
+				t.Fatalf("servers: %s", jsonOf(r.Servers))
+			}
+			backend := e.ServerIP + ":7300"
+			owner := "(pid "
+			if !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, owner) || !strings.Contains(f.Title, ": 4 connections") {
+				t.Errorf("title %q", f.Title)
+			}
+			d := dependencyOf(r, backend)
+			if d == nil {
+				t.Fatalf("no dependency %s: %s", backend, jsonOf(r.Servers))
+			}
+			t.Logf("%s: %d conns, busy %.2f, %.0f round trips/s, %v per round trip, pipelined %.2f", d.Addr, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.Pipelined)
+			if d.Conns != 4 || d.RoundTrip < 15*time.Millisecond || d.RoundTrip > 25*time.Millisecond || d.Owner == "" || !d.Observed {
+				t.Errorf("dependency %+v, want 4 connections, 20 ms ± 25 %%, owner observed", d)
+			}
+			if findActive(r, rules.AppSlow) != nil {
+				t.Errorf("app-slow beside the dependency's finding")
+			}
+		})
+	}
+}
+
+// TestRunDependencyQuiet: with a fast backend, or with an API whose time
+// is its own CPU, the dependency is not blamed.
+func TestRunDependencyQuiet(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		delay, spin time.Duration
+	}{{"fast backend", 0, 0}, {"api on cpu", 0, 20 * time.Millisecond}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newLab(t)
+			r, text := depRun(t, e, false, c.delay, c.spin, "-c 50 -t 1 -d 3s --timeout 5s")
+			for _, id := range []report.FindingID{rules.DependencyPoolSaturated, rules.DependencySlow} {
+				if f := findActive(r, id); f != nil {
+					t.Errorf("%s: %s\n%s", id, f.Title, text)
+				}
+			}
+			if d := dependencyOf(r, e.ServerIP+":7300"); d == nil {
+				t.Errorf("the backend is not in the dependency table: %s", jsonOf(r.Servers))
+			} else {
+				t.Logf("p50 %v; %+v", r.Load.Latency.P50, *d)
+			}
+		})
+	}
+}
+
+func dependencyOf(r *runJSON, addr string) *app.Dependency {
+	for _, s := range r.Servers {
+		for i := range s.Deps {
+			if s.Deps[i].Addr == addr {
+				return &s.Deps[i]
+			}
+		}
+	}
+	return nil
+}

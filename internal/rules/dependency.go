@@ -1,0 +1,181 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// DependencyPoolSaturated: a server's few connections to a dependency (a
+// database, a cache, a backend) are busy all the time, and requests
+// queue for one.
+const DependencyPoolSaturated report.FindingID = "dependency-pool-saturated"
+
+// DependencySlow: most of a request's time is a dependency's answer.
+const DependencySlow report.FindingID = "dependency-slow"
+
+// Thresholds of the dependency rule.
+const (
+	// depBusy is the pool's busy share from which it is full: requests
+	// find every connection taken.
+	depBusy = 0.8
+	// depQueue is how many times the dependency's own time per request
+	// the p50 must be for requests to be queueing for a connection.
+	depQueue = 3.0
+	// depShare is the share of the p50 a dependency must take to be
+	// called the slow part.
+	depShare = 0.5
+)
+
+// checkDependency reads each server's connections to what it depends on
+// (app.Dependency, traced every 100 ms while the load ran) and says when
+// the time is the dependency's: the pool is full and requests queue for
+// a connection, or the dependency's answers are most of the p50.
+func checkDependency(in *Input) []report.Finding {
+	r := in.Run
+	if r == nil || r.Load == nil || r.Load.Requests < 20 || r.Load.Latency.P50 < appSlowLatency {
+		return nil
+	}
+	lr := r.Load
+	secs := lr.DurationS
+	if secs <= 0 {
+		secs = r.LoadEnd.Sub(r.LoadStart).Seconds()
+	}
+	if secs <= 0 {
+		return nil
+	}
+	rate := float64(lr.Requests) / secs
+	cpu, cpuOK := hostBusy(r.serverBundle(), r.LoadStart, r.LoadEnd)
+	var out []report.Finding
+	for _, s := range r.Servers {
+		for i := range s.Deps {
+			if f, ok := depFinding(r, s, &s.Deps[i], rate, cpu, cpuOK); ok {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpuOK bool) (report.Finding, bool) {
+	lr := r.Load
+	p50 := lr.Latency.P50
+	if d.Conns == 0 || d.RoundTripsPerSec <= 0 || d.Seconds < 1 || rate <= 0 {
+		return report.Finding{}, false
+	}
+	who := depName(d)
+	subject := s.Kind + " " + s.Addr + " → " + d.Addr
+	table := report.Item{Text: depRow(d), Source: "sock_diag tcp_info", Window: true}
+	if d.Multiplexed() {
+		if d.Busy < depShare || !cpuOK || cpu >= 0.7 {
+			return report.Finding{}, false
+		}
+		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+			Title: fmt.Sprintf("%s %s waits on %s over %d connections with several requests outstanding on each: the time per request cannot be measured from its connections", s.Kind, s.Addr, who, d.Conns),
+			Evidence: []report.Item{table,
+				{Text: fmt.Sprintf("in %.0f%% of the busy samples another request went out before the previous answer came (pipelined or multiplexed): round trips and pool size are not estimated", 100*d.Pipelined), Source: "sock_diag tcp_info", Window: true},
+				latencyItem(lr)},
+			Fix: []string{"measure the dependency's own latency (its slow log, its metrics, a client-side histogram): on a multiplexed connection only the client knows which answer belongs to which request"}}, true
+	}
+	perReq := d.RoundTripsPerSec / rate
+	depTime := time.Duration(perReq * float64(d.RoundTrip))
+	if depTime <= 0 {
+		return report.Finding{}, false
+	}
+	q := float64(p50) / float64(depTime)
+	maxRate := d.MaxRoundTripsPerSec() / perReq
+	decomp := report.Item{Text: fmt.Sprintf("latency: p50 %s ≈ %s in %s (%.1f round trips per request × %s) + %s waiting for a connection and the server's own work",
+		ms(p50), ms(depTime), d.Addr, perReq, ms(d.RoundTrip), ms(max(0, p50-depTime))), Source: "sock_diag tcp_info", Window: true}
+	ev := []report.Item{table, latencyItem(lr), decomp}
+	if cpuOK {
+		ev = append(ev, report.Item{Text: fmt.Sprintf("server CPU %.0f%% busy over the load", 100*cpu), Source: "/proc/stat", Window: true})
+	}
+	if dep := depServer(r, d); dep != nil {
+		if sh, total := waitShares(r.Samples(dep)); total > 0 {
+			ev = append(ev, report.Item{Text: fmt.Sprintf("%s, observed as a server of this run, its threads sampled each second while busy: %s", who, describeWaits(sh, total)), Source: "wchan", Window: true})
+		}
+	}
+	switch {
+	case d.Busy >= depBusy && q >= depQueue:
+		return report.Finding{ID: DependencyPoolSaturated, Severity: report.Critical, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+			Title: fmt.Sprintf("%s %s waits on %s: %d connections, each busy ~%.0f %%, ~%s per round trip → at most ~%.0f req/s; the p50 is %.0f × that: requests queue for a connection",
+				s.Kind, s.Addr, who, d.Conns, 100*d.Busy, ms(d.RoundTrip), maxRate, q),
+			Evidence: ev, Fix: depPoolFix(r, d, who, cpu, cpuOK, rate, depTime)}, true
+	case float64(depTime) >= depShare*float64(p50):
+		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+			Title: fmt.Sprintf("%s %s waits on %s: ~%s per round trip, %.1f per request, %.0f%% of the p50 %s",
+				s.Kind, s.Addr, who, ms(d.RoundTrip), perReq, 100*float64(depTime)/float64(p50), ms(p50)),
+			Evidence: ev, Fix: []string{
+				fmt.Sprintf("the time is %s's: diagnose it (its own findings in this report when netdoctor observes it, else its slow log and metrics)", who),
+				"or ask it less: cache its answers, batch or pipeline the round trips a request makes"}}, true
+	}
+	return report.Finding{}, false
+}
+
+// depPoolFix says which side to change: a bigger pool only when the
+// dependency has room for more requests at once.
+func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []string {
+	want := int(math.Ceil(float64(r.Load.Connections) * float64(depTime) / float64(r.Load.Latency.P50) * depQueue))
+	want = max(want, 2*d.Conns)
+	if c := r.Load.Connections; c > 0 {
+		want = min(want, c)
+	}
+	spare := cpuOK && cpu < 0.7
+	dep := depServer(r, d)
+	if dep != nil {
+		if sh, total := waitShares(r.Samples(dep)); total > 0 && len(sh) > 0 && sh[0].class == app.WaitRunning && 2*sh[0].n >= total {
+			spare = false
+		}
+	}
+	var fix []string
+	if spare {
+		fix = append(fix, fmt.Sprintf("a bigger pool: from %d to about %d connections, where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size); %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
+	} else {
+		fix = append(fix, fmt.Sprintf("not a bigger pool: %s has no spare capacity (its CPU or workers are busy); make it faster first (its own findings, its slow log)", who))
+	}
+	return append(fix, "or ask it less: cache its answers, batch or pipeline the round trips each request makes")
+}
+
+// depServer is the run's server listening at the dependency's address.
+func depServer(r *Run, d *app.Dependency) *app.Server {
+	for _, s := range r.Servers {
+		if s.Addr == d.Addr || (s.Role == "dependency" && sameAddr(s.Addr, d.Addr)) {
+			return s
+		}
+	}
+	return nil
+}
+
+// depName is the dependency's address and, when known, its owner.
+func depName(d *app.Dependency) string {
+	if d.Owner == "" {
+		return d.Addr
+	}
+	return d.Addr + " (" + d.Owner + ")"
+}
+
+// depRow is one line of the dependency table.
+func depRow(d *app.Dependency) string {
+	return fmt.Sprintf("%s: %d connections (%d new), each busy %.0f%%, %.0f round trips/s, %s per round trip (network RTT %s), %.0f/%.0f segments/s and %s/%s per second out/in",
+		depName(d), d.Conns, d.New, 100*d.Busy, d.RoundTripsPerSec, ms(d.RoundTrip), d.RTT.Round(time.Microsecond), d.SegsOutPerSec, d.SegsInPerSec, bytesRate(d.BytesOutPerSec), bytesRate(d.BytesInPerSec))
+}
+
+func latencyItem(lr *load.Result) report.Item {
+	return report.Item{Text: fmt.Sprintf("responses took p50 %s, p99 %s over %d requests at %d connections", ms(lr.Latency.P50), ms(lr.Latency.P99), lr.Requests, lr.Connections), Source: "load", Window: true}
+}
+
+func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+
+func bytesRate(b float64) string {
+	switch {
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", b)
+}

@@ -1,0 +1,116 @@
+package sockdiag
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// Querier asks the kernel about given TCP connections, one exact lookup
+// each: the cost grows with the connections asked about, not with the
+// namespace's socket table, so a few of them can be sampled many times a
+// second on a host with 100k sockets.
+type Querier struct {
+	c   *conn
+	buf []byte
+}
+
+// queryBatch is how many lookups go in one send: each answer is a
+// datagram of its own, and they must all fit in the socket's receive
+// buffer.
+const queryBatch = 64
+
+// infoExt asks for INET_DIAG_INFO (struct tcp_info).
+const infoExt = uint8(1 << (inetDiagInfo - 1))
+
+// NewQuerier opens a sock_diag socket in the calling thread's network
+// namespace (lock the thread into another one to query there). Callers
+// must Close it.
+func NewQuerier() (*Querier, error) {
+	c, err := open()
+	if err != nil {
+		return nil, err
+	}
+	return &Querier{c: c, buf: make([]byte, recvBufLen)}, nil
+}
+
+// Close releases the socket.
+func (q *Querier) Close() { q.c.close() }
+
+// Query looks up each connection and calls fn with its index in ids, its
+// inet_diag_msg and tcp_info. Connections that no longer exist are
+// skipped. It must not be called concurrently.
+func (q *Querier) Query(ids []SockID, fn func(i int, m *InetDiagMsg, t *TCPInfo)) error {
+	for start := 0; start < len(ids); start += queryBatch {
+		end := min(start+queryBatch, len(ids))
+		if err := q.batch(ids[start:end], start, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *Querier) batch(ids []SockID, base int, fn func(i int, m *InetDiagMsg, t *TCPInfo)) error {
+	const reqLen = nlmsgHdrLen + 56
+	msg := make([]byte, reqLen*len(ids))
+	for i, id := range ids {
+		b := msg[i*reqLen:]
+		binary.NativeEndian.PutUint32(b, reqLen)
+		binary.NativeEndian.PutUint16(b[4:], sockDiagByFamily)
+		binary.NativeEndian.PutUint16(b[6:], nlmFRequest)
+		binary.NativeEndian.PutUint32(b[8:], uint32(base+i+1))
+		copy(b[nlmsgHdrLen:], exactRequest(id, infoExt))
+	}
+	if err := unix.Sendto(q.c.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("send sock_diag lookups: %w", err)
+	}
+	var m InetDiagMsg
+	var t TCPInfo
+	for left := len(ids); left > 0; {
+		n, _, err := unix.Recvfrom(q.c.fd, q.buf, 0)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return fmt.Errorf("read sock_diag lookups: %w", err)
+		}
+		left -= eachReply(q.buf[:n], func(seq uint32, payload []byte) {
+			i := int(seq) - 1
+			if i < base || i >= base+len(ids) {
+				return
+			}
+			if ok, _ := DecodeInetDiagInfo(payload, &m, &t); ok {
+				fn(i, &m, &t)
+			}
+		})
+	}
+	return nil
+}
+
+// eachReply walks the answers to exact lookups in one datagram: a
+// SOCK_DIAG_BY_FAMILY message for a socket found, an NLMSG_ERROR for one
+// that was not. It returns how many answers it saw.
+func eachReply(b []byte, fn func(seq uint32, payload []byte)) int {
+	n := 0
+	for len(b) >= nlmsgHdrLen {
+		l := int(binary.NativeEndian.Uint32(b))
+		if l < nlmsgHdrLen || l > len(b) {
+			break
+		}
+		switch binary.NativeEndian.Uint16(b[4:]) {
+		case sockDiagByFamily:
+			fn(binary.NativeEndian.Uint32(b[8:]), b[nlmsgHdrLen:l])
+			n++
+		case nlmsgError:
+			n++
+		}
+		al := (l + 3) &^ 3
+		if al > len(b) {
+			break
+		}
+		b = b[al:]
+	}
+	return n
+}
