@@ -76,3 +76,59 @@ func TestCountRequests(t *testing.T) {
 		}
 	}
 }
+
+func scriptThread(t testing.TB, src string) *luaThread {
+	t.Helper()
+	sc, err := CompileScript("bench.lua", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := prepare(context.Background(), Options{URL: "http://127.0.0.1:1/", Threads: 1, Connections: 1, Script: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.script.close)
+	return e.script.threads[0]
+}
+
+const constRequest = `
+local req
+function init(args) req = wrk.format(nil, "/x") end
+function request() return req end
+function response(status, headers, body) n = (n or 0) + 1 end
+`
+
+// TestScriptRequestAllocs: a request() that returns one string costs no
+// allocation per request.
+func TestScriptRequestAllocs(t *testing.T) {
+	lt := scriptThread(t, constRequest)
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, err := lt.call(lt.request); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per request()", n)
+	}
+}
+
+func BenchmarkScriptRequest(b *testing.B) {
+	lt := scriptThread(b, constRequest)
+	b.ReportAllocs()
+	for b.Loop() {
+		lt.call(lt.request)
+	}
+}
+
+func BenchmarkScriptResponse(b *testing.B) {
+	lt := scriptThread(b, constRequest)
+	c := &captured{}
+	for _, h := range []string{"Server", "nginx", "Content-Type", "text/plain", "Content-Length", "6"} {
+		c.arena = append(c.arena, h...)
+	}
+	c.spans = [][4]int{{0, 6, 6, 11}, {11, 23, 23, 33}, {33, 47, 47, 48}}
+	c.body = []byte("hello\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		lt.callResponse(200, c)
+	}
+}
