@@ -746,7 +746,7 @@ func (t *luaThread) callResponse(status int, c *captured) error {
 	for _, s := range c.spans {
 		h.RawSet(t.intern(c.arena[s[0]:s[1]]), t.intern(c.arena[s[2]:s[3]]))
 	}
-	st := lua.LValue(lua.LNil)
+	var st lua.LValue
 	if status >= 0 && status < len(t.statuses) {
 		if st = t.statuses[status]; st == nil {
 			st = lua.LNumber(status)
