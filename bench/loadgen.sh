@@ -11,6 +11,14 @@
 #   bench/loadgen.sh [SECONDS] [RUNS]      # default 10 s, 3 runs
 #   SKIP_NETDOCTOR=1 bench/loadgen.sh 5    # wrk only
 #   SCENARIOS="ka50 close50" bench/loadgen.sh   # some of: ka50 ka1000 close50
+#
+# wrk's Lua scripts (-s), each tool running the same script with c=50,
+# keep-alive; compare them with ka50 in the same run:
+#   SCENARIOS="ka50 lua-static lua-request lua-response lua-format" bench/loadgen.sh
+#   lua-static:   init sets a header, no request(): the request is built once
+#   lua-request:  request() returns the same string every time
+#   lua-response: response() counts the responses (headers and body to Lua)
+#   lua-format:   request() calls wrk.format() for every request
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-10}
@@ -20,7 +28,8 @@ export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/sbin"
 
 die() { echo "loadgen: $*" >&2; exit 1; }
 for sc in ${SCENARIOS:-}; do
-  [[ $sc =~ ^(ka50|ka1000|close50)$ ]] || die "unknown scenario '$sc' in SCENARIOS: want ka50, ka1000 or close50"
+  [[ $sc =~ ^(ka50|ka1000|close50|lua-static|lua-request|lua-response|lua-format)$ ]] ||
+    die "unknown scenario '$sc' in SCENARIOS: want ka50, ka1000, close50, lua-static, lua-request, lua-response or lua-format"
 done
 [[ $secs =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a whole number of seconds, got '$secs'"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive number, got '$runs'"
@@ -69,6 +78,33 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+cat >"$tmp/lua-static.lua" <<'EOF'
+function init(args)
+  wrk.headers["X-Bench"] = "static"
+end
+EOF
+cat >"$tmp/lua-request.lua" <<'EOF'
+local req
+function init(args)
+  req = wrk.format(nil, nil, { ["X-Bench"] = "request" })
+end
+function request()
+  return req
+end
+EOF
+cat >"$tmp/lua-response.lua" <<'EOF'
+local n = 0
+function response(status, headers, body)
+  n = n + 1
+end
+EOF
+cat >"$tmp/lua-format.lua" <<'EOF'
+local i = 0
+function request()
+  i = i + 1
+  return wrk.format(nil, "/?i=" .. i)
+end
+EOF
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -163,6 +199,7 @@ run_one() {
     ka50) c=50 ;;
     ka1000) c=1000 ;;
     close50) c=50 ;;
+    lua-*) c=50 ;;
   esac
   if [ "$tool" = wrk ]; then
     cmd=(wrk -t 1 -c "$c" -d "${secs}s" --timeout 2s)
@@ -172,6 +209,7 @@ run_one() {
     cmd=("$tmp/netdoctor" load -t 1 -c "$c" -d "${secs}s" --timeout 2s --json "$tmp/nd.json")
     [ "$sc" != close50 ] || cmd+=(--no-keepalive)
   fi
+  [[ $sc != lua-* ]] || cmd+=(-s "$tmp/$sc.lua")
   cmd+=("$url")
   wait_quiet
   setsid taskset -c 1 /usr/bin/time -f '%U %S' -o "$tmp/time" "${cmd[@]}" >"$tmp/out" 2>&1 &
@@ -237,6 +275,10 @@ name() {
     ka50) echo "keep-alive, c=50" ;;
     ka1000) echo "keep-alive, c=1000" ;;
     close50) echo "no keep-alive, c=50" ;;
+    lua-static) echo "script without request(), c=50" ;;
+    lua-request) echo "request() returning one string, c=50" ;;
+    lua-response) echo "response() counting, c=50" ;;
+    lua-format) echo "request() calling wrk.format, c=50" ;;
   esac
 }
 echo

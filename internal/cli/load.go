@@ -58,7 +58,7 @@ func loadFlags(fs *flag.FlagSet) *loadOpts {
 	fs.StringVar(&lo.ramp, "ramp", "", "step connections FROM:TO over DURATION, e.g. 10:1000:30s")
 	fs.BoolVar(&lo.latency, "latency", false, "print the latency distribution")
 	fs.BoolVar(&lo.latency, "L", false, "same as --latency")
-	fs.StringVar(&lo.script, "script", "", "wrk's Lua script: not supported yet")
+	fs.StringVar(&lo.script, "script", "", "wrk's Lua script (wrk's API; arguments after the URL or after -- go to init)")
 	fs.StringVar(&lo.script, "s", "", "same as --script")
 	fs.StringVar(&lo.jsonOut, "json", "", "write the result as JSON to this file (- for stdout, and the text to stderr)")
 	return lo
@@ -82,8 +82,6 @@ func (lo *loadOpts) check(set map[string]bool) error {
 	}
 	o := &lo.o
 	switch {
-	case set["script"]:
-		return badInput("--script %s: wrk's Lua scripts are not supported yet; -m, -H, --body and --body-file set the request", lo.script)
 	case set["c"] && o.Connections < 1:
 		return badInput("-c %d: need at least one connection", o.Connections)
 	case o.Threads < 1:
@@ -96,6 +94,13 @@ func (lo *loadOpts) check(set map[string]bool) error {
 		return badInput("--timeout %v: must be positive", o.Timeout)
 	case lo.body != "" && lo.bodyFile != "":
 		return badInput("--body and --body-file are exclusive")
+	}
+	if lo.script != "" {
+		s, err := load.LoadScript(lo.script)
+		if err != nil {
+			return usageError{err}
+		}
+		o.Script = s
 	}
 	if o.Requests > 0 && !set["d"] {
 		o.Duration = maxRequestsRun
@@ -129,11 +134,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["script"] || set["s"] {
-		return lo.check(set) // its error first: a wrk command line with a script has its URL
-	}
-	if len(pos) != 1 {
-		return badInput("load needs exactly one URL, e.g. netdoctor load -c 50 -d 10s http://127.0.0.1:8080/")
+	if len(pos) != 1 && (lo.script == "" || len(pos) == 0) {
+		return badInput("load needs exactly one URL, e.g. netdoctor load -c 50 -d 10s http://127.0.0.1:8080/ (with -s, the script's arguments may follow it)")
 	}
 	lo.o.URL = pos[0]
 	if err := lo.check(set); err != nil {
@@ -143,6 +145,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if lo.jsonOut == "-" {
 		text = stderr // stdout carries the JSON alone
 	}
+	lo.o.ScriptArgs, lo.o.ScriptOut = pos[1:], text
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
 	lo.o.OnStart = func() {
@@ -155,13 +158,16 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	res, err := load.Run(ctx, lo.o)
 	p.done()
 	if err != nil {
-		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) {
+		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, load.ErrScript) {
 			return usageError{err}
 		}
 		return err
 	}
 	if err := report.WrkText(text, res, lo.latency); err != nil {
 		return err
+	}
+	if err := res.ScriptDone(); err != nil {
+		return usageError{err}
 	}
 	if lo.jsonOut != "" {
 		if err := writeLoadJSON(lo.jsonOut, stdout, res); err != nil {

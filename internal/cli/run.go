@@ -69,14 +69,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	keep := fs.Bool("keep", false, "with --verify-with: keep the changes instead of rolling back")
 	fail := registerFailOn(fs)
 	bundleOut := fs.String("bundle", "", "also write the run's evidence (both sides' snapshots, the load, the servers) to this file, gzip'd if it ends in .gz; `netdoctor diagnose` reads it back")
-	pos, err := parse(fs, splitShort(args, "ctdnRHm"), stdout)
+	pos, err := parse(fs, splitShort(args, "ctdnRHms"), stdout)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return badInput("run needs exactly one URL, e.g. netdoctor run -c 50 -d 10s http://127.0.0.1:8080/")
+	if len(pos) != 1 && (lo.script == "" || len(pos) == 0) {
+		return badInput("run needs exactly one URL, e.g. netdoctor run -c 50 -d 10s http://127.0.0.1:8080/ (with -s, the script's arguments may follow it)")
 	}
 	lo.o.URL = pos[0]
+	lo.o.ScriptArgs, lo.o.ScriptOut = pos[1:], textOut(lo.jsonOut, stdout, stderr)
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := lo.check(set); err != nil {
@@ -126,6 +127,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if lo.jsonOut != "-" {
 		if err := report.RunText(stdout, r, lo.latency); err != nil {
 			return err
+		}
+	}
+	if res.Run != nil && res.Load != nil {
+		if err := res.Load.ScriptDone(); err != nil {
+			return usageError{err}
 		}
 	}
 	if lo.jsonOut != "" {
@@ -210,7 +216,7 @@ func sidesText(serverNS, agent string) string {
 // runErr marks the run errors that are the user's input: a bad URL, a
 // name that does not resolve, a port nobody listens on.
 func runErr(err error) error {
-	if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, run.ErrNotListening) || errors.Is(err, source.ErrUnauthorized) {
+	if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, load.ErrScript) || errors.Is(err, run.ErrNotListening) || errors.Is(err, source.ErrUnauthorized) {
 		return usageError{err}
 	}
 	return err

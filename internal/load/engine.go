@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,17 @@ type engine struct {
 	threads []*threadStats
 	done    chan struct{} // closed when the budget is spent
 	once    sync.Once
+	// unit is the requests one write carries: a script's pipeline.
+	unit   int64
+	script *scriptRun
+	runErr atomic.Pointer[error] // the first script error of the run
+	hist   *hdrhistogram.Histogram
+}
+
+// fail stops the run for a script error; Run returns the first.
+func (e *engine) fail(err error) {
+	e.runErr.CompareAndSwap(nil, &err)
+	e.stop.Store(true)
 }
 
 // take reserves one request from the -n budget. It returns false when the
@@ -41,12 +53,12 @@ func (e *engine) take() bool {
 	if e.opts.Requests <= 0 {
 		return true
 	}
-	return e.issued.Add(1) <= e.opts.Requests
+	return e.issued.Add(e.unit)-e.unit < e.opts.Requests
 }
 
 // settle marks one reserved request finished.
 func (e *engine) settle() {
-	if e.opts.Requests > 0 && e.settled.Add(1) >= e.opts.Requests {
+	if e.opts.Requests > 0 && e.settled.Add(e.unit) >= e.opts.Requests {
 		e.once.Do(func() { close(e.done) })
 	}
 }
@@ -88,10 +100,12 @@ func prepare(ctx context.Context, o Options) (*engine, error) {
 	if err := defaults(&o); err != nil {
 		return nil, err
 	}
-	e := &engine{opts: o, t: t, done: make(chan struct{})}
+	e := &engine{opts: o, t: t, done: make(chan struct{}), unit: 1}
 	e.head = o.Method == "HEAD"
-	if e.req, err = buildRequest(o, t); err != nil {
-		return nil, err
+	if o.Script == nil {
+		if e.req, err = buildRequest(o, t); err != nil {
+			return nil, err
+		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -105,6 +119,12 @@ func prepare(ctx context.Context, o Options) (*engine, error) {
 			e.addr = ip
 			break
 		}
+	}
+	if o.Script != nil {
+		if err := e.startScript(o.ScriptOut); err != nil {
+			return nil, err
+		}
+		e.head = bytes.HasPrefix(e.req, []byte("HEAD "))
 	}
 	return e, nil
 }
@@ -252,6 +272,14 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	res.Interrupted = ctx.Err() != nil
 	res.ReqPerSec = spreadOf(rates.hist)
 	e.fill(res, elapsed, busy, processCPU()-cpu0, agg)
+	if sr := e.script; sr != nil {
+		if err := e.runErr.Load(); err != nil {
+			sr.close()
+			return nil, *err
+		}
+		sr.latency, sr.rates = e.hist, rates.hist
+		res.script = sr
+	}
 	return res, nil
 }
 
@@ -283,6 +311,7 @@ func (e *engine) fill(res *Result, elapsed time.Duration, busy []float64, cpu fl
 		res.RPS = float64(res.Requests) / s
 		res.BytesPerSec = float64(res.Bytes) / s
 	}
+	e.hist = run
 	res.Latency = latencyOf(run)
 	res.LatencySpread = spreadOf(run)
 	for _, p := range []float64{50, 75, 90, 99, 99.9, 99.99, 100} {

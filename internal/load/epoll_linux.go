@@ -16,8 +16,13 @@ const (
 	cConnecting
 	cWriting
 	cReading
-	cIdle // connected, waiting for the pacer (open-loop mode)
+	cIdle    // connected, waiting for the pacer (open-loop mode)
+	cDelayed // connected, waiting for the delay a script's delay() asked for
 )
+
+// eventLoop says that http:// runs on the epoll event loop, where a
+// script's request, response and delay functions run.
+const eventLoop = true
 
 type conn struct {
 	idx      int32
@@ -29,6 +34,10 @@ type conn struct {
 	p        *respParser
 	start    time.Duration // latency origin, since the engine start
 	deadline time.Duration
+	req      []byte        // what send writes: the request, or a script's
+	pending  int           // responses still due to the last write
+	delayed  bool          // the script's delay() was served for the next request
+	wake     time.Duration // end of the delay, in state cDelayed
 }
 
 // worker is one event-loop thread: non-blocking sockets on one epoll
@@ -50,6 +59,11 @@ type worker struct {
 	rate     bool
 	next     time.Duration
 	interval time.Duration
+	// A script's Lua state, and the connections in state cDelayed with
+	// the earliest end of their delays.
+	lt       *luaThread
+	delays   int
+	nextWake time.Duration
 }
 
 func (e *engine) newWorker(id int) (*worker, error) {
@@ -61,14 +75,23 @@ func (e *engine) newWorker(id int) (*worker, error) {
 	w := &worker{e: e, stats: e.threads[id], ep: ep, buf: make([]byte, 64<<10),
 		share: func(total int) int { return (total - id + n - 1) / n }}
 	port, _ := net.LookupPort("tcp", e.t.port)
+	addr := e.addr
+	req := e.req
+	if e.script != nil {
+		w.lt = e.script.threads[id]
+		if a := w.lt.addr; a != nil { // setup's thread.addr
+			addr, port = a.IP, a.Port
+		}
+		req = w.lt.static
+	}
 	// The raw sockaddr is built once; connect(2) gets a pointer to it.
 	pp := [2]byte{byte(port >> 8), byte(port)}
-	if ip4 := e.addr.To4(); ip4 != nil {
+	if ip4 := addr.To4(); ip4 != nil {
 		sa := &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: [4]byte(ip4)}
 		sa.Port = *(*uint16)(unsafe.Pointer(&pp[0]))
 		w.family, w.sa, w.salen = unix.AF_INET, unsafe.Pointer(sa), unsafe.Sizeof(*sa)
 	} else {
-		sa := &unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: [16]byte(e.addr.To16())}
+		sa := &unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: [16]byte(addr.To16())}
 		sa.Port = *(*uint16)(unsafe.Pointer(&pp[0]))
 		w.family, w.sa, w.salen = unix.AF_INET6, unsafe.Pointer(sa), unsafe.Sizeof(*sa)
 	}
@@ -76,7 +99,10 @@ func (e *engine) newWorker(id int) (*worker, error) {
 	w.conns = make([]*conn, slots)
 	w.events = make([]unix.EpollEvent, max(slots, 1))
 	for i := range w.conns {
-		w.conns[i] = &conn{idx: int32(i), fd: -1, p: newRespParser()}
+		w.conns[i] = &conn{idx: int32(i), fd: -1, p: newRespParser(), req: req}
+		if w.lt != nil && w.lt.response != nil {
+			w.conns[i].p.capt = &captured{} // only then are headers and bodies kept
+		}
 	}
 	if e.opts.Rate > 0 {
 		w.rate = true
@@ -102,8 +128,11 @@ func (e *engine) runWorker(id int) float64 {
 	}
 	defer w.close()
 	var lastCheck time.Duration = -time.Hour
-	for !e.stop.Load() {
+	for !e.stop.Load() && (w.lt == nil || !w.lt.stopped.Load()) {
 		now := w.now()
+		if w.delays > 0 && now >= w.nextWake {
+			w.wakeDelayed(now)
+		}
 		if now-lastCheck >= 10*time.Millisecond {
 			w.maintain(now)
 			lastCheck = now
@@ -112,6 +141,9 @@ func (e *engine) runWorker(id int) float64 {
 		if w.rate {
 			w.dispatch(now)
 			wait = min(wait, max(w.next-now, 0))
+		}
+		if w.delays > 0 {
+			wait = min(wait, max(w.nextWake-now, 0))
 		}
 		n, err := epollWait(w.ep, w.events, int((wait+time.Millisecond-1)/time.Millisecond))
 		if err != nil && !errors.Is(err, unix.EINTR) {
@@ -288,15 +320,47 @@ func (w *worker) handle(ev *unix.EpollEvent, now time.Duration) {
 		}
 	case cReading:
 		w.read(c, now)
-	case cIdle:
+	case cIdle, cDelayed:
 		// An idle keep-alive connection became readable: the server
 		// closed it (keepalive_timeout). Not a request error. (With
 		// edge-triggering, EPOLLOUT alone can be reported too: ignore.)
 		if ev.Events&(unix.EPOLLIN|unix.EPOLLRDHUP|unix.EPOLLERR|unix.EPOLLHUP) != 0 {
+			if c.state == cDelayed {
+				w.delays--
+				c.delayed = false
+			}
 			w.drop(c)
 			c.state = cClosed
 		}
 	}
+}
+
+// wakeDelayed sends the requests whose delay has ended and finds the
+// next end.
+func (w *worker) wakeDelayed(now time.Duration) {
+	next := time.Duration(-1)
+	for _, c := range w.conns {
+		if c.state != cDelayed {
+			continue
+		}
+		if c.wake <= now {
+			w.delays--
+			w.send(c, now, now)
+			continue
+		}
+		if next < 0 || c.wake < next {
+			next = c.wake
+		}
+	}
+	w.nextWake = next
+}
+
+// scriptFailed stops the run for a script error on c.
+func (w *worker) scriptFailed(c *conn, err error) {
+	w.e.fail(err)
+	w.settle(c)
+	w.drop(c)
+	c.state = cClosed
 }
 
 func (w *worker) established(c *conn, now time.Duration) {
@@ -312,8 +376,27 @@ func (w *worker) established(c *conn, now time.Duration) {
 	c.state = cIdle
 }
 
-// send starts a request on a connected socket.
+// send starts a request on a connected socket. With a script, delay()
+// may put it off first, and request() makes it.
 func (w *worker) send(c *conn, origin, now time.Duration) {
+	if lt := w.lt; lt != nil && lt.delay != nil && !w.rate && !c.delayed {
+		d, err := lt.callDelay()
+		if err != nil {
+			w.scriptFailed(c, err)
+			return
+		}
+		c.delayed = true
+		if d > 0 {
+			c.state = cDelayed
+			c.wake = now + d
+			if w.delays == 0 || c.wake < w.nextWake {
+				w.nextWake = c.wake
+			}
+			w.delays++
+			return
+		}
+	}
+	c.delayed = false
 	if !c.reserved && !w.e.opts.NoKeepAlive {
 		if !w.e.take() {
 			c.state = cIdle
@@ -321,15 +404,28 @@ func (w *worker) send(c *conn, origin, now time.Duration) {
 		}
 		c.reserved = true
 	}
+	head := w.e.head
+	if lt := w.lt; lt != nil && lt.request != nil {
+		s, err := lt.call(lt.request)
+		if err != nil {
+			w.scriptFailed(c, err)
+			return
+		}
+		// The string's bytes are written as they are, without a copy:
+		// c.req keeps the string alive until the next request.
+		c.req = unsafe.Slice(unsafe.StringData(s), len(s))
+		head = len(s) > 5 && s[:5] == "HEAD "
+	}
+	c.pending = int(w.e.unit)
 	c.start = origin
 	c.deadline = now + w.e.opts.Timeout
-	c.p.reset(w.e.head)
+	c.p.reset(head)
 	c.wrOff, c.rbytes = 0, 0
 	w.write(c, now)
 }
 
 func (w *worker) write(c *conn, now time.Duration) {
-	req := w.e.req
+	req := c.req
 	for c.wrOff < len(req) {
 		n, err := rawWrite(c.fd, req[c.wrOff:])
 		if errors.Is(err, unix.EAGAIN) {
@@ -364,14 +460,27 @@ func (w *worker) read(c *conn, now time.Duration) {
 			w.complete(c, now, false)
 			return
 		}
-		used, done, perr := c.p.feed(w.buf[:n])
-		c.rbytes += uint64(used)
-		if perr != nil {
-			w.failReq(c, errRead, "malformed")
-			return
-		}
-		if done {
-			w.complete(c, now, used < n)
+		b := w.buf[:n]
+		for {
+			used, done, perr := c.p.feed(b)
+			c.rbytes += uint64(used)
+			if perr != nil {
+				w.failReq(c, errRead, "malformed")
+				return
+			}
+			if !done {
+				break
+			}
+			if c.pending > 1 { // a script's pipeline: more responses follow
+				if !w.pipelined(c) {
+					return
+				}
+				if b = b[used:]; len(b) == 0 {
+					break
+				}
+				continue
+			}
+			w.complete(c, now, used < len(b))
 			return
 		}
 		if n < len(w.buf) {
@@ -380,9 +489,38 @@ func (w *worker) read(c *conn, now time.Duration) {
 	}
 }
 
+// pipelined counts a response of a pipeline before its last, whose
+// latency alone is recorded, as wrk does. It returns false if the
+// script failed.
+func (w *worker) pipelined(c *conn) bool {
+	w.stats.count(c.p.status(), c.rbytes)
+	if !w.response(c) {
+		return false
+	}
+	c.pending--
+	c.rbytes = 0
+	c.p.reset(len(c.req) > 5 && string(c.req[:5]) == "HEAD ")
+	return true
+}
+
+// response hands a response to the script's response(), if it has one.
+func (w *worker) response(c *conn) bool {
+	if w.lt == nil || w.lt.response == nil {
+		return true
+	}
+	if err := w.lt.callResponse(c.p.status(), c.p.capt); err != nil {
+		w.scriptFailed(c, err)
+		return false
+	}
+	return true
+}
+
 // complete records a response and starts what follows it on c.
 func (w *worker) complete(c *conn, now time.Duration, extra bool) {
 	w.stats.record(now-c.start, c.p.status(), c.rbytes)
+	if !w.response(c) {
+		return
+	}
 	w.settle(c)
 	if extra {
 		w.stats.mu.Lock()

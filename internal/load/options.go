@@ -3,6 +3,7 @@ package load
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"time"
@@ -46,6 +47,15 @@ type Options struct {
 	// Ramp, if set, steps the number of connections from Ramp.From to
 	// Ramp.To over Ramp.Over; Connections is then Ramp.To.
 	Ramp *Ramp
+
+	// Script, if set, is a wrk Lua script: it sets the requests (Method,
+	// Header and Body become wrk.method, wrk.headers and wrk.body), may
+	// see the responses, and its done runs in Result.ScriptDone.
+	Script *Script
+	// ScriptArgs are init's args after args[0], the URL.
+	ScriptArgs []string
+	// ScriptOut receives the script's print and io.write; nil discards.
+	ScriptOut io.Writer
 
 	// OnStart, if set, is called once the options are valid and the host
 	// resolved, just before the first connection.

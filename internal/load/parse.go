@@ -73,6 +73,20 @@ type respParser struct {
 	body   int64
 	ka     bool
 	err    error
+	// capt, if set, keeps the headers and body for a script's response().
+	capt *captured
+}
+
+// captured is a response's headers and body, for a script's response():
+// spans index arena as name start, name end, value start, value end.
+type captured struct {
+	arena []byte
+	spans [][4]int
+	body  []byte
+}
+
+func (c *captured) reset() {
+	c.arena, c.spans, c.body = c.arena[:0], c.spans[:0], c.body[:0]
 }
 
 // newRespParser returns a parser ready for a response to a non-HEAD
@@ -86,7 +100,10 @@ func newRespParser() *respParser {
 // reset prepares for the next response. head is true when the request was
 // HEAD (no body follows whatever the headers say).
 func (p *respParser) reset(head bool) {
-	*p = respParser{line: p.line[:0], head: head}
+	*p = respParser{line: p.line[:0], head: head, capt: p.capt}
+	if p.capt != nil {
+		p.capt.reset()
+	}
 }
 
 // status returns the status code of the final response.
@@ -127,6 +144,9 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 		case stBodyEOF:
 			k = len(b) - n
 			p.body += int64(k)
+			if p.capt != nil {
+				p.capt.body = append(p.capt.body, b[n:]...)
+			}
 		default:
 			k, err = p.feedChunkFraming(b[n:])
 		}
@@ -179,6 +199,9 @@ func (p *respParser) feedCounted(b []byte) int {
 	}
 	p.remain -= int64(k)
 	p.body += int64(k)
+	if p.capt != nil {
+		p.capt.body = append(p.capt.body, b[:k]...)
+	}
 	if p.remain == 0 {
 		if p.state == stBodyLen {
 			p.state = stDone
@@ -297,6 +320,12 @@ func (p *respParser) parseHeader(line []byte) error {
 		return nil // Trailers cannot change the framing.
 	}
 	name := line[:i]
+	if c := p.capt; c != nil {
+		v := trimOWS(line[i+1:])
+		s := len(c.arena)
+		c.arena = append(append(c.arena, name...), v...)
+		c.spans = append(c.spans, [4]int{s, s + len(name), s + len(name), len(c.arena)})
+	}
 	switch {
 	case tokenEqualFold(name, "content-length"):
 		return p.contentLength(trimOWS(line[i+1:]))
@@ -373,7 +402,10 @@ func (p *respParser) endHead() {
 	if p.code < 200 && p.code != 101 {
 		// Interim responses are skipped with their headers; headBytes
 		// still counts them so that a flood of them hits the limit.
-		*p = respParser{line: p.line, head: p.head, begun: true, headBytes: p.headBytes}
+		*p = respParser{line: p.line, head: p.head, begun: true, headBytes: p.headBytes, capt: p.capt}
+		if p.capt != nil {
+			p.capt.reset()
+		}
 		return
 	}
 	p.ka = !p.connClose && (!p.http10 || p.connKeepAlive)

@@ -116,6 +116,8 @@ type Result struct {
 	// which keeps its own fields; the text report prints them.
 	LatencySpread Spread `json:"-"`
 	ReqPerSec     Spread `json:"-"`
+	// script is the run's Lua states, for ScriptDone.
+	script *scriptRun
 }
 
 // Spread sums up samples as a row of wrk's "Thread Stats" table does.

@@ -90,6 +90,23 @@ func (t *threadStats) record(lat time.Duration, status int, bytes uint64) {
 	t.mu.Unlock()
 }
 
+// count counts one response without its latency: one of a script's
+// pipelined responses before the last.
+func (t *threadStats) count(status int, bytes uint64) {
+	class := status / 100
+	if class < 1 || class > 5 {
+		class = 0
+	}
+	t.mu.Lock()
+	t.cur.requests++
+	t.cur.bytes += bytes
+	t.cur.status[class]++
+	t.total.requests++
+	t.total.bytes += bytes
+	t.total.status[class]++
+	t.mu.Unlock()
+}
+
 // fail counts one failed request in class with its cause.
 func (t *threadStats) fail(class int, cause string) {
 	t.mu.Lock()

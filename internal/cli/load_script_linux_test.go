@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func writeScript(t *testing.T, src string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.lua")
+	if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const doneScript = `
+function init(args)
+  wrk.path = "/" .. args[1]
+end
+function request()
+  return wrk.format()
+end
+function done(summary, latency, requests)
+  print(string.format("done %s %d", type(summary.requests), summary.errors.status))
+end
+`
+
+// TestLoadScript: -s with the script's argument after --, done's output
+// after wrk's last line; with --json -, stdout is the JSON alone and the
+// script writes to stderr.
+func TestLoadScript(t *testing.T) {
+	var paths sync0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths.set(r.URL.Path)
+		io.WriteString(w, "ok\n")
+	}))
+	defer srv.Close()
+	s := writeScript(t, doneScript)
+	code, stdout, stderr := runCLI(t, "load", "-t1", "-c2", "-d1", "-s", s, srv.URL, "--", "item")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if i, j := strings.Index(stdout, "Transfer/sec"), strings.Index(stdout, "done number 0\n"); i < 0 || j < i {
+		t.Errorf("done's line is not after wrk's last:\n%s", stdout)
+	}
+	if p := paths.get(); p != "/item" {
+		t.Errorf("server saw %q, want /item", p)
+	}
+	code, stdout, stderr = runCLI(t, "load", "-t1", "-c2", "-d1", "--json", "-", "-s", s, srv.URL, "item")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+		t.Errorf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	if tl, _ := v["timeline"].([]any); len(tl) == 0 {
+		t.Errorf("no timeline in the JSON")
+	}
+	if !strings.Contains(stderr, "done number 0") {
+		t.Errorf("stderr lacks done's line: %s", stderr)
+	}
+}
+
+// TestLoadScriptError: an error in a script is one line with its file
+// and line, and exit code 2.
+func TestLoadScriptError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }))
+	defer srv.Close()
+	for _, c := range []struct{ src, want string }{
+		{"function request()\n  return wrk.format(nil, nil, nil, 1 + {})\nend\n", "s.lua:2: "},
+		{"function done()\n  error('late')\nend\n", "s.lua:2: late"},
+		{"function response(\n", "s.lua:2: "},
+	} {
+		code, _, stderr := runCLI(t, "load", "-t1", "-c1", "-d1", "-s", writeScript(t, c.src), srv.URL)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("exit %d, stderr %q; want %d and one line with %q", code, stderr, ExitUsage, c.want)
+		}
+	}
+}
+
+// sync0 holds the last value a handler saw.
+type sync0 struct {
+	mu sync.Mutex
+	v  string
+}
+
+func (s *sync0) set(v string) { s.mu.Lock(); s.v = v; s.mu.Unlock() }
+func (s *sync0) get() string  { s.mu.Lock(); defer s.mu.Unlock(); return s.v }
