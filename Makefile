@@ -40,7 +40,7 @@ lint:
 # latency on real servers, and another package's load tests running beside
 # them on this machine's cores would make those measurements noise.
 test: deps lint build
-	go test -count=1 -p 1 ./...
+	go test -count=1 -p 1 -timeout 45m ./...
 	@$(MAKE) --no-print-directory deploy-check
 	@$(MAKE) --no-print-directory fuzz
 

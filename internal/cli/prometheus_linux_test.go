@@ -74,7 +74,7 @@ func TestPrometheusAlerts(t *testing.T) {
 			if c.want == "" {
 				// Long enough for any finding to be scraped, held 3 s and
 				// fire.
-				deadline = time.Now().Add(25 * time.Second)
+				deadline = time.Now().Add(15 * time.Second)
 			}
 			var firing []promAlert
 			for time.Now().Before(deadline) {
