@@ -123,6 +123,7 @@ func (lo *loadOpts) check(set map[string]bool) error {
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("load", stderr)
 	lo := loadFlags(fs)
+	lay := layerFlags(fs)
 	pos, err := parse(fs, splitShort(args, wrkShort), stdout)
 	if err != nil {
 		return err
@@ -134,6 +135,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if len(pos) != 1 {
 		return badInput("load needs exactly one URL, e.g. netdoctor load -c 50 -d 10s http://127.0.0.1:8080/")
+	}
+	if isLayerURL(pos[0]) {
+		return runLayer(ctx, lo, lay, set, pos[0], stdout, stderr)
 	}
 	lo.o.URL = pos[0]
 	if err := lo.check(set); err != nil {

@@ -83,7 +83,7 @@ type StreamInfo struct {
 	RTT     time.Duration `json:"rtt_ns"`
 	MinRTT  time.Duration `json:"min_rtt_ns"`
 	// BytesAcked is what the peer acknowledged: the bytes it received.
-	BytesAcked uint64 `json:"bytes_acked"`
+	BytesAcked uint64 `json:"bytes_acked,omitempty"`
 }
 
 // writeMsg sends one control message as a JSON line.

@@ -86,20 +86,29 @@ func RunTCP(ctx context.Context, o TCPOptions) (*TCPResult, error) {
 	if d, ok := ctx.Deadline(); ok && d.Before(end) {
 		end = d
 	}
+	start := time.Now()
+	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
 	for i, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if o.Dir == Down {
-				res.Streams[i] = receive(c, end)
+				res.Streams[i], errs[i] = receive(c, end)
 			} else {
-				res.Streams[i] = send(c, end)
+				res.Streams[i], errs[i] = send(c, end)
 			}
 		}()
 	}
 	wg.Wait()
-	res.Duration = o.Duration - max(0, time.Until(end)) // cut short by ctx
+	if ctx.Err() != nil {
+		res.Duration = time.Since(start)
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("stream %d ended after %d bytes, before the test did (with no --token-file the target must read and discard; the agent's test endpoint needs the token): %w", i, res.Streams[i].Bytes, err)
+		}
+	}
 	for _, c := range conns {
 		c.Close()
 	}
@@ -143,13 +152,16 @@ func joinStream(ctx context.Context, dial Dialer, addr string, k *control, i int
 }
 
 // send writes to c until end; what counts is what the peer acknowledged.
-func send(c net.Conn, end time.Time) TCPStream {
+// The error is the one that ended it before end.
+func send(c net.Conn, end time.Time) (TCPStream, error) {
 	before, _ := tcpInfo(c) // the join hello, already acknowledged or not
 	buf := make([]byte, 128<<10)
 	c.SetWriteDeadline(end)
 	var written uint64
+	var err error
 	for time.Now().Before(end) {
-		n, err := c.Write(buf)
+		var n int
+		n, err = c.Write(buf)
 		written += uint64(n)
 		if err != nil {
 			break
@@ -160,14 +172,27 @@ func send(c net.Conn, end time.Time) TCPStream {
 		s.StreamInfo = ti
 		s.Bytes = ti.BytesAcked - min(before.BytesAcked, ti.BytesAcked)
 	}
-	return s
+	return s, early(err, end)
 }
 
 // receive reads c until end.
-func receive(c net.Conn, end time.Time) TCPStream {
+func receive(c net.Conn, end time.Time) (TCPStream, error) {
 	c.SetReadDeadline(end)
-	n, _ := io.Copy(io.Discard, c)
-	return TCPStream{Bytes: uint64(n)}
+	n, err := io.Copy(io.Discard, c)
+	if err == nil {
+		err = io.ErrUnexpectedEOF // the endpoint sends until after end
+	}
+	return TCPStream{Bytes: uint64(n)}, early(err, end)
+}
+
+// early returns err when it ended a stream well before end: not the
+// deadline, nor the peer's close in the test's last moments.
+func early(err error, end time.Time) error {
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() || time.Until(end) < 100*time.Millisecond {
+		return nil
+	}
+	return err
 }
 
 func (r *TCPResult) sum() {
