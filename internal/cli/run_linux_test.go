@@ -22,11 +22,12 @@ import (
 type loadJSON = load.Result
 
 type runJSON struct {
-	Verdict   string           `json:"verdict"`
-	Findings  []report.Finding `json:"findings"`
-	Load      *loadJSON        `json:"load"`
-	LoadNotes []string         `json:"load_notes"`
-	Partial   bool             `json:"partial"`
+	Verdict   string            `json:"verdict"`
+	Findings  []report.Finding  `json:"findings"`
+	Load      *loadJSON         `json:"load"`
+	LoadNotes []string          `json:"load_notes"`
+	Partial   bool              `json:"partial"`
+	Path      *report.PathProbe `json:"path"`
 	Sides     []struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`
@@ -65,6 +66,8 @@ func runIn(t *testing.T, ns, role, args string, env ...string) (int, *runJSON, s
 	} else if err != nil {
 		t.Fatal(err)
 	}
+	// With --json - the JSON is alone on stdout: it may begin it.
+	out = append([]byte("\n"), out...)
 	i := strings.Index(string(out), "\n{")
 	if i < 0 {
 		t.Fatalf("no JSON report (exit %d):\n%s", code, out)
@@ -73,7 +76,7 @@ func runIn(t *testing.T, ns, role, args string, env ...string) (int, *runJSON, s
 	if err := json.Unmarshal(out[i+1:], &r); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	return code, &r, string(out[:i])
+	return code, &r, string(out[min(1, i):i])
 }
 
 func findActive(r *runJSON, id report.FindingID) *report.Finding {
