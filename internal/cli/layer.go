@@ -137,7 +137,11 @@ func writeTCP(w io.Writer, r *layer.TCPResult) {
 	name := map[string]string{layer.Up: "upload", layer.Down: "download"}[r.Dir]
 	fmt.Fprintf(w, "  %-8s %12s  %d bytes in %.2fs", name, mbits(r.BitsPerSecond), r.Bytes, r.Duration.Seconds())
 	if r.InfoFrom != "" {
-		fmt.Fprintf(w, "  retransmits %d, RTT min %s (the %s's sockets)", r.Retrans, ms(r.MinRTT()), r.InfoFrom)
+		var srtt time.Duration
+		for _, s := range r.Streams {
+			srtt += s.RTT / time.Duration(len(r.Streams))
+		}
+		fmt.Fprintf(w, "  retransmits %d, RTT min %s, smoothed %s (the %s's sockets)", r.Retrans, ms(r.MinRTT()), ms(srtt), r.InfoFrom)
 	}
 	fmt.Fprintln(w)
 	if len(r.Streams) < 2 {
