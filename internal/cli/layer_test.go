@@ -61,6 +61,7 @@ func TestLayerUsage(t *testing.T) {
 		{"load", "udp://127.0.0.1:9"},
 		{"load", "-n", "10", "tcp://127.0.0.1:9"},
 		{"load", "tcp://127.0.0.1"},
+		{"agent", "--test-endpoint", "127.0.0.1:0"},
 	} {
 		var out bytes.Buffer
 		if code := Run(context.Background(), args, &out, &out); code != ExitUsage {
