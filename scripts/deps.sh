@@ -62,6 +62,9 @@ command -v groff >/dev/null || need+=(groff-base)    # checks the generated man 
 # Prometheus: promtool checks and unit-tests the generated alert rules, and
 # a real server scrapes an agent in the fleet tests (binaries only).
 command -v promtool >/dev/null || need+=(prometheus)
+# iperf3: the reference load tcp:// is held to in internal/layer's lab
+# test (the client and a server with a config of its own, no service).
+command -v iperf3 >/dev/null || need+=(iperf3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "deps: missing ${need[*]}; run as root or install them with apt-get" >&2
@@ -78,6 +81,8 @@ if [ ${#need[@]} -gt 0 ]; then
   pgrep -x haproxy >/dev/null && had_haproxy=1
   had_prometheus=0
   pgrep -x prometheus >/dev/null && had_prometheus=1
+  had_iperf3=0
+  pgrep -x iperf3 >/dev/null && had_iperf3=1
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" \
     >/dev/null 2> >(grep -v 'apt-utils is not installed' >&2)
@@ -122,6 +127,14 @@ if [ ${#need[@]} -gt 0 ]; then
       systemctl disable --now prometheus >/dev/null 2>&1 || true
     fi
     pkill -x prometheus 2>/dev/null || true
+  fi
+  # Debian's iperf3 can start a server service (debconf's default is
+  # not to): the tests start their own.
+  if [ "$had_iperf3" -eq 0 ] && [[ " ${need[*]} " == *" iperf3 "* ]]; then
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now iperf3 >/dev/null 2>&1 || true
+    fi
+    pkill -x iperf3 2>/dev/null || true
   fi
 fi
 go mod download

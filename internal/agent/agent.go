@@ -46,7 +46,11 @@ type Config struct {
 	MaxBytes int
 	// Version is netdoctor's, served with the host.
 	Version string
-	Log     *slog.Logger
+	// TestEndpoint is the address of the layer-test endpoint the agent
+	// offers (TestEndpoint), served with the host; "" when it offers
+	// none.
+	TestEndpoint string
+	Log          *slog.Logger
 }
 
 func (c *Config) defaults() {

@@ -184,7 +184,7 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 func (h *handler) host(w http.ResponseWriter, r *http.Request) {
 	oldest, _ := h.a.ring.Span()
 	reply(w, agentapi.HostInfo{API: agentapi.Version, Agent: h.a.cfg.Version, Host: h.a.host, Time: time.Now(),
-		Interval: h.a.cfg.Interval, Retain: h.a.cfg.Retain, Oldest: oldest})
+		Interval: h.a.cfg.Interval, Retain: h.a.cfg.Retain, Oldest: oldest, TestEndpoint: h.a.cfg.TestEndpoint})
 }
 
 func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {

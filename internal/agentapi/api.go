@@ -56,6 +56,9 @@ type HostInfo struct {
 	Retain   time.Duration `json:"retain_ns"`
 	// Oldest is the time of the oldest snapshot the agent still holds.
 	Oldest time.Time `json:"oldest,omitzero"`
+	// TestEndpoint is the address (HOST:PORT, as the agent listens) of
+	// its layer-test endpoint, TCP and UDP; "" when it offers none.
+	TestEndpoint string `json:"test_endpoint,omitempty"`
 }
 
 // Window is the snapshots taken after a time, oldest first, as the agent

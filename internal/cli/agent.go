@@ -12,6 +12,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/agent"
 	"github.com/netdoctor/netdoctor/internal/agentapi"
+	"github.com/netdoctor/netdoctor/internal/layer"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -34,6 +35,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Incidents, "incidents", "", "write an incident bundle into this directory (made private to root) whenever a finding turns active")
 	durationVar(fs, &cfg.Before, "incident-before", 5*time.Minute, "an incident bundle's window before the finding turned active")
 	durationVar(fs, &cfg.After, "incident-after", time.Minute, "and after it")
+	testEndpoint := fs.String("test-endpoint", "", "also serve layer tests (load tcp:// and udp://, run's path probe) on this address, TCP and UDP, e.g. :9121; needs --token-file")
 	maxMiB := fs.Int64("incidents-max-mib", 100, "keep at most this many MiB of incidents; the oldest are removed first")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -73,6 +75,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else if !loopback(host) {
 		return badInput("refusing to serve on %s without --token-file: anyone who can reach it would read this host's sockets, processes and configuration; listen on 127.0.0.1 or give a token", *listen)
 	}
+	if *testEndpoint != "" && token == nil {
+		return badInput("--test-endpoint needs --token-file: the endpoint admits only clients holding the token")
+	}
 	var tlsCfg *tls.Config
 	if *certFile != "" {
 		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
@@ -86,6 +91,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg.Log, cfg.Version = log, Version
+	var te *agent.TestEndpoint
+	if *testEndpoint != "" {
+		if te, err = agent.ListenTestEndpoint(*testEndpoint, token, log); err != nil {
+			return err
+		}
+		defer te.Close()
+		cfg.TestEndpoint = te.Addr()
+	}
 	a, err := agent.New(cfg)
 	if err != nil {
 		return err
@@ -114,6 +127,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
+	if te != nil {
+		log.Info("test endpoint serving", "addr", te.Addr(), "max_tests", layer.MaxTests, "max_duration", layer.MaxDuration)
+		go func() {
+			if err := te.Serve(ctx); err != nil {
+				log.Error("test endpoint", "err", err)
+			}
+		}()
+	}
 	err = agent.Serve(ctx, srv, func() error { return srv.Serve(ln) })
 	cancel()
 	<-done

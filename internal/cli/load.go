@@ -128,6 +128,7 @@ func (lo *loadOpts) check(set map[string]bool) error {
 func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("load", stderr)
 	lo := loadFlags(fs)
+	lay := layerFlags(fs)
 	pos, err := parse(fs, splitShort(args, wrkShort), stdout)
 	if err != nil {
 		return err
@@ -136,6 +137,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if len(pos) != 1 && (lo.script == "" || len(pos) == 0) {
 		return badInput("load needs exactly one URL, e.g. netdoctor load -c 50 -d 10s http://127.0.0.1:8080/ (with -s, the script's arguments may follow it)")
+	}
+	if isLayerURL(pos[0]) {
+		return runLayer(ctx, lo, lay, set, pos[0], stdout, stderr)
 	}
 	lo.o.URL = pos[0]
 	if err := lo.check(set); err != nil {

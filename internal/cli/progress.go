@@ -102,6 +102,7 @@ func (p *progress) phase(name string, d time.Duration) {
 // phaseText says what run's steps are about.
 var phaseText = map[string]string{
 	"baseline": "baseline: sampling before the load",
+	"path":     "path: probing the path through the agent's test endpoint",
 	"tail":     "tail: sampling after the load",
 }
 

@@ -63,6 +63,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	ag.register(fs, "server-agent", "the server's side from `netdoctor agent` at this URL (http(s)://HOST:9120), over the network")
 	durationVar(fs, &o.Baseline, "baseline", 3*time.Second, "quiet time sampled before the load")
 	durationVar(fs, &o.Tail, "tail", 2*time.Second, "time sampled after the load")
+	fs.BoolVar(&o.NoPathProbe, "no-path-probe", false, "with --server-agent: skip the few seconds' probe of the path (TCP throughput, RTT, UDP loss) through the agent's test endpoint before the load")
 	dns := fs.Bool("dns", false, "also probe the configured nameservers once per side")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with per-second charts to this file")
 	verify := fs.String("verify-with", "", "measure, apply this tune plan (kernel settings and configuration), measure again with the same load, then roll back")

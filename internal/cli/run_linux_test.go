@@ -23,11 +23,12 @@ import (
 type loadJSON = load.Result
 
 type runJSON struct {
-	Verdict   string           `json:"verdict"`
-	Findings  []report.Finding `json:"findings"`
-	Load      *loadJSON        `json:"load"`
-	LoadNotes []string         `json:"load_notes"`
-	Partial   bool             `json:"partial"`
+	Verdict   string            `json:"verdict"`
+	Findings  []report.Finding  `json:"findings"`
+	Load      *loadJSON         `json:"load"`
+	LoadNotes []string          `json:"load_notes"`
+	Partial   bool              `json:"partial"`
+	Path      *report.PathProbe `json:"path"`
 	Sides     []struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`

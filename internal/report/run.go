@@ -21,6 +21,8 @@ type Run struct {
 	Shape     Shape         `json:"shape"`
 	Sides     []*RunSide    `json:"sides,omitempty"`
 	Servers   []*app.Server `json:"servers,omitempty"`
+	// Path is the path probe made before the load (run --server-agent).
+	Path *PathProbe `json:"path,omitempty"`
 }
 
 // RunSide is one end of a run: where it was observed, or why not.

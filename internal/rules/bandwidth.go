@@ -90,6 +90,9 @@ func checkBandwidth(in *Input) []report.Finding {
 	var out []report.Finding
 	for i := range last.Interfaces {
 		if f, ok := bandwidthFinding(b, &last.Interfaces[i]); ok {
+			if it, ok := pathBandwidthItem(in); ok {
+				f.Evidence = append(f.Evidence, it)
+			}
 			out = append(out, f)
 		}
 	}

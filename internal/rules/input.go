@@ -42,6 +42,9 @@ type Run struct {
 	Port    string        `json:"port"`
 	Sides   []*Side       `json:"sides"`
 	Servers []*app.Server `json:"servers,omitempty"`
+	// Path is the path between the hosts as probed before the load,
+	// nil when it was not.
+	Path *report.PathProbe `json:"path,omitempty"`
 }
 
 // Side is one end of a run with its snapshots, from the quiet baseline

@@ -56,5 +56,8 @@ func checkLoss(in *Input) []report.Finding {
 			f.Evidence = append(f.Evidence, it)
 		}
 	}
+	if it, ok := pathLossItem(in); ok {
+		f.Evidence = append(f.Evidence, it)
+	}
 	return []report.Finding{f}
 }

@@ -37,6 +37,9 @@ type Options struct {
 	// ServerAgent, when set, is the agent the server's side comes from,
 	// over the network, instead of a namespace of this host.
 	ServerAgent *source.RemoteConfig
+	// NoPathProbe skips the probe of the path through the server agent's
+	// test endpoint before the load (pathProbe).
+	NoPathProbe bool
 	// OnPhase, if set, is called as each timed step begins: "baseline"
 	// and "tail" with their length, "load" with the load's duration (0
 	// when bounded by its requests alone).
@@ -64,7 +67,7 @@ func (res *Result) Report() *report.Run {
 	if b == nil {
 		b = &evidence.Bundle{}
 	}
-	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers}
+	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers, Path: res.Path}
 	for _, s := range res.Sides {
 		rs := s.RunSide
 		r.Sides = append(r.Sides, &rs)
@@ -112,6 +115,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	ev := &rules.Run{Port: targetPort(o.Load.URL)}
+	ev.Path = pathProbe(ctx, o, server)
 	var apps source.Apps
 	var deps depTracer
 	if src := server.source(); src != nil {

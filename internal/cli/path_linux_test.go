@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// TestPathProbeRun: with an agent that offers the test endpoint, run
+// probes the path before the load, the report carries what it measured
+// (an 8 Mbit/s tbf from the server, 5 % of the probe's UDP dropped), and
+// the findings that compare the application with the path cite it: a
+// 20 KB page saturates the tbf (bandwidth-saturated), 5 % of the TCP
+// the client receives is dropped (packet-loss, the server's
+// retransmissions). --no-path-probe turns
+// the probe off.
+func TestPathProbeRun(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	_, err := e.StartNginx(ctx, &lab.Nginx{BodyBytes: 20000})
+	labMust(t, err)
+	url, tok, _, err := labAgent(ctx, e, "--test-endpoint", e.ServerIP+":9121")
+	labMust(t, err)
+	labMust(t, e.Shape(e.ServerNS, e.ServerDev, "8mbit"))
+	labMust(t, e.DropUDP(e.ServerNS, 9121, 5))
+	labMust(t, e.DropRandom(e.ClientNS, 5))
+	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 20 -t 1 -d 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	p := r.Path
+	if p == nil {
+		t.Fatalf("no path in the report:\n%s", text)
+	}
+	t.Logf("path: %.1f Mbit/s down, %d retransmits, min RTT %v, UDP %d sent, %.2f %% lost, jitter %v, error %q",
+		p.DownBitsPerSecond/1e6, p.Retransmits, p.MinRTT, p.UDPSent, p.UDPLossPercent, p.UDPJitter, p.Error)
+	// One stream losing 5 % carries less than the tbf's 8 Mbit/s (5.8 to
+	// 7.7 measured), never more.
+	if p.Error != "" || p.DownBitsPerSecond < 4e6 || p.DownBitsPerSecond > 8.4e6 {
+		t.Errorf("path down %.1f Mbit/s (error %q), want at most the tbf's 8", p.DownBitsPerSecond/1e6, p.Error)
+	}
+	if p.UDPSent < 1000 || p.UDPLossPercent < 2.5 || p.UDPLossPercent > 7.5 {
+		t.Errorf("path UDP: %d sent, %.2f %% lost, want about 5", p.UDPSent, p.UDPLossPercent)
+	}
+	for _, f := range r.Findings {
+		for _, it := range f.Evidence {
+			if it.Source == "path probe" {
+				t.Logf("%s %s on %s: %s", f.Status, f.ID, f.Side, it.Text)
+			}
+		}
+	}
+	cited := map[report.FindingID]bool{}
+	for _, f := range r.Findings {
+		if f.Status == report.Active && (f.ID == rules.BandwidthSaturated || f.ID == rules.PacketLoss) {
+			cited[f.ID] = hasItem(f.Evidence, "path probe")
+		}
+	}
+	for _, id := range []report.FindingID{rules.BandwidthSaturated, rules.PacketLoss} {
+		if c, ok := cited[id]; !ok || !c {
+			t.Errorf("%s: active %v, cites the path probe %v", id, ok, c)
+		}
+	}
+	_, r, text = runIn(t, e.ClientNS, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --no-path-probe --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	if r.Path != nil || strings.Contains(text, "path:") {
+		t.Errorf("--no-path-probe: path %+v", r.Path)
+	}
+}
+
+func hasItem(items []report.Item, source string) bool {
+	for _, it := range items {
+		if it.Source == source {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,159 @@
+package layer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+var testToken = []byte("0123456789abcdef-test")
+
+// startServer serves a test endpoint on a loopback port until the test
+// ends and returns its address.
+func startServer(t *testing.T) (*Server, string) {
+	t.Helper()
+	s, err := NewServer(testToken, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, pc) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return s, ln.Addr().String()
+}
+
+func TestTCPBothDirections(t *testing.T) {
+	_, addr := startServer(t)
+	for _, dir := range []string{Up, Down} {
+		res, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: dir, Streams: 2, Duration: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		if res.Bytes == 0 || res.BitsPerSecond <= 0 || len(res.Streams) != 2 {
+			t.Errorf("%s: %+v", dir, res)
+		}
+		for i, s := range res.Streams {
+			if s.Bytes == 0 || s.MinRTT <= 0 {
+				t.Errorf("%s: stream %d: %+v", dir, i, s)
+			}
+		}
+	}
+}
+
+func TestTCPDiscardServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	res, err := RunTCP(context.Background(), TCPOptions{Addr: ln.Addr().String(), Dir: Up, Streams: 1, Duration: 200 * time.Millisecond})
+	if err != nil || res.Bytes == 0 {
+		t.Fatalf("RunTCP: %+v, %v", res, err)
+	}
+	if _, err := RunTCP(context.Background(), TCPOptions{Addr: ln.Addr().String(), Dir: Down, Streams: 1, Duration: time.Second}); err == nil {
+		t.Error("a download from a discard server: no error")
+	}
+}
+
+func TestWrongTokenRefused(t *testing.T) {
+	_, addr := startServer(t)
+	_, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: []byte("wrong-token-wrong-token"), Dir: Up, Streams: 1, Duration: time.Second})
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("wrong token: %v, want ErrRefused", err)
+	}
+	_, err = RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: Up, Streams: MaxStreams + 1, Duration: time.Second})
+	if err == nil {
+		t.Error("too many streams: no error")
+	}
+}
+
+func TestUnknownStreamAndDatagramsDropped(t *testing.T) {
+	s, addr := startServer(t)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeMsg(c, Hello{V: Version, Join: "00112233445566778899aabbccddeeff"})
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); err == nil || n > 0 {
+		t.Errorf("a stream with an unknown id was served")
+	}
+	c.Close()
+	u, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	b := make([]byte, 100)
+	putDatagram(b, testID{1}, 0, time.Now())
+	u.Write(b)
+	deadline := time.Now().Add(2 * time.Second)
+	for s.Unauthenticated.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := s.Unauthenticated.Load(); got != 2 {
+		t.Errorf("Unauthenticated = %d, want 2", got)
+	}
+}
+
+func TestUDP(t *testing.T) {
+	_, addr := startServer(t)
+	res, err := RunUDP(context.Background(), UDPOptions{Addr: addr, Token: testToken, Rate: 2000, Size: 200, Duration: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Sent < 900 || res.Received != res.Sent || res.Lost != 0 {
+		t.Errorf("loopback: %+v", res)
+	}
+}
+
+func TestReceiver(t *testing.T) {
+	r := newReceiver(100)
+	base := time.Unix(100, 0)
+	// 0 1 3 2 2 (dup), 5 lost of 0..5; transit 10 ms, then 12 ms.
+	for i, seq := range []uint64{0, 1, 3, 2, 2} {
+		sent := base.Add(time.Duration(seq) * time.Millisecond)
+		transit := 10 * time.Millisecond
+		if i >= 2 {
+			transit = 12 * time.Millisecond
+		}
+		r.add(seq, sent.UnixNano(), sent.Add(transit))
+	}
+	r.add(1000, 0, base)
+	s := r.stats(5)
+	if s.Received != 4 || s.Lost != 1 || s.Duplicates != 1 || s.Reordered != 1 || s.OverBudget != 1 || s.LossPercent != 20 {
+		t.Errorf("stats = %+v", s)
+	}
+	// One 2 ms step in transit (J = 2 ms / 16), then none (J -= J / 16).
+	want := 2 * time.Millisecond / 16
+	want -= want / 16
+	if d := s.Jitter - want; d < -time.Microsecond || d > time.Microsecond {
+		t.Errorf("jitter = %v, want %v", s.Jitter, want)
+	}
+}

@@ -1,0 +1,321 @@
+package layer
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxHandshakes bounds the connections that have not yet said who they
+// are: a flood of idle connections holds no more than this.
+const maxHandshakes = 32
+
+// Server is the test endpoint: a TCP listener for control connections
+// and streams, a UDP socket on the same port for datagrams. Every test
+// starts with the token; a stream or a datagram counts only with the id
+// of a test in progress.
+type Server struct {
+	token [sha256.Size]byte
+	log   *slog.Logger
+	tests chan struct{} // MaxTests slots
+	hands chan struct{} // maxHandshakes slots
+	bad   *bucket       // failed authentications
+	// Unauthenticated counts datagrams and streams dropped for an
+	// unknown test id.
+	Unauthenticated atomic.Uint64
+
+	mu     sync.Mutex
+	active map[testID]*test
+}
+
+// NewServer returns an endpoint that admits clients holding token (which
+// must not be empty). log may be nil.
+func NewServer(token []byte, log *slog.Logger) (*Server, error) {
+	if len(token) == 0 {
+		return nil, errors.New("the test endpoint needs a token")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{token: sha256.Sum256(token), log: log, tests: make(chan struct{}, MaxTests),
+		hands: make(chan struct{}, maxHandshakes), bad: newBucket(2, 10), active: map[testID]*test{}}, nil
+}
+
+// test is one test in progress.
+type test struct {
+	id       testID
+	hello    Hello
+	deadline time.Time // the endpoint stops sending and reading then
+	sent     atomic.Int64
+	joined   atomic.Int32
+	streams  sync.WaitGroup
+
+	mu    sync.Mutex
+	infos []StreamInfo
+	recv  *receiver
+}
+
+// Serve serves ln and pc until ctx ends, then closes both. pc may be nil
+// (no UDP tests).
+func (s *Server) Serve(ctx context.Context, ln net.Listener, pc net.PacketConn) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+		if pc != nil {
+			pc.Close()
+		}
+	}()
+	if pc != nil {
+		go s.serveUDP(pc)
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return err
+		}
+		select {
+		case s.hands <- struct{}{}:
+			go s.handle(ctx, c)
+		default:
+			c.Close()
+		}
+	}
+}
+
+// handle reads a connection's hello: a new test or a stream joining one.
+func (s *Server) handle(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			<-s.hands
+		}
+	}
+	defer release()
+	c.SetDeadline(time.Now().Add(handshakeLimit))
+	r := bufio.NewReaderSize(c, maxLine)
+	var h Hello
+	if err := readMsg(r, &h); err != nil {
+		return
+	}
+	if h.Join != "" {
+		t := s.lookupJoin(h)
+		if t == nil {
+			s.Unauthenticated.Add(1)
+			return
+		}
+		release()
+		s.stream(t, c, r, h.Stream)
+		return
+	}
+	sum := sha256.Sum256([]byte(h.Token))
+	if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
+		// A wrong token costs a second, and answers stop when they come
+		// faster than the bucket allows: no guessing at speed.
+		if s.bad.allow() {
+			time.Sleep(time.Second)
+			writeMsg(c, Reply{Error: "wrong token"})
+		}
+		return
+	}
+	if err := check(h); err != nil {
+		writeMsg(c, Reply{Error: err.Error()})
+		return
+	}
+	select {
+	case s.tests <- struct{}{}:
+	default:
+		writeMsg(c, Reply{Error: fmt.Sprintf("busy: %d tests are running, try again later", MaxTests)})
+		return
+	}
+	defer func() { <-s.tests }()
+	release()
+	s.control(ctx, c, r, h)
+}
+
+// check enforces the endpoint's bounds on a test.
+func check(h Hello) error {
+	d := time.Duration(h.Duration) * time.Millisecond
+	switch {
+	case h.V != Version:
+		return fmt.Errorf("protocol version %d, this endpoint speaks %d", h.V, Version)
+	case h.Test != "tcp" && h.Test != "udp":
+		return fmt.Errorf("test %q: tcp or udp", h.Test)
+	case h.Dir != Up && h.Dir != Down:
+		return fmt.Errorf("direction %q: up or down", h.Dir)
+	case d <= 0 || d > MaxDuration:
+		return fmt.Errorf("duration %v: at most %v", d, MaxDuration)
+	case h.Test == "tcp" && (h.Streams < 1 || h.Streams > MaxStreams):
+		return fmt.Errorf("%d streams: 1 to %d", h.Streams, MaxStreams)
+	case h.Test == "udp" && h.Dir != Up:
+		return errors.New("udp tests go up only (client to endpoint)")
+	case h.Test == "udp" && (h.Rate <= 0 || h.Rate > MaxRate):
+		return fmt.Errorf("rate %g packets/s: at most %d", h.Rate, MaxRate)
+	case h.Test == "udp" && (h.Size < MinPacketSize || h.Size > MaxPacketSize):
+		return fmt.Errorf("size %d: %d to %d bytes", h.Size, MinPacketSize, MaxPacketSize)
+	}
+	return nil
+}
+
+// control runs a test from its control connection: reply with the id,
+// wait for the client's Done, answer with the Final account.
+func (s *Server) control(ctx context.Context, c net.Conn, r *bufio.Reader, h Hello) {
+	var id testID
+	rand.Read(id[:])
+	d := time.Duration(h.Duration) * time.Millisecond
+	t := &test{id: id, hello: h, deadline: time.Now().Add(d + time.Second)}
+	if h.Test == "udp" {
+		t.recv = newReceiver(packetBudget(h.Rate, d))
+	} else {
+		t.infos = make([]StreamInfo, h.Streams)
+	}
+	s.mu.Lock()
+	s.active[id] = t
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.active, id)
+		s.mu.Unlock()
+	}()
+	s.log.Info("test endpoint: test", "client", c.RemoteAddr().String(), "test", h.Test, "dir", h.Dir, "streams", h.Streams, "duration", d, "rate", h.Rate)
+	c.SetDeadline(t.deadline.Add(grace))
+	if err := writeMsg(c, Reply{ID: id.String()}); err != nil {
+		return
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	var done Done
+	if err := readMsg(r, &done); err != nil {
+		return
+	}
+	var f Final
+	if t.recv != nil {
+		t.mu.Lock()
+		f.UDP = t.recv.stats(done.Sent)
+		t.mu.Unlock()
+	} else {
+		t.streams.Wait() // each ends by the deadline at the latest
+		t.mu.Lock()
+		f.Streams = t.infos
+		t.mu.Unlock()
+	}
+	writeMsg(c, f)
+}
+
+// lookupJoin returns the TCP test a stream joins, nil when there is
+// none or it has all its streams.
+func (s *Server) lookupJoin(h Hello) *test {
+	id, err := parseID(h.Join)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	t := s.active[id]
+	s.mu.Unlock()
+	if t == nil || t.hello.Test != "tcp" || h.Stream < 0 || h.Stream >= t.hello.Streams ||
+		int(t.joined.Add(1)) > t.hello.Streams || time.Now().After(t.deadline) {
+		return nil
+	}
+	t.streams.Add(1)
+	return t
+}
+
+// stream carries one TCP stream of t until the client closes it or the
+// test's deadline: the endpoint discards an upload and sends a download.
+func (s *Server) stream(t *test, c net.Conn, r *bufio.Reader, i int) {
+	defer t.streams.Done()
+	c.SetDeadline(t.deadline)
+	if t.hello.Dir == Up {
+		io.Copy(io.Discard, r)
+		return
+	}
+	buf := make([]byte, 128<<10)
+	rand.Read(buf) // incompressible, should a middlebox compress
+	for time.Now().Before(t.deadline) && t.sent.Add(int64(len(buf))) <= MaxBytes {
+		if _, err := c.Write(buf); err != nil {
+			break
+		}
+	}
+	if ti, ok := tcpInfo(c); ok {
+		t.mu.Lock()
+		t.infos[i] = ti
+		t.mu.Unlock()
+	}
+}
+
+// serveUDP counts the datagrams of the UDP tests in progress; any other
+// is dropped.
+func (s *Server) serveUDP(pc net.PacketConn) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return
+		}
+		now := time.Now()
+		id, seq, sent, ok := parseDatagram(buf[:n])
+		if !ok {
+			s.Unauthenticated.Add(1)
+			continue
+		}
+		s.mu.Lock()
+		t := s.active[id]
+		s.mu.Unlock()
+		if t == nil || t.recv == nil || now.After(t.deadline) {
+			s.Unauthenticated.Add(1)
+			continue
+		}
+		t.mu.Lock()
+		t.recv.add(seq, sent, now)
+		t.mu.Unlock()
+	}
+}
+
+// bucket is a token bucket: rate per second, up to burst at once.
+type bucket struct {
+	mu          sync.Mutex
+	rate, burst float64
+	tokens      float64
+	last        time.Time
+}
+
+func newBucket(rate, burst float64) *bucket {
+	return &bucket{rate: rate, burst: burst, tokens: burst, last: time.Now()}
+}
+
+func (b *bucket) allow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

@@ -1,0 +1,38 @@
+package rules
+
+import (
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// TestPathLossItem: packet-loss's evidence gains the path's own loss
+// when run probed it, and only then.
+func TestPathLossItem(t *testing.T) {
+	b := bundle(nil, traffic(10000, 500, 0))
+	probed := &Input{Bundle: b, Run: &Run{Path: &report.PathProbe{UDPSent: 1500, UDPLossPercent: 1.8, DownBitsPerSecond: 20e6, Retransmits: 12}}}
+	fs := checkLoss(probed)
+	if len(fs) != 1 || !hasEvidence(fs[0], "1.8 % loss on the path itself, measured without the server's load (1500 UDP datagrams") ||
+		!hasEvidence(fs[0], "12 retransmissions in the probe's bulk TCP") {
+		t.Errorf("with a probe: %q", evidenceTexts(fs[0]))
+	}
+	for _, in := range []*Input{{Bundle: b}, {Bundle: b, Run: &Run{}}, {Bundle: b, Run: &Run{Path: &report.PathProbe{Error: "refused"}}}} {
+		fs := checkLoss(in)
+		if len(fs) != 1 || hasEvidence(fs[0], "path") {
+			t.Errorf("without a probe: %q", evidenceTexts(fs[0]))
+		}
+	}
+}
+
+// TestPathBandwidthItem: the responses against the path's capacity.
+func TestPathBandwidthItem(t *testing.T) {
+	in := &Input{Run: &Run{Load: &load.Result{BytesPerSec: 180e6 / 8}, Path: &report.PathProbe{DownBitsPerSecond: 20e6}}}
+	it, ok := pathBandwidthItem(in)
+	if want := "responses need 180 Mbit/s, the path carries 20 Mbit/s from the server to the client"; !ok || len(it.Text) < len(want) || it.Text[:len(want)] != want {
+		t.Errorf("item = %q, %v; want it to begin %q", it.Text, ok, want)
+	}
+	if _, ok := pathBandwidthItem(&Input{Run: &Run{Load: in.Run.Load}}); ok {
+		t.Error("an item without a probe")
+	}
+}

@@ -1,0 +1,51 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/layer"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// The path probe: a second and a half of bulk TCP from the server to the
+// client, then as long of light UDP (1000 datagrams of 200 bytes a
+// second, 1.6 Mbit/s) from the client to the server for the loss: about
+// four seconds before the baseline, and a load on the path no heavier
+// than the run's own.
+const (
+	probeTCP     = 1500 * time.Millisecond
+	probeUDP     = 1500 * time.Millisecond
+	probeUDPRate = 1000
+	probeUDPSize = 200
+)
+
+// pathProbe measures the path through the server agent's test endpoint,
+// when it offers one and the run did not turn the probe off. It returns
+// nil when nothing was probed; a failed probe says why in Error.
+func pathProbe(ctx context.Context, o Options, server *side) *report.PathProbe {
+	if o.NoPathProbe || server.remote == nil || server.remote.TestEndpoint() == "" {
+		return nil
+	}
+	addr, token := server.remote.TestEndpoint(), server.remote.Token()
+	o.phase("path", probeTCP+probeUDP)
+	p := &report.PathProbe{Endpoint: addr}
+	var errs []error
+	tcp, err := layer.RunTCP(ctx, layer.TCPOptions{Addr: addr, Token: token, Dir: layer.Down, Streams: 1, Duration: probeTCP})
+	if err == nil {
+		p.DownBitsPerSecond, p.Retransmits, p.MinRTT = tcp.BitsPerSecond, tcp.Retrans, tcp.MinRTT()
+	} else {
+		errs = append(errs, err)
+	}
+	udp, err := layer.RunUDP(ctx, layer.UDPOptions{Addr: addr, Token: token, Rate: probeUDPRate, Size: probeUDPSize, Duration: probeUDP})
+	if err == nil {
+		p.UDPSent, p.UDPLossPercent, p.UDPJitter = udp.Sent, udp.LossPercent, udp.Jitter
+	} else {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		p.Error = err.Error()
+	}
+	return p
+}
