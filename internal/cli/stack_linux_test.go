@@ -155,7 +155,10 @@ func TestRunPHPMaxChildren(t *testing.T) {
 		t.Errorf("the workers' wait (usleep) is not in the evidence: %+v", f.Evidence)
 	}
 	if r.Verdict == "" || !strings.Contains(r.Verdict, "php-fpm pool www is full") {
-		t.Errorf("verdict %q", r.Verdict)
+		t.Errorf("verdict %q; findings in order: %v", r.Verdict, activeIDs(r))
+		for _, f := range r.Findings {
+			t.Logf("%s %s %s %s: %s %v", f.Severity, f.Status, f.ID, f.Subject, f.Title, f.Evidence)
+		}
 	}
 	// The pool's small listen.backlog overflows because the pool is
 	// full: named with its line, and placed after its cause.

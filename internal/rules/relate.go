@@ -102,8 +102,15 @@ const (
 // explainsClass says what kind of failure each finding causes.
 func explainsClass(f report.Finding, front string) string {
 	switch f.ID {
-	case ConntrackTableFull, SynQueueOverflow:
+	case ConntrackTableFull:
 		return failConn
+	case SynQueueOverflow:
+		// SYNs dropped (critical) fail connections; answered with SYN
+		// cookies (a warning) the connections survive. A listener
+		// behind the front one fails no client connection itself.
+		if f.Severity == report.Critical && (front == "" || f.Subject == "" || strings.HasSuffix(f.Subject, ":"+front)) {
+			return failConn
+		}
 	case AcceptQueueOverflow:
 		if f.CausedBy == "" && (front == "" || strings.HasSuffix(f.Subject, ":"+front)) {
 			return failConn

@@ -72,6 +72,18 @@ func TestExplain(t *testing.T) {
 			t.Errorf("%s %s explains %q, want %q", fs[i].ID, fs[i].Subject, fs[i].Explains, want)
 		}
 	}
+	// SYN cookies keep connections: a warning syn-queue-overflow takes
+	// no share of the failures from the pool that causes them (seed
+	// 000 stage 2: php-fpm's listener answers with cookies).
+	fs = []report.Finding{
+		{ID: "syn-queue-overflow", Severity: report.Warning, Status: report.Active, Side: "server"},
+		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www", Side: "server"},
+		{ID: "syn-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
+	}
+	explain(fs, lr, "80")
+	if fs[0].Explains != "" || fs[2].Explains != "" || fs[1].Failed != 60 {
+		t.Errorf("syn-queue-overflow explains %q and %q; the pool %d failures", fs[0].Explains, fs[2].Explains, fs[1].Failed)
+	}
 	healthy := []report.Finding{{ID: "conntrack-table-full", Status: report.Active}}
 	explain(healthy, &load.Result{Status: map[string]uint64{"2xx": 5}}, "80")
 	if healthy[0].Explains != "" {
