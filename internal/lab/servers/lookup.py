@@ -28,6 +28,16 @@ class Server(http.server.ThreadingHTTPServer):
     request_queue_size = 1024
     daemon_threads = True
 
+    def server_bind(self):
+        # http.server's own looks its address up (socket.getfqdn, a PTR
+        # query) before it listens: through this lab's lossy resolver
+        # that alone can take 10 s and more. The fault is the lookups per
+        # request; the service starts without one.
+        import socketserver
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = host, port
+
 
 def handler(name):
     class Handler(http.server.BaseHTTPRequestHandler):
