@@ -90,6 +90,7 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 			aOK++
 		}
 	}
+	ptrLostOnly := true // every PTR item is a lost query, none a slow answer
 	for _, p := range r.Probes {
 		if p.Type != "PTR" {
 			continue
@@ -97,7 +98,16 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 		ptrAnswered = ptrAnswered || p.Rcode != ""
 		if p.Err != "" || p.Duration >= slowDNS {
 			ptrItems = append(ptrItems, report.Item{Text: probeText(p), Source: "resolver", Window: true})
+			ptrLostOnly = ptrLostOnly && p.Err != ""
 		}
+	}
+	// A resolver that loses a share of every query loses PTR queries too:
+	// that is its loss (dns-slow), not reverse lookups that hang. Only
+	// PTR queries failing where A queries do not, or answered slowly,
+	// are a PTR problem of their own.
+	if len(ptrItems) > 0 && ptrLostOnly && lost > 0 && aOK > 0 {
+		slowItems = append(slowItems, ptrItems...)
+		ptrItems = nil
 	}
 	// Only a resolver that answers nothing, not even a reverse lookup,
 	// is misconfigured; one that answers some queries loses the others.

@@ -102,6 +102,17 @@ func dnsCases() []ruleCase {
 			},
 		},
 		{
+			// python-dns: 30 % of every query dropped. The lost PTR is
+			// the same loss, not reverse lookups of their own.
+			name: "a lossy resolver loses a PTR query too",
+			bundle: bundle(nil, resolver(one,
+				aProbe("10.0.0.2", time.Millisecond, "NOERROR", ""), aProbe("10.0.0.2", time.Millisecond, "NOERROR", ""),
+				aProbe("10.0.0.2", 2*time.Second, "", "timeout"), aProbe("10.0.0.2", time.Millisecond, "NOERROR", ""),
+				ptrProbe("10.0.0.2", 2*time.Second, "", "timeout"))),
+			want: []want{{ID: "dns-slow", Status: report.Active, Severity: report.Warning,
+				Evidence: []string{"PTR query for 10.77.0.1: timeout"}}},
+		},
+		{
 			name:   "fast NXDOMAIN answers are fine",
 			bundle: bundle(nil, resolver(one, aProbe("10.0.0.2", time.Millisecond, "NXDOMAIN", ""), ptrProbe("10.0.0.2", time.Millisecond, "NXDOMAIN", ""))),
 		},
