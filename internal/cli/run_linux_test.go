@@ -292,3 +292,17 @@ func TestRunSeveralFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestRunScript: run -s loads with a wrk script through the same engine
+// as load -s (a pipeline of three requests per write): every response is
+// counted and 2xx, and the run is diagnosed and exits as usual.
+func TestRunScript(t *testing.T) {
+	script, err := filepath.Abs("../load/testdata/scripts/pipeline.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, r, text := runInNetns(t, "fast", "-c 4 -t 1 -d 2s --baseline 1s --tail 1s -s "+script)
+	if code != ExitOK || r.Load == nil || r.Load.Requests < 30 || r.Load.Status["2xx"] != r.Load.Requests {
+		t.Fatalf("exit %d, load %+v\n%s", code, r.Load, text)
+	}
+}
