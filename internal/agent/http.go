@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,7 +35,7 @@ const (
 // evidence API requires; without one the API refuses every request and
 // only /metrics and /healthz are served.
 func (a *Agent) Handler(token []byte) http.Handler {
-	h := &handler{a: a, api: newBucket(apiRate, apiBurst), take: newBucket(takeRate, takeBurst), bad: newBucket(badRate, badBurst),
+	h := &handler{a: a, api: rate.NewLimiter(apiRate, apiBurst), take: rate.NewLimiter(takeRate, takeBurst), bad: rate.NewLimiter(badRate, badBurst),
 		polls: make(chan struct{}, maxLongPolls)}
 	if len(token) > 0 {
 		sum := sha256.Sum256(token)
@@ -72,7 +72,7 @@ type handler struct {
 	// api bounds the evidence API's requests; take the fresh snapshots
 	// they may ask for; bad failed authentications, so a token cannot
 	// be guessed at speed.
-	api, take, bad *bucket
+	api, take, bad *rate.Limiter
 	polls          chan struct{}
 	requests       *prometheus.CounterVec
 }
@@ -154,7 +154,7 @@ func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
 		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
-			if !h.bad.allow() {
+			if !h.bad.Allow() {
 				w.Header().Set("Retry-After", "1")
 				fail(w, http.StatusTooManyRequests, "too many failed authentications")
 				return
@@ -163,7 +163,7 @@ func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
 			fail(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <token>)")
 			return
 		}
-		if !h.api.allow() {
+		if !h.api.Allow() {
 			w.Header().Set("Retry-After", "1")
 			fail(w, http.StatusTooManyRequests, "more than %d requests per second", apiRate)
 			return
@@ -188,7 +188,7 @@ func (h *handler) host(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) snapshot(w http.ResponseWriter, r *http.Request) {
-	if !h.take.allow() {
+	if !h.take.Allow() {
 		w.Header().Set("Retry-After", "1")
 		fail(w, http.StatusTooManyRequests, "more than %d fresh snapshots per second: use %s for the periodic ones", takeRate, agentapi.PathSnapshots)
 		return
@@ -362,32 +362,6 @@ func fail(w http.ResponseWriter, code int, format string, args ...any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(agentapi.Error{Error: fmt.Sprintf(format, args...)})
-}
-
-// bucket is a token bucket: rate tokens a second, at most burst saved.
-type bucket struct {
-	mu     sync.Mutex
-	rate   float64
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-func newBucket(rate, burst float64) *bucket {
-	return &bucket{rate: rate, burst: burst, tokens: burst, last: time.Now()}
-}
-
-func (b *bucket) allow() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }
 
 // Serve serves the handler on ln until ctx ends, then shuts down,

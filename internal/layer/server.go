@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"io"
 	"log/slog"
 	"net"
@@ -29,7 +30,7 @@ type Server struct {
 	log   *slog.Logger
 	tests chan struct{} // MaxTests slots
 	hands chan struct{} // maxHandshakes slots
-	bad   *bucket       // failed authentications
+	bad   *rate.Limiter // failed authentications
 	// Unauthenticated counts datagrams and streams dropped for an
 	// unknown test id.
 	Unauthenticated atomic.Uint64
@@ -48,7 +49,7 @@ func NewServer(token []byte, log *slog.Logger) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{token: sha256.Sum256(token), log: log, tests: make(chan struct{}, MaxTests),
-		hands: make(chan struct{}, maxHandshakes), bad: newBucket(2, 10), active: map[testID]*test{}}, nil
+		hands: make(chan struct{}, maxHandshakes), bad: rate.NewLimiter(2, 10), active: map[testID]*test{}}, nil
 }
 
 // test is one test in progress.
@@ -132,7 +133,7 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 	if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
 		// A wrong token costs a second, and answers stop when they come
 		// faster than the bucket allows: no guessing at speed.
-		if s.bad.allow() {
+		if s.bad.Allow() {
 			time.Sleep(time.Second)
 			writeMsg(c, Reply{Error: "wrong token"})
 		}
@@ -293,29 +294,4 @@ func (s *Server) serveUDP(pc net.PacketConn) {
 		t.recv.add(seq, sent, now)
 		t.mu.Unlock()
 	}
-}
-
-// bucket is a token bucket: rate per second, up to burst at once.
-type bucket struct {
-	mu          sync.Mutex
-	rate, burst float64
-	tokens      float64
-	last        time.Time
-}
-
-func newBucket(rate, burst float64) *bucket {
-	return &bucket{rate: rate, burst: burst, tokens: burst, last: time.Now()}
-}
-
-func (b *bucket) allow() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now()
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
 }
