@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -70,7 +71,7 @@ func checkCPU(in *Input) []report.Finding {
 	// A run's load generator on this host takes CPU for what it was
 	// asked to do; saturation it accounts for is the load's, not the
 	// host's (measure from another host to see the server's).
-	if g, ok := generatorCPUs(in); ok && aggregate.total > 0 {
+	if g, ok := generatorCPUs(in, w.Duration()); ok && aggregate.total > 0 {
 		hostBusy := (1 - aggregate.idle/aggregate.total) * total
 		if busy == total && hostBusy-g < cpuSaturatedShare*total || busy < total && g >= cpuSaturatedShare*busy {
 			return nil
@@ -107,11 +108,12 @@ const (
 )
 
 // generatorCPUs is how many CPUs' worth of time a run's load generator
-// spent over its load, when it ran on the host of in's bundle: the
-// client's side, or a side of the same boot.
-func generatorCPUs(in *Input) (float64, bool) {
+// spent over window (the ticks' window, which holds the load), when it
+// ran on the host of in's bundle: the client's side, or a side of the
+// same boot.
+func generatorCPUs(in *Input, window time.Duration) (float64, bool) {
 	r := in.Run
-	if r == nil || r.Load == nil || !r.LoadEnd.After(r.LoadStart) {
+	if r == nil || r.Load == nil || window <= 0 {
 		return 0, false
 	}
 	c := r.Client()
@@ -123,7 +125,7 @@ func generatorCPUs(in *Input) (float64, bool) {
 	if !onClient {
 		return 0, false
 	}
-	return r.Load.Self.CPUSeconds / r.LoadEnd.Sub(r.LoadStart).Seconds(), true
+	return r.Load.Self.CPUSeconds / window.Seconds(), true
 }
 
 // tick returns b-a as a float, or 0 if the counter went down.
