@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -87,23 +88,43 @@ func TestMetricsSeries(t *testing.T) {
 
 // TestMetricsPools: the application behind a listener is followed
 // without a watch: its workers and their threads by wait are on
-// /metrics, and forgotten once the listener is gone. The server is this
-// test's own process, a Go server whose goroutines multiplex over a few
-// threads.
+// /metrics, and forgotten once the listener is gone. The server is a
+// python3 process; the agent's own listener (this test process's) is
+// not followed.
 func TestMetricsPools(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
 	a := newTestAgent(t, Config{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	own, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
+	defer own.Close()
+	srv := exec.Command(py, "-c", "import socket,sys,threading;s=socket.socket();s.bind(('127.0.0.1',0));s.listen();"+
+		"[threading.Thread(target=s.accept,daemon=True).start() for _ in range(3)];print(s.getsockname()[1],flush=True);sys.stdin.read()")
+	stdin, _ := srv.StdinPipe()
+	out, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); srv.Process.Kill(); srv.Wait() }()
+	var port int
+	if _, err := fmt.Fscan(out, &port); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	snap, err := a.Take(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.pools.sample(ctx, snap.Sockets.Listeners)
+	for _, v := range a.pools.views(time.Now(), time.Minute) {
+		if v.Listener == own.Addr().String() {
+			t.Errorf("the agent follows its own listener: %+v", v)
+		}
+	}
 	var found *poolView
 	for _, v := range a.pools.views(time.Now(), time.Minute) {
 		if v.Listener == fmt.Sprintf("127.0.0.1:%d", port) {
@@ -117,14 +138,15 @@ func TestMetricsPools(t *testing.T) {
 	for _, n := range found.Sample.Waits {
 		threads += n
 	}
-	if found.Sample.Workers != 1 || threads < 2 {
-		t.Errorf("%s: %d workers, %d threads (%v); want this process and its threads", found.App, found.Sample.Workers, threads, found.Sample.Waits)
+	if found.Sample.Workers != 1 || threads < 4 || found.Sample.Waits["idle"] < 3 {
+		t.Errorf("%s: %d workers, %d threads (%v); want the process and its 3 threads idle in accept", found.App, found.Sample.Workers, threads, found.Sample.Waits)
 	}
 	problems, err := testutil.GatherAndLint(a.registry())
 	if err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)
 	}
-	ln.Close()
+	stdin.Close()
+	srv.Wait()
 	snap, _ = a.Take(ctx)
 	a.pools.sample(ctx, snap.Sockets.Listeners)
 	for _, v := range a.pools.views(time.Now(), time.Minute) {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -38,8 +39,10 @@ func newPools(ns netns.NS) *pools { return &pools{ns: ns, byPort: map[int]*pool{
 // those gone, and samples every server's workers once.
 func (p *pools) sample(ctx context.Context, listeners []evidence.Listener) {
 	owners := map[int][]int{}
+	self := os.Getpid()
 	for _, l := range listeners {
-		if l.Proto == "unix" || l.Port == 0 || len(l.PIDs) == 0 {
+		// The agent's own listener is no application to follow.
+		if l.Proto == "unix" || l.Port == 0 || len(l.PIDs) == 0 || slices.Contains(l.PIDs, self) {
 			continue
 		}
 		owners[l.Port] = append(owners[l.Port], l.PIDs...)
