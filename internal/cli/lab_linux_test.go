@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,10 +389,16 @@ func failures(l *loadJSON) uint64 {
 	return l.Errors.Total() + l.Requests - l.Status["2xx"] - l.Status["3xx"]
 }
 
-// hostState is what a lab may change and must restore.
+// hostSnapshot is what a lab may change and must restore.
 type hostSnapshot struct {
 	conntrackMax string
 	netns        string
+	// leftovers is every lab namespace, journal, directory, process and
+	// veth on the host, each as one string: what was there before a test
+	// is not the test's to answer for. A lab killed with the run that
+	// built it (a session or CI job stopped mid-test) leaves these for
+	// `lab clean`, which may remove them while a test runs.
+	leftovers map[string]bool
 }
 
 // Only the labs of `lab run` (IDs "L…") count: other test packages build
@@ -401,12 +408,34 @@ func hostState(t *testing.T) hostSnapshot {
 	b, _ := os.ReadFile("/proc/sys/net/netfilter/nf_conntrack_max")
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	var ns []string
+	left := map[string]bool{}
 	for _, l := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "nd-L") {
 			ns = append(ns, f[0])
+			left["namespace "+f[0]] = true
 		}
 	}
-	return hostSnapshot{conntrackMax: strings.TrimSpace(string(b)), netns: strings.Join(ns, " ")}
+	for _, pattern := range []string{filepath.Join(lab.StateDir, "L*.json"), filepath.Join(os.TempDir(), "netdoctor-lab-L*"), "/etc/netns/nd-L*"} {
+		m, _ := filepath.Glob(pattern)
+		for _, p := range m {
+			left["file "+p] = true
+		}
+	}
+	if out, err := exec.Command("pgrep", "-a", "-f", "netdoctor-lab-L|hping3|lab serve").Output(); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l != "" {
+				left["process "+l] = true
+			}
+		}
+	}
+	if out, err := exec.Command("ip", "-o", "link", "show").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && (strings.HasPrefix(f[1], "nds-L") || strings.HasPrefix(f[1], "ndc-L")) {
+				left["veth "+strings.TrimSuffix(f[1], ":")] = true
+			}
+		}
+	}
+	return hostSnapshot{conntrackMax: strings.TrimSpace(string(b)), netns: strings.Join(ns, " "), leftovers: left}
 }
 
 // heldByLiveLab: another test package's lab, running now, changed it.
@@ -415,28 +444,29 @@ func heldByLiveLab(path string) bool {
 	return ok
 }
 
-// wantClean fails when anything a lab creates is left: namespaces (and
-// with them veths, qdiscs, nft tables), journals, files, processes, or
-// a changed global sysctl.
+// wantClean fails when anything a lab creates is left that was not on
+// the host before: namespaces (and with them veths, qdiscs, nft tables),
+// journals, files, processes, or a changed global sysctl.
 func wantClean(t *testing.T, was hostSnapshot) {
 	t.Helper()
 	now := hostState(t)
-	if now.conntrackMax != was.conntrackMax && !heldByLiveLab("/proc/sys/net/netfilter/nf_conntrack_max") {
+	// A dead lab's journal on the host before may hold the sysctl, and
+	// `lab clean` rightly restores it: only a clean host before decides.
+	if now.conntrackMax != was.conntrackMax && !heldByLiveLab("/proc/sys/net/netfilter/nf_conntrack_max") && len(was.leftovers) == 0 {
 		t.Errorf("nf_conntrack_max %s, was %s", now.conntrackMax, was.conntrackMax)
 	}
-	if now.netns != was.netns {
-		t.Errorf("namespaces left: %q (before: %q)", now.netns, was.netns)
-	}
-	for _, pattern := range []string{filepath.Join(lab.StateDir, "L*.json"), filepath.Join(os.TempDir(), "netdoctor-lab-L*"), "/etc/netns/nd-L*"} {
-		if m, _ := filepath.Glob(pattern); len(m) > 0 {
-			t.Errorf("left behind: %v", m)
+	var left []string
+	for k := range now.leftovers {
+		if !was.leftovers[k] {
+			left = append(left, k)
 		}
 	}
-	if out, err := exec.Command("pgrep", "-a", "-f", "netdoctor-lab-L|hping3|lab serve").Output(); err == nil && len(out) > 0 {
-		t.Errorf("processes left:\n%s", out)
+	slices.Sort(left)
+	for _, k := range left {
+		t.Errorf("left behind: %s", k)
 	}
-	if out, _ := exec.Command("ip", "link", "show").Output(); strings.Contains(string(out), "nds-L") || strings.Contains(string(out), "ndc-L") {
-		t.Errorf("veth left:\n%s", out)
+	if len(was.leftovers) > 0 {
+		t.Logf("on the host before the test, not checked: %v", slices.Sorted(maps.Keys(was.leftovers)))
 	}
 }
 

@@ -87,7 +87,7 @@ func Clean() ([]string, error) {
 	for _, pattern := range []string{filepath.Join(os.TempDir(), "netdoctor-lab-*"), "/etc/netns/nd-*"} {
 		paths, _ := filepath.Glob(pattern)
 		for _, p := range paths {
-			if live[p] || live[filepath.Base(p)] {
+			if live[p] || live[filepath.Base(p)] || !ownDir(p) {
 				continue
 			}
 			if err := os.RemoveAll(p); err != nil {
@@ -128,4 +128,16 @@ func killIn(ns string) []string {
 		}
 	}
 	return done
+}
+
+// ownDir: p is a directory (not a symlink) this user owns. /tmp is
+// everyone's: a netdoctor-lab-* another user made is not a lab's, and
+// root removing it would be the very pre-emption a sticky /tmp guards.
+func ownDir(p string) bool {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Geteuid()
 }

@@ -215,3 +215,40 @@ func TestCleanLegacyJournal(t *testing.T) {
 		t.Errorf("Clean touched the live lab:\n%s", text)
 	}
 }
+
+// TestCleanLeavesOthersDirs: a netdoctor-lab-* directory in /tmp that
+// another user made (or a symlink planted there) is not a lab's; Clean
+// running as root must not remove it or what it points to.
+func TestCleanLeavesOthersDirs(t *testing.T) {
+	skipUnlessRoot(t)
+	id := strconv.Itoa(os.Getpid())
+	theirs := filepath.Join(os.TempDir(), "netdoctor-lab-other"+id)
+	target := t.TempDir()
+	link := filepath.Join(os.TempDir(), "netdoctor-lab-link"+id)
+	ours := filepath.Join(os.TempDir(), "netdoctor-lab-ours"+id)
+	for _, d := range []string{theirs, ours} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(d) })
+	}
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(link) })
+	done, err := Clean()
+	if err != nil {
+		t.Errorf("Clean: %v", err)
+	}
+	if !slices.Contains(done, "removed "+ours) {
+		t.Errorf("Clean left its own %s: %v", ours, done)
+	}
+	for _, p := range []string{theirs, link, target} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("Clean removed %s, not its own: %v", p, err)
+		}
+	}
+}

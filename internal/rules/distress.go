@@ -51,7 +51,7 @@ func checkDistress(in *Input) []report.Finding {
 	for _, s := range symptoms(in) {
 		explained := false
 		for _, f := range in.Found {
-			if f.Status == report.Active && s.by[f.ID] {
+			if f.Status == report.Active && s.by[f.ID] && !cookiesOnly(f) {
 				explained = true
 			}
 		}

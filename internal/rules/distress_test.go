@@ -73,6 +73,17 @@ func TestDistress(t *testing.T) {
 	if fs := checkDistress(in); len(fs) != 1 {
 		t.Errorf("a latent finding explains nothing that happened: %+v", fs)
 	}
+	// A SYN queue answered with cookies (a warning) lost no connection:
+	// it cannot be why requests failed. SYNs dropped (critical) can.
+	in = distressRun(func(l *load.Result) { l.Errors.Connect = 40 })
+	in.Found = []report.Finding{{ID: SynQueueOverflow, Severity: report.Warning, Status: report.Active}}
+	if fs := checkDistress(in); len(fs) != 1 {
+		t.Errorf("SYN cookies explained 40 failed connections: %+v", fs)
+	}
+	in.Found[0].Severity = report.Critical
+	if fs := checkDistress(in); fs != nil {
+		t.Errorf("SYNs dropped did not explain 40 failed connections: %+v", fs)
+	}
 	if fs := checkDistress(distressRun(func(l *load.Result) { l.Latency.P99 = 20 * time.Millisecond })); fs != nil {
 		t.Errorf("a 20 ms p99: %+v", fs)
 	}

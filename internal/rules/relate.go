@@ -99,16 +99,22 @@ const (
 	failStatus = "status" // 5xx responses: the proxy could not get an answer upstream
 )
 
+// cookiesOnly: a SYN queue that overflowed into SYN cookies (a warning)
+// lost no connection; only SYNs dropped (critical) fail any. relate and
+// distress both ask, so a warning never claims failures it cannot cause.
+func cookiesOnly(f report.Finding) bool {
+	return f.ID == SynQueueOverflow && f.Severity != report.Critical
+}
+
 // explainsClass says what kind of failure each finding causes.
 func explainsClass(f report.Finding, front string) string {
 	switch f.ID {
 	case ConntrackTableFull:
 		return failConn
 	case SynQueueOverflow:
-		// SYNs dropped (critical) fail connections; answered with SYN
-		// cookies (a warning) the connections survive. A listener
-		// behind the front one fails no client connection itself.
-		if f.Severity == report.Critical && (front == "" || f.Subject == "" || strings.HasSuffix(f.Subject, ":"+front)) {
+		// A listener behind the front one fails no client connection
+		// itself.
+		if !cookiesOnly(f) && (front == "" || f.Subject == "" || strings.HasSuffix(f.Subject, ":"+front)) {
 			return failConn
 		}
 	case AcceptQueueOverflow:
