@@ -3,11 +3,16 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 )
+
+// DepHeader are the columns of a dependency table, in the text and the
+// HTML report alike.
+var DepHeader = []string{"destination", "owner", "conns", "new", "busy", "round trips/s", "per round trip", "segs/s out/in", "bytes/s out/in"}
 
 // writeDeps is a server's dependency table: each destination it sent
 // requests to during the load, from its own connections.
@@ -17,22 +22,44 @@ func writeDeps(w io.Writer, deps []app.Dependency) {
 	}
 	fmt.Fprintf(w, "    waits on (its outbound connections, sampled every 100 ms during the load):\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "      destination\towner\tconns\tnew\tbusy\tround trips/s\tper round trip\tsegs/s out/in\tbytes/s out/in\n")
+	fmt.Fprintf(tw, "      %s\n", strings.Join(DepHeader, "\t"))
 	for _, d := range deps {
-		owner := d.Owner
-		if owner == "" {
-			owner = "-"
-		} else if d.Observed {
-			owner += " *"
-		}
-		rt := d.RoundTrip.Round(100 * time.Microsecond).String()
-		if d.Multiplexed() {
-			rt = fmt.Sprintf("n/a (%.0f%% pipelined)", 100*d.Pipelined)
-		}
-		fmt.Fprintf(tw, "      %s\t%s\t%d\t%d\t%.0f%%\t%.0f\t%s\t%.0f/%.0f\t%s/%s\n", d.Addr, owner, d.Conns, d.New, 100*d.Busy,
-			d.RoundTripsPerSec, rt, d.SegsOutPerSec, d.SegsInPerSec, depBytes(d.BytesOutPerSec), depBytes(d.BytesInPerSec))
+		fmt.Fprintf(tw, "      %s\n", strings.Join(depCells(d), "\t"))
 	}
 	tw.Flush()
+}
+
+// depCells is one dependency's row, DepHeader's columns.
+func depCells(d app.Dependency) []string {
+	owner := d.Owner
+	if owner == "" {
+		owner = "-"
+	} else if d.Observed {
+		owner += " *"
+	}
+	rt := d.RoundTrip.Round(100 * time.Microsecond).String()
+	if d.Multiplexed() {
+		rt = fmt.Sprintf("n/a (%.0f%% pipelined)", 100*d.Pipelined)
+	}
+	return []string{d.Addr, owner, fmt.Sprint(d.Conns), fmt.Sprint(d.New), fmt.Sprintf("%.0f%%", 100*d.Busy),
+		fmt.Sprintf("%.0f", d.RoundTripsPerSec), rt, fmt.Sprintf("%.0f/%.0f", d.SegsOutPerSec, d.SegsInPerSec),
+		depBytes(d.BytesOutPerSec) + "/" + depBytes(d.BytesInPerSec)}
+}
+
+// WaitTables are the servers' dependency tables for the HTML page.
+func WaitTables(ss []*app.Server) []WaitTable {
+	var out []WaitTable
+	for _, s := range ss {
+		if len(s.Deps) == 0 {
+			continue
+		}
+		t := WaitTable{Server: s.Kind + " on " + s.Addr}
+		for _, d := range s.Deps {
+			t.Rows = append(t.Rows, depCells(d))
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 func depBytes(b float64) string {

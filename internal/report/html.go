@@ -42,6 +42,41 @@ type Page struct {
 	LoadRows                             [][2]string
 	// HostRows are a check's or a diagnosis's host picture (CheckPage).
 	HostRows [][2]string
+	// Waits are the servers' dependency tables: what each waited on.
+	Waits []WaitTable
+}
+
+// WaitTable is one server's dependency table (the text report's "waits
+// on"): DepHeader's columns, a row per destination.
+type WaitTable struct {
+	Server string
+	Rows   [][]string
+}
+
+// findingView is a finding as the page shows it: Anchor is its id, for
+// the first finding of each ID, which a consequence's "caused by" links
+// to; Cause is set when the cause is on the page.
+type findingView struct {
+	Finding
+	Anchor string
+	Cause  bool
+}
+
+// views gives each finding its anchor, and each consequence its link.
+func views(fs []Finding) []findingView {
+	first := map[FindingID]bool{}
+	out := make([]findingView, len(fs))
+	for i, f := range fs {
+		out[i].Finding = f
+		if !first[f.ID] {
+			first[f.ID] = true
+			out[i].Anchor = "f-" + string(f.ID)
+		}
+	}
+	for i := range out {
+		out[i].Cause = out[i].CausedBy != "" && first[out[i].CausedBy]
+	}
+	return out
 }
 
 // HTML writes a self-contained page: styles and the chart script are
@@ -49,7 +84,9 @@ type Page struct {
 func HTML(w io.Writer, p *Page) error {
 	data := struct {
 		*Page
-		Script template.JS
-	}{p, template.JS(chartJS)}
+		Findings  []findingView
+		DepHeader []string
+		Script    template.JS
+	}{p, views(p.Findings), DepHeader, template.JS(chartJS)}
 	return pageTmpl.Execute(w, data)
 }

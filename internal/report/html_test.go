@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
 )
 
 // TestHTMLSelfContained: the page carries its script and data inline,
@@ -29,5 +32,38 @@ func TestHTMLSelfContained(t *testing.T) {
 		if strings.Contains(page, bad) {
 			t.Errorf("page refers to something outside it: %q", bad)
 		}
+	}
+}
+
+// TestHTMLChain: a consequence links to its cause's finding on the page,
+// a cause not on the page is named without a dead link, and each
+// server's dependency table is there with the text report's columns.
+func TestHTMLChain(t *testing.T) {
+	p := &Page{Command: "run", Target: "http://10.0.0.2/",
+		Findings: []Finding{
+			{ID: "dependency-pool-saturated", Severity: "critical", Status: "active", Title: "pool"},
+			{ID: "accept-queue-overflow", Severity: "critical", Status: "active", Title: "queue", CausedBy: "dependency-pool-saturated"},
+			{ID: "accept-queue-overflow", Severity: "warning", Status: "active", Title: "queue 2", CausedBy: "worker-pool-exhausted"},
+		},
+		Waits: WaitTables([]*app.Server{{Kind: "api", Addr: "10.0.0.2:8080", Deps: []app.Dependency{
+			{Addr: "10.0.0.3:7300", Owner: "backend (pid 7)", Observed: true, Conns: 4, Busy: 0.98, RoundTripsPerSec: 196, RoundTrip: 20300 * time.Microsecond}}}}),
+	}
+	var b bytes.Buffer
+	if err := HTML(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{`id="f-dependency-pool-saturated"`, `id="f-accept-queue-overflow"`, `<a href="#f-dependency-pool-saturated">dependency-pool-saturated</a>`,
+		"a consequence of worker-pool-exhausted (above)", "<h3>api on 10.0.0.2:8080</h3>", "<th>per round trip</th>",
+		"<td>10.0.0.3:7300</td><td>backend (pid 7) *</td><td>4</td>", "<td>98%</td><td>196</td><td>20.3ms</td>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Count(page, `id="f-accept-queue-overflow"`) != 1 {
+		t.Errorf("an anchor twice")
+	}
+	if strings.Contains(page, `href="#f-worker-pool-exhausted"`) {
+		t.Errorf("a link to a finding not on the page")
 	}
 }

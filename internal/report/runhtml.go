@@ -56,6 +56,7 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 		{Name: "TIME_WAIT", Points: StateSeries(tl, b, "TIME_WAIT")},
 		{Name: "load connections open", Points: col(func(s load.Second) float64 { return float64(s.OpenConns) })},
 	}})
+	p.Waits = WaitTables(r.Servers)
 	l := r.Load
 	p.LoadRows = [][2]string{
 		{"requests", fmt.Sprint(l.Requests)}, {"requests/s", fmt.Sprintf("%.1f", l.RPS)},
