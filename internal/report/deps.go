@@ -12,7 +12,7 @@ import (
 
 // DepHeader are the columns of a dependency table, in the text and the
 // HTML report alike.
-var DepHeader = []string{"destination", "owner", "conns", "new", "busy", "round trips/s", "per round trip", "segs/s out/in", "bytes/s out/in"}
+var DepHeader = []string{"destination", "owner", "conns", "new seen", "busy", "round trips/s", "per round trip", "segs/s out/in", "bytes/s out/in"}
 
 // writeDeps is a server's dependency table: each destination it sent
 // requests to during the load, from its own connections.
@@ -36,6 +36,12 @@ func depCells(d app.Dependency) []string {
 		owner = "-"
 	} else if d.Observed {
 		owner += " *"
+	}
+	if d.Conns == 0 {
+		// Only connections opened per request, each gone before its
+		// second sample: where it goes and how many are known, their
+		// time is not.
+		return []string{d.Addr, owner, "-", fmt.Sprint(d.New), "-", "-", "a connection per request, too short to time", "-", "-"}
 	}
 	rt := d.RoundTrip.Round(100 * time.Microsecond).String()
 	if d.Multiplexed() {
