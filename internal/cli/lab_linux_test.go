@@ -288,6 +288,31 @@ func serverKinds(r *runJSON) string {
 
 var labDir = regexp.MustCompile(`/[^ ]*/netdoctor-lab-[^/]+`)
 
+// wantChain: the front server's dependency table names the dependency
+// by its owner, from the front's own connections, and the dependency is
+// diagnosed as a server of the run too.
+func wantChain(t *testing.T, r *runJSON, front, owner string) {
+	t.Helper()
+	for _, s := range r.Servers {
+		if s.Kind != front {
+			continue
+		}
+		for _, d := range s.Deps {
+			if !strings.HasPrefix(d.Owner, owner+" (pid ") || !d.Observed || d.Conns+d.New == 0 {
+				continue
+			}
+			for _, o := range r.Servers {
+				if o.Addr == d.Addr && strings.HasPrefix(o.Kind, strings.TrimSuffix(owner, "-server")) {
+					return
+				}
+			}
+			t.Errorf("%s waits on %s (%s), which is not among the run's servers: %s", front, d.Addr, d.Owner, jsonOf(r.Servers))
+			return
+		}
+	}
+	t.Errorf("no %s → %s in the dependency tables: %s", front, owner, jsonOf(r.Servers))
+}
+
 // labEvidence holds scenarios to the evidence that proves their finding,
 // beyond its ID: what a user reads to believe it.
 var labEvidence = map[string]func(t *testing.T, r *runJSON){
@@ -297,7 +322,10 @@ var labEvidence = map[string]func(t *testing.T, r *runJSON){
 		if len(r.Findings) == 0 || r.Findings[0].ID != rules.UpstreamConnectionChurn || !strings.Contains(r.Verdict, "new connection per request") {
 			t.Errorf("headline %q, first finding %v: want the churn that explains most failures", r.Verdict, r.Findings[0].ID)
 		}
+		wantChain(t, r, "nginx", "php-fpm")
 	},
+	// Seed 004: the chain from nginx's connections into redis.
+	"kv-redis": func(t *testing.T, r *runJSON) { wantChain(t, r, "nginx", "redis-server") },
 	// A pool no configuration describes, from threads and sockets: its
 	// size, the requests queued unread, the latency decomposed.
 	"python-pool": func(t *testing.T, r *runJSON) {
