@@ -17,7 +17,7 @@ func TestWriteDeps(t *testing.T) {
 	writeDeps(&b, []app.Dependency{
 		{Addr: "10.0.0.1:7300", Owner: "backend (pid 7)", Observed: true, Conns: 4, Busy: 0.98, RoundTripsPerSec: 196, RoundTrip: 20300 * time.Microsecond, SegsOutPerSec: 196, SegsInPerSec: 196, BytesInPerSec: 2048},
 		{Addr: "10.0.0.9:6379", Conns: 1, Busy: 0.9, RoundTripsPerSec: 900, Pipelined: 0.6},
-	})
+	}, "during the load")
 	got := b.String()
 	for _, want := range []string{"10.0.0.1:7300  backend (pid 7) *  4", "98%", "20.3ms", "196/196", "0/2.0Ki", "n/a (60% pipelined)"} {
 		if !strings.Contains(got, want) {
