@@ -2,13 +2,20 @@ package cli
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -117,4 +124,75 @@ func TestCheckDependencyQuiet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAgentDependency: the agent in the server namespace traces the
+// API's pool under ordinary clients (no netdoctor load) in its bursts:
+// /metrics has the pool's series, ~20 ms per round trip (within 25 %),
+// lint-clean, and its diagnosis holds the saturated pool active.
+func TestAgentDependency(t *testing.T) {
+	e := newLab(t)
+	api := startDepAPI(t, e, false, 20*time.Millisecond, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	traffic{clients: 32, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
+	url, tokFile, _, err := labAgent(ctx, e, "--interval", "250ms", "--recent", "2s", "--retain", "1m", "--dependency-every", "3s")
+	labMust(t, err)
+	tok, err := os.ReadFile(tokFile)
+	labMust(t, err)
+	ns, err := netns.Resolve(e.ClientNS)
+	labMust(t, err)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ns.Dial}}
+	backend := e.ServerIP + ":7300"
+	want := `netdoctor_dependency_round_trip_seconds{app="cli.test",destination="` + backend + `",listener="` + api + `",owner="cli.test"} `
+	var body string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		resp, err := client.Do(req)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, want) && strings.Contains(body, `netdoctor_finding_active{id="dependency-pool-saturated"`) {
+			break
+		}
+	}
+	var rt float64
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, want); ok {
+			rt, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	t.Logf("round trip %.1f ms\n%s", 1000*rt, grepLines(body, "dependency"))
+	if rt < 0.015 || rt > 0.025 {
+		t.Fatalf("round trip %v s, want 20 ms ± 25 %%:\n%s", rt, grepLines(body, "dependency"))
+	}
+	for _, w := range []string{
+		`netdoctor_dependency_connections{app="cli.test",destination="` + backend + `",listener="` + api + `",owner="cli.test"} 4`,
+		`netdoctor_finding_active{id="dependency-pool-saturated",severity="critical"`,
+	} {
+		if !strings.Contains(body, w) {
+			t.Errorf("no %s in\n%s", w, grepLines(body, "dependency"))
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
