@@ -50,7 +50,10 @@ type Config struct {
 	// offers (TestEndpoint), served with the host; "" when it offers
 	// none.
 	TestEndpoint string
-	Log          *slog.Logger
+	// DepEvery is how often the agent traces the followed servers'
+	// dependencies, for a burst of 3 s (default 15 s; negative: never).
+	DepEvery time.Duration
+	Log      *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -85,6 +88,9 @@ func (c *Config) defaults() {
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 48 << 20
 	}
+	if c.DepEvery == 0 {
+		c.DepEvery = 15 * time.Second
+	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -103,6 +109,7 @@ type Agent struct {
 	ring    *ring
 	watches *watches
 	pools   *pools
+	deps    depTraces
 	dns     *dnsMetrics
 	inc     *incidents
 	started time.Time
@@ -174,6 +181,13 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		})
 	}()
+	if a.cfg.DepEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.traceDeps(ctx)
+		}()
+	}
 	a.every(ctx, func(time.Time) { a.tick(ctx) })
 	wg.Wait()
 	if a.inc != nil {
@@ -275,7 +289,9 @@ func (a *Agent) evaluate(now time.Time) {
 		}
 	}()
 	b := a.recent()
-	rep := report.New("agent", b, rules.Check(b))
+	tr := a.traced(now)
+	rep := report.New("agent", b, report.Sort(append(rules.Check(b), rules.CheckTraced(tr, b)...)))
+	rep.Dependencies = tr
 	a.mu.Lock()
 	a.current = rep
 	var turned []report.Finding

@@ -35,6 +35,9 @@ type metrics struct {
 	ctEntries, ctLimit                      *prometheus.Desc
 	ctDrop, ctEarlyDrop, ctInsertFailed     *prometheus.Desc
 	appWorkers, appBusy, appLimit, appWaits *prometheus.Desc
+
+	depConns, depBusy, depRoundTrip, depRoundTrips *prometheus.Desc
+	depTraced, depTraceConns, depTraceCPU          *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -78,6 +81,14 @@ func newMetrics(a *Agent) *metrics {
 		appBusy:    d("app_workers_busy", "Workers serving a request: php-fpm's status page when it has one, else the workers not idle in accept/poll.", "app", "listener"),
 		appLimit:   d("app_workers_limit", "The pool's configured maximum of workers (php-fpm pm.max_children), when known.", "app", "listener"),
 		appWaits:   d("app_threads", "Threads of the application's workers by what they wait on: running, idle, lock, file-lock, sleep, network, dns, disk, other.", "app", "listener", "wait"),
+
+		depConns:      d("dependency_connections", "Connections the application serving a listener held to one destination (a database, cache, backend) that carried requests in the last dependency trace: its pool. The busiest 8 destinations per application.", "app", "listener", "destination", "owner"),
+		depBusy:       d("dependency_busy_ratio", "Share of the last trace each of those connections had a request outstanding, averaged over the pool: near 1, requests wait for a connection.", "app", "listener", "destination", "owner"),
+		depRoundTrip:  d("dependency_round_trip_seconds", "Time each request to the destination kept a connection busy (busy time / round trips), in the last trace. Absent when requests were pipelined or multiplexed on the connections.", "app", "listener", "destination", "owner"),
+		depRoundTrips: d("dependency_round_trips_per_second", "Requests sent to the destination per second (data segments out) over its connections, in the last trace.", "app", "listener", "destination", "owner"),
+		depTraced:     d("agent_dependency_trace_timestamp_seconds", "When the last dependency trace (a burst of 3 s every --dependency-every) ended, as a Unix time."),
+		depTraceConns: d("agent_dependency_trace_connections", "Outbound connections the last dependency trace followed."),
+		depTraceCPU:   d("agent_dependency_trace_cpu_seconds", "CPU time the last dependency trace took."),
 	}
 }
 
@@ -141,6 +152,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(m.appWaits, float64(v.Sample.Waits[w]), v.App, v.Listener, w)
 		}
 	}
+	m.collectDeps(ch)
 	if d := a.stats.lastScrape.Load(); d != 0 {
 		gauge(m.scrapeSeconds, time.Duration(d).Seconds())
 	}
@@ -150,6 +162,29 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.incidents, a.stats.incidents.Load())
 	counter(m.incidentErrors, a.stats.incidentErrors.Load())
 	gauge(m.watchesOpen, float64(len(a.watches.list())))
+}
+
+// collectDeps writes the last dependency trace's series.
+func (m *metrics) collectDeps(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	views, conns, cpu, at := m.a.depViews(time.Now())
+	if at.IsZero() {
+		return
+	}
+	gauge(m.depTraced, float64(at.UnixNano())/1e9)
+	gauge(m.depTraceConns, float64(conns))
+	gauge(m.depTraceCPU, cpu.Seconds())
+	for _, v := range views {
+		l := []string{v.App, v.Listener, v.Destination, v.Owner}
+		gauge(m.depConns, float64(v.Dep.Conns), l...)
+		gauge(m.depBusy, v.Dep.Busy, l...)
+		gauge(m.depRoundTrips, v.Dep.RoundTripsPerSec, l...)
+		if v.Dep.RoundTrip > 0 && !v.Dep.Multiplexed() {
+			gauge(m.depRoundTrip, v.Dep.RoundTrip.Seconds(), l...)
+		}
+	}
 }
 
 // waitClasses are app's wait classes, each a series even at 0 so that a

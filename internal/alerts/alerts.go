@@ -180,6 +180,8 @@ func Anchor(id report.FindingID) string {
 	case rules.DNSMisconfigured, rules.DNSSlow, rules.ReverseDNSLookup:
 		// One section for the three: "## dns-misconfigured, dns-slow, …".
 		return HeadingAnchor(report.JoinIDs([]report.FindingID{rules.DNSMisconfigured, rules.DNSSlow, rules.ReverseDNSLookup}))
+	case rules.DependencyPoolSaturated, rules.DependencySlow:
+		return HeadingAnchor(report.JoinIDs([]report.FindingID{rules.DependencyPoolSaturated, rules.DependencySlow}))
 	}
 	return HeadingAnchor(string(id))
 }

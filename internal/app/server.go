@@ -70,6 +70,9 @@ type Observer struct {
 	listeners []evidence.Listener
 	seen      map[int]bool
 	deps      *tracer
+	// light skips reading the servers' configuration (nginx -T, the
+	// php-fpm pool): tracing needs only their processes.
+	light bool
 }
 
 // Discover finds the servers behind port among the listeners of one
@@ -103,39 +106,16 @@ func Discover(ctx context.Context, listeners []evidence.Listener, port int, ns n
 }
 
 func (o *Observer) server(ctx context.Context, l evidence.Listener, role string, seen map[int]bool) *Server {
-	s := &Server{Role: role, Addr: l.Addr, PIDs: l.PIDs}
-	if l.Proto != "unix" {
-		s.port = l.Port
-	}
-	// The master is the owner whose parent is no owner: nginx's and
-	// php-fpm's masters hold the listening socket along with their
-	// workers. A single-process server is its own "master".
-	var master procInfo
-	for _, pid := range l.PIDs {
-		p, ok := readProc(o.proc, pid)
-		if !ok {
-			continue
-		}
-		if master.pid == 0 || !slices.Contains(l.PIDs, p.ppid) {
-			master = p
-		}
-	}
-	if master.pid == 0 {
-		return nil // every owner exited
-	}
-	s.Kind = kindOf(master.comm)
-	if len(l.PIDs) > 1 {
-		s.Master = master.pid
-	}
-	if seen[master.pid] {
+	s, master := identify(o.proc, l, role)
+	if s == nil || seen[master.pid] {
 		return nil
 	}
 	seen[master.pid] = true
-	s.Exe = strings.TrimSuffix(master.exe, " (deleted)")
-	switch s.Kind {
-	case "nginx":
+	switch {
+	case o.light:
+	case s.Kind == "nginx":
 		o.nginx(ctx, s, master)
-	case "php-fpm":
+	case s.Kind == "php-fpm":
 		o.fpm(s, master, l)
 	}
 	for _, lg := range s.Logs {
@@ -145,6 +125,36 @@ func (o *Observer) server(ctx context.Context, l evidence.Listener, role string,
 	o.Servers = append(o.Servers, s)
 	o.mu.Unlock()
 	return s
+}
+
+// identify names the server owning listener l, and its master: the
+// owner whose parent is no owner (nginx's and php-fpm's masters hold the
+// listening socket along with their workers; a single-process server is
+// its own "master"). nil when every owner exited.
+func identify(proc string, l evidence.Listener, role string) (*Server, procInfo) {
+	s := &Server{Role: role, Addr: l.Addr, PIDs: l.PIDs}
+	if l.Proto != "unix" {
+		s.port = l.Port
+	}
+	var master procInfo
+	for _, pid := range l.PIDs {
+		p, ok := readProc(proc, pid)
+		if !ok {
+			continue
+		}
+		if master.pid == 0 || !slices.Contains(l.PIDs, p.ppid) {
+			master = p
+		}
+	}
+	if master.pid == 0 {
+		return nil, master
+	}
+	s.Kind = kindOf(master.comm)
+	if len(l.PIDs) > 1 {
+		s.Master = master.pid
+	}
+	s.Exe = strings.TrimSuffix(master.exe, " (deleted)")
+	return s, master
 }
 
 // findListener finds the listener serving addr: "host:port" matches a

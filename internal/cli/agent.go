@@ -32,6 +32,7 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	durationVar(fs, &cfg.Interval, "interval", time.Second, "time between snapshots")
 	durationVar(fs, &cfg.Recent, "recent", 30*time.Second, "the window the current findings rest on: a counter must rise within it for a finding to be active")
 	durationVar(fs, &cfg.DNSEvery, "dns-every", 5*time.Minute, "probe the resolvers this often (0: only when a run asks)")
+	durationVar(fs, &cfg.DepEvery, "dependency-every", 15*time.Second, "trace the followed servers' outbound connections (their dependencies) for 3 s this often (0: never)")
 	fs.StringVar(&cfg.Incidents, "incidents", "", "write an incident bundle into this directory (made private to root) whenever a finding turns active")
 	durationVar(fs, &cfg.Before, "incident-before", 5*time.Minute, "an incident bundle's window before the finding turned active")
 	durationVar(fs, &cfg.After, "incident-after", time.Minute, "and after it")
@@ -58,9 +59,14 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return badInput("--incidents-max-mib must be at least 1")
 	case cfg.DNSEvery < 0:
 		return badInput("--dns-every must not be negative")
+	case cfg.DepEvery != 0 && (cfg.DepEvery < 3*time.Second || cfg.DepEvery > time.Hour):
+		return badInput("--dependency-every %v: must be 0 (never) or between 3s and 1h", cfg.DepEvery)
 	}
 	if cfg.DNSEvery == 0 {
 		cfg.DNSEvery = -1 // Config's zero is its default
+	}
+	if cfg.DepEvery == 0 {
+		cfg.DepEvery = -1
 	}
 	cfg.IncidentBytes = *maxMiB << 20
 	host, _, err := net.SplitHostPort(*listen)

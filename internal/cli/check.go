@@ -7,7 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/agent"
+	"github.com/netdoctor/netdoctor/internal/app"
 
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -86,6 +90,8 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer s.Close()
 	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: s.Host(), Start: time.Now()}
 	b.Snapshots = append(b.Snapshots, s.Snapshot(ctx))
+	traceCtx, stopTrace := context.WithCancel(context.WithoutCancel(ctx))
+	traced := traceDeps(traceCtx, s, &b.Snapshots[0], stderr)
 	pr := startPhase(stderr, "window: counters between two snapshots", *window)
 	select {
 	case <-time.After(*window):
@@ -93,11 +99,44 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		pr.done()
 		fmt.Fprintln(stderr, "netdoctor: interrupted, reporting on the shorter window")
 	}
+	stopTrace()
 	// The second snapshot is taken even after Ctrl-C: a short window is
 	// still evidence.
 	b.Snapshots = append(b.Snapshots, s.Snapshot(context.WithoutCancel(ctx)))
 	pr.done()
-	return finish("check", b, out, stdout, stderr)
+	tr := <-traced
+	found := report.Sort(append(rules.Check(b), rules.CheckTraced(tr, b)...))
+	r := report.New("check", b, found)
+	r.Dependencies = tr
+	return writeReport(r, out, stdout, stderr)
+}
+
+// depInterval is how often check and the agent look at each traced
+// connection, as a run does.
+const depInterval = 100 * time.Millisecond
+
+// traceDeps follows the outbound connections of the servers behind
+// snap's listeners (at most agent.MaxPools ports, as the agent) until
+// ctx ends, and then sends what they showed: the production traffic's
+// dependencies, without a load. nil when the sockets were not listed.
+func traceDeps(ctx context.Context, s *source.Local, snap *evidence.Snapshot, stderr io.Writer) <-chan *report.Traced {
+	ch := make(chan *report.Traced, 1)
+	if snap.Sockets == nil {
+		ch <- nil
+		return ch
+	}
+	self := os.Getpid()
+	go func() {
+		start := time.Now()
+		servers, n, err := app.TraceHost(ctx, snap.Sockets.Listeners, s.NS(), agent.MaxPools, depInterval, func(pid int) bool { return pid == self })
+		if err != nil {
+			fmt.Fprintf(stderr, "netdoctor: dependencies not traced: %v\n", err)
+			ch <- nil
+			return
+		}
+		ch <- &report.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(depInterval / time.Millisecond), Servers: servers, Followed: n}
+	}()
+	return ch
 }
 
 // checkAgent prints the diagnosis an agent keeps of its recent window.

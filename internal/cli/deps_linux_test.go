@@ -153,6 +153,15 @@ sys.stdin.readline()
 // or in python3 with py), and runs netdoctor against the API.
 func depRun(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
 	t.Helper()
+	api := startDepAPI(t, e, py, delay, spin)
+	_, r, text := runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+api+"/")
+	return r, text
+}
+
+// startDepAPI starts depRun's backend and API and returns the API's
+// address.
+func startDepAPI(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration) string {
+	t.Helper()
 	backend := e.ServerIP + ":7300"
 	api := e.ServerIP + ":8080"
 	startDeps(t, e.ServerNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
@@ -171,8 +180,7 @@ func depRun(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration, args s
 	} else {
 		startDeps(t, e.ServerNS, "depapi", env...)
 	}
-	_, r, text := runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+api+"/")
-	return r, text
+	return api
 }
 
 // TestRunDependencyPool: an API with 4 connections to a backend that

@@ -14,13 +14,53 @@ import (
 // HTML report alike.
 var DepHeader = []string{"destination", "owner", "conns", "new seen", "busy", "round trips/s", "per round trip", "segs/s out/in", "bytes/s out/in"}
 
+// Traced is what check or the agent saw of the host's servers'
+// outbound connections under production traffic, without a load: each
+// server that sent requests, with its dependency table.
+type Traced struct {
+	Start   time.Time `json:"start"`
+	Seconds float64   `json:"seconds"`
+	// IntervalMS is how often each connection was looked at.
+	IntervalMS int `json:"interval_ms"`
+	// Servers are the servers followed; only those with dependencies
+	// are kept.
+	Servers []*app.Server `json:"servers"`
+	// Followed is how many servers were followed, with or without
+	// dependencies.
+	Followed int `json:"followed"`
+}
+
+// writeTraced is the dependency tables of check and the agent.
+func writeTraced(w io.Writer, t *Traced) {
+	if t == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nDependencies (the outbound connections of %d listening servers, each looked at every %d ms for %.1fs, under the traffic the host had; no load):\n", t.Followed, t.IntervalMS, t.Seconds)
+	if len(t.Servers) == 0 {
+		fmt.Fprintf(w, "  none carried requests\n")
+		return
+	}
+	for _, s := range t.Servers {
+		fmt.Fprintf(w, "  %s on %s (pid %d)\n", s.Kind, s.Addr, mainPID(s))
+		writeDeps(w, s.Deps, "while traced")
+	}
+}
+
+func mainPID(s *app.Server) int {
+	if s.Master != 0 || len(s.PIDs) == 0 {
+		return s.Master
+	}
+	return s.PIDs[0]
+}
+
 // writeDeps is a server's dependency table: each destination it sent
-// requests to during the load, from its own connections.
-func writeDeps(w io.Writer, deps []app.Dependency) {
+// requests to (during the load, or while traced), from its own
+// connections.
+func writeDeps(w io.Writer, deps []app.Dependency, when string) {
 	if len(deps) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "    waits on (its outbound connections, sampled every 100 ms during the load):\n")
+	fmt.Fprintf(w, "    waits on (its outbound connections, sampled every 100 ms %s):\n", when)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "      %s\n", strings.Join(DepHeader, "\t"))
 	for _, d := range deps {

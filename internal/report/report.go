@@ -31,6 +31,9 @@ type Report struct {
 	Collectors []evidence.Status `json:"collectors"`
 	Partial    bool              `json:"partial"`
 	Summary    Summary           `json:"summary"`
+	// Dependencies are the listening servers' outbound connections as
+	// check or the agent traced them; nil when not traced.
+	Dependencies *Traced `json:"dependencies,omitempty"`
 }
 
 // WindowInfo is the span the findings rest on.
@@ -199,6 +202,9 @@ func Text(w io.Writer, r *Report) error {
 		p.f("\n(* = observed during the window)\n")
 	}
 	p.summary(r)
+	if p.err == nil && r.Dependencies != nil {
+		writeTraced(p.w, r.Dependencies)
+	}
 	return p.err
 }
 

@@ -93,7 +93,7 @@ func writeServers(w io.Writer, servers []*app.Server) {
 		if line := busyLine(s.Samples); line != "" {
 			fmt.Fprintf(w, "    %s\n", line)
 		}
-		writeDeps(w, s.Deps)
+		writeDeps(w, s.Deps, "during the load")
 		for _, l := range s.Logs {
 			fmt.Fprintf(w, "    %s log %s: %d lines during the run", l.Kind, l.Path, l.Lines)
 			if l.Status != "ok" && l.Status != "" {

@@ -48,10 +48,11 @@ var Classes = map[report.FindingID]Class{
 }
 
 // Continuous reports whether an agent's diagnosis, which runs without a
-// load, can make the finding: the PerSide and PerHost rules'.
+// load, can make the finding: the PerSide and PerHost rules', and those
+// that judge the dependencies it traces.
 func Continuous(id report.FindingID) bool {
 	for _, r := range Registry {
-		if (r.Scope == PerSide || r.Scope == PerHost) && slices.Contains(r.IDs, id) {
+		if (r.Scope == PerSide || r.Scope == PerHost || r.Traced) && slices.Contains(r.IDs, id) {
 			return true
 		}
 	}

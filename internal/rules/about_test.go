@@ -57,10 +57,11 @@ func TestClassesMatchDocs(t *testing.T) {
 }
 
 // TestContinuous: the agent's diagnosis (no load) makes the kernel
-// rules' findings, not those that need a run.
+// rules' findings and the traced dependencies', not those that need a
+// run.
 func TestContinuous(t *testing.T) {
 	for id, want := range map[report.FindingID]bool{
-		AcceptQueueOverflow: true, CPUSaturated: true, RiskySysctl: true,
+		AcceptQueueOverflow: true, CPUSaturated: true, RiskySysctl: true, DependencyPoolSaturated: true, DependencySlow: true,
 		WorkerPoolExhausted: false, NagleDelayedACK: false, UnexplainedDistress: false, LoadGeneratorSaturated: false,
 	} {
 		if got := Continuous(id); got != want {

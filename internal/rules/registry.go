@@ -35,6 +35,10 @@ type Rule struct {
 	// that lists what was checked and found clean.
 	Checks string
 	Check  func(in *Input) []report.Finding
+	// Traced: the rule also judges, without a load, the dependencies
+	// check and the agent trace under the host's own traffic
+	// (CheckTraced), so the agent can make its findings.
+	Traced bool
 }
 
 // Registry is every rule, in the order they run.
@@ -56,7 +60,7 @@ var Registry = []Rule{
 	{Name: "loadgen", Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Checks: "the load generator", Check: checkLoadGen},
 	{Name: "nagle", Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Checks: "Nagle and delayed ACKs", Check: checkNagle},
 	{Name: "workerpool", Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Checks: "worker pools", Check: checkWorkerPool},
-	{Name: "dependency", Scope: PerRun, IDs: []report.FindingID{DependencyPoolSaturated, DependencySlow}, Checks: "dependencies (databases, caches, backends)", Check: checkDependency},
+	{Name: "dependency", Scope: PerRun, IDs: []report.FindingID{DependencyPoolSaturated, DependencySlow}, Checks: "dependencies (databases, caches, backends)", Check: checkDependency, Traced: true},
 	{Name: "appslow", Scope: Symptom, IDs: []report.FindingID{AppSlow}, Checks: "time held in the application", Check: checkAppSlow},
 	{Name: "distress", Scope: Symptom, IDs: []report.FindingID{UnexplainedDistress}, Checks: "distress no rule explains", Check: checkDistress},
 }

@@ -80,3 +80,6 @@ func (l *Local) Close() error {
 	l.snap.Close()
 	return nil
 }
+
+// NS is the namespace the source observes.
+func (l *Local) NS() netns.NS { return l.ns }

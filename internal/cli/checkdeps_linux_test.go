@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// checkDeps runs check on the lab's server namespace while clients
+// send what they are given (none: an idle host), and returns its report
+// and text.
+func checkDeps(t *testing.T, e *lab.Env, api string, clients int) (*report.Report, string) {
+	t.Helper()
+	if clients > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		traffic{clients: clients, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
+		time.Sleep(500 * time.Millisecond) // the traffic is production's: already there
+	}
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := runCLI(t, "check", "--netns", e.ServerNS, "--window", "3s", "--no-dns", "--json", out)
+	if code != ExitOK && code != ExitFindings {
+		t.Fatalf("check exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	r := readReport(t, out)
+	if r.Dependencies == nil {
+		t.Fatalf("check traced no dependencies:\n%s\n%s", stdout, stderr)
+	}
+	return r, stdout
+}
+
+// tracedDep is the report's dependency at addr.
+func tracedDep(r *report.Report, addr string) *app.Dependency {
+	for _, s := range r.Dependencies.Servers {
+		for i := range s.Deps {
+			if s.Deps[i].Addr == addr {
+				return &s.Deps[i]
+			}
+		}
+	}
+	return nil
+}
+
+func depFindings(r *report.Report) []report.Finding {
+	var out []report.Finding
+	for _, f := range r.Findings {
+		if f.ID == rules.DependencyPoolSaturated || f.ID == rules.DependencySlow {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestCheckDependencyPool: under ordinary clients (32 at once, no
+// netdoctor load), check finds the API's 4 connections to the backend
+// that answers in 20 ms busy all the time: the pool is saturated, ~20 ms
+// per round trip (within 25 %), at most ~200 req/s; in Go and python3.
+func TestCheckDependencyPool(t *testing.T) {
+	for _, py := range []bool{false, true} {
+		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
+			e := newLab(t)
+			api := startDepAPI(t, e, py, 20*time.Millisecond, 0)
+			r, text := checkDeps(t, e, api, 32)
+			backend := e.ServerIP + ":7300"
+			d := tracedDep(r, backend)
+			if d == nil {
+				t.Fatalf("no dependency %s in\n%s", backend, text)
+			}
+			t.Logf("%s: %d conns, busy %.2f, %.0f round trips/s, %v per round trip over %.1fs", d.Addr, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.Seconds)
+			if d.Conns != 4 || d.RoundTrip < 15*time.Millisecond || d.RoundTrip > 25*time.Millisecond || d.Owner == "" {
+				t.Errorf("dependency %+v, want 4 connections, 20 ms ± 25 %%, its owner", d)
+			}
+			fs := depFindings(r)
+			if len(fs) != 1 || fs[0].ID != rules.DependencyPoolSaturated {
+				t.Fatalf("findings %+v, want %s alone\n%s", fs, rules.DependencyPoolSaturated, text)
+			}
+			if f := fs[0]; !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, ": 4 connections") || !strings.Contains(f.Title, "req/s through this pool") {
+				t.Errorf("title %q", f.Title)
+			}
+			if !strings.Contains(text, "Dependencies (") || !strings.Contains(text, backend) {
+				t.Errorf("no dependency table in\n%s", text)
+			}
+		})
+	}
+}
+
+// TestCheckDependencyQuiet: an idle API (its pool open, no requests)
+// and an API whose backend answers at once raise no dependency finding;
+// the busy one's backend is still in the table.
+func TestCheckDependencyQuiet(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		clients int
+	}{{"idle", 0}, {"fast backend", 32}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newLab(t)
+			api := startDepAPI(t, e, false, 0, 0)
+			r, text := checkDeps(t, e, api, c.clients)
+			if fs := depFindings(r); len(fs) > 0 {
+				t.Errorf("findings %+v\n%s", fs, text)
+			}
+			d := tracedDep(r, e.ServerIP+":7300")
+			switch {
+			case c.clients == 0 && d != nil:
+				t.Errorf("an idle pool in the table: %+v", *d)
+			case c.clients > 0 && d == nil:
+				t.Errorf("the backend is not in the table:\n%s", text)
+			case d != nil:
+				t.Logf("%+v", *d)
+			}
+		})
+	}
+}
+
+// TestAgentDependency: the agent in the server namespace traces the
+// API's pool under ordinary clients (no netdoctor load) in its bursts:
+// /metrics has the pool's series, ~20 ms per round trip (within 25 %),
+// lint-clean, and its diagnosis holds the saturated pool active.
+func TestAgentDependency(t *testing.T) {
+	e := newLab(t)
+	api := startDepAPI(t, e, false, 20*time.Millisecond, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	traffic{clients: 32, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
+	url, tokFile, _, err := labAgent(ctx, e, "--interval", "250ms", "--recent", "2s", "--retain", "1m", "--dependency-every", "3s")
+	labMust(t, err)
+	tok, err := os.ReadFile(tokFile)
+	labMust(t, err)
+	ns, err := netns.Resolve(e.ClientNS)
+	labMust(t, err)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ns.Dial}}
+	backend := e.ServerIP + ":7300"
+	want := `netdoctor_dependency_round_trip_seconds{app="cli.test",destination="` + backend + `",listener="` + api + `",owner="cli.test"} `
+	var body string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		resp, err := client.Do(req)
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
+		if strings.Contains(body, want) && strings.Contains(body, `netdoctor_finding_active{id="dependency-pool-saturated"`) {
+			break
+		}
+	}
+	var rt float64
+	for _, line := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(line, want); ok {
+			rt, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	t.Logf("round trip %.1f ms\n%s", 1000*rt, grepLines(body, "dependency"))
+	if rt < 0.015 || rt > 0.025 {
+		t.Fatalf("round trip %v s, want 20 ms ± 25 %%:\n%s", rt, grepLines(body, "dependency"))
+	}
+	for _, w := range []string{
+		`netdoctor_dependency_connections{app="cli.test",destination="` + backend + `",listener="` + api + `",owner="cli.test"} 4`,
+		`netdoctor_finding_active{id="dependency-pool-saturated",severity="critical"`,
+	} {
+		if !strings.Contains(body, w) {
+			t.Errorf("no %s in\n%s", w, grepLines(body, "dependency"))
+		}
+	}
+	problems, err := promlint.New(strings.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
