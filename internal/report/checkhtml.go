@@ -20,6 +20,9 @@ func CheckPage(r *Report) *Page {
 	for _, f := range r.Findings {
 		p.Bad = p.Bad || f.Hurts()
 	}
+	if r.Dependencies != nil {
+		p.Waits = WaitTables(r.Dependencies.Servers)
+	}
 	s := r.Summary
 	p.HostRows = [][2]string{
 		{"status", string(r.Status)},

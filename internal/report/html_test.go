@@ -67,3 +67,19 @@ func TestHTMLChain(t *testing.T) {
 		t.Errorf("a link to a finding not on the page")
 	}
 }
+
+// TestCheckPageWaits: check's page carries the dependency tables it
+// traced under the host's own traffic, and says there was no load.
+func TestCheckPageWaits(t *testing.T) {
+	r := &Report{Command: "check", Dependencies: &Traced{Seconds: 5, IntervalMS: 100, Followed: 1, Servers: []*app.Server{{Kind: "api", Addr: "10.0.0.2:8080",
+		Deps: []app.Dependency{{Addr: "10.0.0.3:5432", Owner: "postgres (pid 3)", Conns: 4, Busy: 0.97, RoundTripsPerSec: 190, RoundTrip: 21 * time.Millisecond}}}}}}
+	var b bytes.Buffer
+	if err := HTML(&b, CheckPage(r)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h3>api on 10.0.0.2:8080</h3>", "<td>10.0.0.3:5432</td><td>postgres (pid 3)</td><td>4</td>", "without a load"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
