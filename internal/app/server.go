@@ -70,6 +70,12 @@ type Observer struct {
 	listeners []evidence.Listener
 	seen      map[int]bool
 	deps      *tracer
+
+	// ownNS is the namespace's inode and far what the host's other
+	// namespaces said about destinations that are no address of this
+	// one: only the tracer's goroutine uses them, one at a time.
+	ownNS uint64
+	far   map[string]*farOwner
 }
 
 // Discover finds the servers behind port among the listeners of one

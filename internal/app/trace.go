@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
 
@@ -44,6 +45,7 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		var err error
 		q, err = sockdiag.NewQuerier()
 		t.local = localAddrs()
+		o.ownNS, _ = netns.Inode("")
 		return err
 	})
 	if err != nil {
@@ -85,30 +87,49 @@ func (o *Observer) finishDeps(t *tracer) {
 	}
 }
 
-// owner names the process listening at dst when it is an address of
-// this namespace, and whether that server is observed in the run.
-func (o *Observer) owner(dst string) (string, bool) {
-	l, ok := o.localListener(dst)
-	if !ok {
-		return "", false
+// owner names the process listening at d's address: in this namespace
+// or, when the address is none of its, in another namespace of the host
+// (looked up once per destination), and whether it is observed as a
+// server of the run.
+func (o *Observer) owner(d *Dependency) {
+	if l, ok := o.localListener(d.Addr); ok {
+		d.Owner, d.Observed = o.localOwner(l)
+		return
 	}
-	observed := false
-	name := ""
+	f := o.lookElsewhere(context.Background(), d.Addr)
+	d.Owner, d.Observed, d.OtherHost = f.name, f.observed, f.otherHost
+}
+
+// localOwner names the owner of a listener of this namespace.
+func (o *Observer) localOwner(l evidence.Listener) (string, bool) {
 	for _, s := range o.servers() {
 		if s.Addr == l.Addr {
-			observed = true
-			name = fmt.Sprintf("%s (pid %d)", s.Kind, s.PIDs[0])
-			if s.Master != 0 {
-				name = fmt.Sprintf("%s (pid %d)", s.Kind, s.Master)
-			}
+			return serverName(s, ""), true
 		}
 	}
-	if name == "" && len(l.PIDs) > 0 {
+	if len(l.PIDs) > 0 {
 		if p, ok := readProc(o.proc, l.PIDs[0]); ok {
-			name = fmt.Sprintf("%s (pid %d)", kindOf(p.comm), p.pid)
+			return procName(kindOf(p.comm), p.pid, ""), false
 		}
 	}
-	return name, observed
+	return "", false
+}
+
+// serverName is "nginx (pid 12)": the server's kind and its master, or
+// its first process; ns names its namespace when not the run's.
+func serverName(s *Server, ns string) string {
+	pid := s.PIDs[0]
+	if s.Master != 0 {
+		pid = s.Master
+	}
+	return procName(s.Kind, pid, ns)
+}
+
+func procName(kind string, pid int, ns string) string {
+	if ns != "" {
+		return fmt.Sprintf("%s (pid %d, netns %s)", kind, pid, ns)
+	}
+	return fmt.Sprintf("%s (pid %d)", kind, pid)
 }
 
 // localListener finds the listener of this namespace at dst, when dst
@@ -183,10 +204,12 @@ func (o *Observer) pids(s *Server) []int {
 	return pids
 }
 
-// observeDep makes a destination listening here a server of the run.
+// observeDep makes a destination listening on this host a server of
+// the run: here, or in another namespace.
 func (o *Observer) observeDep(ctx context.Context, dst string) {
 	l, ok := o.localListener(dst)
 	if !ok {
+		o.lookElsewhere(ctx, dst)
 		return
 	}
 	for _, s := range o.servers() {

@@ -153,9 +153,15 @@ sys.stdin.readline()
 // or in python3 with py), and runs netdoctor against the API.
 func depRun(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
 	t.Helper()
-	backend := e.ServerIP + ":7300"
+	return depRunAt(t, e, e.ServerNS, e.ServerIP+":7300", py, delay, spin, args)
+}
+
+// depRunAt is depRun with the backend at address backend in namespace
+// backendNS.
+func depRunAt(t *testing.T, e *lab.Env, backendNS, backend string, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
+	t.Helper()
 	api := e.ServerIP + ":8080"
-	startDeps(t, e.ServerNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
+	startDeps(t, backendNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
 	env := []string{"ND_ADDR=" + api, "ND_BACKEND=" + backend, "ND_POOL=4", "ND_SPIN=" + spin.String()}
 	if py {
 		if _, err := exec.LookPath("python3"); err != nil {
@@ -242,4 +248,36 @@ func dependencyOf(r *runJSON, addr string) *app.Dependency {
 		}
 	}
 	return nil
+}
+
+// TestRunDependencyElsewhere: the backend listens in a third namespace,
+// joined to the server's by a veth of its own. The finding still names
+// its address and its owner, with the namespace it is in, the pool and
+// the time per round trip within 25 %; the backend is observed as a
+// server of the run.
+func TestRunDependencyElsewhere(t *testing.T) {
+	e := newLab(t)
+	ns, ip, err := e.AddDepNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := ip + ":7300"
+	r, text := depRunAt(t, e, ns, backend, false, 20*time.Millisecond, 0, "-c 50 -t 1 -d 4s --timeout 5s")
+	f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
+	if f == nil {
+		t.Fatalf("servers: %s", jsonOf(r.Servers))
+	}
+	owner := "(pid "
+	where := "netns " + ns + ")"
+	if !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, owner) || !strings.Contains(f.Title, where) || !strings.Contains(f.Title, ": 4 connections") {
+		t.Errorf("title %q, want %s, its owner in %s and 4 connections", f.Title, backend, where)
+	}
+	d := dependencyOf(r, backend)
+	if d == nil {
+		t.Fatalf("no dependency %s: %s", backend, jsonOf(r.Servers))
+	}
+	t.Logf("%s (%s): %d conns, busy %.2f, %.0f round trips/s, %v per round trip", d.Addr, d.Owner, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip)
+	if d.Conns != 4 || d.RoundTrip < 15*time.Millisecond || d.RoundTrip > 25*time.Millisecond || !strings.Contains(d.Owner, where) || !d.Observed || d.OtherHost {
+		t.Errorf("dependency %+v, want 4 connections, 20 ms ± 25 %%, owner in %s, observed", d, ns)
+	}
 }

@@ -20,9 +20,12 @@ func writeDeps(w io.Writer, deps []app.Dependency) {
 	fmt.Fprintf(tw, "      destination\towner\tconns\tnew\tbusy\tround trips/s\tper round trip\tsegs/s out/in\tbytes/s out/in\n")
 	for _, d := range deps {
 		owner := d.Owner
-		if owner == "" {
+		switch {
+		case d.OtherHost:
+			owner = "another host"
+		case owner == "":
 			owner = "-"
-		} else if d.Observed {
+		case d.Observed:
 			owner += " *"
 		}
 		rt := d.RoundTrip.Round(100 * time.Microsecond).String()
