@@ -245,6 +245,10 @@ func (o *Observer) Finish() []*Server {
 	return o.servers()
 }
 
+// Current is a copy of Servers, which a dependency trace may grow while
+// it runs: read it, not Servers, then.
+func (o *Observer) Current() []*Server { return o.servers() }
+
 // servers is a copy of Servers, which TraceDeps may grow.
 func (o *Observer) servers() []*Server {
 	o.mu.Lock()

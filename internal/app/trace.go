@@ -20,6 +20,9 @@ import (
 // found.
 const MaxTracedConns = 256
 
+// DepInterval is how often a trace samples the connections it follows.
+const DepInterval = 100 * time.Millisecond
+
 // tracer is TraceDeps' state: the connections found so far, and the
 // sockets already looked at and left out (inbound, not TCP).
 type tracer struct {
@@ -160,6 +163,13 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 	}
 	first := t.refresh == 0
 	t.refresh++
+	if len(t.conns) >= MaxTracedConns {
+		return
+	}
+	// Only the sockets still open stay skipped: a trace that lasts as
+	// long as an agent's watch must not keep every inode it ever saw.
+	skip := map[uint64]bool{}
+	defer func() { t.skip = skip }()
 	for _, s := range o.servers() {
 		for _, pid := range o.pids(s) {
 			dir := o.proc + "/" + strconv.Itoa(pid) + "/fd"
@@ -176,13 +186,17 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 					continue
 				}
 				ino, err := strconv.ParseUint(strings.TrimSuffix(link[len("socket:["):], "]"), 10, 64)
-				if err != nil || t.skip[ino] || t.byInode[ino] != nil {
+				if err != nil || t.byInode[ino] != nil {
+					continue
+				}
+				if t.skip[ino] {
+					skip[ino] = true
 					continue
 				}
 				fd, _ := strconv.Atoi(e.Name())
 				id, ok := outbound(pid, fd, ports)
 				if !ok {
-					t.skip[ino] = true
+					skip[ino] = true
 					continue
 				}
 				c := &connTrace{srv: s, dst: id.Remote.String(), id: id, isNew: !first}
@@ -218,4 +232,36 @@ func (o *Observer) observeDep(ctx context.Context, dst string) {
 		}
 	}
 	o.server(ctx, l, "dependency", o.seen)
+}
+
+// DepTrace is TraceDeps running on a goroutine of its own, for a caller
+// that starts and stops it at times of its choosing: the agent's
+// watches, which trace for a client on another host.
+type DepTrace struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartDeps starts tracing the servers' dependencies every interval
+// until Stop, which the caller must call.
+func (o *Observer) StartDeps(interval time.Duration) *DepTrace {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &DepTrace{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		_ = o.TraceDeps(ctx, interval)
+	}()
+	return d
+}
+
+// Stop ends the trace and waits for its goroutine: then each server's
+// Deps say what it saw. The trace writes them as it ends, so the caller
+// must keep the servers from being read meanwhile. Stopping a nil or a
+// stopped trace does nothing.
+func (d *DepTrace) Stop() {
+	if d == nil {
+		return
+	}
+	d.cancel()
+	<-d.done
 }
