@@ -87,13 +87,27 @@ sampler() {
 
 pct() { awk -v c="$1" -v s="$secs" 'BEGIN{printf "%.2f", 100*c/s}'; }
 
+ratio() { awk -v a="$1" -v c="$2" 'BEGIN{printf "%.2f", a/c}'; }
+
 for n in 10000 100000; do
   fill "$n"
   echo "1 Hz for ${secs}s, $rounds alternated rounds, CPU as % of one core:"
   for r in $(seq "$rounds"); do
     a=$(agent "$secs"); a0=$(cat "$tmp/start")
     c=$(sampler "$secs"); c0=$(cat "$tmp/start")
-    echo "  $n sockets, round $r: agent $(pct "$a")%  sampler $(pct "$c")%  ratio $(awk -v a="$a" -v c="$c" 'BEGIN{printf "%.2f", a/c}')   (first 5 s: agent ${a0}s, sampler ${c0}s CPU)"
+    echo "  $n sockets, round $r: agent $(pct "$a")%  sampler $(pct "$c")%  ratio $(ratio "$a" "$c")   (first 5 s: agent ${a0}s, sampler ${c0}s CPU)"
+  done
+  # Dependency tracing: off, the default burst (3 s every 15 s), and
+  # back to back (3 s every 3 s: every listening server's connections
+  # looked at every 100 ms all the time, as run does for its target
+  # during a load). sockfill's processes own a listener each and hold
+  # the namespace's sockets: the tracer walks every descriptor of each.
+  echo "dependency tracing, ${secs}s, $rounds alternated rounds, CPU as % of one core:"
+  for r in $(seq "$rounds"); do
+    o=$(agent "$secs" --dependency-every 0)
+    d=$(agent "$secs")
+    k=$(agent "$secs" --dependency-every 3s)
+    echo "  $n sockets, round $r: off $(pct "$o")%  every 15 s $(pct "$d")% (ratio $(ratio "$d" "$o"))  continuous $(pct "$k")% (ratio $(ratio "$k" "$o"))"
   done
 done
 

@@ -296,12 +296,13 @@ func (h *handler) servers(w http.ResponseWriter, r *http.Request) {
 		reply(w, agentapi.Watch{Port: port, Now: now, Servers: nil})
 		return
 	}
-	h.a.cfg.Log.Info("watch opened", "id", wt.id, "port", port, "from", wt.from, "servers", len(wt.obs.Servers))
+	h.a.cfg.Log.Info("watch opened", "id", wt.id, "port", port, "from", wt.from, "servers", len(wt.obs.Current()))
 	reply(w, wt.view(now, false, now))
 }
 
-// watch serves an open watch's samples after since; finish=1 also
-// counts the logs and ends it.
+// watch serves an open watch's samples after since; load=start or
+// load=end says that the client's load starts or ends (the dependency
+// trace follows it); finish=1 also counts the logs and ends it.
 func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	wt := h.a.watches.get(r.PathValue("id"), now)
@@ -320,6 +321,14 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request) {
 		since = t
 	}
 	finish := q.Get("finish") == "1" || q.Get("finish") == "true"
+	switch l := q.Get("load"); l {
+	case "":
+	case "start", "end":
+		wt.load(l == "start")
+	default:
+		fail(w, http.StatusBadRequest, "load: want start or end, got %q", l)
+		return
+	}
 	v := wt.view(since, finish, now)
 	if finish {
 		h.a.watches.finish(wt)

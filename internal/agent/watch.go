@@ -44,6 +44,11 @@ type watch struct {
 	mu       sync.Mutex
 	obs      *app.Observer
 	finished bool
+	// deps traces the servers' dependencies, from the watch's opening
+	// or the client's load's start, until the load's end or the watch's
+	// (nil when not tracing). Stopping it writes the servers' Deps, so
+	// it is stopped with mu held.
+	deps *app.DepTrace
 
 	// state guards the rest, which the snapshot path reads: it must not
 	// wait for a sample.
@@ -86,6 +91,9 @@ func (ws *watches) open(ctx context.Context, listeners []evidence.Listener, port
 	if len(ws.byID) >= agentapi.MaxWatches {
 		return nil, errTooMany
 	}
+	// Until its client says when its load starts (an older one never
+	// does), the dependencies are traced from now.
+	w.deps = obs.StartDeps(app.DepInterval)
 	ws.byID[w.id] = w
 	return w, nil
 }
@@ -107,12 +115,14 @@ func (ws *watches) get(id string, now time.Time) *watch {
 // finish ends a watch.
 func (ws *watches) finish(w *watch) {
 	ws.mu.Lock()
-	defer ws.mu.Unlock()
 	delete(ws.byID, w.id)
+	ws.mu.Unlock()
+	w.end()
 }
 
 // expire drops the watches nobody asked for within WatchTTL. ws.mu is
-// held.
+// held; their traces stop on goroutines of their own, as a sample may
+// hold a watch's lock for most of a second.
 func (ws *watches) expire(now time.Time) {
 	for id, w := range ws.byID {
 		w.state.Lock()
@@ -120,7 +130,34 @@ func (ws *watches) expire(now time.Time) {
 		w.state.Unlock()
 		if idle {
 			delete(ws.byID, id)
+			go w.end()
 		}
+	}
+}
+
+// end stops the watch's dependency trace for good.
+func (w *watch) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.finished = true
+	w.deps.Stop()
+	w.deps = nil
+}
+
+// load hears from the client that its load starts or ends. At the start
+// the trace begins again, so that the quiet time before the load does
+// not dilute what the load showed; at the end it stops, and the servers
+// keep what it saw for the finish.
+func (w *watch) load(start bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.finished {
+		return
+	}
+	w.deps.Stop()
+	w.deps = nil
+	if start {
+		w.deps = w.obs.StartDeps(app.DepInterval)
 	}
 }
 
@@ -145,7 +182,7 @@ func (ws *watches) sample(ctx context.Context, now time.Time) {
 		w.mu.Lock()
 		if !w.finished {
 			w.obs.Sample(ctx)
-			for _, s := range w.obs.Servers {
+			for _, s := range w.obs.Current() {
 				keep := int(ws.retain/ws.interval) + 1
 				if len(s.Samples) > keep {
 					s.Samples = slices.Delete(s.Samples, 0, len(s.Samples)-keep)
@@ -185,9 +222,11 @@ func (w *watch) view(since time.Time, finish bool, now time.Time) agentapi.Watch
 	var servers []*app.Server
 	if finish && !w.finished {
 		w.finished = true
+		w.deps.Stop()
+		w.deps = nil
 		servers = w.obs.Finish()
 	} else {
-		servers = w.obs.Servers
+		servers = w.obs.Current()
 	}
 	out := agentapi.Watch{ID: w.id, Port: w.port, Now: now}
 	for _, s := range servers {

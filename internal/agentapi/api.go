@@ -26,7 +26,7 @@ const (
 	PathSnapshots = Prefix + "snapshots" // GET ?since=&wait=: Window
 	PathFindings  = Prefix + "findings"  // GET: the current diagnosis, Findings
 	PathServers   = Prefix + "servers"   // GET ?port=&dns=&dns_after=: a new Watch
-	PathWatch     = Prefix + "watch/"    // GET watch/ID?since=&finish=: Watch
+	PathWatch     = Prefix + "watch/"    // GET watch/ID?since=&finish=&load=: Watch
 	PathMetrics   = "/metrics"
 	PathHealthz   = "/healthz"
 )
@@ -77,12 +77,21 @@ type Window struct {
 
 // Watch is the servers behind one port, sampled every second for the
 // client that asked, until it finishes the watch or stops asking.
+//
+// The agent also traces the servers' outbound connections every 100 ms
+// (app.Observer.TraceDeps), from the watch's opening until its finish.
+// A client that drives a load says when it starts and ends with
+// load=start and load=end on a watch request: the trace begins again at
+// the start and stops at the end. Agents before this ignore the
+// parameter and return no dependencies; clients before it never send it
+// and get dependencies over the watch's whole life.
 type Watch struct {
 	ID   string `json:"id"`
 	Port int    `json:"port"`
 	// Servers carry the samples taken after the request's since; on
-	// finish, every sample and what the logs gained since the watch
-	// began.
+	// finish, every sample, what the logs gained since the watch
+	// began and the dependencies traced (Server.Deps). Servers found
+	// by the trace (role "dependency") join the list.
 	Servers []*app.Server `json:"servers"`
 	Now     time.Time     `json:"now"`
 }

@@ -12,11 +12,15 @@ import (
 // while the load ran: how many, how busy, how long each round trip.
 type Dependency struct {
 	Addr string `json:"addr"`
-	// Owner is the process listening at Addr, when it listens where
-	// netdoctor sees ("redis-server (pid 812)"); Observed says it is
-	// diagnosed as a server of the run too.
-	Owner    string `json:"owner,omitempty"`
-	Observed bool   `json:"observed,omitempty"`
+	// Owner is the process listening at Addr, when it listens on this
+	// host: in the server's namespace ("redis-server (pid 812)") or in
+	// another one ("redis-server (pid 812, netns cache)"). Observed says
+	// it is diagnosed as a server of the run too. OtherHost says that no
+	// namespace of this host has Addr and a listener for it: the
+	// dependency runs on another host.
+	Owner     string `json:"owner,omitempty"`
+	Observed  bool   `json:"observed,omitempty"`
+	OtherHost bool   `json:"other_host,omitempty"`
 	// Conns is the pool: the connections that carried data while
 	// traced; New those opened meanwhile, seen once a second (a
 	// connection per request shows there, and is too short to measure).
@@ -105,7 +109,7 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 
 // dependencies sums the traced connections per server and destination.
 // owner names a destination's listener, if it is one netdoctor sees.
-func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map[*Server][]Dependency {
+func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]Dependency {
 	type key struct {
 		s   *Server
 		dst string
@@ -171,7 +175,7 @@ func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map
 			// Only connections too short to measure: the destination
 			// and how many were opened still belong in the table.
 			if d.New > 0 && owner != nil {
-				d.Owner, d.Observed = owner(d.Addr)
+				owner(&d)
 			}
 			if d.New > 0 {
 				out[k.s] = append(out[k.s], d)
@@ -191,7 +195,7 @@ func dependencies(conns []*connTrace, owner func(dst string) (string, bool)) map
 			d.Pipelined = float64(a.pipe) / float64(a.busyN)
 		}
 		if owner != nil {
-			d.Owner, d.Observed = owner(d.Addr)
+			owner(&d)
 		}
 		out[k.s] = append(out[k.s], d)
 	}

@@ -73,6 +73,12 @@ type Observer struct {
 	// light skips reading the servers' configuration (nginx -T, the
 	// php-fpm pool): tracing needs only their processes.
 	light bool
+
+	// ownNS is the namespace's inode and far what the host's other
+	// namespaces said about destinations that are no address of this
+	// one: only the tracer's goroutine uses them, one at a time.
+	ownNS uint64
+	far   map[string]*farOwner
 }
 
 // Discover finds the servers behind port among the listeners of one
@@ -248,6 +254,10 @@ func (o *Observer) Finish() []*Server {
 	}
 	return o.servers()
 }
+
+// Current is a copy of Servers, which a dependency trace may grow while
+// it runs: read it, not Servers, then.
+func (o *Observer) Current() []*Server { return o.servers() }
 
 // servers is a copy of Servers, which TraceDeps may grow.
 func (o *Observer) servers() []*Server {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
 
@@ -18,6 +19,9 @@ import (
 // with more outbound connections than this is traced on the first ones
 // found.
 const MaxTracedConns = 256
+
+// DepInterval is how often a trace samples the connections it follows.
+const DepInterval = 100 * time.Millisecond
 
 // tracer is TraceDeps' state: the connections found so far, and the
 // sockets already looked at and left out (inbound, not TCP).
@@ -44,6 +48,7 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		var err error
 		q, err = sockdiag.NewQuerier()
 		t.local = localAddrs()
+		o.ownNS, _ = netns.Inode("")
 		return err
 	})
 	if err != nil {
@@ -85,30 +90,49 @@ func (o *Observer) finishDeps(t *tracer) {
 	}
 }
 
-// owner names the process listening at dst when it is an address of
-// this namespace, and whether that server is observed in the run.
-func (o *Observer) owner(dst string) (string, bool) {
-	l, ok := o.localListener(dst)
-	if !ok {
-		return "", false
+// owner names the process listening at d's address: in this namespace
+// or, when the address is none of its, in another namespace of the host
+// (looked up once per destination), and whether it is observed as a
+// server of the run.
+func (o *Observer) owner(d *Dependency) {
+	if l, ok := o.localListener(d.Addr); ok {
+		d.Owner, d.Observed = o.localOwner(l)
+		return
 	}
-	observed := false
-	name := ""
+	f := o.lookElsewhere(context.Background(), d.Addr)
+	d.Owner, d.Observed, d.OtherHost = f.name, f.observed, f.otherHost
+}
+
+// localOwner names the owner of a listener of this namespace.
+func (o *Observer) localOwner(l evidence.Listener) (string, bool) {
 	for _, s := range o.servers() {
 		if s.Addr == l.Addr {
-			observed = true
-			name = fmt.Sprintf("%s (pid %d)", s.Kind, s.PIDs[0])
-			if s.Master != 0 {
-				name = fmt.Sprintf("%s (pid %d)", s.Kind, s.Master)
-			}
+			return serverName(s, ""), true
 		}
 	}
-	if name == "" && len(l.PIDs) > 0 {
+	if len(l.PIDs) > 0 {
 		if p, ok := readProc(o.proc, l.PIDs[0]); ok {
-			name = fmt.Sprintf("%s (pid %d)", kindOf(p.comm), p.pid)
+			return procName(kindOf(p.comm), p.pid, ""), false
 		}
 	}
-	return name, observed
+	return "", false
+}
+
+// serverName is "nginx (pid 12)": the server's kind and its master, or
+// its first process; ns names its namespace when not the run's.
+func serverName(s *Server, ns string) string {
+	pid := s.PIDs[0]
+	if s.Master != 0 {
+		pid = s.Master
+	}
+	return procName(s.Kind, pid, ns)
+}
+
+func procName(kind string, pid int, ns string) string {
+	if ns != "" {
+		return fmt.Sprintf("%s (pid %d, netns %s)", kind, pid, ns)
+	}
+	return fmt.Sprintf("%s (pid %d)", kind, pid)
 }
 
 // localListener finds the listener of this namespace at dst, when dst
@@ -139,6 +163,13 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 	}
 	first := t.refresh == 0
 	t.refresh++
+	if len(t.conns) >= MaxTracedConns {
+		return
+	}
+	// Only the sockets still open stay skipped: a trace that lasts as
+	// long as an agent's watch must not keep every inode it ever saw.
+	skip := map[uint64]bool{}
+	defer func() { t.skip = skip }()
 	for _, s := range o.servers() {
 		for _, pid := range o.pids(s) {
 			dir := o.proc + "/" + strconv.Itoa(pid) + "/fd"
@@ -155,13 +186,17 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 					continue
 				}
 				ino, err := strconv.ParseUint(strings.TrimSuffix(link[len("socket:["):], "]"), 10, 64)
-				if err != nil || t.skip[ino] || t.byInode[ino] != nil {
+				if err != nil || t.byInode[ino] != nil {
+					continue
+				}
+				if t.skip[ino] {
+					skip[ino] = true
 					continue
 				}
 				fd, _ := strconv.Atoi(e.Name())
 				id, ok := outbound(pid, fd, ports)
 				if !ok {
-					t.skip[ino] = true
+					skip[ino] = true
 					continue
 				}
 				c := &connTrace{srv: s, dst: id.Remote.String(), id: id, isNew: !first}
@@ -183,10 +218,12 @@ func (o *Observer) pids(s *Server) []int {
 	return pids
 }
 
-// observeDep makes a destination listening here a server of the run.
+// observeDep makes a destination listening on this host a server of
+// the run: here, or in another namespace.
 func (o *Observer) observeDep(ctx context.Context, dst string) {
 	l, ok := o.localListener(dst)
 	if !ok {
+		o.lookElsewhere(ctx, dst)
 		return
 	}
 	for _, s := range o.servers() {
@@ -195,4 +232,36 @@ func (o *Observer) observeDep(ctx context.Context, dst string) {
 		}
 	}
 	o.server(ctx, l, "dependency", o.seen)
+}
+
+// DepTrace is TraceDeps running on a goroutine of its own, for a caller
+// that starts and stops it at times of its choosing: the agent's
+// watches, which trace for a client on another host.
+type DepTrace struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartDeps starts tracing the servers' dependencies every interval
+// until Stop, which the caller must call.
+func (o *Observer) StartDeps(interval time.Duration) *DepTrace {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &DepTrace{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		_ = o.TraceDeps(ctx, interval)
+	}()
+	return d
+}
+
+// Stop ends the trace and waits for its goroutine: then each server's
+// Deps say what it saw. The trace writes them as it ends, so the caller
+// must keep the servers from being read meanwhile. Stopping a nil or a
+// stopped trace does nothing.
+func (d *DepTrace) Stop() {
+	if d == nil {
+		return
+	}
+	d.cancel()
+	<-d.done
 }

@@ -73,7 +73,7 @@ func TestCheckDependencyPool(t *testing.T) {
 	for _, py := range []bool{false, true} {
 		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
 			e := newLab(t)
-			api := startDepAPI(t, e, py, 20*time.Millisecond, 0)
+			api := depStart(t, e, e.ServerNS, e.ServerIP+":7300", py, 20*time.Millisecond, 0)
 			r, text := checkDeps(t, e, api, 32)
 			backend := e.ServerIP + ":7300"
 			d := tracedDep(r, backend)
@@ -108,7 +108,7 @@ func TestCheckDependencyQuiet(t *testing.T) {
 	}{{"idle", 0}, {"fast backend", 32}} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newLab(t)
-			api := startDepAPI(t, e, false, 0, 0)
+			api := depStart(t, e, e.ServerNS, e.ServerIP+":7300", false, 0, 0)
 			r, text := checkDeps(t, e, api, c.clients)
 			if fs := depFindings(r); len(fs) > 0 {
 				t.Errorf("findings %+v\n%s", fs, text)
@@ -132,7 +132,7 @@ func TestCheckDependencyQuiet(t *testing.T) {
 // lint-clean, and its diagnosis holds the saturated pool active.
 func TestAgentDependency(t *testing.T) {
 	e := newLab(t)
-	api := startDepAPI(t, e, false, 20*time.Millisecond, 0)
+	api := depStart(t, e, e.ServerNS, e.ServerIP+":7300", false, 20*time.Millisecond, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	traffic{clients: 32, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")

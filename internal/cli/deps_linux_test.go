@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -153,18 +154,24 @@ sys.stdin.readline()
 // or in python3 with py), and runs netdoctor against the API.
 func depRun(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
 	t.Helper()
-	api := startDepAPI(t, e, py, delay, spin)
-	_, r, text := runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+api+"/")
+	return depRunAt(t, e, e.ServerNS, e.ServerIP+":7300", py, delay, spin, args+" --server-netns "+e.ServerNS)
+}
+
+// depRunAt is depRun with the backend at address backend in namespace
+// backendNS; args say how to observe the server.
+func depRunAt(t *testing.T, e *lab.Env, backendNS, backend string, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
+	t.Helper()
+	api := depStart(t, e, backendNS, backend, py, delay, spin)
+	_, r, text := runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s http://"+api+"/")
 	return r, text
 }
 
-// startDepAPI starts depRun's backend and API and returns the API's
+// depStart starts the backend and the API, and returns the API's
 // address.
-func startDepAPI(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration) string {
+func depStart(t *testing.T, e *lab.Env, backendNS, backend string, py bool, delay, spin time.Duration) string {
 	t.Helper()
-	backend := e.ServerIP + ":7300"
 	api := e.ServerIP + ":8080"
-	startDeps(t, e.ServerNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
+	startDeps(t, backendNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
 	env := []string{"ND_ADDR=" + api, "ND_BACKEND=" + backend, "ND_POOL=4", "ND_SPIN=" + spin.String()}
 	if py {
 		if _, err := exec.LookPath("python3"); err != nil {
@@ -250,4 +257,77 @@ func dependencyOf(r *runJSON, addr string) *app.Dependency {
 		}
 	}
 	return nil
+}
+
+// TestRunDependencyElsewhere: the backend listens in a third namespace,
+// joined to the server's by a veth of its own. The finding still names
+// its address and its owner, with the namespace it is in, the pool and
+// the time per round trip within 25 %; the backend is observed as a
+// server of the run.
+func TestRunDependencyElsewhere(t *testing.T) {
+	e := newLab(t)
+	ns, ip, err := e.AddDepNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := ip + ":7300"
+	r, text := depRunAt(t, e, ns, backend, false, 20*time.Millisecond, 0, "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS)
+	f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
+	if f == nil {
+		t.Fatalf("servers: %s", jsonOf(r.Servers))
+	}
+	owner := "(pid "
+	where := "netns " + ns + ")"
+	if !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, owner) || !strings.Contains(f.Title, where) || !strings.Contains(f.Title, ": 4 connections") {
+		t.Errorf("title %q, want %s, its owner in %s and 4 connections", f.Title, backend, where)
+	}
+	d := dependencyOf(r, backend)
+	if d == nil {
+		t.Fatalf("no dependency %s: %s", backend, jsonOf(r.Servers))
+	}
+	t.Logf("%s (%s): %d conns, busy %.2f, %.0f round trips/s, %v per round trip", d.Addr, d.Owner, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip)
+	if d.Conns != 4 || d.RoundTrip < 15*time.Millisecond || d.RoundTrip > 25*time.Millisecond || !strings.Contains(d.Owner, where) || !d.Observed || d.OtherHost {
+		t.Errorf("dependency %+v, want 4 connections, 20 ms ± 25 %%, owner in %s, observed", d, ns)
+	}
+}
+
+// TestRunDependencyAgent: the API and its backend in the server's
+// namespace, the server's side through an agent there. The agent traces
+// the API's connections for the load and returns them with the servers:
+// the finding names the backend's address and owner, the pool and the
+// time per round trip within 25 %, and the backend is observed.
+func TestRunDependencyAgent(t *testing.T) {
+	e := newLab(t)
+	backend := e.ServerIP + ":7300"
+	api := depStart(t, e, e.ServerNS, backend, false, 20*time.Millisecond, 0)
+	url, tok, _, err := labAgent(context.Background(), e)
+	labMust(t, err)
+	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+api+"/")
+	f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
+	if f == nil {
+		t.Fatalf("servers: %s", jsonOf(r.Servers))
+	}
+	if !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, "(pid ") || !strings.Contains(f.Title, ": 4 connections") {
+		t.Errorf("title %q", f.Title)
+	}
+	d := dependencyOf(r, backend)
+	if d == nil {
+		t.Fatalf("no dependency %s: %s", backend, jsonOf(r.Servers))
+	}
+	t.Logf("%s (%s): %d conns, busy %.2f, %.0f round trips/s, %v per round trip over %.1f s", d.Addr, d.Owner, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.Seconds)
+	if d.Conns != 4 || d.RoundTrip < 15*time.Millisecond || d.RoundTrip > 25*time.Millisecond || d.Owner == "" || !d.Observed {
+		t.Errorf("dependency %+v, want 4 connections, 20 ms ± 25 %%, owner observed", d)
+	}
+	// The trace follows the load, not the watch: the baseline before it
+	// and the tail after it do not count.
+	if d.Seconds > 4.5 || d.Busy < 0.8 {
+		t.Errorf("traced %.1f s, busy %.2f: want the 4 s load only", d.Seconds, d.Busy)
+	}
+	var observed bool
+	for _, s := range r.Servers {
+		observed = observed || s.Role == "dependency" && s.Addr == backend
+	}
+	if !observed {
+		t.Errorf("the backend is not a server of the run: %s", jsonOf(r.Servers))
+	}
 }

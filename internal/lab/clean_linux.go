@@ -18,7 +18,7 @@ import (
 var procfs = procnet.Proc{FS: os.DirFS("/proc")}
 
 // labNetns matches the namespaces New creates.
-var labNetns = regexp.MustCompile(`^nd-.+-(srv|cli)$`)
+var labNetns = regexp.MustCompile(`^nd-.+-(srv|cli|dep)$`)
 
 // Clean undoes what labs whose process died left behind (a run killed
 // with SIGKILL cannot run Close): it restores the globals they changed to

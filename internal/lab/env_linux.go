@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 )
 
@@ -104,14 +105,17 @@ func (e *Env) Close() error {
 	}
 	e.closed = true
 	procs := e.procs
+	changes := slices.Clone(e.state.Changes)
 	e.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].Stop()
 	}
 	// Anything still running in the namespaces (a daemon that forked
 	// away from its group) is killed before they are deleted.
-	for _, ns := range []string{e.ServerNS, e.ClientNS} {
-		killIn(ns)
+	for _, c := range changes {
+		if c.Netns != "" {
+			killIn(c.Netns)
+		}
 	}
 	// Other labs' globals are read, and ours restored, under the lock
 	// SetGlobal takes. Without it the rest is still undone; the

@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -112,4 +113,45 @@ func handleNamed(ns string) (*netlink.Handle, error) {
 		return nil, err
 	}
 	return handleAt(n)
+}
+
+// AddDepNS makes a third namespace, nd-ID-dep, for a dependency on
+// another network than the server's: a veth joins it to the server's
+// namespace on 10.98.N.0/24, the server's end .1 and its own .2, which
+// it returns with its name. Close removes it as it does the others.
+func (e *Env) AddDepNS() (ns, ip string, err error) {
+	ns = "nd-" + e.Name + "-dep"
+	srvIP := netip.MustParseAddr(e.ServerIP).As4()
+	ip = fmt.Sprintf("10.98.%d.2", srvIP[2])
+	if err := e.record(change{Netns: ns}); err != nil {
+		return "", "", err
+	}
+	dep, err := netns.Create(ns)
+	if err != nil {
+		return "", "", err
+	}
+	srv, err := netns.Resolve(e.ServerNS)
+	if err != nil {
+		return "", "", err
+	}
+	srvFd, err := vnetns.GetFromPath(srv.Path)
+	if err != nil {
+		return "", "", fmt.Errorf("open %s: %w", srv, err)
+	}
+	defer srvFd.Close()
+	h, err := handleAt(dep)
+	if err != nil {
+		return "", "", err
+	}
+	defer h.Close()
+	depDev, srvDev := "ndp-"+short(e.Name), "ndd-"+short(e.Name)
+	veth := netlink.NewVeth(netlink.NewLinkAttrs())
+	veth.Name, veth.PeerName, veth.PeerNamespace = depDev, srvDev, netlink.NsFd(srvFd)
+	if err := h.LinkAdd(veth); err != nil {
+		return "", "", fmt.Errorf("add veth %s/%s: %w", depDev, srvDev, err)
+	}
+	if err := linkUp(srv, srvDev, fmt.Sprintf("10.98.%d.1", srvIP[2])); err != nil {
+		return "", "", err
+	}
+	return ns, ip, linkUp(dep, depDev, ip)
 }

@@ -72,9 +72,12 @@ func writeDeps(w io.Writer, deps []app.Dependency, when string) {
 // depCells is one dependency's row, DepHeader's columns.
 func depCells(d app.Dependency) []string {
 	owner := d.Owner
-	if owner == "" {
+	switch {
+	case d.OtherHost:
+		owner = "another host"
+	case owner == "":
 		owner = "-"
-	} else if d.Observed {
+	case d.Observed:
 		owner += " *"
 	}
 	if d.Conns == 0 {

@@ -152,6 +152,9 @@ func depServer(r *Run, d *app.Dependency) *app.Server {
 
 // depName is the dependency's address and, when known, its owner.
 func depName(d *app.Dependency) string {
+	if d.OtherHost {
+		return d.Addr + " (on another host: no namespace of this one listens there)"
+	}
 	if d.Owner == "" {
 		return d.Addr
 	}

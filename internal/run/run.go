@@ -197,7 +197,7 @@ type depTracer interface {
 
 // DepInterval is how often the servers' outbound connections are
 // sampled while the load runs.
-const DepInterval = 100 * time.Millisecond
+const DepInterval = app.DepInterval
 
 // traceDeps traces the servers' dependencies until stop is called, which
 // waits for the tracer to hand its results over.

@@ -4,8 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
 // Querier asks the kernel about given TCP connections, one exact lookup
@@ -113,4 +116,25 @@ func eachReply(b []byte, fn func(seq uint32, payload []byte)) int {
 		b = b[al:]
 	}
 	return n
+}
+
+// Listener finds the listener that a connection to addr would reach in
+// the querier's namespace (one bound to addr or to the wildcard), by an
+// exact lookup from no remote address: the kernel's own listener lookup,
+// whatever the size of the socket table. ok is false when none listens.
+func (q *Querier) Listener(addr netip.AddrPort) (l evidence.Listener, ok bool, err error) {
+	err = q.batch([]SockID{{Local: addr, Remote: netip.AddrPortFrom(unspecified(addr.Addr()), 0)}}, 0, func(_ int, m *InetDiagMsg, _ *TCPInfo) {
+		if m.State == stateListen {
+			l, ok = listener(m), true
+		}
+	})
+	return l, ok, err
+}
+
+// unspecified is 0.0.0.0 or ::, as addr's family.
+func unspecified(a netip.Addr) netip.Addr {
+	if a.Is4() || a.Is4In6() {
+		return netip.IPv4Unspecified()
+	}
+	return netip.IPv6Unspecified()
 }

@@ -113,3 +113,29 @@ func captureInfo(id SockID) ([]byte, error) {
 	})
 	return out, nil
 }
+
+// TestListener: the exact lookup finds a listener on its address and one
+// on the wildcard, and nothing on a port nobody listens on.
+func TestListener(t *testing.T) {
+	q, err := NewQuerier()
+	if err != nil {
+		t.Skip(err)
+	}
+	defer q.Close()
+	for _, bind := range []string{"127.0.0.1:0", "0.0.0.0:0"} {
+		ln, err := net.Listen("tcp4", bind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).AddrPort().Port()
+		dst := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port)
+		l, ok, err := q.Listener(dst)
+		if err != nil || !ok || l.Port != int(port) || l.Inode == 0 {
+			t.Errorf("listener on %s: %+v %v %v", bind, l, ok, err)
+		}
+		ln.Close()
+		if l, ok, err := q.Listener(dst); ok || err != nil {
+			t.Errorf("closed listener %s still found: %+v %v", bind, l, err)
+		}
+	}
+}

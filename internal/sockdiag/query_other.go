@@ -4,7 +4,10 @@ package sockdiag
 
 import (
 	"fmt"
+	"net/netip"
 	"runtime"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
 // Querier is only implemented on Linux.
@@ -21,4 +24,9 @@ func (q *Querier) Close() {}
 // Query is only implemented on Linux.
 func (q *Querier) Query([]SockID, func(int, *InetDiagMsg, *TCPInfo)) error {
 	return fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
+}
+
+// Listener is only implemented on Linux.
+func (q *Querier) Listener(netip.AddrPort) (evidence.Listener, bool, error) {
+	return evidence.Listener{}, false, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
 }

@@ -363,7 +363,13 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 			}
 		}
 		if mine == nil {
-			continue
+			if s.Role != "dependency" {
+				continue
+			}
+			// A dependency the agent's trace found listening on its
+			// host: a server of the run from now on.
+			mine = &app.Server{Role: s.Role, Addr: s.Addr, Kind: s.Kind, Master: s.Master, PIDs: s.PIDs, Exe: s.Exe, Config: s.Config, Nginx: s.Nginx, Pool: s.Pool}
+			a.servers = append(a.servers, mine)
 		}
 		for _, smp := range s.Samples {
 			if !smp.Time.After(since) {
@@ -378,9 +384,34 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 		if finish {
 			mine.Logs = s.Logs
 			mine.Notes = s.Notes
+			mine.Deps = s.Deps
 		}
 	}
 	a.last = newest
+}
+
+// TraceDeps follows the load for the agent's dependency trace, as
+// run.depTracer: the agent traces from the watch's opening; this tells
+// it that the load starts, so that it begins again then, and, when ctx
+// ends, that the load ended. The dependencies come with Finish. An
+// agent that does not trace answers all the same, with none.
+func (a *remoteApps) TraceDeps(ctx context.Context, _ time.Duration) error {
+	if err := a.loadMark(ctx, "start"); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return a.loadMark(context.WithoutCancel(ctx), "end")
+}
+
+// loadMark tells the agent that the load starts or ends. The samples it
+// answers with are left for Sample, which asks since the last one.
+func (a *remoteApps) loadMark(ctx context.Context, mark string) error {
+	q := url.Values{"load": {mark}, "since": {time.Now().Add(a.r.offset + time.Hour).UTC().Format(time.RFC3339Nano)}}
+	var w agentapi.Watch
+	if err := a.r.get(ctx, agentapi.PathWatch+a.id, q, 5*time.Second, &w); err != nil {
+		return fmt.Errorf("dependency trace: %w", err)
+	}
+	return nil
 }
 
 // Last implements Apps.
