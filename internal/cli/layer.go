@@ -24,7 +24,7 @@ type layerOpts struct {
 
 func layerFlags(fs *flag.FlagSet) *layerOpts {
 	l := &layerOpts{}
-	fs.BoolVar(&l.reverse, "reverse", false, "tcp:// with --token-file: only the download (endpoint to client); by default both directions run, upload first")
+	fs.BoolVar(&l.reverse, "reverse", false, "with --token-file: only the download (endpoint to client); by default tcp:// runs both directions, upload first, and udp:// the upload")
 	fs.IntVar(&l.size, "size", 1200, "udp://: datagram payload in bytes")
 	fs.StringVar(&l.tokenFile, "token-file", "", "tcp:// and udp://: the agent's token file; the target is then its test endpoint (netdoctor agent --test-endpoint)")
 	return l
@@ -76,8 +76,12 @@ func runLayer(ctx context.Context, lo *loadOpts, l *layerOpts, set map[string]bo
 		if token == nil {
 			return badInput("udp:// needs the agent's test endpoint and --token-file: a UDP sink cannot tell what it received")
 		}
-		fmt.Fprintf(text, "UDP test of %s: %g datagrams/s of %d bytes for %v, client to endpoint\n", u.Host, lo.o.Rate, l.size, d)
-		rep.UDP, err = layer.RunUDP(ctx, layer.UDPOptions{Addr: u.Host, Token: token, Rate: lo.o.Rate, Size: l.size, Duration: d})
+		dir, way := layer.Up, "client to endpoint"
+		if l.reverse {
+			dir, way = layer.Down, "endpoint to client"
+		}
+		fmt.Fprintf(text, "UDP test of %s: %g datagrams/s of %d bytes for %v, %s\n", u.Host, lo.o.Rate, l.size, d, way)
+		rep.UDP, err = layer.RunUDP(ctx, layer.UDPOptions{Addr: u.Host, Token: token, Dir: dir, Rate: lo.o.Rate, Size: l.size, Duration: d})
 		if err != nil {
 			return layerErr(err)
 		}

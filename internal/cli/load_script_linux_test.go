@@ -95,3 +95,53 @@ type sync0 struct {
 
 func (s *sync0) set(v string) { s.mu.Lock(); s.v = v; s.mu.Unlock() }
 func (s *sync0) get() string  { s.mu.Lock(); defer s.mu.Unlock(); return s.v }
+
+// verifyScript counts its setup and init calls, and done prints them with
+// the requests of its run.
+const verifyScript = `
+local setups = 0
+function setup(thread)
+  setups = setups + 1
+end
+function init(args)
+  wrk.path = "/" .. args[1]
+end
+function request()
+  return wrk.format()
+end
+function done(summary, latency, requests)
+  print(string.format("done setups %d requests %s", setups, summary.requests > 0 and "some" or "none"))
+end
+`
+
+// TestRunVerifyScript: run --verify-with runs the script in both of its
+// measurements as a run does, setup, init with the arguments, request
+// and done; an empty plan changes nothing.
+func TestRunVerifyScript(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("--verify-with needs root")
+	}
+	var paths sync0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths.set(r.URL.Path)
+		io.WriteString(w, "ok\n")
+	}))
+	defer srv.Close()
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(plan, []byte(`{"version": 1, "changes": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "run", "-t2", "-c2", "-d1", "--baseline", "100ms", "--tail", "100ms", "--fail-on", "never",
+		"--verify-with", plan, "-s", writeScript(t, verifyScript), srv.URL, "item")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
+	}
+	after := strings.Index(stdout, "3/3 after")
+	first, last := strings.Index(stdout, "done setups 2 requests some\n"), strings.LastIndex(stdout, "done setups 2 requests some\n")
+	if after < 0 || first < 0 || first > after || last < after {
+		t.Errorf("want done's line after each measurement, with 2 setups and requests each:\n%s", stdout)
+	}
+	if p := paths.get(); p != "/item" {
+		t.Errorf("server saw %q, want /item", p)
+	}
+}

@@ -75,3 +75,36 @@ func hasItem(items []report.Item, source string) bool {
 	}
 	return false
 }
+
+// TestPathProbeStreams: the probe's TCP runs on several streams and
+// their sum is the path's capacity: under a 20 Mbit/s tbf from the
+// server, within 10 % of it, each stream reported.
+func TestPathProbeStreams(t *testing.T) {
+	e := newLab(t)
+	ctx := context.Background()
+	_, err := e.StartNginx(ctx, &lab.Nginx{BodyBytes: 100})
+	labMust(t, err)
+	url, tok, _, err := labAgent(ctx, e, "--test-endpoint", e.ServerIP+":9121")
+	labMust(t, err)
+	labMust(t, e.Shape(e.ServerNS, e.ServerDev, "20mbit"))
+	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	p := r.Path
+	if p == nil || p.Error != "" {
+		t.Fatalf("path %+v:\n%s", p, text)
+	}
+	var sum float64
+	for i, s := range p.TCPStreams {
+		t.Logf("stream %d: %.2f Mbit/s, %d retransmits, RTT %v, min %v", i, s.BitsPerSecond/1e6, s.Retransmits, s.RTT, s.MinRTT)
+		if s.BitsPerSecond <= 0 {
+			t.Errorf("stream %d carried nothing", i)
+		}
+		sum += s.BitsPerSecond
+	}
+	t.Logf("path: %.2f Mbit/s down over %d streams, %d retransmits", p.DownBitsPerSecond/1e6, len(p.TCPStreams), p.Retransmits)
+	if len(p.TCPStreams) != 4 || sum < 0.999*p.DownBitsPerSecond || sum > 1.001*p.DownBitsPerSecond {
+		t.Errorf("%d streams summing to %.2f Mbit/s, want 4 summing to the total %.2f", len(p.TCPStreams), sum/1e6, p.DownBitsPerSecond/1e6)
+	}
+	if d := p.DownBitsPerSecond / 20e6; d < 0.9 || d > 1.1 {
+		t.Errorf("path down %.2f Mbit/s, want the tbf's 20 within 10 %%", p.DownBitsPerSecond/1e6)
+	}
+}

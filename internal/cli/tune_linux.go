@@ -179,6 +179,13 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 		if err != nil {
 			return nil, runErr(err)
 		}
+		// Each measurement runs the script as a run does: its own setup
+		// and init (in run.Run), and its done, printed after the load.
+		if res.Load != nil {
+			if err := res.Load.ScriptDone(); err != nil {
+				return nil, usageError{err}
+			}
+		}
 		return res, nil
 	}
 	fmt.Fprintf(text, "Verifying %s (%d changes): measure, apply, measure again with the same load, %s\n\n", planPath, len(p.Changes), map[bool]string{true: "keep the changes", false: "roll back"}[keep])

@@ -74,3 +74,14 @@ func (e *Env) DropUDP(ns string, port, percent int) error {
 	}
 	return e.Exec(ns, nft, fmt.Sprintf("add table inet ndudp; add chain inet ndudp input { type filter hook input priority 0; }; add rule inet ndudp input udp dport %d numgen random mod 100 < %d drop", port, percent))
 }
+
+// DropUDPFrom drops about percent % of the UDP datagrams namespace ns
+// receives from source port port: loss on the way back from a server.
+// The table goes with the namespace.
+func (e *Env) DropUDPFrom(ns string, port, percent int) error {
+	nft, err := exec.LookPath("nft")
+	if err != nil {
+		return ErrMissing{[]string{"nft (nftables)"}}
+	}
+	return e.Exec(ns, nft, fmt.Sprintf("add table inet ndudpfrom; add chain inet ndudpfrom input { type filter hook input priority 0; }; add rule inet ndudpfrom input udp sport %d numgen random mod 100 < %d drop", port, percent))
+}

@@ -177,3 +177,21 @@ func TestLabUDPLoss(t *testing.T) {
 		t.Errorf("loss %.2f %%, want 5 ± 1", res.LossPercent)
 	}
 }
+
+// TestLabUDPLossDown measures a 5 % loss nft injects on the client's
+// input, in a UDP download: the endpoint sends, the client counts.
+func TestLabUDPLossDown(t *testing.T) {
+	e, addr, dial := labEndpoint(t, "layerudpd")
+	labtest.Must(t, e.DropUDPFrom(e.ClientNS, labPort, 5))
+	res, err := RunUDP(context.Background(), UDPOptions{Addr: addr, Token: testToken, Dir: Down, Rate: 5000, Size: 1200, Duration: 4 * time.Second, Dial: dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sent %d (%.0f/s), received %d, loss %.2f %%, jitter %v, reordered %d", res.Sent, res.SentRate, res.Received, res.LossPercent, res.Jitter, res.Reordered)
+	if res.Dir != Down || res.Sent < 19000 || res.Sent > 20100 {
+		t.Errorf("dir %s, the endpoint sent %d, want about 20000 down", res.Dir, res.Sent)
+	}
+	if res.LossPercent < 4 || res.LossPercent > 6 {
+		t.Errorf("loss %.2f %%, want 5 ± 1", res.LossPercent)
+	}
+}

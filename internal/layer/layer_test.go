@@ -133,6 +133,23 @@ func TestUDP(t *testing.T) {
 	}
 }
 
+// TestUDPDown: the endpoint sends at the rate asked for, for the
+// duration, to the client that registered, and its account is what the
+// client counts; an unknown id registers nothing.
+func TestUDPDown(t *testing.T) {
+	s, addr := startServer(t)
+	res, err := RunUDP(context.Background(), UDPOptions{Addr: addr, Token: testToken, Dir: Down, Rate: 2000, Size: 200, Duration: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Dir != Down || res.Sent < 900 || res.Sent > 1001 || res.Received != res.Sent || res.Lost != 0 {
+		t.Errorf("loopback down: %+v", res)
+	}
+	if n := s.Unauthenticated.Load(); n != 0 {
+		t.Errorf("%d datagrams unauthenticated", n)
+	}
+}
+
 func TestReceiver(t *testing.T) {
 	r := newReceiver(100)
 	base := time.Unix(100, 0)

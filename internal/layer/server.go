@@ -64,6 +64,13 @@ type test struct {
 	mu    sync.Mutex
 	infos []StreamInfo
 	recv  *receiver
+	// A UDP download: the client's address, known from its first
+	// datagram with the test's id, and the sender's stop and end.
+	peer     net.Addr
+	ctrlIP   net.IP // the control connection's peer: TCP proved it
+	stopSend chan struct{}
+	sendDone chan struct{}
+	udpSent  atomic.Uint64
 }
 
 // Serve serves ln and pc until ctx ends, then closes both. pc may be nil
@@ -168,8 +175,6 @@ func check(h Hello) error {
 		return fmt.Errorf("duration %v: at most %v", d, MaxDuration)
 	case h.Test == "tcp" && (h.Streams < 1 || h.Streams > MaxStreams):
 		return fmt.Errorf("%d streams: 1 to %d", h.Streams, MaxStreams)
-	case h.Test == "udp" && h.Dir != Up:
-		return errors.New("udp tests go up only (client to endpoint)")
 	case h.Test == "udp" && (h.Rate <= 0 || h.Rate > MaxRate):
 		return fmt.Errorf("rate %g packets/s: at most %d", h.Rate, MaxRate)
 	case h.Test == "udp" && (h.Size < MinPacketSize || h.Size > MaxPacketSize):
@@ -185,9 +190,15 @@ func (s *Server) control(ctx context.Context, c net.Conn, r *bufio.Reader, h Hel
 	rand.Read(id[:])
 	d := time.Duration(h.Duration) * time.Millisecond
 	t := &test{id: id, hello: h, deadline: time.Now().Add(d + time.Second)}
-	if h.Test == "udp" {
+	switch {
+	case h.Test == "udp" && h.Dir == Down:
+		t.stopSend, t.sendDone = make(chan struct{}), make(chan struct{})
+		if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			t.ctrlIP = ta.IP
+		}
+	case h.Test == "udp":
 		t.recv = newReceiver(packetBudget(h.Rate, d))
-	} else {
+	default:
 		t.infos = make([]StreamInfo, h.Streams)
 	}
 	s.mu.Lock()
@@ -210,11 +221,14 @@ func (s *Server) control(ctx context.Context, c net.Conn, r *bufio.Reader, h Hel
 		return
 	}
 	var f Final
-	if t.recv != nil {
+	switch {
+	case t.stopSend != nil:
+		f.UDP = t.stopSending()
+	case t.recv != nil:
 		t.mu.Lock()
 		f.UDP = t.recv.stats(done.Sent)
 		t.mu.Unlock()
-	} else {
+	default:
 		t.streams.Wait() // each ends by the deadline at the latest
 		t.mu.Lock()
 		f.Streams = t.infos
@@ -269,7 +283,7 @@ func (s *Server) stream(t *test, c net.Conn, r *bufio.Reader, i int) {
 func (s *Server) serveUDP(pc net.PacketConn) {
 	buf := make([]byte, 64<<10)
 	for {
-		n, _, err := pc.ReadFrom(buf)
+		n, addr, err := pc.ReadFrom(buf)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
@@ -286,12 +300,85 @@ func (s *Server) serveUDP(pc net.PacketConn) {
 		s.mu.Lock()
 		t := s.active[id]
 		s.mu.Unlock()
-		if t == nil || t.recv == nil || now.After(t.deadline) {
+		if t == nil || t.hello.Test != "udp" || now.After(t.deadline) {
 			s.Unauthenticated.Add(1)
+			continue
+		}
+		if t.stopSend != nil {
+			if !t.register(pc, addr) {
+				s.Unauthenticated.Add(1)
+			}
 			continue
 		}
 		t.mu.Lock()
 		t.recv.add(seq, sent, now)
 		t.mu.Unlock()
 	}
+}
+
+// register starts a UDP download towards addr, the source of the first
+// datagram that carries the test's id (which only a client holding the
+// token got) from the control connection's address: a spoofed source
+// cannot turn the endpoint against a third host. Later ones change
+// nothing. It returns false for a datagram from another address.
+func (t *test) register(pc net.PacketConn, addr net.Addr) bool {
+	ua, ok := addr.(*net.UDPAddr)
+	if !ok || !ua.IP.Equal(t.ctrlIP) {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.peer == nil {
+		t.peer = addr
+		go t.sendUDP(pc, addr)
+	}
+	return true
+}
+
+// sendUDP sends a UDP download: the test's rate and size, for its
+// duration from now, never past its deadline nor once stopped.
+func (t *test) sendUDP(pc net.PacketConn, addr net.Addr) {
+	defer close(t.sendDone)
+	h := t.hello
+	buf := make([]byte, h.Size)
+	start := time.Now()
+	end := start.Add(time.Duration(h.Duration) * time.Millisecond)
+	if end.After(t.deadline) {
+		end = t.deadline
+	}
+	interval := time.Duration(float64(time.Second) / h.Rate)
+	budget := packetBudget(h.Rate, time.Duration(h.Duration)*time.Millisecond)
+	var seq uint64
+	for {
+		now := time.Now()
+		if !now.Before(end) {
+			return
+		}
+		select {
+		case <-t.stopSend:
+			return
+		default:
+		}
+		due := min(uint64(now.Sub(start)/interval)+1, budget)
+		for ; seq < due; seq++ {
+			putDatagram(buf, t.id, seq, time.Now())
+			if _, err := pc.WriteTo(buf, addr); err == nil {
+				t.udpSent.Add(1)
+			}
+		}
+		time.Sleep(time.Until(start.Add(time.Duration(due) * interval)))
+	}
+}
+
+// stopSending ends a UDP download, if it is still going, and returns
+// what was sent: the client counts what it received.
+func (t *test) stopSending() *UDPStats {
+	close(t.stopSend)
+	t.mu.Lock()
+	started := t.peer != nil
+	t.mu.Unlock()
+	if started {
+		<-t.sendDone
+	}
+	return &UDPStats{Sent: t.udpSent.Load()}
 }

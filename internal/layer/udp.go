@@ -8,17 +8,19 @@ import (
 )
 
 // UDPOptions is one UDP test: datagrams of Size bytes at Rate per second
-// for Duration, from the client to the test endpoint.
+// for Duration, from the client to the test endpoint (Dir Up, the
+// default) or from the endpoint to the client (Down).
 type UDPOptions struct {
 	Addr     string
 	Token    []byte
+	Dir      string
 	Rate     float64
 	Size     int
 	Duration time.Duration
 	Dial     Dialer
 }
 
-// UDPResult is a UDP test: what the client sent, what the endpoint
+// UDPResult is a UDP test: what the sender sent, what the receiver
 // received.
 type UDPResult struct {
 	Dir      string        `json:"dir"`
@@ -28,7 +30,7 @@ type UDPResult struct {
 	// SendErrors counts datagrams the client's kernel refused (ENOBUFS,
 	// ECONNREFUSED after an ICMP error); they are not in Sent.
 	SendErrors uint64 `json:"send_errors,omitempty"`
-	// SentRate is the datagrams per second the client managed.
+	// SentRate is the datagrams per second the sender managed.
 	SentRate float64 `json:"sent_rate"`
 	UDPStats
 }
@@ -48,6 +50,10 @@ func RunUDP(ctx context.Context, o UDPOptions) (*UDPResult, error) {
 		return nil, fmt.Errorf("size %d: %d to %d bytes", o.Size, MinPacketSize, MaxPacketSize)
 	case o.Duration <= 0 || o.Duration > MaxDuration:
 		return nil, fmt.Errorf("duration %v: at most %v", o.Duration, MaxDuration)
+	case o.Dir == Down:
+		return runUDPDown(ctx, o)
+	case o.Dir != "" && o.Dir != Up:
+		return nil, fmt.Errorf("direction %q: up or down", o.Dir)
 	}
 	dial := o.Dial.orDefault()
 	k, err := open(ctx, dial, o.Addr, Hello{Token: string(o.Token), Test: "udp", Dir: Up, Rate: o.Rate, Size: o.Size, Duration: o.Duration.Milliseconds()})

@@ -20,10 +20,6 @@ const (
 	cDelayed // connected, waiting for the delay a script's delay() asked for
 )
 
-// eventLoop says that http:// runs on the epoll event loop, where a
-// script's request, response and delay functions run.
-const eventLoop = true
-
 type conn struct {
 	idx      int32
 	fd       int

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // runTLS drives this thread's share of HTTPS connections, one goroutine
@@ -35,13 +37,19 @@ func (e *engine) runGoroutines(id int, dial dialFunc) float64 {
 	n := e.opts.Threads
 	slots := (e.opts.Connections - id + n - 1) / n
 	st := e.threads[id]
+	var lt *luaThread
+	if e.script != nil {
+		lt = e.script.threads[id]
+	}
 	cpu0 := processCPU()
 	var wg sync.WaitGroup
 	for i := range slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.goConn(st, i*n+id, dial)
+			g := newGoConn(e, st, lt, i*n+id, dial)
+			defer g.close()
+			g.loop()
 		}()
 	}
 	wg.Wait()
@@ -51,27 +59,65 @@ func (e *engine) runGoroutines(id int, dial dialFunc) float64 {
 	return 0
 }
 
-// goConn is one connection slot: it waits for the ramp to reach it,
-// then sends requests until the engine stops.
-func (e *engine) goConn(st *threadStats, slot int, dial dialFunc) {
-	addr := net.JoinHostPort(e.addr.String(), e.t.port)
-	p := newRespParser()
-	buf := make([]byte, 32<<10)
-	var c net.Conn
-	defer func() {
-		if c != nil {
-			c.Close()
-			st.open.Add(-1)
+// goConn is one connection slot run by a goroutine. With a script, the
+// slots of one thread share its Lua state, as an event loop's
+// connections do, and take turns in it (luaThread.mu).
+type goConn struct {
+	e     *engine
+	st    *threadStats
+	lt    *luaThread // nil without a script
+	slot  int
+	dial  dialFunc
+	addr  string
+	p     *respParser
+	buf   []byte
+	c     net.Conn
+	req   []byte        // the thread's request when request() is not defined
+	start time.Duration // the current request's latency origin
+}
+
+func newGoConn(e *engine, st *threadStats, lt *luaThread, slot int, dial dialFunc) *goConn {
+	g := &goConn{e: e, st: st, lt: lt, slot: slot, dial: dial, p: newRespParser(),
+		buf: make([]byte, 32<<10), req: e.req, addr: net.JoinHostPort(e.addr.String(), e.t.port)}
+	if lt != nil {
+		g.req = lt.static
+		if lt.addr != nil { // setup's thread.addr
+			g.addr = lt.addr.String()
 		}
-	}()
+		if lt.response != nil {
+			g.p.capt = &captured{} // only then are headers and bodies kept
+		}
+	}
+	return g
+}
+
+func (g *goConn) close() {
+	if g.c != nil {
+		g.c.Close()
+		g.st.open.Add(-1)
+		g.c = nil
+	}
+}
+
+// running says whether the slot goes on: the run has not ended and the
+// script has not stopped this thread.
+func (g *goConn) running() bool {
+	return !g.e.stop.Load() && (g.lt == nil || !g.lt.stopped.Load())
+}
+
+// loop waits for the ramp to reach the slot, then sends requests until
+// the engine stops.
+func (g *goConn) loop() {
+	e := g.e
 	interval := time.Duration(0)
 	if e.opts.Rate > 0 {
 		interval = time.Duration(float64(time.Second) * float64(e.opts.Connections) / e.opts.Rate)
 	}
-	next := interval * time.Duration(slot) / time.Duration(max(e.opts.Connections, 1))
-	for !e.stop.Load() {
+	next := interval * time.Duration(g.slot) / time.Duration(max(e.opts.Connections, 1))
+	delayed := false // delay() was served for the next request
+	for g.running() {
 		now := time.Since(e.start)
-		if slot >= e.targetConns(now) {
+		if g.slot >= e.targetConns(now) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
@@ -83,69 +129,152 @@ func (e *engine) goConn(st *threadStats, slot int, dial dialFunc) {
 			}
 			origin = next
 			next += interval
+		} else if g.lt != nil && g.lt.delay != nil && !delayed {
+			if !g.delay() {
+				return
+			}
+			delayed = true
+			continue
 		}
 		if !e.take() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if c == nil {
-			var err error
-			ctx, cancel := context.WithTimeout(context.Background(), e.opts.Timeout)
-			c, err = dial(ctx, addr)
-			cancel()
-			if err != nil {
-				st.fail(errConn, tlsCause(err))
-				e.settle()
-				time.Sleep(10 * time.Millisecond)
-				continue
-			}
-			st.connected()
+		delayed = false
+		if !g.connect() {
+			continue
 		}
-		keep, class, cause := e.roundTrip(c, p, buf, st, origin)
+		g.start = origin
+		keep, class, cause := g.roundTrip()
 		e.settle()
 		if class != stNone {
-			st.fail(class, cause)
+			g.st.fail(class, cause)
 		}
 		if !keep || class != stNone || e.opts.NoKeepAlive {
-			c.Close()
-			st.open.Add(-1)
-			c = nil
+			g.close()
 		}
 	}
 }
 
-// roundTrip sends one request and reads its response. It returns whether
-// the connection may carry another, or the error class and cause.
-func (e *engine) roundTrip(c net.Conn, p *respParser, buf []byte, st *threadStats, origin time.Duration) (keep bool, class int, cause string) {
-	c.SetDeadline(time.Now().Add(e.opts.Timeout))
-	if _, err := c.Write(e.req); err != nil {
+// connect opens the slot's connection if it has none. A failure is the
+// reserved request's connect error.
+func (g *goConn) connect() bool {
+	if g.c != nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), g.e.opts.Timeout)
+	c, err := g.dial(ctx, g.addr)
+	cancel()
+	if err != nil {
+		g.st.fail(errConn, tlsCause(err))
+		g.e.settle()
+		time.Sleep(10 * time.Millisecond)
+		return false
+	}
+	g.c = c
+	g.st.connected()
+	return true
+}
+
+// delay runs the script's delay() and sleeps what it asks, or until the
+// run stops. It returns false if the script failed.
+func (g *goConn) delay() bool {
+	g.lt.mu.Lock()
+	d, err := g.lt.callDelay()
+	g.lt.mu.Unlock()
+	if err != nil {
+		g.e.fail(err)
+		return false
+	}
+	for end := time.Now().Add(d); g.running(); {
+		left := time.Until(end)
+		if left <= 0 {
+			break
+		}
+		time.Sleep(min(left, 10*time.Millisecond))
+	}
+	return true
+}
+
+// request returns what to write next: request()'s result, or the
+// thread's request.
+func (g *goConn) request() ([]byte, error) {
+	if g.lt == nil || g.lt.request == nil {
+		return g.req, nil
+	}
+	g.lt.mu.Lock()
+	s, err := g.lt.call(g.lt.request)
+	g.lt.mu.Unlock()
+	// The string's bytes are written as they are, without a copy.
+	return unsafe.Slice(unsafe.StringData(s), len(s)), err
+}
+
+// response hands a complete response to the script's response().
+func (g *goConn) response() error {
+	if g.lt == nil || g.lt.response == nil {
+		return nil
+	}
+	g.lt.mu.Lock()
+	defer g.lt.mu.Unlock()
+	return g.lt.callResponse(g.p.status(), g.p.capt)
+}
+
+// scriptFailed stops the run for a script error: the connection is
+// dropped and not counted as a failed request.
+func (g *goConn) scriptFailed(err error) (bool, int, string) {
+	g.e.fail(err)
+	return false, stNone, ""
+}
+
+// roundTrip sends one request (a script's pipeline: several) and reads
+// its responses. It returns whether the connection may carry another,
+// or the error class and cause.
+func (g *goConn) roundTrip() (keep bool, class int, cause string) {
+	req, err := g.request()
+	if err != nil {
+		return g.scriptFailed(err)
+	}
+	head := bytes.HasPrefix(req, []byte("HEAD "))
+	g.c.SetDeadline(time.Now().Add(g.e.opts.Timeout))
+	if _, err := g.c.Write(req); err != nil {
 		if isTimeout(err) {
 			return false, errTime, "timeout"
 		}
 		return false, errWrite, tlsCause(err)
 	}
-	p.reset(e.head)
+	g.p.reset(head)
+	pending := g.e.unit
 	var read uint64
 	for {
-		n, err := c.Read(buf)
-		if n > 0 {
-			used, done, perr := p.feed(buf[:n])
+		n, err := g.c.Read(g.buf)
+		for b := g.buf[:n]; len(b) > 0; {
+			used, done, perr := g.p.feed(b)
 			read += uint64(used)
 			if perr != nil {
 				return false, errRead, "malformed"
 			}
-			if done {
-				st.record(time.Since(e.start)-origin, p.status(), read)
-				return p.keepAlive() && used == n, stNone, ""
+			if !done {
+				break
 			}
+			b = b[used:]
+			if pending > 1 { // a pipeline: its last response's latency alone is recorded
+				g.st.count(g.p.status(), read)
+				if err := g.response(); err != nil {
+					return g.scriptFailed(err)
+				}
+				pending, read = pending-1, 0
+				g.p.reset(head)
+				continue
+			}
+			return g.finish(read, len(b) == 0)
 		}
 		if err != nil {
 			if isTimeout(err) {
 				return false, errTime, "timeout"
 			}
 			if errors.Is(err, io.EOF) {
-				if done, perr := p.eof(); done && perr == nil {
-					st.record(time.Since(e.start)-origin, p.status(), read)
+				if done, perr := g.p.eof(); done && perr == nil && pending == 1 {
+					g.finish(read, false)
 					return false, stNone, ""
 				}
 				return false, errRead, "closed"
@@ -153,6 +282,16 @@ func (e *engine) roundTrip(c net.Conn, p *respParser, buf []byte, st *threadStat
 			return false, errRead, tlsCause(err)
 		}
 	}
+}
+
+// finish records the last response of a request and hands it to the
+// script; clean says no bytes followed it.
+func (g *goConn) finish(read uint64, clean bool) (bool, int, string) {
+	g.st.record(time.Since(g.e.start)-g.start, g.p.status(), read)
+	if err := g.response(); err != nil {
+		return g.scriptFailed(err)
+	}
+	return g.p.keepAlive() && clean, stNone, ""
 }
 
 func isTimeout(err error) bool {

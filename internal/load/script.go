@@ -144,7 +144,11 @@ type scriptRun struct {
 
 // luaThread is one event-loop thread's Lua state.
 type luaThread struct {
-	L        *lua.LState
+	L *lua.LState
+	// mu serialises the calls into L from the goroutines of one thread
+	// (https://, where each connection has its own): a Lua state is not
+	// safe for concurrent use. The event loop needs no lock.
+	mu       sync.Mutex
 	addr     *net.TCPAddr
 	stopped  atomic.Bool
 	request  *lua.LFunction
@@ -679,12 +683,6 @@ func (e *engine) startScript(out io.Writer) error {
 		}
 		if !sr.hasResponse {
 			lt.response = nil
-		}
-	}
-	if sr.dynamic || sr.hasDelay || sr.hasResponse {
-		if e.t.scheme == "https" || !eventLoop {
-			sr.close()
-			return fmt.Errorf("%w: a script with request(), response() or delay() needs an http:// URL on Linux (https:// runs without them)", ErrInvalid)
 		}
 	}
 	e.req = sr.threads[0].static

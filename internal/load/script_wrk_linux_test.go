@@ -29,34 +29,36 @@ type recorder struct {
 func newRecorder(t *testing.T) *recorder {
 	t.Helper()
 	r := &recorder{seen: map[string]int{}}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		var hs []string
-		for name, v := range req.Header {
-			if strings.HasPrefix(name, "X-") || name == "Authorization" || name == "Content-Type" {
-				hs = append(hs, name+"="+strings.Join(v, ","))
-			}
-		}
-		sort.Strings(hs)
-		key := fmt.Sprintf("%s %s [%s] %q", req.Method, req.URL.RequestURI(), strings.Join(hs, " "), body)
-		r.mu.Lock()
-		r.seen[key]++
-		r.mu.Unlock()
-		switch req.URL.Path {
-		case "/login":
-			w.Header().Set("X-Token", "tok-42")
-			io.WriteString(w, "welcome\n")
-		case "/api/items":
-			if req.Header.Get("Authorization") != "Bearer tok-42" {
-				w.WriteHeader(http.StatusUnauthorized)
-			}
-			io.WriteString(w, "items\n")
-		default:
-			io.WriteString(w, "hello\n")
-		}
-	}))
+	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.Close)
 	return r
+}
+
+func (r *recorder) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	var hs []string
+	for name, v := range req.Header {
+		if strings.HasPrefix(name, "X-") || name == "Authorization" || name == "Content-Type" {
+			hs = append(hs, name+"="+strings.Join(v, ","))
+		}
+	}
+	sort.Strings(hs)
+	key := fmt.Sprintf("%s %s [%s] %q", req.Method, req.URL.RequestURI(), strings.Join(hs, " "), body)
+	r.mu.Lock()
+	r.seen[key]++
+	r.mu.Unlock()
+	switch req.URL.Path {
+	case "/login":
+		w.Header().Set("X-Token", "tok-42")
+		io.WriteString(w, "welcome\n")
+	case "/api/items":
+		if req.Header.Get("Authorization") != "Bearer tok-42" {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+		io.WriteString(w, "items\n")
+	default:
+		io.WriteString(w, "hello\n")
+	}
 }
 
 // take returns what the server saw since the last take.
@@ -121,28 +123,35 @@ func runBoth(t *testing.T, c *scriptCase) {
 }
 
 // sameShares checks that both tools sent the same requests in the same
-// proportions: every request that is at least 2 % of one tool's is
-// within 10 % (relative) of the other's share, or 1 point for the rare.
+// proportions.
 func sameShares(t *testing.T, c *scriptCase) {
 	t.Helper()
-	nw, nn := float64(total(c.wrkSeen)), float64(total(c.ndSeen))
-	if nw == 0 || nn == 0 {
-		t.Fatalf("wrk sent %v, netdoctor %v requests", nw, nn)
+	compareShares(t, "wrk", c.wrkSeen, "netdoctor", c.ndSeen)
+}
+
+// compareShares checks that a and b hold the same requests in the same
+// proportions: every request that is at least 2 % of one's is within
+// 10 % (relative) of the other's share, or 1 point for the rare.
+func compareShares(t *testing.T, nameA string, a map[string]int, nameB string, b map[string]int) {
+	t.Helper()
+	na, nb := float64(total(a)), float64(total(b))
+	if na == 0 || nb == 0 {
+		t.Fatalf("%s sent %v, %s %v requests", nameA, na, nameB, nb)
 	}
 	keys := map[string]bool{}
-	for k := range c.wrkSeen {
+	for k := range a {
 		keys[k] = true
 	}
-	for k := range c.ndSeen {
+	for k := range b {
 		keys[k] = true
 	}
 	for k := range keys {
-		sw, sn := float64(c.wrkSeen[k])/nw, float64(c.ndSeen[k])/nn
-		if math.Max(sw, sn) < 0.02 {
+		sa, sb := float64(a[k])/na, float64(b[k])/nb
+		if math.Max(sa, sb) < 0.02 {
 			continue
 		}
-		if math.Abs(sw-sn) > math.Max(0.10*math.Max(sw, sn), 0.01) {
-			t.Errorf("%s: %.1f %% of wrk's requests, %.1f %% of netdoctor's", k, 100*sw, 100*sn)
+		if math.Abs(sa-sb) > math.Max(0.10*math.Max(sa, sb), 0.01) {
+			t.Errorf("%s: %.1f %% of %s's requests, %.1f %% of %s's", k, 100*sa, nameA, 100*sb, nameB)
 		}
 	}
 }

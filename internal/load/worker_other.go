@@ -7,10 +7,6 @@ import (
 	"net"
 )
 
-// eventLoop says that http:// runs on goroutines here: a script's
-// request, response and delay functions need the event loop.
-const eventLoop = false
-
 // runWorker uses goroutines where there is no epoll.
 func (e *engine) runWorker(id int) float64 {
 	var d net.Dialer

@@ -10,11 +10,13 @@ type PathProbe struct {
 	// Endpoint is the test endpoint's address, as the client reached it.
 	Endpoint string `json:"endpoint"`
 	// DownBitsPerSecond is bulk TCP throughput from the server to the
-	// client (the direction of the responses); Retransmits and MinRTT
-	// are the server's sockets'.
+	// client (the direction of the responses), summed over the probe's
+	// parallel streams; Retransmits (summed) and MinRTT (the lowest) are
+	// the server's sockets'. TCPStreams has each stream's.
 	DownBitsPerSecond float64       `json:"down_bits_per_second"`
 	Retransmits       uint64        `json:"retransmits"`
 	MinRTT            time.Duration `json:"min_rtt_ns"`
+	TCPStreams        []PathStream  `json:"tcp_streams,omitempty"`
 	// UDPSent datagrams went from the client to the server;
 	// UDPLossPercent of them never arrived. UDPJitter is RFC 3550's.
 	UDPSent        uint64        `json:"udp_sent"`
@@ -26,3 +28,12 @@ type PathProbe struct {
 
 // Ran reports a probe that measured something.
 func (p *PathProbe) Ran() bool { return p != nil && (p.DownBitsPerSecond > 0 || p.UDPSent > 0) }
+
+// PathStream is one TCP stream of the path probe, as the server's socket
+// saw it at the end.
+type PathStream struct {
+	BitsPerSecond float64       `json:"bits_per_second"`
+	Retransmits   uint64        `json:"retransmits"`
+	RTT           time.Duration `json:"rtt_ns"`
+	MinRTT        time.Duration `json:"min_rtt_ns"`
+}

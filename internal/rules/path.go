@@ -19,8 +19,8 @@ func pathBandwidthItem(in *Input) (report.Item, bool) {
 		return report.Item{}, false
 	}
 	p := in.Run.Path
-	carries := fmt.Sprintf("the path carries %s from the server to the client (bulk TCP through the agent's test endpoint, measured before the load)",
-		bitrate(p.DownBitsPerSecond/8))
+	carries := fmt.Sprintf("the path carries %s from the server to the client (bulk TCP%s through the agent's test endpoint, measured before the load)",
+		bitrate(p.DownBitsPerSecond/8), streams(p, " on %d streams, summed,"))
 	if l := in.Run.Load; l != nil && l.BytesPerSec > 0 {
 		return report.Item{Text: fmt.Sprintf("responses need %s, %s", bitrate(l.BytesPerSec), carries), Source: pathSource}, true
 	}
@@ -46,7 +46,17 @@ func pathLossItem(in *Input) (report.Item, bool) {
 		if text != "" {
 			text += "; "
 		}
-		text += fmt.Sprintf("%d retransmissions in the probe's bulk TCP from the server", p.Retransmits)
+		text += fmt.Sprintf("%d retransmissions in the probe's bulk TCP from the server%s", p.Retransmits, streams(p, " (%d streams)"))
 	}
 	return report.Item{Text: text, Source: pathSource}, true
+}
+
+// streams says, in format, how many parallel streams the probe's TCP
+// sum is over; nothing for one (and for reports from before the probe
+// had several).
+func streams(p *report.PathProbe, format string) string {
+	if n := len(p.TCPStreams); n > 1 {
+		return fmt.Sprintf(format, n)
+	}
+	return ""
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/load"
@@ -17,6 +18,10 @@ func TestPathLossItem(t *testing.T) {
 		!hasEvidence(fs[0], "12 retransmissions in the probe's bulk TCP") {
 		t.Errorf("with a probe: %q", evidenceTexts(fs[0]))
 	}
+	probed.Run.Path.TCPStreams = make([]report.PathStream, 4)
+	if fs := checkLoss(probed); !hasEvidence(fs[0], "12 retransmissions in the probe's bulk TCP from the server (4 streams)") {
+		t.Errorf("with 4 streams: %q", evidenceTexts(fs[0]))
+	}
 	for _, in := range []*Input{{Bundle: b}, {Bundle: b, Run: &Run{}}, {Bundle: b, Run: &Run{Path: &report.PathProbe{Error: "refused"}}}} {
 		fs := checkLoss(in)
 		if len(fs) != 1 || hasEvidence(fs[0], "path") {
@@ -31,6 +36,10 @@ func TestPathBandwidthItem(t *testing.T) {
 	it, ok := pathBandwidthItem(in)
 	if want := "responses need 180 Mbit/s, the path carries 20 Mbit/s from the server to the client"; !ok || len(it.Text) < len(want) || it.Text[:len(want)] != want {
 		t.Errorf("item = %q, %v; want it to begin %q", it.Text, ok, want)
+	}
+	in.Run.Path.TCPStreams = make([]report.PathStream, 4)
+	if it, _ := pathBandwidthItem(in); !strings.Contains(it.Text, "(bulk TCP on 4 streams, summed, through") {
+		t.Errorf("with 4 streams, item = %q", it.Text)
 	}
 	if _, ok := pathBandwidthItem(&Input{Run: &Run{Load: in.Run.Load}}); ok {
 		t.Error("an item without a probe")

@@ -10,12 +10,15 @@ import (
 )
 
 // The path probe: a second and a half of bulk TCP from the server to the
-// client, then as long of light UDP (1000 datagrams of 200 bytes a
-// second, 1.6 Mbit/s) from the client to the server for the loss: about
-// four seconds before the baseline, and a load on the path no heavier
-// than the run's own.
+// client on probeStreams parallel streams, then as long of light UDP
+// (1000 datagrams of 200 bytes a second, 1.6 Mbit/s) from the client to
+// the server for the loss: about four seconds before the baseline, and a
+// load on the path no heavier than the run's own. Several streams, since
+// one is bound by its window over the RTT and can carry less than the
+// application's many connections do; their sum is the path's.
 const (
 	probeTCP     = 1500 * time.Millisecond
+	probeStreams = 4
 	probeUDP     = 1500 * time.Millisecond
 	probeUDPRate = 1000
 	probeUDPSize = 200
@@ -32,9 +35,13 @@ func pathProbe(ctx context.Context, o Options, server *side) *report.PathProbe {
 	o.phase("path", probeTCP+probeUDP)
 	p := &report.PathProbe{Endpoint: addr}
 	var errs []error
-	tcp, err := layer.RunTCP(ctx, layer.TCPOptions{Addr: addr, Token: token, Dir: layer.Down, Streams: 1, Duration: probeTCP})
+	tcp, err := layer.RunTCP(ctx, layer.TCPOptions{Addr: addr, Token: token, Dir: layer.Down, Streams: probeStreams, Duration: probeTCP})
 	if err == nil {
 		p.DownBitsPerSecond, p.Retransmits, p.MinRTT = tcp.BitsPerSecond, tcp.Retrans, tcp.MinRTT()
+		for _, s := range tcp.Streams {
+			p.TCPStreams = append(p.TCPStreams, report.PathStream{BitsPerSecond: s.BitsPerSecond,
+				Retransmits: uint64(s.Retrans), RTT: s.RTT, MinRTT: s.MinRTT})
+		}
 	} else {
 		errs = append(errs, err)
 	}
