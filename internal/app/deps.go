@@ -72,7 +72,9 @@ type connTrace struct {
 	srv   *Server
 	dst   string
 	id    sockdiag.SockID
+	ino   uint64
 	isNew bool
+	at    time.Time // when a lookup last found it
 
 	n, busy, pipelined int
 	first, last        sockdiag.TCPInfo

@@ -15,10 +15,26 @@ import (
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
 
-// MaxTracedConns bounds the connections TraceDeps follows: a server
-// with more outbound connections than this is traced on the first ones
-// found.
+// MaxTracedConns bounds the open connections TraceDeps follows at once:
+// a server with more outbound connections than this is traced on the
+// first ones found. A connection that closes frees its place.
 const MaxTracedConns = 256
+
+// maxKeptConns bounds every connection a trace remembers, open or
+// closed: a server opening a connection per request would otherwise
+// grow it for as long as the trace lasts.
+const maxKeptConns = 16 * MaxTracedConns
+
+// maxFDScan bounds the descriptors read (a readlink each) in one
+// process each second: a proxy holding 16 000 client connections is
+// walked 4096 at a time, from where the last walk stopped, instead of
+// paying ~1 µs per descriptor every second. A pool's long-lived
+// connections are found within a few seconds all the same.
+const maxFDScan = 4096
+
+// maxKeptSkips bounds the sockets a windowed walk remembers as not worth
+// a look (inbound, not TCP): the descriptors of 16 such processes.
+const maxKeptSkips = 1 << 18
 
 // DepInterval is how often a trace samples the connections it follows.
 const DepInterval = 100 * time.Millisecond
@@ -26,8 +42,13 @@ const DepInterval = 100 * time.Millisecond
 // tracer is TraceDeps' state: the connections found so far, and the
 // sockets already looked at and left out (inbound, not TCP).
 type tracer struct {
+	// conns are every connection seen, for the tables; alive those
+	// still open, which each tick looks up.
 	conns   []*connTrace
+	alive   []*connTrace
 	byInode map[uint64]*connTrace
+	// offset is where each process's next descriptor walk starts.
+	offset  map[int]int
 	skip    map[uint64]bool
 	local   map[netip.Addr]bool
 	refresh int
@@ -43,7 +64,7 @@ type tracer struct {
 // connections showed. A run calls it for the load's duration only.
 func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error {
 	var q *sockdiag.Querier
-	t := &tracer{byInode: map[uint64]*connTrace{}, skip: map[uint64]bool{}}
+	t := &tracer{byInode: map[uint64]*connTrace{}, skip: map[uint64]bool{}, offset: map[int]int{}}
 	err := o.ns.Do(func() error {
 		var err error
 		q, err = sockdiag.NewQuerier()
@@ -62,16 +83,22 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 	for i := 0; ; i++ {
 		if i%every == 0 {
 			o.findConns(ctx, t)
-			ids = ids[:0]
-			for _, c := range t.conns {
-				ids = append(ids, c.id)
-			}
+		}
+		ids = ids[:0]
+		for _, c := range t.alive {
+			ids = append(ids, c.id)
 		}
 		now := time.Now()
+		seen := 0
 		if err := q.Query(ids, func(i int, _ *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
-			t.conns[i].observe(now, ti)
+			t.alive[i].observe(now, ti)
+			t.alive[i].at = now
+			seen++
 		}); err != nil {
 			return fmt.Errorf("trace dependencies: %w", err)
+		}
+		if seen < len(t.alive) {
+			t.prune(now)
 		}
 		select {
 		case <-ctx.Done():
@@ -80,6 +107,22 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		case <-tick.C:
 		}
 	}
+}
+
+// prune drops the connections the last lookup did not find (closed)
+// from those looked up: their place goes to new ones, their samples stay
+// for the tables.
+func (t *tracer) prune(now time.Time) {
+	open := t.alive[:0]
+	for _, c := range t.alive {
+		if c.at.Equal(now) {
+			open = append(open, c)
+		} else {
+			delete(t.byInode, c.ino)
+		}
+	}
+	clear(t.alive[len(open):])
+	t.alive = open
 }
 
 // finishDeps hands each server its dependencies.
@@ -163,13 +206,25 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 	}
 	first := t.refresh == 0
 	t.refresh++
-	if len(t.conns) >= MaxTracedConns {
+	if len(t.alive) >= MaxTracedConns || len(t.conns) >= maxKeptConns {
 		return
 	}
 	// Only the sockets still open stay skipped: a trace that lasts as
 	// long as an agent's watch must not keep every inode it ever saw.
 	skip := map[uint64]bool{}
-	defer func() { t.skip = skip }()
+	windowed := false
+	defer func() {
+		// A walk that read part of a process's descriptors saw only
+		// part of its sockets: the others' verdicts are kept (bounded),
+		// or the next walks would look at each one again.
+		for ino := range t.skip {
+			if !windowed || len(skip) >= maxKeptSkips {
+				break
+			}
+			skip[ino] = true
+		}
+		t.skip = skip
+	}()
 	for _, s := range o.servers() {
 		for _, pid := range o.pids(s) {
 			dir := o.proc + "/" + strconv.Itoa(pid) + "/fd"
@@ -177,8 +232,12 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 			if err != nil {
 				continue
 			}
+			if len(ents) > maxFDScan {
+				windowed = true
+				ents = t.window(pid, ents)
+			}
 			for _, e := range ents {
-				if len(t.conns) >= MaxTracedConns {
+				if len(t.alive) >= MaxTracedConns || len(t.conns) >= maxKeptConns {
 					return
 				}
 				link, err := os.Readlink(dir + "/" + e.Name())
@@ -199,13 +258,29 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 					skip[ino] = true
 					continue
 				}
-				c := &connTrace{srv: s, dst: id.Remote.String(), id: id, isNew: !first}
+				c := &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first}
 				t.byInode[ino] = c
 				t.conns = append(t.conns, c)
+				t.alive = append(t.alive, c)
 				o.observeDep(ctx, c.dst)
 			}
 		}
 	}
+}
+
+// window is the part of a process's descriptors this walk reads: all
+// of them up to maxFDScan, else maxFDScan from where the last walk of
+// this process stopped, wrapping around.
+func (t *tracer) window(pid int, ents []os.DirEntry) []os.DirEntry {
+	if len(ents) <= maxFDScan {
+		return ents
+	}
+	from := t.offset[pid] % len(ents)
+	t.offset[pid] = from + maxFDScan
+	if from+maxFDScan <= len(ents) {
+		return ents[from : from+maxFDScan]
+	}
+	return append(slices.Clone(ents[from:]), ents[:maxFDScan-(len(ents)-from)]...)
 }
 
 // pids are a server's processes: its listener's owners and a master's
