@@ -82,37 +82,6 @@ func helperDeps(role string) {
 	bufio.NewReader(os.Stdin).ReadString('\n')
 }
 
-// startDeps starts the helper in role in namespace ns with env.
-func startDeps(t *testing.T, ns, role string, env ...string) {
-	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
-	cmd.Env = append(append(os.Environ(), "ND_HELPER="+role), env...)
-	startReady(t, cmd)
-}
-
-// startReady starts cmd and waits for its "ready" line; it is killed
-// when the test ends.
-func startReady(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if strings.TrimSpace(line) != "ready" {
-		t.Fatalf("%s said %q (%v), want ready", cmd.Args, line, err)
-	}
-}
-
 // pyAPI is depapi in python3: a thread per request
 // (ThreadingHTTPServer), a queue of pool connections.
 const pyAPI = `
@@ -171,7 +140,7 @@ func depRunAt(t *testing.T, e *lab.Env, backendNS, backend string, py bool, dela
 func depStart(t *testing.T, e *lab.Env, backendNS, backend string, py bool, delay, spin time.Duration) string {
 	t.Helper()
 	api := e.ServerIP + ":8080"
-	startDeps(t, backendNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
+	startHelper(t, backendNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY="+delay.String())
 	env := []string{"ND_ADDR=" + api, "ND_BACKEND=" + backend, "ND_POOL=4", "ND_SPIN=" + spin.String()}
 	if py {
 		if _, err := exec.LookPath("python3"); err != nil {
@@ -185,7 +154,7 @@ func depStart(t *testing.T, e *lab.Env, backendNS, backend string, py bool, dela
 		cmd.Env = append(os.Environ(), env...)
 		startReady(t, cmd)
 	} else {
-		startDeps(t, e.ServerNS, "depapi", env...)
+		startHelper(t, e.ServerNS, "depapi", env...)
 	}
 	return api
 }

@@ -189,10 +189,17 @@ type helperProc struct {
 	out   *bufio.Reader
 }
 
-func startHelper(t *testing.T, ns, role string) *helperProc {
+func startHelper(t *testing.T, ns, role string, env ...string) *helperProc {
 	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
-	cmd.Env = append(os.Environ(), "ND_HELPER="+role)
+	cmd.Env = append(append(os.Environ(), "ND_HELPER="+role), env...)
+	return startReady(t, cmd)
+}
+
+// startReady starts cmd and waits for its "ready" line; it is killed
+// when the test ends.
+func startReady(t *testing.T, cmd *exec.Cmd) *helperProc {
+	t.Helper()
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -215,7 +222,7 @@ func (h *helperProc) expect(t *testing.T, want string) {
 	t.Helper()
 	line, err := h.out.ReadString('\n')
 	if strings.TrimSpace(line) != want {
-		t.Fatalf("helper said %q (%v), want %q", line, err, want)
+		t.Fatalf("%s said %q (%v), want %q", h.cmd.Args, line, err, want)
 	}
 }
 
