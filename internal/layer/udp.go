@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -55,20 +56,11 @@ func RunUDP(ctx context.Context, o UDPOptions) (*UDPResult, error) {
 	case o.Dir != "" && o.Dir != Up:
 		return nil, fmt.Errorf("direction %q: up or down", o.Dir)
 	}
-	dial := o.Dial.orDefault()
-	k, err := open(ctx, dial, o.Addr, Hello{Token: string(o.Token), Test: "udp", Dir: Up, Rate: o.Rate, Size: o.Size, Duration: o.Duration.Milliseconds()})
+	k, id, c, err := openUDP(ctx, o, Up)
 	if err != nil {
 		return nil, err
 	}
 	defer k.c.Close()
-	id, err := parseID(k.id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := dial(ctx, "udp", o.Addr)
-	if err != nil {
-		return nil, err
-	}
 	defer c.Close()
 	res := &UDPResult{Dir: Up, Rate: o.Rate, Size: o.Size}
 	buf := make([]byte, o.Size)
@@ -108,4 +100,23 @@ func RunUDP(ctx context.Context, o UDPOptions) (*UDPResult, error) {
 	}
 	res.UDPStats = *f.UDP
 	return res, ctx.Err()
+}
+
+// openUDP opens a UDP test in direction dir: the control connection
+// that announces it, the test's id, and the datagram socket.
+func openUDP(ctx context.Context, o UDPOptions, dir string) (*control, testID, net.Conn, error) {
+	dial := o.Dial.orDefault()
+	k, err := open(ctx, dial, o.Addr, Hello{Token: string(o.Token), Test: "udp", Dir: dir, Rate: o.Rate, Size: o.Size, Duration: o.Duration.Milliseconds()})
+	if err != nil {
+		return nil, testID{}, nil, err
+	}
+	id, err := parseID(k.id)
+	if err == nil {
+		var c net.Conn
+		if c, err = dial(ctx, "udp", o.Addr); err == nil {
+			return k, id, c, nil
+		}
+	}
+	k.c.Close()
+	return nil, testID{}, nil, err
 }

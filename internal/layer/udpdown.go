@@ -19,20 +19,11 @@ const registerEvery = 100 * time.Millisecond
 // first datagram came from, the client counts what arrives, and the
 // endpoint's account says how many it sent.
 func runUDPDown(ctx context.Context, o UDPOptions) (*UDPResult, error) {
-	dial := o.Dial.orDefault()
-	k, err := open(ctx, dial, o.Addr, Hello{Token: string(o.Token), Test: "udp", Dir: Down, Rate: o.Rate, Size: o.Size, Duration: o.Duration.Milliseconds()})
+	k, id, c, err := openUDP(ctx, o, Down)
 	if err != nil {
 		return nil, err
 	}
 	defer k.c.Close()
-	id, err := parseID(k.id)
-	if err != nil {
-		return nil, err
-	}
-	c, err := dial(ctx, "udp", o.Addr)
-	if err != nil {
-		return nil, err
-	}
 	defer c.Close()
 	rc := &udpCounter{id: id, recv: newReceiver(packetBudget(o.Rate, o.Duration))}
 	var wg sync.WaitGroup
