@@ -73,6 +73,13 @@ func LoadText(w io.Writer, r *load.Result, latency bool) error {
 	}
 	p.f("Load generator: %.1f µs CPU per request, threads busy %s, %d connections opened\n",
 		float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "), r.ConnectionsOpened)
+	p.caveats(r)
+	return p.err
+}
+
+// caveats are what qualifies a load's numbers, in both text layouts:
+// its notes, a saturated generator, an interrupted run.
+func (p *printer) caveats(r *load.Result) {
 	for _, n := range r.Notes {
 		p.f("Note: %s\n", n)
 	}
@@ -85,7 +92,6 @@ func LoadText(w io.Writer, r *load.Result, latency bool) error {
 	if r.Interrupted {
 		p.f("Interrupted: the numbers cover the run until Ctrl-C.\n")
 	}
-	return p.err
 }
 
 // Dur formats a latency as wrk does: "1.23ms", "2.00s", "850.00us".

@@ -99,18 +99,7 @@ func WrkText(w io.Writer, r *load.Result, latency bool) error {
 		busy[i] = fmt.Sprintf("%.2f", b)
 	}
 	p.f("Load generator: %.1f µs CPU per request; share of the run each thread was on CPU: %s\n", float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "))
-	for _, n := range r.Notes {
-		p.f("Note: %s\n", n)
-	}
-	if r.Saturated {
-		p.f("WARNING: the load generator may be the bottleneck (%s):\n", LoadGeneratorSaturated)
-		for _, s := range r.SaturatedBy {
-			p.f("  - %s\n", s)
-		}
-	}
-	if r.Interrupted {
-		p.f("Interrupted: the numbers cover the run until Ctrl-C.\n")
-	}
+	p.caveats(r)
 	return p.err
 }
 
