@@ -92,7 +92,7 @@ func depCells(d app.Dependency) []string {
 	}
 	return []string{d.Addr, owner, fmt.Sprint(d.Conns), fmt.Sprint(d.New), fmt.Sprintf("%.0f%%", 100*d.Busy),
 		fmt.Sprintf("%.0f", d.RoundTripsPerSec), rt, fmt.Sprintf("%.0f/%.0f", d.SegsOutPerSec, d.SegsInPerSec),
-		depBytes(d.BytesOutPerSec) + "/" + depBytes(d.BytesInPerSec)}
+		Bytes(d.BytesOutPerSec) + "/" + Bytes(d.BytesInPerSec)}
 }
 
 // WaitTables are the servers' dependency tables for the HTML page.
@@ -111,12 +111,14 @@ func WaitTables(ss []*app.Server) []WaitTable {
 	return out
 }
 
-func depBytes(b float64) string {
+// Bytes is a byte count in IEC units, "2.0 KiB": the dependency table's
+// and the dependency findings' rates alike.
+func Bytes(b float64) string {
 	switch {
 	case b >= 1<<20:
-		return fmt.Sprintf("%.1fMi", b/(1<<20))
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
 	case b >= 1<<10:
-		return fmt.Sprintf("%.1fKi", b/(1<<10))
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
 	}
-	return fmt.Sprintf("%.0f", b)
+	return fmt.Sprintf("%.0f B", b)
 }

@@ -24,7 +24,7 @@ func TestWriteDeps(t *testing.T) {
 	}, "during the load")
 	// Columns are aligned to the widest cell: compare words.
 	got := strings.Join(strings.Fields(b.String()), " ")
-	for _, want := range []string{"127.0.0.1:9000 php-fpm (pid 9) * - 35 - - a connection per request, too short to time", "10.0.0.1:7300 backend (pid 7) * 4", "98%", "20.3ms", "196/196", "0/2.0Ki", "n/a (60% pipelined)",
+	for _, want := range []string{"127.0.0.1:9000 php-fpm (pid 9) * - 35 - - a connection per request, too short to time", "10.0.0.1:7300 backend (pid 7) * 4", "98%", "20.3ms", "196/196", "0 B/2.0 KiB", "n/a (60% pipelined)",
 		"10.0.2.2:5432 postgres (pid 9, netns db) *", "192.0.2.7:443 another host"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%s", want, got)

@@ -164,7 +164,7 @@ func depName(d *app.Dependency) string {
 // depRow is one line of the dependency table.
 func depRow(d *app.Dependency) string {
 	return fmt.Sprintf("%s: %d connections (%d new), each busy %.0f%%, %.0f round trips/s, %s per round trip (network RTT %s), %.0f/%.0f segments/s and %s/%s per second out/in",
-		depName(d), d.Conns, d.New, 100*d.Busy, d.RoundTripsPerSec, ms(d.RoundTrip), d.RTT.Round(time.Microsecond), d.SegsOutPerSec, d.SegsInPerSec, bytesRate(d.BytesOutPerSec), bytesRate(d.BytesInPerSec))
+		depName(d), d.Conns, d.New, 100*d.Busy, d.RoundTripsPerSec, ms(d.RoundTrip), d.RTT.Round(time.Microsecond), d.SegsOutPerSec, d.SegsInPerSec, report.Bytes(d.BytesOutPerSec), report.Bytes(d.BytesInPerSec))
 }
 
 func latencyItem(lr *load.Result) report.Item {
@@ -172,13 +172,3 @@ func latencyItem(lr *load.Result) report.Item {
 }
 
 func ms(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
-
-func bytesRate(b float64) string {
-	switch {
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", b/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", b/(1<<10))
-	}
-	return fmt.Sprintf("%.0f B", b)
-}
