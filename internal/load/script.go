@@ -415,14 +415,7 @@ func wrkConnect(L *lua.LState) int {
 	return 1
 }
 
-func checkThread(L *lua.LState) *luaThread {
-	ud := L.CheckUserData(1)
-	t, ok := ud.Value.(*luaThread)
-	if !ok {
-		L.ArgError(1, "thread expected")
-	}
-	return t
-}
+func checkThread(L *lua.LState) *luaThread { return checkUserData[luaThread](L, "thread") }
 
 // threadIndex is the thread object's fields: get, set, stop and addr.
 func (sr *scriptRun) threadIndex(L *lua.LState) int {
@@ -509,13 +502,17 @@ func copyValue(v lua.LValue, dst *lua.LState, depth int) (lua.LValue, error) {
 	return nil, fmt.Errorf("cannot transfer '%s' to thread", v.Type())
 }
 
-func checkStats(L *lua.LState) *statsObj {
+func checkStats(L *lua.LState) *statsObj { return checkUserData[statsObj](L, "stats") }
+
+// checkUserData is the method receiver (argument 1) as a *T, or a Lua
+// error naming what was expected.
+func checkUserData[T any](L *lua.LState, what string) *T {
 	ud := L.CheckUserData(1)
-	s, ok := ud.Value.(*statsObj)
+	v, ok := ud.Value.(*T)
 	if !ok {
-		L.ArgError(1, "stats expected")
+		L.ArgError(1, what+" expected")
 	}
-	return s
+	return v
 }
 
 // statsObj is done's latency (µs) or requests (per thread per 100 ms,
