@@ -260,43 +260,57 @@ func TestRunDependencyElsewhere(t *testing.T) {
 	}
 }
 
-// TestRunDependencyAgent: the API and its backend in the server's
-// namespace, the server's side through an agent there. The agent traces
-// the API's connections for the load and returns them with the servers:
-// the finding names the backend's address and owner, the pool and the
-// time per round trip within 25 %, and the backend is observed.
+// TestRunDependencyAgent: the API in the server's namespace, the
+// server's side through an agent there, and the backend beside the API
+// or in a third namespace on the same host. The agent traces the API's
+// connections for the load and returns them with the servers: the
+// finding names the backend's address and owner (with its namespace when
+// it is another), the pool and the time per round trip within 25 %, and
+// the backend is observed as a server of the run.
 func TestRunDependencyAgent(t *testing.T) {
-	e := newLab(t)
-	backend := e.ServerIP + ":7300"
-	api := depStart(t, e, e.ServerNS, backend, false, 20*time.Millisecond, 0)
-	url, tok, _, err := labAgent(context.Background(), e)
-	labMust(t, err)
-	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+api+"/")
-	f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
-	if f == nil {
-		t.Fatalf("servers: %s", jsonOf(r.Servers))
-	}
-	if !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, "(pid ") || !strings.Contains(f.Title, ": 4 connections") {
-		t.Errorf("title %q", f.Title)
-	}
-	d := dependencyOf(r, backend)
-	if d == nil {
-		t.Fatalf("no dependency %s: %s", backend, jsonOf(r.Servers))
-	}
-	t.Logf("%s (%s): %d conns, busy %.2f, %.0f round trips/s, %v per round trip over %.1f s", d.Addr, d.Owner, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.Seconds)
-	if d.Conns != 4 || d.RoundTrip < 15*time.Millisecond || d.RoundTrip > 25*time.Millisecond || d.Owner == "" || !d.Observed {
-		t.Errorf("dependency %+v, want 4 connections, 20 ms ± 25 %%, owner observed", d)
-	}
-	// The trace follows the load, not the watch: the baseline before it
-	// and the tail after it do not count.
-	if d.Seconds > 4.5 || d.Busy < 0.8 {
-		t.Errorf("traced %.1f s, busy %.2f: want the 4 s load only", d.Seconds, d.Busy)
-	}
-	var observed bool
-	for _, s := range r.Servers {
-		observed = observed || s.Role == "dependency" && s.Addr == backend
-	}
-	if !observed {
-		t.Errorf("the backend is not a server of the run: %s", jsonOf(r.Servers))
+	for _, elsewhere := range []bool{false, true} {
+		t.Run(map[bool]string{false: "same-netns", true: "other-netns"}[elsewhere], func(t *testing.T) {
+			e := newLab(t)
+			backendNS, backendIP, where := e.ServerNS, e.ServerIP, "(pid "
+			if elsewhere {
+				ns, ip, err := e.AddDepNS()
+				if err != nil {
+					t.Fatal(err)
+				}
+				backendNS, backendIP, where = ns, ip, "netns "+ns+")"
+			}
+			backend := backendIP + ":7300"
+			api := depStart(t, e, backendNS, backend, false, 20*time.Millisecond, 0)
+			url, tok, _, err := labAgent(context.Background(), e)
+			labMust(t, err)
+			_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+api+"/")
+			f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
+			if f == nil {
+				t.Fatalf("servers: %s", jsonOf(r.Servers))
+			}
+			if !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, "(pid ") || !strings.Contains(f.Title, where) || !strings.Contains(f.Title, ": 4 connections") {
+				t.Errorf("title %q, want %s, its owner %s… and 4 connections", f.Title, backend, where)
+			}
+			d := dependencyOf(r, backend)
+			if d == nil {
+				t.Fatalf("no dependency %s: %s", backend, jsonOf(r.Servers))
+			}
+			t.Logf("%s (%s): %d conns, busy %.2f, %.0f round trips/s, %v per round trip over %.1f s", d.Addr, d.Owner, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.Seconds)
+			if d.Conns != 4 || d.RoundTrip < 15*time.Millisecond || d.RoundTrip > 25*time.Millisecond || !strings.Contains(d.Owner, where) || !d.Observed || d.OtherHost {
+				t.Errorf("dependency %+v, want 4 connections, 20 ms ± 25 %%, owner %s…, observed", d, where)
+			}
+			// The trace follows the load, not the watch: the baseline
+			// before it and the tail after it do not count.
+			if d.Seconds > 4.5 || d.Busy < 0.8 {
+				t.Errorf("traced %.1f s, busy %.2f: want the 4 s load only", d.Seconds, d.Busy)
+			}
+			var observed bool
+			for _, s := range r.Servers {
+				observed = observed || s.Role == "dependency" && s.Addr == backend
+			}
+			if !observed {
+				t.Errorf("the backend is not a server of the run: %s", jsonOf(r.Servers))
+			}
+		})
 	}
 }

@@ -109,6 +109,11 @@ func stageIDs(sc *lab.Scenario) []report.FindingID {
 // any lab may be left on the machine.
 func TestLab(t *testing.T) {
 	labNeeds(t)
+	for name := range agentFamilies {
+		if !slices.ContainsFunc(lab.Scenarios, func(sc lab.Scenario) bool { return sc.Name == name }) {
+			t.Fatalf("agentFamilies names %q, which is no scenario", name)
+		}
+	}
 	before := hostState(t)
 	t.Cleanup(func() { wantClean(t, before) })
 
@@ -122,7 +127,7 @@ func TestLab(t *testing.T) {
 		t.Errorf("healthy: errors %+v, status %v\n%s", healthy.before.Load.Errors, healthy.before.Load.Status, healthy.out)
 	}
 	t.Logf("healthy: %.0f req/s", healthy.before.Load.RPS)
-	t.Run("healthy/agent", func(t *testing.T) { agentParity(t, "healthy", healthy.before) })
+	t.Run("healthy/agent", func(t *testing.T) { agentParity(t, "healthy", healthy.before) }) // agentFamilies
 
 	var fixedSeed000 float64
 	for _, sc := range lab.Scenarios {
@@ -138,7 +143,9 @@ func TestLab(t *testing.T) {
 			if check := labEvidence[sc.Name]; check != nil {
 				check(t, r.before)
 			}
-			agentParity(t, sc.Name, r.before)
+			if _, ok := agentFamilies[sc.Name]; ok {
+				agentParity(t, sc.Name, r.before)
+			}
 			for _, id := range stageIDs(&sc) {
 				f := findActive(r.after, id)
 				switch {
@@ -193,6 +200,28 @@ func TestLab(t *testing.T) {
 			t.Errorf("p50 %v → %v: removing the lock should at least halve it", b, a)
 		}
 	})
+}
+
+// agentFamilies are the scenarios whose run is repeated through an
+// agent, one for each kind of server-side evidence the agent carries
+// instead of the namespace: each costs a third lab run (7 to 12 s), and
+// the others' findings come from the same evidence as one of these.
+var agentFamilies = map[string]string{
+	"healthy":              "nothing found either way",
+	"nginx-php-throughput": "conntrack, accept queues, php-fpm's pool, upstream churn, ports",
+	"nginx-nagle":          "nginx's configuration file:line, socket flags",
+	"dns-no-resolver":      "the server namespace's resolv.conf",
+	"ping-ptr-timeout":     "PTR probes, threads waiting, app-slow",
+	"python-dns":           "resolver probes through loss",
+	"syn-flood":            "SYN counters and the listener's SYN queue",
+	"kv-redis":             "TIME_WAIT buckets from the kernel log, redis",
+	"python-pool":          "a thread pool found from its threads",
+	"stall-tenth":          "no server-side evidence: unexplained distress",
+	// Left out, with what covers them: conntrack-sawtooth (conntrack:
+	// nginx-php-throughput; TestPrometheusAlerts on the agent),
+	// dns-slow-resolver (resolver probes: python-dns, ping-ptr-timeout),
+	// accept-queue-backlog (accept queues: nginx-php-throughput),
+	// haproxy-reset and proxy-churn (churn: nginx-php-throughput, kv-redis).
 }
 
 // agentParity runs the scenario again with its server's side from an
