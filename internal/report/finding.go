@@ -67,6 +67,9 @@ type Finding struct {
 	// report leads with the cause: TIME_WAIT piling up and local ports
 	// running out are what upstream connection churn looks like.
 	CausedBy FindingID `json:"caused_by,omitempty"`
+	// CauseSubject is the cause's subject, which tells it from another
+	// finding with the same ID: the full pool of php-fpm, not of nginx.
+	CauseSubject string `json:"cause_subject,omitempty"`
 	// Explains says which share of the run's failed requests (or of its
 	// latency) this finding accounts for, when that is measurable.
 	Explains string `json:"explains,omitempty"`

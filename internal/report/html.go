@@ -3,6 +3,7 @@ package report
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"html/template"
 	"io"
 )
@@ -54,12 +55,14 @@ type WaitTable struct {
 }
 
 // findingView is a finding as the page shows it: Anchor is its id, for
-// the first finding of each ID, which a consequence's "caused by" links
-// to; Cause is set when the cause is on the page.
+// links from elsewhere ("f-<ID>" for the first with that ID, "f-<n>" for
+// the others), and CauseAnchor the link to its cause when the cause is
+// on the page.
 type findingView struct {
 	Finding
-	Anchor string
-	Cause  bool
+	Anchor      string
+	CauseAnchor string
+	CauseName   string
 }
 
 // views gives each finding its anchor, and each consequence its link.
@@ -68,13 +71,16 @@ func views(fs []Finding) []findingView {
 	out := make([]findingView, len(fs))
 	for i, f := range fs {
 		out[i].Finding = f
+		out[i].Anchor = fmt.Sprintf("f-%d", i+1)
 		if !first[f.ID] {
 			first[f.ID] = true
 			out[i].Anchor = "f-" + string(f.ID)
 		}
 	}
 	for i := range out {
-		out[i].Cause = out[i].CausedBy != "" && first[out[i].CausedBy]
+		if c := CauseIndex(fs, i); c >= 0 {
+			out[i].CauseAnchor, out[i].CauseName = out[c].Anchor, causeName(fs[c])
+		}
 	}
 	return out
 }

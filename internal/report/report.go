@@ -182,7 +182,11 @@ func Text(w io.Writer, r *Report) error {
 		}
 		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(string(f.Severity)), f.Status, f.Title, where)
 		if f.CausedBy != "" {
-			p.f("   a consequence of %s (above)\n", f.CausedBy)
+			if c := CauseIndex(r.Findings, i); c >= 0 {
+				p.f("   a consequence of #%d: %s\n", c+1, causeName(r.Findings[c]))
+			} else {
+				p.f("   a consequence of %s (above)\n", f.CausedBy)
+			}
 		}
 		if f.Explains != "" {
 			p.f("   impact: %s\n", f.Explains)
@@ -353,4 +357,29 @@ func probeSummary(g []evidence.DNSProbe) string {
 		text += fmt.Sprintf("; fastest %s, slowest %s", lo.Round(time.Microsecond), hi.Round(time.Microsecond))
 	}
 	return text
+}
+
+// CauseIndex is the index of the finding fs[i] is a consequence of, or
+// -1: a cause is listed before its symptoms, and the subject tells two
+// findings with one ID apart (php-fpm's full pool, not nginx's).
+func CauseIndex(fs []Finding, i int) int {
+	f := fs[i]
+	if f.CausedBy == "" {
+		return -1
+	}
+	for c := i - 1; c >= 0; c-- {
+		if fs[c].ID == f.CausedBy && (f.CauseSubject == "" || fs[c].Subject == f.CauseSubject) {
+			return c
+		}
+	}
+	return -1
+}
+
+// causeName is how a consequence names its cause: the ID, and the
+// subject when there is one.
+func causeName(f Finding) string {
+	if f.Subject == "" {
+		return string(f.ID)
+	}
+	return string(f.ID) + " (" + f.Subject + ")"
 }

@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -52,12 +53,37 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 				if c.ID == UpstreamConnectionChurn && c.Subject != "" && s.Subject != "" && s.Subject != c.Subject && s.ID == EphemeralPortExhaustion {
 					continue // another destination's ports
 				}
-				s.CausedBy = c.ID
-				causeOf[j] = i
-				// A cause is as severe as the worst of what it does.
-				if report.MoreSevere(s.Severity, fs[i].Severity) {
-					fs[i].Severity = s.Severity
-				}
+				link(fs, causeOf, i, j)
+			}
+		}
+	}
+	// A dependency's own finding is the cause of the time its clients
+	// wait on it: the chain across processes (nginx waits on php-fpm,
+	// whose pool is full).
+	for i := range fs {
+		c := fs[i]
+		if c.Status != report.Active || !depCauses[c.ID] {
+			continue
+		}
+		at := serverOf(c, pools)
+		for j := range fs {
+			s := &fs[j]
+			if j == i || causeOf[j] >= 0 || s.Status != report.Active || s.ID != DependencyPoolSaturated && s.ID != DependencySlow {
+				continue
+			}
+			if _, dep, ok := strings.Cut(s.Subject, " → "); !ok || !listensAt(at, dep) || causes(causeOf, j, i) {
+				continue
+			}
+			link(fs, causeOf, i, j)
+		}
+	}
+	// Promotion follows chains of any length: a cause linked before its
+	// symptom was promoted by a symptom of its own is promoted again.
+	for changed := true; changed; {
+		changed = false
+		for j, i := range causeOf {
+			if i >= 0 && report.MoreSevere(fs[j].Severity, fs[i].Severity) {
+				fs[i].Severity, changed = fs[j].Severity, true
 			}
 		}
 	}
@@ -84,6 +110,69 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 		emit(i)
 	}
 	return out
+}
+
+// link marks fs[j] a consequence of fs[i].
+func link(fs []report.Finding, causeOf []int, i, j int) {
+	fs[j].CausedBy = fs[i].ID
+	fs[j].CauseSubject = fs[i].Subject
+	causeOf[j] = i
+	// A cause is as severe as the worst of what it does.
+	if report.MoreSevere(fs[j].Severity, fs[i].Severity) {
+		fs[i].Severity = fs[j].Severity
+	}
+}
+
+// causes reports whether fs[j] is already, through any chain, the cause
+// of fs[i]: linking i to j then would make a loop, and both would drop
+// out of the report (two services that wait on each other).
+func causes(causeOf []int, j, i int) bool {
+	for k, n := i, 0; k >= 0 && n <= len(causeOf); k, n = causeOf[k], n+1 {
+		if k == j {
+			return true
+		}
+	}
+	return false
+}
+
+// depCauses are the findings about one server that make its clients
+// wait on it: its pool full, its queue overflowing, its own time in a
+// dependency, or unexplained time of its own.
+var depCauses = map[report.FindingID]bool{
+	WorkerPoolExhausted:     true,
+	AcceptQueueOverflow:     true,
+	AppSlow:                 true,
+	DependencyPoolSaturated: true,
+	DependencySlow:          true,
+}
+
+// serverOf is the listen address of the server a finding is about: a
+// pool's socket, a listener, "kind addr" (a server's threads, app-slow),
+// or the waiting side of "kind addr → dependency".
+func serverOf(f report.Finding, pools map[string]string) string {
+	if a, ok := pools[f.Subject]; ok {
+		return a
+	}
+	subject, _, _ := strings.Cut(f.Subject, " → ")
+	if i := strings.LastIndexByte(subject, ' '); i >= 0 {
+		subject = subject[i+1:]
+	}
+	return subject
+}
+
+// listensAt reports whether a server listening at listen answers at
+// addr: the same address, or the same port on a wildcard listener.
+func listensAt(listen, addr string) bool {
+	if sameAddr(listen, addr) {
+		return true
+	}
+	lh, lp, err1 := net.SplitHostPort(listen)
+	_, ap, err2 := net.SplitHostPort(addr)
+	if err1 != nil || err2 != nil || lp != ap {
+		return false
+	}
+	ip := net.ParseIP(lh)
+	return lh == "*" || ip != nil && ip.IsUnspecified()
 }
 
 // sameAddr compares listener addresses loosely: a pool listening on

@@ -52,6 +52,64 @@ func TestRelatePoolElsewhere(t *testing.T) {
 	}
 }
 
+// TestRelateDependency: a dependency's own finding is the cause of the
+// time its clients wait on it, whatever the finding says of it (its pool
+// full, its listener on a wildcard address overflowing, its own time),
+// and a chain of three servers keeps every link; two servers waiting on
+// each other are both kept, one as the other's cause.
+func TestRelateDependency(t *testing.T) {
+	active := func(id report.FindingID, sev report.Severity, subject string) report.Finding {
+		return report.Finding{ID: id, Severity: sev, Status: report.Active, Subject: subject, Side: "server"}
+	}
+	for _, tc := range []struct {
+		name  string
+		fs    []report.Finding
+		pools map[string]string
+		want  string
+	}{
+		{"php-fpm's pool", []report.Finding{
+			active(DependencyPoolSaturated, report.Critical, "nginx 0.0.0.0:80 → 127.0.0.1:9000"),
+			active(WorkerPoolExhausted, report.Critical, "php-fpm pool www"),
+		}, map[string]string{"php-fpm pool www": "127.0.0.1:9000"},
+			"worker-pool-exhausted dependency-pool-saturated<worker-pool-exhausted"},
+		{"a wildcard listener's queue", []report.Finding{
+			active(DependencySlow, report.Warning, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
+			active(AcceptQueueOverflow, report.Critical, "0.0.0.0:7300"),
+		}, nil, "accept-queue-overflow dependency-slow<accept-queue-overflow"},
+		{"another port is not the dependency", []report.Finding{
+			active(DependencySlow, report.Warning, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
+			active(AcceptQueueOverflow, report.Critical, "0.0.0.0:7301"),
+		}, nil, "accept-queue-overflow dependency-slow"},
+		{"a chain of three", []report.Finding{
+			active(DependencyPoolSaturated, report.Critical, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
+			active(DependencySlow, report.Warning, "python3 10.0.0.2:7300 → 10.0.0.3:5432"),
+			active(AppSlow, report.Warning, "postgres 10.0.0.3:5432"),
+		}, nil, "app-slow dependency-slow<app-slow dependency-pool-saturated<dependency-slow"},
+		{"waiting on each other", []report.Finding{
+			active(DependencyPoolSaturated, report.Critical, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
+			active(DependencyPoolSaturated, report.Critical, "go 10.0.0.2:7300 → 10.0.0.1:8080"),
+		}, nil, "dependency-pool-saturated dependency-pool-saturated<dependency-pool-saturated"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := relate(tc.fs, tc.pools)
+			if got := ids(out); got != tc.want {
+				t.Errorf("got  %s\nwant %s", got, tc.want)
+			}
+			for i, f := range out {
+				c := report.CauseIndex(out, i)
+				if (f.CausedBy != "") != (c >= 0) || c >= 0 && (out[c].ID != f.CausedBy || out[c].Subject != f.CauseSubject) {
+					t.Errorf("%s %s: caused by %s %q, found at %d", f.ID, f.Subject, f.CausedBy, f.CauseSubject, c)
+				}
+			}
+			// A cause is as severe as what it does: app-slow, a
+			// warning, leads a critical chain.
+			if out[0].Severity != report.Critical && tc.want != "accept-queue-overflow dependency-slow" {
+				t.Errorf("the root %s is %s", out[0].ID, out[0].Severity)
+			}
+		})
+	}
+}
+
 func TestExplain(t *testing.T) {
 	lr := &load.Result{Errors: load.Errors{Connect: 30, Timeout: 10}, Status: map[string]uint64{"2xx": 1000, "5xx": 60}}
 	fs := []report.Finding{
