@@ -76,11 +76,14 @@ type connTrace struct {
 	isNew bool
 	at    time.Time // when a lookup last found it
 
-	n, busy, pipelined int
-	first, last        sockdiag.TCPInfo
-	firstAt, lastAt    time.Time
-	sendAt, recvAt     time.Time // of the previous sample
-	wasBusy            bool
+	// n counts the samples, decided those whose order of request and
+	// answer tcp_info tells (observe), busy those of them with a request
+	// outstanding.
+	n, decided, busy, pipelined int
+	first, last                 sockdiag.TCPInfo
+	firstAt, lastAt             time.Time
+	sendAt, recvAt              time.Time // of the previous sample
+	wasBusy                     bool
 }
 
 // observe adds one sample of the connection taken at now.
@@ -88,14 +91,25 @@ type connTrace struct {
 // A request is outstanding when the connection last sent data more
 // recently than it received any. tcp_info counts those times in jiffies
 // (4 ms at HZ=250): a request sent right after the previous answer (a
-// saturated pool) shows the same time as that answer, and then it is
-// outstanding when its bytes are not yet acknowledged; a peer delays its
-// ACK until it answers unless it answers in the same tick, where the
-// request is over.
+// saturated pool) shows the same time as that answer. It is outstanding
+// then while its bytes are not yet acknowledged, or when an ACK came
+// after that answer: the peer's kernel acknowledged the request alone
+// (its delayed-ACK timer, 40 ms) because the application behind it had
+// not answered yet — a dependency whose own workers are all busy leaves
+// requests unread that long.
+//
+// When the request, the answer and the last ACK all fall in one tick,
+// the order is lost: an answer carrying the ACK of a request made in the
+// same tick (a fast dependency, the request over), or a request sent
+// right after an answer and acknowledged at once by the peer's kernel (a
+// saturated pool, the request outstanding). On a veth both are common
+// (measured with ss -ti: a third of a saturated pool's samples). Such a
+// sample decides nothing: the busy share is over the others.
 func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 	sendAt := now.Add(-time.Duration(t.LastDataSent) * time.Millisecond)
 	recvAt := now.Add(-time.Duration(t.LastDataRecv) * time.Millisecond)
-	busy := t.LastDataSent < t.LastDataRecv || (t.LastDataSent == t.LastDataRecv && t.Unacked > 0)
+	busy := t.LastDataSent < t.LastDataRecv || (t.LastDataSent == t.LastDataRecv && (t.Unacked > 0 || t.LastAckRecv < t.LastDataRecv))
+	undecided := t.LastDataSent == t.LastDataRecv && t.Unacked == 0 && t.LastAckRecv == t.LastDataRecv
 	if c.n == 0 {
 		c.first, c.firstAt = *t, now
 	} else if c.wasBusy && busy && t.DataSegsOut > c.last.DataSegsOut && t.DataSegsIn == c.last.DataSegsIn {
@@ -103,8 +117,11 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 		c.pipelined++
 	}
 	c.n++
-	if busy {
-		c.busy++
+	if !undecided {
+		c.decided++
+		if busy {
+			c.busy++
+		}
 	}
 	c.last, c.lastAt, c.sendAt, c.recvAt, c.wasBusy = *t, now, sendAt, recvAt, busy
 }
@@ -143,7 +160,10 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 			continue
 		}
 		secs := c.lastAt.Sub(c.firstAt).Seconds()
-		share := float64(c.busy) / float64(c.n)
+		share := 0.0
+		if c.decided > 0 {
+			share = float64(c.busy) / float64(c.decided)
+		}
 		// busy_time counts the time the connection had unacknowledged
 		// data: at least the outstanding time when the peer ACKs with
 		// its answer; it catches requests between two samples.

@@ -314,3 +314,99 @@ func TestRunDependencyAgent(t *testing.T) {
 		})
 	}
 }
+
+// pyPoolBackend answers each line with a line after ND_DELAY_S seconds
+// off the CPU, from a fixed pool of ND_WORKERS threads, as a thread-pool
+// server (Java NIO with an executor, a hand-made Python one) does: one
+// thread waits in epoll and hands a readable connection to the pool,
+// where the request is read and answered. With more requests than
+// workers they wait unread in their connections.
+const pyPoolBackend = `
+import os, queue, select, socket, sys, threading, time
+host, port = os.environ["ND_ADDR"].rsplit(":", 1)
+delay = float(os.environ["ND_DELAY_S"])
+ln = socket.create_server((host, int(port)), backlog=1024)
+ln.setblocking(False)
+ep = select.epoll()
+ep.register(ln.fileno(), select.EPOLLIN)
+conns, work = {}, queue.Queue()
+def worker():
+    while True:
+        c = work.get()
+        try:
+            data = c.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            c.close()
+            continue
+        time.sleep(delay)
+        c.sendall(b"answer\n")
+        ep.modify(c.fileno(), select.EPOLLIN | select.EPOLLONESHOT)
+for _ in range(int(os.environ["ND_WORKERS"])):
+    threading.Thread(target=worker, daemon=True).start()
+def loop():
+    while True:
+        for fd, _ in ep.poll():
+            if fd == ln.fileno():
+                try:
+                    c, _ = ln.accept()
+                except BlockingIOError:
+                    continue
+                conns[c.fileno()] = c
+                ep.register(c.fileno(), select.EPOLLIN | select.EPOLLONESHOT)
+            else:
+                work.put(conns[fd])
+threading.Thread(target=loop, daemon=True).start()
+print("ready", flush=True)
+select.select([sys.stdin], [], [])
+`
+
+// TestRunDependencyChain: a Go API with 8 connections to a python3
+// backend whose 2 worker threads each spend 20 ms on a request. The
+// API's pool is busy all the time because the backend's is full: the
+// backend is diagnosed as a server of the run (worker-pool-exhausted),
+// the API's dependency-pool-saturated is its consequence (the text and
+// HTML name it from caused_by and cause_subject: the goldens), its round
+// trip is the backend's queue and service (~80 ms), and the fix is not a
+// bigger pool.
+func TestRunDependencyChain(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	e := newLab(t)
+	backend, api := e.ServerIP+":7300", e.ServerIP+":8080"
+	script := filepath.Join(t.TempDir(), "backend.py")
+	if err := os.WriteFile(script, []byte(pyPoolBackend), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", e.ServerNS, "python3", script)
+	cmd.Env = append(os.Environ(), "ND_ADDR="+backend, "ND_DELAY_S=0.02", "ND_WORKERS=2")
+	startReady(t, cmd)
+	startHelper(t, e.ServerNS, "depapi", "ND_ADDR="+api, "ND_BACKEND="+backend, "ND_POOL=8", "ND_SPIN=0s")
+	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+	got := wantActive(t, r, text, "server", rules.DependencyPoolSaturated, rules.WorkerPoolExhausted)
+	dep, pool := got[rules.DependencyPoolSaturated], got[rules.WorkerPoolExhausted]
+	if dep == nil || pool == nil {
+		t.Fatalf("servers: %s", jsonOf(r.Servers))
+	}
+	if !strings.HasSuffix(pool.Subject, backend) || !strings.Contains(pool.Title, "pool of 2 workers") {
+		t.Errorf("the backend's pool: %s: %s", pool.Subject, pool.Title)
+	}
+	if dep.CausedBy != rules.WorkerPoolExhausted || dep.CauseSubject != pool.Subject {
+		t.Errorf("%s (%s) is caused by %q %q, want the backend's %s", dep.ID, dep.Subject, dep.CausedBy, dep.CauseSubject, pool.Subject)
+	}
+	d := dependencyOf(r, backend)
+	if d == nil {
+		t.Fatalf("no dependency %s: %s", backend, jsonOf(r.Servers))
+	}
+	// 8 requests at the backend, 2 served at a time for 20 ms each: each
+	// waits for 3 others and its own, 80 ms.
+	t.Logf("%s (%s): %d conns, busy %.2f, %.0f round trips/s, %v per round trip", d.Addr, d.Owner, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip)
+	if d.Conns != 8 || d.Busy < 0.9 || d.RoundTrip < 60*time.Millisecond || d.RoundTrip > 100*time.Millisecond {
+		t.Errorf("dependency %+v, want 8 connections busy ≥ 90 %%, 80 ms ± 25 %% per round trip", d)
+	}
+	if len(dep.Fix) == 0 || !strings.HasPrefix(dep.Fix[0], "not a bigger pool") {
+		t.Errorf("fix %q: the backend has no room for more requests at once", dep.Fix)
+	}
+}

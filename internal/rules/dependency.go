@@ -125,17 +125,22 @@ func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, 
 		want = min(want, c)
 	}
 	spare := cpuOK && cpu < 0.7
-	dep := depServer(r, d)
-	if dep != nil {
+	why := "its CPU or workers are busy"
+	if dep := depServer(r, d); dep != nil {
 		if sh, total := waitShares(r.Samples(dep)); total > 0 && len(sh) > 0 && sh[0].class == app.WaitRunning && 2*sh[0].n >= total {
-			spare = false
+			spare, why = false, "its threads were mostly on the CPU"
+		}
+		// Requests waiting unread at the dependency: its workers are all
+		// taken, and more connections would only queue there.
+		if secs, peak := queuedRequests(r, r.serverBundle(), dep.Addr); secs >= 2 {
+			spare, why = false, fmt.Sprintf("up to %d requests waited unread in its connections, in %d sampled seconds", peak, secs)
 		}
 	}
 	var fix []string
 	if spare {
 		fix = append(fix, fmt.Sprintf("a bigger pool: from %d to about %d connections, where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size); %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
 	} else {
-		fix = append(fix, fmt.Sprintf("not a bigger pool: %s has no spare capacity (its CPU or workers are busy); make it faster first (its own findings, its slow log)", who))
+		fix = append(fix, fmt.Sprintf("not a bigger pool: %s has no spare capacity (%s); make it faster or give it more workers first (its own findings, its slow log)", who, why))
 	}
 	return append(fix, "or ask it less: cache its answers, batch or pipeline the round trips each request makes")
 }
