@@ -75,6 +75,11 @@ type connTrace struct {
 	ino   uint64
 	isNew bool
 	at    time.Time // when a lookup last found it
+	gone  bool      // a lookup did not find it: closed
+
+	// tick is the trace's tick of the last sample, due the tick of the
+	// next; quiet counts the samples in a row that saw nothing move.
+	tick, due, quiet int
 
 	// n counts the samples, decided those whose order of request and
 	// answer tcp_info tells (observe), busy those of them with a request
@@ -84,6 +89,35 @@ type connTrace struct {
 	firstAt, lastAt             time.Time
 	sendAt, recvAt              time.Time // of the previous sample
 	wasBusy                     bool
+}
+
+// sample adds the sample taken at now, the trace's tick, and says when
+// the next is due: the next tick, or slow ticks later once the
+// connection has been quiet for quietAfter samples.
+//
+// The samples a quiet connection skips are counted as idle ones when it
+// is still quiet at its next look: no data segment went either way and
+// none was outstanding at the last look, so no request was out at any
+// of the skipped ticks. When something moved meanwhile, the skipped
+// ticks are not counted (which of them were busy is unknown; tcp_info's
+// busy_time, which dependencies prefers when it is larger, still covers
+// them).
+func (c *connTrace) sample(now time.Time, t *sockdiag.TCPInfo, tick, slow int) {
+	still := c.n > 0 && !c.wasBusy && t.HasDataSegs() &&
+		t.DataSegsOut == c.last.DataSegsOut && t.DataSegsIn == c.last.DataSegsIn
+	if still && tick > c.tick+1 {
+		c.n += tick - c.tick - 1
+	}
+	c.observe(now, t)
+	if still && !c.wasBusy {
+		c.quiet++
+	} else {
+		c.quiet = 0
+	}
+	c.tick, c.due = tick, tick+1
+	if c.quiet >= quietAfter {
+		c.due = tick + slow
+	}
 }
 
 // observe adds one sample of the connection taken at now.

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/netip"
 	"os"
 	"slices"
@@ -27,9 +28,10 @@ const maxKeptConns = 16 * MaxTracedConns
 
 // maxFDScan bounds the descriptors read (a readlink each) in one
 // process each second: a proxy holding 16 000 client connections is
-// walked 4096 at a time, from where the last walk stopped, instead of
-// paying ~1 µs per descriptor every second. A pool's long-lived
-// connections are found within a few seconds all the same.
+// walked 4096 at a time, from where the last walk stopped (listFDs
+// reads the directory from there, not whole), instead of paying ~1 µs
+// per descriptor every second. A pool's long-lived connections are
+// found within a few seconds all the same.
 const maxFDScan = 4096
 
 // maxKeptSkips bounds the sockets a windowed walk remembers as not worth
@@ -38,6 +40,14 @@ const maxKeptSkips = 1 << 18
 
 // DepInterval is how often a trace samples the connections it follows.
 const DepInterval = 100 * time.Millisecond
+
+// quietAfter is how many samples in a row a connection must show no
+// data segment either way, and no request outstanding, before a trace
+// looks at it once a second instead of every interval: an idle pool's
+// connections cost a lookup each per second instead of ten (a lookup is
+// ~1 µs of the kernel's, the bulk of a burst's cost with 256 idle
+// connections). Its first data segment puts it back to every interval.
+const quietAfter = 5
 
 // tracer is TraceDeps' state: the connections found so far, and the
 // sockets already looked at and left out (inbound, not TCP).
@@ -52,6 +62,10 @@ type tracer struct {
 	skip    map[uint64]bool
 	local   map[netip.Addr]bool
 	refresh int
+	// dirBuf is listFDs' getdents buffer: 4 KiB, ~128 descriptors a
+	// call, since the kernel makes a dentry for each entry it fills
+	// and a walk that stops early should not pay for a full 32 KiB.
+	dirBuf []byte
 }
 
 // TraceDeps follows the servers' outbound TCP connections until ctx
@@ -64,7 +78,7 @@ type tracer struct {
 // connections showed. A run calls it for the load's duration only.
 func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error {
 	var q *sockdiag.Querier
-	t := &tracer{byInode: map[uint64]*connTrace{}, skip: map[uint64]bool{}, offset: map[int]int{}}
+	t := &tracer{byInode: map[uint64]*connTrace{}, skip: map[uint64]bool{}, offset: map[int]int{}, dirBuf: make([]byte, 4<<10)}
 	err := o.ns.Do(func() error {
 		var err error
 		q, err = sockdiag.NewQuerier()
@@ -80,25 +94,29 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var ids []sockdiag.SockID
+	var looked []*connTrace
 	for i := 0; ; i++ {
 		if i%every == 0 {
 			o.findConns(ctx, t)
 		}
-		ids = ids[:0]
+		ids, looked = ids[:0], looked[:0]
 		for _, c := range t.alive {
-			ids = append(ids, c.id)
+			if c.due <= i {
+				ids = append(ids, c.id)
+				looked = append(looked, c)
+			}
 		}
 		now := time.Now()
 		seen := 0
-		if err := q.Query(ids, func(i int, _ *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
-			t.alive[i].observe(now, ti)
-			t.alive[i].at = now
+		if err := q.Query(ids, func(j int, _ *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
+			looked[j].sample(now, ti, i, every)
+			looked[j].at = now
 			seen++
 		}); err != nil {
 			return fmt.Errorf("trace dependencies: %w", err)
 		}
-		if seen < len(t.alive) {
-			t.prune(now)
+		if seen < len(looked) {
+			t.prune(looked, now)
 		}
 		select {
 		case <-ctx.Done():
@@ -109,16 +127,20 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 	}
 }
 
-// prune drops the connections the last lookup did not find (closed)
-// from those looked up: their place goes to new ones, their samples stay
-// for the tables.
-func (t *tracer) prune(now time.Time) {
+// prune drops the connections the last lookup (of looked, at now) did
+// not find (closed) from those looked up: their place goes to new ones,
+// their samples stay for the tables.
+func (t *tracer) prune(looked []*connTrace, now time.Time) {
+	for _, c := range looked {
+		if !c.at.Equal(now) {
+			c.gone = true
+			delete(t.byInode, c.ino)
+		}
+	}
 	open := t.alive[:0]
 	for _, c := range t.alive {
-		if c.at.Equal(now) {
+		if !c.gone {
 			open = append(open, c)
-		} else {
-			delete(t.byInode, c.ino)
 		}
 	}
 	clear(t.alive[len(open):])
@@ -228,59 +250,93 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 	for _, s := range o.servers() {
 		for _, pid := range o.pids(s) {
 			dir := o.proc + "/" + strconv.Itoa(pid) + "/fd"
-			ents, err := os.ReadDir(dir)
-			if err != nil {
-				continue
-			}
-			if len(ents) > maxFDScan {
-				windowed = true
-				ents = t.window(pid, ents)
-			}
-			for _, e := range ents {
+			full := false
+			list := func(from int, fn func(int) bool) (bool, error) { return listFDs(dir, from, t.dirBuf, fn) }
+			partial, err := t.walkFDs(pid, list, func(fd int) bool {
 				if len(t.alive) >= MaxTracedConns || len(t.conns) >= maxKeptConns {
-					return
+					full = true
+					return false
 				}
-				link, err := os.Readlink(dir + "/" + e.Name())
+				link, err := os.Readlink(dir + "/" + strconv.Itoa(fd))
 				if err != nil || !strings.HasPrefix(link, "socket:[") {
-					continue
+					return true
 				}
 				ino, err := strconv.ParseUint(strings.TrimSuffix(link[len("socket:["):], "]"), 10, 64)
 				if err != nil || t.byInode[ino] != nil {
-					continue
+					return true
 				}
 				if t.skip[ino] {
 					skip[ino] = true
-					continue
+					return true
 				}
-				fd, _ := strconv.Atoi(e.Name())
 				id, ok := outbound(pid, fd, ports)
 				if !ok {
 					skip[ino] = true
-					continue
+					return true
 				}
 				c := &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first}
 				t.byInode[ino] = c
 				t.conns = append(t.conns, c)
 				t.alive = append(t.alive, c)
 				o.observeDep(ctx, c.dst)
+				return true
+			})
+			if err != nil {
+				continue
+			}
+			windowed = windowed || partial
+			if full {
+				return
 			}
 		}
 	}
 }
 
-// window is the part of a process's descriptors this walk reads: all
-// of them up to maxFDScan, else maxFDScan from where the last walk of
-// this process stopped, wrapping around.
-func (t *tracer) window(pid int, ents []os.DirEntry) []os.DirEntry {
-	if len(ents) <= maxFDScan {
-		return ents
+// fdLister lists a process's descriptor numbers from one on, in
+// increasing order (listFDs on its /proc/PID/fd).
+type fdLister func(from int, fn func(fd int) bool) (end bool, err error)
+
+// walkFDs calls fn with the descriptors this walk of process pid reads:
+// all of them up to maxFDScan, else maxFDScan from where the last walk
+// of this process stopped, wrapping around. fn returns false to stop
+// before a descriptor (the traced connections' places are all taken):
+// the next walk starts there. partial says the walk read only part of
+// the process's descriptors.
+func (t *tracer) walkFDs(pid int, list fdLister, fn func(fd int) bool) (partial bool, err error) {
+	from := t.offset[pid]
+	read, stop := 0, -1
+	visit := func(upto int) func(int) bool {
+		return func(fd int) bool {
+			if fd >= upto {
+				return false // wrapped round to where the walk started
+			}
+			if read == maxFDScan || !fn(fd) {
+				stop = fd
+				return false
+			}
+			read++
+			return true
+		}
 	}
-	from := t.offset[pid] % len(ents)
-	t.offset[pid] = from + maxFDScan
-	if from+maxFDScan <= len(ents) {
-		return ents[from : from+maxFDScan]
+	end, err := list(from, visit(math.MaxInt))
+	if err != nil {
+		delete(t.offset, pid)
+		return false, err
 	}
-	return append(slices.Clone(ents[from:]), ents[:maxFDScan-(len(ents)-from)]...)
+	if end && from > 0 {
+		// The descriptors below where this walk started; an error here
+		// (the process ended meanwhile) leaves them for the next walk.
+		if _, err := list(0, visit(from)); err != nil {
+			delete(t.offset, pid)
+			return true, nil
+		}
+	}
+	if stop < 0 {
+		delete(t.offset, pid)
+		return false, nil
+	}
+	t.offset[pid] = stop
+	return true, nil
 }
 
 // pids are a server's processes: its listener's owners and a master's
