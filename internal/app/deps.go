@@ -106,7 +106,9 @@ func (c *connTrace) sample(now time.Time, t *sockdiag.TCPInfo, tick, slow int) {
 	still := c.n > 0 && !c.wasBusy && t.HasDataSegs() &&
 		t.DataSegsOut == c.last.DataSegsOut && t.DataSegsIn == c.last.DataSegsIn
 	if still && tick > c.tick+1 {
+		// Idle, and known to be: decided samples.
 		c.n += tick - c.tick - 1
+		c.decided += tick - c.tick - 1
 	}
 	c.observe(now, t)
 	if still && !c.wasBusy {
