@@ -235,15 +235,22 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 		}
 		return n
 	}
-	pool, full, sum := 0, 0, 0
-	for _, smp := range smps {
-		pool = max(pool, busyOf(smp))
+	// The pool is the most threads busy at once in two seconds or more:
+	// one sample that caught another thread passing through (a thread
+	// accepting, a runtime's helper on the CPU) is not the pool's size.
+	counts := make([]int, len(smps))
+	sum := 0
+	for i, smp := range smps {
+		counts[i] = busyOf(smp)
+		sum += counts[i]
 	}
-	for _, smp := range smps {
-		if n := busyOf(smp); n == pool {
+	slices.Sort(counts)
+	pool, peak1 := counts[len(counts)-2], counts[len(counts)-1]
+	full := 0
+	for _, n := range counts {
+		if n >= pool {
 			full++
 		}
-		sum += busyOf(smp)
 	}
 	queued, peak := queuedRequests(r, b, s.Addr)
 	// More workers help when each waits on its own: a sleep, a peer, a
@@ -266,9 +273,13 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 		return report.Finding{}, false // no queueing to speak of
 	}
 	ratio := float64(p50) / float64(service)
+	most := fmt.Sprintf("%d worker threads busy at most, all %d of them", pool, pool)
+	if peak1 > pool {
+		most = fmt.Sprintf("%d worker threads busy (%d in one second: a thread passing through)", pool, peak1)
+	}
 	ev := []report.Item{
-		{Text: fmt.Sprintf("%s (pid %d): %d worker threads busy at most, all %d of them in %d of %d sampled seconds; busy threads were: %s",
-			s.Kind, s.PIDs[0], pool, pool, full, len(smps), describeWaits(sh, total)), Source: "wchan", Window: true},
+		{Text: fmt.Sprintf("%s (pid %d): %s in %d of %d sampled seconds; busy threads were: %s",
+			s.Kind, s.PIDs[0], most, full, len(smps), describeWaits(sh, total)), Source: "wchan", Window: true},
 		{Text: fmt.Sprintf("up to %d requests waited unread in their connections to %s, in %d sampled seconds", peak, s.Addr, queued), Source: "sockdiag", Window: true},
 		{Text: fmt.Sprintf("service time ≈ %v (%.1f busy workers on average / %.0f requests/s); responses took p50 %v = %.0f × the service time: requests waited for a free worker",
 			service.Round(time.Millisecond/10), float64(sum)/float64(len(smps)), x, p50.Round(time.Millisecond), ratio), Source: "load", Window: true},

@@ -115,6 +115,14 @@ func TestWorkerPoolThreads(t *testing.T) {
 	if !strings.Contains(f.Title, "pool of 4 workers") || !strings.HasPrefix(f.Fix[0], "raise the pool of python3 on 0.0.0.0:8080 from 4 to 56 workers: 50 requests in flight and 6 spare") {
 		t.Errorf("title %q fix %q", f.Title, f.Fix)
 	}
+	// One second caught a fifth thread on the CPU (the acceptor): the
+	// pool is still the 4 busy in the other seconds, and full.
+	in := pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 46, 0.05)
+	in.Run.Servers[0].Samples[2].Waits = map[string]int{app.WaitSleep: 4, app.WaitRunning: 1, app.WaitIdle: 1}
+	if fs := checkWorkerPool(in); len(fs) != 1 || !strings.Contains(fs[0].Title, "pool of 4 workers") ||
+		!hasEvidence(fs[0], "4 worker threads busy (5 in one second: a thread passing through) in 5 of 5 sampled seconds") {
+		t.Errorf("a thread passing through: %+v", fs)
+	}
 	// Quiet: workers on one lock (more would queue there too), on the
 	// CPU, requests not waiting, the host's CPU the limit.
 	for name, in := range map[string]*Input{
