@@ -14,10 +14,15 @@
 #
 # wrk's Lua scripts (-s), each tool running the same script with c=50,
 # keep-alive; compare them with ka50 in the same run:
-#   SCENARIOS="ka50 lua-static lua-request lua-response lua-format" bench/loadgen.sh
+#   SCENARIOS="ka50 lua-static lua-request lua-response lua-headers lua-keep lua-format" bench/loadgen.sh
 #   lua-static:   init sets a header, no request(): the request is built once
 #   lua-request:  request() returns the same string every time
-#   lua-response: response() counts the responses (headers and body to Lua)
+#   lua-response: response() counts the responses (it reads neither its
+#                 headers nor its body, so neither is built)
+#   lua-headers:  response() reads a header and the body's length (one
+#                 headers table per thread, refilled)
+#   lua-keep:     response() iterates its headers with pairs (a new table
+#                 per response, as in wrk)
 #   lua-format:   request() calls wrk.format() for every request
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,8 +33,8 @@ export PATH="/usr/local/go/bin:$PATH:/usr/sbin:/sbin"
 
 die() { echo "loadgen: $*" >&2; exit 1; }
 for sc in ${SCENARIOS:-}; do
-  [[ $sc =~ ^(ka50|ka1000|close50|lua-static|lua-request|lua-response|lua-format)$ ]] ||
-    die "unknown scenario '$sc' in SCENARIOS: want ka50, ka1000, close50, lua-static, lua-request, lua-response or lua-format"
+  [[ $sc =~ ^(ka50|ka1000|close50|lua-static|lua-request|lua-response|lua-headers|lua-keep|lua-format)$ ]] ||
+    die "unknown scenario '$sc' in SCENARIOS: want ka50, ka1000, close50, lua-static, lua-request, lua-response, lua-headers, lua-keep or lua-format"
 done
 [[ $secs =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a whole number of seconds, got '$secs'"
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive number, got '$runs'"
@@ -96,6 +101,22 @@ cat >"$tmp/lua-response.lua" <<'EOF'
 local n = 0
 function response(status, headers, body)
   n = n + 1
+end
+EOF
+cat >"$tmp/lua-headers.lua" <<'EOF'
+local n = 0
+function response(status, headers, body)
+  if headers["Content-Type"] == "text/plain" and #body > 0 then
+    n = n + 1
+  end
+end
+EOF
+cat >"$tmp/lua-keep.lua" <<'EOF'
+local n = 0
+function response(status, headers, body)
+  for name, value in pairs(headers) do
+    n = n + 1
+  end
 end
 EOF
 cat >"$tmp/lua-format.lua" <<'EOF'
@@ -278,6 +299,8 @@ name() {
     lua-static) echo "script without request(), c=50" ;;
     lua-request) echo "request() returning one string, c=50" ;;
     lua-response) echo "response() counting, c=50" ;;
+    lua-headers) echo "response() reading a header and the body, c=50" ;;
+    lua-keep) echo "response() iterating its headers with pairs, c=50" ;;
     lua-format) echo "request() calling wrk.format, c=50" ;;
   esac
 }

@@ -96,9 +96,7 @@ func (e *engine) newWorker(id int) (*worker, error) {
 	w.events = make([]unix.EpollEvent, max(slots, 1))
 	for i := range w.conns {
 		w.conns[i] = &conn{idx: int32(i), fd: -1, p: newRespParser(), req: req}
-		if w.lt != nil && w.lt.response != nil {
-			w.conns[i].p.capt = &captured{} // only then are headers and bodies kept
-		}
+		w.conns[i].p.capt = w.lt.newCaptured() // nil unless response() reads them
 	}
 	if e.opts.Rate > 0 {
 		w.rate = true

@@ -84,9 +84,7 @@ func newGoConn(e *engine, st *threadStats, lt *luaThread, slot int, dial dialFun
 		if lt.addr != nil { // setup's thread.addr
 			g.addr = lt.addr.String()
 		}
-		if lt.response != nil {
-			g.p.capt = &captured{} // only then are headers and bodies kept
-		}
+		g.p.capt = lt.newCaptured() // nil unless response() reads them
 	}
 	return g
 }

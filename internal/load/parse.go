@@ -83,6 +83,8 @@ type captured struct {
 	arena []byte
 	spans [][4]int
 	body  []byte
+	// What response() reads (scanArg): the rest is not copied.
+	keepHeaders, keepBody bool
 }
 
 func (c *captured) reset() {
@@ -144,7 +146,7 @@ func (p *respParser) feed(b []byte) (n int, done bool, err error) {
 		case stBodyEOF:
 			k = len(b) - n
 			p.body += int64(k)
-			if p.capt != nil {
+			if p.capt != nil && p.capt.keepBody {
 				p.capt.body = append(p.capt.body, b[n:]...)
 			}
 		default:
@@ -199,7 +201,7 @@ func (p *respParser) feedCounted(b []byte) int {
 	}
 	p.remain -= int64(k)
 	p.body += int64(k)
-	if p.capt != nil {
+	if p.capt != nil && p.capt.keepBody {
 		p.capt.body = append(p.capt.body, b[:k]...)
 	}
 	if p.remain == 0 {
@@ -320,7 +322,7 @@ func (p *respParser) parseHeader(line []byte) error {
 		return nil // Trailers cannot change the framing.
 	}
 	name := line[:i]
-	if c := p.capt; c != nil {
+	if c := p.capt; c != nil && c.keepHeaders {
 		v := trimOWS(line[i+1:])
 		s := len(c.arena)
 		c.arena = append(append(c.arena, name...), v...)

@@ -160,7 +160,19 @@ type luaThread struct {
 	interned map[string]lua.LValue
 	statuses [600]lua.LValue
 	lastBody lua.LValue
+	// How response() uses its headers and body (scanArg): what it never
+	// reads is neither captured nor built, and a headers table it only
+	// indexes is hdr, refilled for every response instead of allocated.
+	headersUse, bodyUse argUse
+	hdr                 *lua.LTable
+	hdrNames            []lua.LValue // the names set in hdr, in order
+	hdrDistinct         map[string]struct{}
 }
+
+// maxHdrDistinct bounds the distinct names set in a reused headers
+// table: gopher-lua's tables remember every key ever set (for next), so
+// a table that saw more is replaced by a new one.
+const maxHdrDistinct = 256
 
 // maxInterned bounds a thread's interned header strings: a header whose
 // values all differ (Date, a request id) fills it once, then costs what it
@@ -646,7 +658,8 @@ func (e *engine) startScript(out io.Writer) error {
 			return scriptErr(err)
 		}
 		lt.request, _ = L.GetGlobal("request").(*lua.LFunction)
-		lt.response, _ = L.GetGlobal("response").(*lua.LFunction)
+		resp, _ := L.GetGlobal("response").(*lua.LFunction)
+		lt.setResponse(resp)
 		lt.delay, _ = L.GetGlobal("delay").(*lua.LFunction)
 		fn := lt.request
 		if fn == nil {
@@ -679,7 +692,7 @@ func (e *engine) startScript(out io.Writer) error {
 			lt.delay = nil
 		}
 		if !sr.hasResponse {
-			lt.response = nil
+			lt.setResponse(nil)
 		}
 	}
 	e.req = sr.threads[0].static
@@ -733,13 +746,47 @@ func (t *luaThread) callDelay() (time.Duration, error) {
 	return time.Duration(float64(ms) * float64(time.Millisecond)), nil
 }
 
+// setResponse keeps fn as the thread's response() and decides, from its
+// bytecode, what of a response it needs.
+func (t *luaThread) setResponse(fn *lua.LFunction) {
+	t.response = fn
+	if fn == nil {
+		return
+	}
+	t.headersUse, t.bodyUse = scanArg(fn, 1), scanArg(fn, 2)
+	t.hdr = t.L.NewTable()
+	t.lastBody = lua.LString("")
+}
+
+// newCaptured returns what a connection's parser keeps of each response
+// for response(): nil if response() is not defined or reads neither its
+// headers nor its body.
+func (t *luaThread) newCaptured() *captured {
+	if t == nil || t.response == nil {
+		return nil
+	}
+	c := &captured{keepHeaders: t.headersUse != argUnused, keepBody: t.bodyUse != argUnused}
+	if !c.keepHeaders && !c.keepBody {
+		return nil
+	}
+	return c
+}
+
 // callResponse runs response(status, headers, body) with what the
-// parser captured.
+// parser captured (c is nil when response() reads neither).
 func (t *luaThread) callResponse(status int, c *captured) error {
 	L := t.L
-	h := L.CreateTable(0, len(c.spans))
-	for _, s := range c.spans {
-		h.RawSet(t.intern(c.arena[s[0]:s[1]]), t.intern(c.arena[s[2]:s[3]]))
+	var h lua.LValue = t.hdr // argUnused: never read, so never filled
+	switch t.headersUse {
+	case argIndexed:
+		h = t.refillHeaders(c)
+	case argEscapes:
+		// The script may keep the table: a new one each time, as wrk's.
+		tb := L.CreateTable(0, len(c.spans))
+		for _, s := range c.spans {
+			tb.RawSet(t.intern(c.arena[s[0]:s[1]]), t.intern(c.arena[s[2]:s[3]]))
+		}
+		h = tb
 	}
 	var st lua.LValue
 	if status >= 0 && status < len(t.statuses) {
@@ -750,8 +797,10 @@ func (t *luaThread) callResponse(status int, c *captured) error {
 	} else {
 		st = lua.LNumber(status)
 	}
-	if last, ok := t.lastBody.(lua.LString); !ok || string(last) != string(c.body) {
-		t.lastBody = lua.LString(c.body)
+	if t.bodyUse != argUnused {
+		if last, ok := t.lastBody.(lua.LString); !ok || string(last) != string(c.body) {
+			t.lastBody = lua.LString(c.body)
+		}
 	}
 	L.Push(t.response)
 	L.Push(st)
@@ -761,6 +810,45 @@ func (t *luaThread) callResponse(status int, c *captured) error {
 		return scriptErr(err)
 	}
 	return nil
+}
+
+// refillHeaders sets the thread's one headers table to c's headers, for a
+// response() that only indexes it (argIndexed): no call can keep it, so
+// no call can see it change. A server sends the same names in the same
+// order response after response, and then only the values are set.
+func (t *luaThread) refillHeaders(c *captured) *lua.LTable {
+	same := len(c.spans) == len(t.hdrNames)
+	for i, s := range c.spans {
+		if !same {
+			break
+		}
+		name, _ := t.hdrNames[i].(lua.LString)
+		same = string(name) == string(c.arena[s[0]:s[1]])
+	}
+	if same {
+		for i, s := range c.spans {
+			t.hdr.RawSetString(string(t.hdrNames[i].(lua.LString)), t.intern(c.arena[s[2]:s[3]]))
+		}
+		return t.hdr
+	}
+	for _, name := range t.hdrNames {
+		t.hdr.RawSetString(string(name.(lua.LString)), lua.LNil)
+	}
+	t.hdrNames = t.hdrNames[:0]
+	if t.hdrDistinct == nil || len(t.hdrDistinct)+len(c.spans) > maxHdrDistinct {
+		if t.hdrDistinct != nil {
+			t.hdr = t.L.NewTable()
+		}
+		t.hdrDistinct = map[string]struct{}{}
+	}
+	for _, s := range c.spans {
+		name := t.intern(c.arena[s[0]:s[1]])
+		key := string(name.(lua.LString))
+		t.hdrDistinct[key] = struct{}{}
+		t.hdr.RawSetString(key, t.intern(c.arena[s[2]:s[3]]))
+		t.hdrNames = append(t.hdrNames, name)
+	}
+	return t.hdr
 }
 
 // ScriptDone runs the script's done(summary, latency, requests) in its

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 func mustScript(t *testing.T, name string) *Script {
@@ -119,16 +121,153 @@ func BenchmarkScriptRequest(b *testing.B) {
 	}
 }
 
-func BenchmarkScriptResponse(b *testing.B) {
-	lt := scriptThread(b, constRequest)
-	c := &captured{}
-	for _, h := range []string{"Server", "nginx", "Content-Type", "text/plain", "Content-Length", "6"} {
-		c.arena = append(c.arena, h...)
+// capture builds what the parser keeps of a response with these headers
+// (name, value, ...) and body.
+func capture(body string, hv ...string) *captured {
+	c := &captured{keepHeaders: true, keepBody: true, body: []byte(body)}
+	for i := 0; i < len(hv); i += 2 {
+		s := len(c.arena)
+		c.arena = append(append(c.arena, hv[i]...), hv[i+1]...)
+		c.spans = append(c.spans, [4]int{s, s + len(hv[i]), s + len(hv[i]), len(c.arena)})
 	}
-	c.spans = [][4]int{{0, 6, 6, 11}, {11, 23, 23, 33}, {33, 47, 47, 48}}
-	c.body = []byte("hello\n")
+	return c
+}
+
+// TestScanArg: what response() reads of its headers and body, from its
+// bytecode; anything but indexing the headers lets them escape.
+func TestScanArg(t *testing.T) {
+	for _, c := range []struct {
+		src           string
+		headers, body argUse
+	}{
+		{"function response(s, h, b) n = (n or 0) + 1 end", argUnused, argUnused},
+		{"function response(s) n = s end", argUnused, argUnused},
+		{"function response() end", argUnused, argUnused},
+		{"function response(s, h, b) x = h['X-Token'] end", argIndexed, argUnused},
+		{"function response(s, h, b) x = h.Server, #h, h[s] end", argIndexed, argUnused},
+		{"function response(s, h, b) if h['X'] == b then n = 1 end end", argIndexed, argEscapes},
+		{"function response(s, h, b) x = #b end", argUnused, argIndexed},
+		{"function response(s, h, b) kept = h end", argEscapes, argUnused},
+		{"function response(s, h, b) local k = h; x = k.a end", argEscapes, argUnused},
+		{"function response(s, h, b) for k, v in pairs(h) do x = k end end", argEscapes, argUnused},
+		{"function response(s, h, b) f = function() return h end end", argEscapes, argUnused},
+		{"function response(s, h, b) return h end", argEscapes, argUnused},
+		{"function response(s, h, b) h = {} end", argEscapes, argUnused},
+		{"function response(s, h, b) h.x = 1 end", argEscapes, argUnused},
+		{"function response(s, h, b) h[h] = 1 end", argEscapes, argUnused},
+		{"function response(s, h, b) if h then n = 1 end end", argEscapes, argUnused},
+		{"function response(s, h, b) x = h == kept end", argEscapes, argUnused},
+		{"function response(s, h, b) print(s, h) end", argEscapes, argUnused},
+		{"function response(s, h, b) x = b:len() end", argUnused, argEscapes},
+		{"function response(s, ...) x = select(1, ...) end", argEscapes, argEscapes},
+		{"function response(...) end", argEscapes, argEscapes},
+		{"function response(s, h, b, ...) x = h.a end", argIndexed, argUnused},
+		{"response = print", argEscapes, argEscapes},
+	} {
+		lt := scriptThread(t, c.src)
+		if lt.headersUse != c.headers || lt.bodyUse != c.body {
+			t.Errorf("%s: headers %d, body %d; want %d, %d", c.src, lt.headersUse, lt.bodyUse, c.headers, c.body)
+		}
+	}
+}
+
+// TestScriptResponseHeaders: each response() sees that response's
+// headers, whether its table is refilled (only indexed) or new (kept).
+func TestScriptResponseHeaders(t *testing.T) {
+	resps := []*captured{
+		capture("one", "X-A", "1"),
+		capture("two", "X-A", "2"),
+		capture("three", "X-B", "3"),
+		capture("four", "X-B", "4", "X-A", "5"),
+		capture("five", "X-A", "6", "X-A", "7"),
+	}
+	want := []string{"1 nil one", "2 nil two", "nil 3 three", "5 4 four", "7 nil five"}
+	lt := scriptThread(t, `
+seen = {}
+function response(s, h, b) seen[#seen + 1] = (h["X-A"] or "nil") .. " " .. (h["X-B"] or "nil") .. " " .. b end
+`)
+	if lt.headersUse != argIndexed {
+		t.Fatalf("headers %d, want argIndexed", lt.headersUse)
+	}
+	kept := scriptThread(t, `
+kept = {}
+function response(s, h, b) kept[#kept + 1] = { h, b } end
+`)
+	for _, c := range resps {
+		for _, th := range []*luaThread{lt, kept} {
+			if err := th.callResponse(200, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The kept tables are read after the last call: each still holds its
+	// own response's headers.
+	if err := kept.L.DoString(`
+seen = {}
+for i, k in ipairs(kept) do
+  seen[i] = (k[1]["X-A"] or "nil") .. " " .. (k[1]["X-B"] or "nil") .. " " .. k[2]
+  if i > 1 and k[1] == kept[i - 1][1] then seen[i] = "same table" end
+end
+`); err != nil {
+		t.Fatal(err)
+	}
+	for name, th := range map[string]*luaThread{"indexed": lt, "kept": kept} {
+		seen := th.L.GetGlobal("seen").(*lua.LTable)
+		for i, w := range want {
+			if got := seen.RawGetInt(i + 1).String(); got != w {
+				t.Errorf("%s: response %d saw %q, want %q", name, i+1, got, w)
+			}
+		}
+	}
+}
+
+// TestScriptResponseAllocs: a response() that does not keep its headers
+// table costs no allocation per response once the server's headers
+// recur.
+func TestScriptResponseAllocs(t *testing.T) {
+	c := capture("hello\n", "Server", "nginx", "Content-Type", "text/plain", "Content-Length", "6")
+	for _, src := range []string{constRequest, headerRequest} {
+		lt := scriptThread(t, src)
+		lt.callResponse(200, c)
+		if n := testing.AllocsPerRun(1000, func() {
+			if err := lt.callResponse(200, c); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %v allocations per response()", src, n)
+		}
+	}
+}
+
+// headerRequest's response() reads a header and the body.
+const headerRequest = `
+function response(status, headers, body)
+  if headers["Content-Type"] == "text/plain" and body ~= "" then n = (n or 0) + 1 end
+end
+`
+
+// keptRequest's response() keeps its headers.
+const keptRequest = `
+function response(status, headers, body) last = headers end
+`
+
+func benchResponse(b *testing.B, src string) {
+	lt := scriptThread(b, src)
+	c := capture("hello\n", "Server", "nginx", "Content-Type", "text/plain", "Content-Length", "6")
 	b.ReportAllocs()
 	for b.Loop() {
 		lt.callResponse(200, c)
 	}
 }
+
+// BenchmarkScriptResponse: response() counting, as bench/loadgen.sh's
+// lua-response.
+func BenchmarkScriptResponse(b *testing.B) { benchResponse(b, constRequest) }
+
+// BenchmarkScriptResponseIndexed: response() reading a header and the
+// body (one table refilled).
+func BenchmarkScriptResponseIndexed(b *testing.B) { benchResponse(b, headerRequest) }
+
+// BenchmarkScriptResponseKept: response() keeping its headers (a new
+// table per response, as before).
+func BenchmarkScriptResponseKept(b *testing.B) { benchResponse(b, keptRequest) }
