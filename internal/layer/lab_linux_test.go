@@ -3,9 +3,12 @@ package layer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,23 +66,11 @@ func labEndpoint(t *testing.T, id string) (*lab.Env, string, Dialer) {
 // the server's iperf3 and returns the receiver's bits per second.
 func iperf3(t *testing.T, e *lab.Env, secs int, reverse bool) float64 {
 	t.Helper()
-	cli, err := netns.Resolve(e.ClientNS)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args := []string{"-c", e.ServerIP, "-p", strconv.Itoa(iperf3Port), "-t", strconv.Itoa(secs), "-J"}
 	if reverse {
 		args = append(args, "-R")
 	}
-	var out []byte
-	err = cli.Do(func() error {
-		var err error
-		out, err = exec.Command("iperf3", args...).Output()
-		return err
-	})
-	if err != nil {
-		t.Fatalf("iperf3 %v: %v: %s", args, err, out)
-	}
+	out := inClient(t, e, "iperf3", args...)
 	var r struct {
 		End struct {
 			SumReceived struct {
@@ -93,6 +84,30 @@ func iperf3(t *testing.T, e *lab.Env, secs int, reverse bool) float64 {
 	return r.End.SumReceived.BitsPerSecond
 }
 
+// inClient runs a command in the client namespace and returns its
+// stdout.
+func inClient(t *testing.T, e *lab.Env, name string, args ...string) []byte {
+	t.Helper()
+	cli, err := netns.Resolve(e.ClientNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	err = cli.Do(func() error {
+		var err error
+		out, err = exec.Command(name, args...).Output()
+		return err
+	})
+	if err != nil {
+		var stderr []byte
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%s %v: %v: %s%s", name, args, err, out, stderr)
+	}
+	return out
+}
+
 func startIperf3(t *testing.T, e *lab.Env) {
 	t.Helper()
 	if _, err := exec.LookPath("iperf3"); err != nil {
@@ -101,6 +116,49 @@ func startIperf3(t *testing.T, e *lab.Env) {
 	p, err := e.Start(e.ServerNS, "iperf3", "iperf3", "-s", "-p", strconv.Itoa(iperf3Port))
 	labtest.Must(t, err)
 	labtest.Must(t, e.WaitListening(context.Background(), p, e.ClientNS, net.JoinHostPort(e.ServerIP, strconv.Itoa(iperf3Port))))
+}
+
+// netdoctor is the binary as users run it, built from ./cmd/netdoctor as
+// make build builds it (static, trimmed), with the agent's token file.
+type netdoctor struct {
+	bin, token string
+}
+
+// startAgent builds netdoctor and starts `netdoctor agent
+// --test-endpoint` in the server namespace: a process of its own, as
+// iperf3 -s is, not the test's goroutines (which would share the test's
+// Go runtime with the client's).
+func startAgent(t *testing.T, e *lab.Env) (netdoctor, string) {
+	t.Helper()
+	dir := t.TempDir()
+	nd := netdoctor{bin: filepath.Join(dir, "netdoctor"), token: filepath.Join(dir, "agent.token")}
+	build := exec.Command("go", "build", "-trimpath", "-o", nd.bin, "../../cmd/netdoctor")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(nd.token, append(testToken, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort(e.ServerIP, strconv.Itoa(labPort))
+	p, err := e.Start(e.ServerNS, "agent", nd.bin, "agent", "--token-file", nd.token, "--test-endpoint", addr)
+	labtest.Must(t, err)
+	labtest.Must(t, e.WaitListening(context.Background(), p, e.ClientNS, addr))
+	return nd, addr
+}
+
+// load runs `netdoctor load tcp://addr` in the client namespace, both
+// directions for secs each, and returns each one's bits per second.
+func (nd netdoctor) load(t *testing.T, e *lab.Env, addr string, secs int) (up, down float64) {
+	t.Helper()
+	out := inClient(t, e, nd.bin, "load", "-d", strconv.Itoa(secs)+"s", "--token-file", nd.token, "--json", "-", "tcp://"+addr)
+	var r struct {
+		TCP []TCPResult `json:"tcp"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || len(r.TCP) != 2 || r.TCP[0].Dir != Up || r.TCP[1].Dir != Down {
+		t.Fatalf("netdoctor load's JSON: %v: %.300s", err, out)
+	}
+	return r.TCP[0].BitsPerSecond, r.TCP[1].BitsPerSecond
 }
 
 func mbit(bps float64) string { return fmt.Sprintf("%.1f Mbit/s", bps/1e6) }
@@ -122,48 +180,66 @@ func mbits(bps []float64) string {
 }
 
 // TestLabTCPAgreesWithIperf3 compares load tcp:// with iperf3 on the
-// same veth, alternating the two so that both see the same noise, in
-// each direction: at 1 Gbit/s and 50 Mbit/s (tbf), where the medians of
-// their runs must agree within 10 % (they agree within 1 % in every run
-// so far), and unshaped. Unshaped, a veth carries what the CPU can copy
-// (12 to 22 Gbit/s on this 2-core machine): the medians' ratio has
-// ranged from 0.88 to 1.43 between runs (netdoctor's download copies
-// faster than iperf3 -R's when the CPU is the limit), so there the two
-// are held to the same order — netdoctor at least 0.65 and at most twice
-// iperf3's — and the figures are logged: at that rate either tool
-// measures the CPU, not the path. The shaped cases hold the measurement
-// itself to 10 %.
+// same veth the way users run both: `netdoctor agent --test-endpoint`
+// in the server namespace and `netdoctor load tcp://` in the client's,
+// each a process of its own as iperf3 -s and iperf3 -c are. Rounds
+// alternate the two (netdoctor first in every other one), so that both
+// see the same noise; the medians of each direction's runs are compared.
+//
+// Under a 1 Gbit/s and a 50 Mbit/s tbf the path is the limit and they
+// must agree within 10 % (0.92 to 1.002 so far). Unshaped, the veth
+// carries what the 2 cores can copy, so the tools' own cost per byte
+// shows. netdoctor's streams now do what iperf3's do, 128 KiB writes and
+// reads with Nagle's algorithm on (see bulk in tcp.go): with Go's
+// defaults (TCP_NODELAY, 8 KiB reads) netdoctor read 1.3 to 1.7 times
+// iperf3's, and with the endpoint in the test's own process, sharing its
+// Go runtime with the client, the ratio wandered from 0.88 to 1.43. What
+// is left is Go's: its non-blocking sockets go through the runtime's
+// poller and scheduler (a fifth more context switches and 2.6 times the
+// CPU migrations of iperf3 for the same 2 s download), and when both
+// tools got the faster placement in every run netdoctor read 0.87 to
+// 0.95 of iperf3. Where the scheduler puts sender and receiver on the 2
+// cores moves either tool by up to a third from run to run (13 against
+// 17 Gbit/s), and when netdoctor's runs fell on the slow placement more
+// often than iperf3's the medians' ratio went down to 0.80. So the
+// unshaped case is held to 0.75 to 1.1: netdoctor never more than 10 %
+// above iperf3, and the lower bound is what the runs allowed, not a
+// measurement error.
 func TestLabTCPAgreesWithIperf3(t *testing.T) {
-	e, addr, dial := labEndpoint(t, "layertcp")
+	e := labtest.New(t, "layertcp")
 	startIperf3(t, e)
-	compare := func(name string, reverse bool, runs, secs int, low, high float64) {
+	nd, addr := startAgent(t, e)
+	compare := func(name string, rounds, secs int, low float64) {
 		t.Helper()
-		dir := Up
-		if reverse {
-			dir = Down
-		}
-		var ref, ours []float64
-		for range runs {
-			ref = append(ref, iperf3(t, e, secs, reverse))
-			res, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: dir, Streams: 1, Duration: time.Duration(secs) * time.Second, Dial: dial})
-			if err != nil {
-				t.Fatal(err)
+		var refUp, refDown, up, down []float64
+		for i := range rounds {
+			if i%2 == 1 {
+				u, d := nd.load(t, e, addr, secs)
+				up, down = append(up, u), append(down, d)
 			}
-			ours = append(ours, res.BitsPerSecond)
+			refUp = append(refUp, iperf3(t, e, secs, false))
+			refDown = append(refDown, iperf3(t, e, secs, true))
+			if i%2 == 0 {
+				u, d := nd.load(t, e, addr, secs)
+				up, down = append(up, u), append(down, d)
+			}
 		}
-		r, o := median(ref), median(ours)
-		t.Logf("%s %s: iperf3 %s; netdoctor %s: medians %s and %s, ratio %.3f", name, dir, mbits(ref), mbits(ours), mbit(r), mbit(o), o/r)
-		if o < low*r || o > high*r {
-			t.Errorf("%s %s: netdoctor %s, iperf3 %s: ratio %.3f, want %.2f to %.2f", name, dir, mbit(o), mbit(r), o/r, low, high)
+		for _, c := range []struct {
+			dir       string
+			ref, ours []float64
+		}{{Up, refUp, up}, {Down, refDown, down}} {
+			r, o := median(c.ref), median(c.ours)
+			t.Logf("%s %s: iperf3 %s; netdoctor %s: medians %s and %s, ratio %.3f", name, c.dir, mbits(c.ref), mbits(c.ours), mbit(r), mbit(o), o/r)
+			if o < low*r || o > 1.1*r {
+				t.Errorf("%s %s: netdoctor %s, iperf3 %s: ratio %.3f, want %.2f to 1.1", name, c.dir, mbit(o), mbit(r), o/r, low)
+			}
 		}
 	}
-	compare("veth", false, 3, 1, 0.65, 2)
-	compare("veth", true, 3, 1, 0.65, 2)
+	compare("veth", 5, 1, 0.75)
 	for _, rate := range []string{"1gbit", "50mbit"} {
 		labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, rate))
 		labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, rate))
-		compare("tbf "+rate, false, 2, 2, 0.9, 1.1)
-		compare("tbf "+rate, true, 2, 2, 0.9, 1.1)
+		compare("tbf "+rate, 1, 2, 0.9)
 	}
 }
 

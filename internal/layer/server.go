@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"golang.org/x/time/rate"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -259,12 +258,13 @@ func (s *Server) lookupJoin(h Hello) *test {
 // test's deadline: the endpoint discards an upload and sends a download.
 func (s *Server) stream(t *test, c net.Conn, r *bufio.Reader, i int) {
 	defer t.streams.Done()
+	bulk(c)
 	c.SetDeadline(t.deadline)
 	if t.hello.Dir == Up {
-		io.Copy(io.Discard, r)
+		discard(r) // r: what the hello's read buffered, then c
 		return
 	}
-	buf := make([]byte, 128<<10)
+	buf := make([]byte, blockSize)
 	rand.Read(buf) // incompressible, should a middlebox compress
 	for time.Now().Before(t.deadline) && t.sent.Add(int64(len(buf))) <= MaxBytes {
 		if _, err := c.Write(buf); err != nil {
