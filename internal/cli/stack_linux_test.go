@@ -316,4 +316,8 @@ func TestRunAppSlow(t *testing.T) {
 	if findActive(r, "worker-pool-exhausted") != nil {
 		t.Errorf("16 workers for 8 connections were reported exhausted")
 	}
+	// nginx waits on php-fpm: that is the lock's consequence.
+	if d := findActive(r, "dependency-slow"); d != nil && (d.CausedBy != "app-slow" || f == nil || d.CauseSubject != f.Subject) {
+		t.Errorf("nginx's wait on php-fpm (%s) is not the lock's consequence: caused by %q %q", d.Subject, d.CausedBy, d.CauseSubject)
+	}
 }

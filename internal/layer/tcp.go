@@ -94,9 +94,9 @@ func RunTCP(ctx context.Context, o TCPOptions) (*TCPResult, error) {
 		go func() {
 			defer wg.Done()
 			if o.Dir == Down {
-				res.Streams[i], errs[i] = receive(c, end)
+				res.Streams[i], errs[i] = receive(ctx, c, end)
 			} else {
-				res.Streams[i], errs[i] = send(c, end)
+				res.Streams[i], errs[i] = send(ctx, c, end)
 			}
 		}()
 	}
@@ -153,14 +153,18 @@ func joinStream(ctx context.Context, dial Dialer, addr string, k *control, i int
 
 // send writes to c until end; what counts is what the peer acknowledged.
 // The error is the one that ended it before end.
-func send(c net.Conn, end time.Time) (TCPStream, error) {
+func send(ctx context.Context, c net.Conn, end time.Time) (TCPStream, error) {
 	bulk(c)
+	// Ctrl-C ends the stream now, not at end.
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
 	before, _ := tcpInfo(c) // the join hello, already acknowledged or not
 	buf := make([]byte, blockSize)
-	c.SetWriteDeadline(end)
 	var written uint64
-	var err error
-	for time.Now().Before(end) {
+	n, err, ok := blockingIO(c, buf, end, true, func() bool { return ctx.Err() == nil })
+	written = uint64(n)
+	c.SetWriteDeadline(end)
+	for !ok && time.Now().Before(end) {
 		var n int
 		n, err = c.Write(buf)
 		written += uint64(n)
@@ -177,11 +181,19 @@ func send(c net.Conn, end time.Time) (TCPStream, error) {
 }
 
 // receive reads c until end.
-func receive(c net.Conn, end time.Time) (TCPStream, error) {
+func receive(ctx context.Context, c net.Conn, end time.Time) (TCPStream, error) {
 	bulk(c)
-	c.SetReadDeadline(end)
-	n, err := discard(c)
-	if err == nil {
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	n, err, ok := blockingIO(c, make([]byte, blockSize), end, false, func() bool { return ctx.Err() == nil })
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	if !ok {
+		c.SetReadDeadline(end)
+		n, err = discard(c)
+	}
+	if err == nil && time.Until(end) > 0 {
 		err = io.ErrUnexpectedEOF // the endpoint sends until after end
 	}
 	return TCPStream{Bytes: uint64(n)}, early(err, end)

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -30,12 +32,23 @@ func checkAppSlow(in *Input) []report.Finding {
 	if lr == nil || lr.Requests < 20 || lr.Latency.P50 < appSlowLatency {
 		return nil
 	}
+	// A server waiting on a dependency names where the time goes, not
+	// why: when netdoctor observes that dependency and its workers
+	// block, the why is theirs (nginx waits on php-fpm, whose workers
+	// wait on a file lock), and this finding goes on about them.
+	var waitedOn []string
 	for _, f := range found {
 		if f.Status != report.Active {
 			continue
 		}
 		switch f.ID {
-		case WorkerPoolExhausted, DependencyPoolSaturated, DependencySlow, NagleDelayedACK, CPUSaturated, ConntrackTableFull,
+		case DependencyPoolSaturated, DependencySlow:
+			if strings.Contains(f.Subject, " → ") {
+				waitedOn = append(waitedOn, f.Subject)
+				continue
+			}
+			return nil
+		case WorkerPoolExhausted, NagleDelayedACK, CPUSaturated, ConntrackTableFull,
 			SynQueueOverflow, PacketLoss, BandwidthSaturated, LoadGeneratorSaturated:
 			return nil // a cause of latency already named
 		}
@@ -50,6 +63,12 @@ func checkAppSlow(in *Input) []report.Finding {
 	for _, c := range r.Servers {
 		if _, total := waitShares(r.Samples(c)); total > 0 && (s == nil || c.Role == "upstream") {
 			s = c
+		}
+	}
+	if len(waitedOn) > 0 {
+		s = waitedOnServer(r, waitedOn)
+		if s == nil {
+			return nil // the dependency's finding is as far as the evidence goes
 		}
 	}
 	ev := []report.Item{
@@ -86,4 +105,29 @@ var waitFix = map[string]string{
 	app.WaitDisk:    "workers wait for disk I/O: check `iostat -x 1`, move logs and sessions off slow disks or into memory",
 	app.WaitRunning: "workers are on CPU: profile them (`perf record -g -p PID`) and make the request cheaper",
 	app.WaitOther:   "workers wait in the kernel elsewhere: see other_waits in the JSON report for the functions",
+}
+
+// waitedOnServer is the observed server, with workers seen blocking,
+// that a dependency finding's server waits on (subjects "kind addr →
+// dependency"), the innermost when they chain: one that does not wait on
+// another in turn.
+func waitedOnServer(r *Run, subjects []string) *app.Server {
+	var waiting, waitedOn []string
+	for _, sub := range subjects {
+		from, to, _ := strings.Cut(sub, " → ")
+		waiting = append(waiting, from[strings.LastIndexByte(from, ' ')+1:])
+		waitedOn = append(waitedOn, to)
+	}
+	var found *app.Server
+	for _, c := range r.Servers {
+		if _, total := waitShares(r.Samples(c)); total == 0 ||
+			!slices.ContainsFunc(waitedOn, func(d string) bool { return listensAt(c.Addr, d) }) {
+			continue
+		}
+		found = c
+		if !slices.Contains(waiting, c.Addr) {
+			break
+		}
+	}
+	return found
 }

@@ -67,6 +67,23 @@ func TestAppSlow(t *testing.T) {
 	if fs := checkAppSlow(in); fs != nil {
 		t.Errorf("with the pool's finding: %+v", fs)
 	}
+	// A server that waits on a dependency: when netdoctor observes the
+	// dependency and its workers block, app-slow is about the dependency
+	// (nginx waits on php-fpm, whose workers wait on a file lock); when
+	// the dependency is opaque, its finding is as far as the evidence
+	// goes.
+	in = slowRun(0.1, map[string]int{app.WaitFile: 8}, "php-fpm")
+	in.Run.Servers[0].Addr = "127.0.0.1:9000"
+	nginx := &app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", PIDs: []int{200}}
+	in.Run.Servers = append([]*app.Server{nginx}, in.Run.Servers...)
+	in.Found = []report.Finding{{ID: DependencySlow, Status: report.Active, Subject: "nginx 0.0.0.0:80 → 127.0.0.1:9000"}}
+	if fs := checkAppSlow(in); len(fs) != 1 || fs[0].Subject != "php-fpm 127.0.0.1:9000" {
+		t.Errorf("waiting on an observed php-fpm: %+v", fs)
+	}
+	in.Found[0].Subject = "nginx 0.0.0.0:80 → 10.0.0.9:5432"
+	if fs := checkAppSlow(in); fs != nil {
+		t.Errorf("waiting on a dependency not observed: %+v", fs)
+	}
 	in = slowRun(0.1, map[string]int{app.WaitSleep: 8}, "php-fpm")
 	in.Run.Load.Latency.P50 = 2 * time.Millisecond
 	if fs := checkAppSlow(in); fs != nil {

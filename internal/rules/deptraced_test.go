@@ -31,6 +31,9 @@ func TestCheckTraced(t *testing.T) {
 		{"multiplexed", multi, DependencySlow, "cannot be measured", "per round trip"},
 		{"idle", pool(0.02, 20*time.Millisecond), "", "", ""},
 		{"fast, busy half the time", pool(0.5, time.Millisecond), "", "", ""},
+		// As busy as the client keeps it, the backend answering at once.
+		{"fast, busy all the time", pool(0.97, 146*time.Microsecond), "", "", ""},
+		{"1 ms, busy all the time", pool(0.97, time.Millisecond), DependencyPoolSaturated, "~1ms per round trip → at most ~4000 req/s", ""},
 		{"a handful of round trips", few, "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
