@@ -57,6 +57,28 @@ func TestTCPBothDirections(t *testing.T) {
 	}
 }
 
+// TestTCPStopped: a test stopped (Ctrl-C) ends its streams then, in
+// both directions, not at the end of its duration, and says how long it
+// ran.
+func TestTCPStopped(t *testing.T) {
+	_, addr := startServer(t)
+	for _, dir := range []string{Up, Down} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(300*time.Millisecond, cancel)
+		start := time.Now()
+		res, err := RunTCP(ctx, TCPOptions{Addr: addr, Token: testToken, Dir: dir, Streams: 2, Duration: 10 * time.Second})
+		took := time.Since(start)
+		cancel()
+		if took > 3*time.Second {
+			t.Errorf("%s: stopped after 300 ms, returned after %v", dir, took)
+		}
+		if res != nil && res.Duration > 3*time.Second {
+			t.Errorf("%s: a stopped test says it ran %v", dir, res.Duration)
+		}
+		t.Logf("%s: %v, %v", dir, took, err)
+	}
+}
+
 func TestTCPDiscardServer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"golang.org/x/time/rate"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -262,20 +261,12 @@ func (s *Server) stream(t *test, c net.Conn, r *bufio.Reader, i int) {
 	bulk(c)
 	c.SetDeadline(t.deadline)
 	if t.hello.Dir == Up {
-		// What the hello's read buffered first, then c itself.
-		if r.Buffered() > 0 {
-			io.CopyN(io.Discard, r, int64(r.Buffered()))
-		}
-		if _, _, ok := blockingIO(c, make([]byte, blockSize), t.deadline, false, nil); !ok {
-			discard(r)
-		}
+		discard(r) // r: what the hello's read buffered, then c
 		return
 	}
 	buf := make([]byte, blockSize)
 	rand.Read(buf) // incompressible, should a middlebox compress
-	budget := func() bool { return t.sent.Add(int64(len(buf))) <= MaxBytes }
-	_, _, ok := blockingIO(c, buf, t.deadline, true, budget)
-	for !ok && time.Now().Before(t.deadline) && budget() {
+	for time.Now().Before(t.deadline) && t.sent.Add(int64(len(buf))) <= MaxBytes {
 		if _, err := c.Write(buf); err != nil {
 			break
 		}

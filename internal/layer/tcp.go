@@ -155,16 +155,15 @@ func joinStream(ctx context.Context, dial Dialer, addr string, k *control, i int
 // The error is the one that ended it before end.
 func send(ctx context.Context, c net.Conn, end time.Time) (TCPStream, error) {
 	bulk(c)
+	before, _ := tcpInfo(c) // the join hello, already acknowledged or not
+	buf := make([]byte, blockSize)
+	c.SetWriteDeadline(end)
 	// Ctrl-C ends the stream now, not at end.
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
-	before, _ := tcpInfo(c) // the join hello, already acknowledged or not
-	buf := make([]byte, blockSize)
 	var written uint64
-	n, err, ok := blockingIO(c, buf, end, true, func() bool { return ctx.Err() == nil })
-	written = uint64(n)
-	c.SetWriteDeadline(end)
-	for !ok && time.Now().Before(end) {
+	var err error
+	for time.Now().Before(end) {
 		var n int
 		n, err = c.Write(buf)
 		written += uint64(n)
@@ -183,17 +182,11 @@ func send(ctx context.Context, c net.Conn, end time.Time) (TCPStream, error) {
 // receive reads c until end.
 func receive(ctx context.Context, c net.Conn, end time.Time) (TCPStream, error) {
 	bulk(c)
+	c.SetReadDeadline(end)
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
-	n, err, ok := blockingIO(c, make([]byte, blockSize), end, false, func() bool { return ctx.Err() == nil })
-	if errors.Is(err, io.EOF) {
-		err = nil
-	}
-	if !ok {
-		c.SetReadDeadline(end)
-		n, err = discard(c)
-	}
-	if err == nil && time.Until(end) > 0 {
+	n, err := discard(c)
+	if err == nil {
 		err = io.ErrUnexpectedEOF // the endpoint sends until after end
 	}
 	return TCPStream{Bytes: uint64(n)}, early(err, end)
