@@ -107,8 +107,8 @@ var waitFix = map[string]string{
 	app.WaitOther:   "workers wait in the kernel elsewhere: see other_waits in the JSON report for the functions",
 }
 
-// waitedOnServer is the observed server, with workers seen blocking,
-// that a dependency finding's server waits on (subjects "kind addr →
+// waitedOnServer is the observed server, with workers seen blocking on
+// a wait that names a cause, that a dependency finding's server waits on (subjects "kind addr →
 // dependency"), the innermost when they chain: one that does not wait on
 // another in turn.
 func waitedOnServer(r *Run, subjects []string) *app.Server {
@@ -120,8 +120,12 @@ func waitedOnServer(r *Run, subjects []string) *app.Server {
 	}
 	var found *app.Server
 	for _, c := range r.Servers {
-		if _, total := waitShares(r.Samples(c)); total == 0 ||
-			!slices.ContainsFunc(waitedOn, func(d string) bool { return listensAt(c.Addr, d) }) {
+		// Its workers must mostly wait on something that names a cause:
+		// a futex is as likely an idle worker (every Go, Java or Node
+		// thread parks on one), an unknown wait or the CPU names none.
+		sh, total := waitShares(r.Samples(c))
+		if total == 0 || !slices.ContainsFunc(waitedOn, func(d string) bool { return listensAt(c.Addr, d) }) ||
+			sh[0].class == app.WaitLock || sh[0].class == app.WaitOther || sh[0].class == app.WaitRunning || 2*sh[0].n < total {
 			continue
 		}
 		found = c

@@ -84,6 +84,15 @@ func TestAppSlow(t *testing.T) {
 	if fs := checkAppSlow(in); fs != nil {
 		t.Errorf("waiting on a dependency not observed: %+v", fs)
 	}
+	// A Go backend's threads park on futexes whether its goroutines work
+	// or not: that names no cause.
+	in.Found[0].Subject = "nginx 0.0.0.0:80 → 127.0.0.1:9000"
+	for i := range in.Run.Servers[1].Samples {
+		in.Run.Servers[1].Samples[i].Waits = map[string]int{app.WaitLock: 5, app.WaitIdle: 3}
+	}
+	if fs := checkAppSlow(in); fs != nil {
+		t.Errorf("waiting on a dependency whose threads sit on futexes: %+v", fs)
+	}
 	in = slowRun(0.1, map[string]int{app.WaitSleep: 8}, "php-fpm")
 	in.Run.Load.Latency.P50 = 2 * time.Millisecond
 	if fs := checkAppSlow(in); fs != nil {
