@@ -192,7 +192,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Wait()
 	if a.inc != nil {
 		// What is pending is written with the window it has.
-		a.inc.flush(a.ring, a.host, time.Now())
+		a.inc.flush(a.ring, a.host, a.traced(time.Now()), time.Now())
 	}
 	return nil
 }
@@ -322,7 +322,7 @@ func (a *Agent) evaluate(now time.Time) {
 		if len(turned) > 0 {
 			a.inc.trigger(now, turned, a.watches.describe())
 		}
-		n, err := a.inc.due(a.ring, a.host, now)
+		n, err := a.inc.due(a.ring, a.host, a.traced(now), now)
 		a.stats.incidents.Add(uint64(n))
 		if err != nil {
 			a.stats.incidentErrors.Add(1)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/agentapi"
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
@@ -373,6 +374,13 @@ func TestIncidents(t *testing.T) {
 		quiet = append(quiet, overflows(snap, 160))
 	}
 	base := time.Now().Add(-10 * time.Minute)
+	// The last dependency burst: an API's pool of 4 to its backend, half
+	// busy (no finding of its own). The incident carries it.
+	pool := app.Dependency{Addr: "10.0.0.1:7300", Owner: "backend (pid 77)", Observed: true, Conns: 4, Seconds: 3, Samples: 30,
+		Busy: 0.5, RoundTripsPerSec: 195, RoundTrip: 20 * time.Millisecond, SegsOutPerSec: 195, SegsInPerSec: 195}
+	a.deps.last = &report.Traced{Start: base, Seconds: 3, IntervalMS: 100, Followed: 1,
+		Servers: []*app.Server{{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{pool}}}}
+	a.deps.doneAt = base
 	next := feed(t, a, base, []evidence.Snapshot{overflows(snap, 0), overflows(snap, 0), overflows(snap, 0), overflows(snap, 0), overflows(snap, 0)})
 	faultAt := next
 	next = feed(t, a, next, burst)
@@ -403,6 +411,13 @@ func TestIncidents(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the incident's bundle does not diagnose as accept-queue-overflow")
+	}
+	var tr report.Traced
+	if err := json.Unmarshal(b.Incident.Dependencies, &tr); err != nil || len(tr.Servers) != 1 || len(tr.Servers[0].Deps) != 1 {
+		t.Fatalf("the incident's dependencies %s: %v", b.Incident.Dependencies, err)
+	}
+	if d := tr.Servers[0].Deps[0]; d.Addr != "10.0.0.1:7300" || d.Conns != 4 || d.Busy != 0.5 || d.RoundTrip != 20*time.Millisecond {
+		t.Errorf("the incident's dependency %+v", d)
 	}
 
 	// It flaps within the incident window: no new incident.

@@ -87,20 +87,27 @@ func (in *incidents) trigger(now time.Time, turned []report.Finding, during stri
 }
 
 // due writes the pending incident once its "after" has passed.
-func (in *incidents) due(r *ring, host evidence.Host, now time.Time) (int, error) {
+func (in *incidents) due(r *ring, host evidence.Host, deps *report.Traced, now time.Time) (int, error) {
 	if in.pending == nil || now.Before(in.pending.due) {
 		return 0, nil
 	}
-	return in.flush(r, host, now)
+	return in.flush(r, host, deps, now)
 }
 
-// flush writes the pending incident with the window it has.
-func (in *incidents) flush(r *ring, host evidence.Host, now time.Time) (int, error) {
+// flush writes the pending incident with the window it has, and deps,
+// the last dependency trace if there is a recent one: what the servers
+// waited on about then.
+func (in *incidents) flush(r *ring, host evidence.Host, deps *report.Traced, now time.Time) (int, error) {
 	p := in.pending
 	if p == nil {
 		return 0, nil
 	}
 	in.pending = nil
+	if deps != nil {
+		if raw, err := json.Marshal(deps); err == nil {
+			p.meta.Dependencies = raw
+		}
+	}
 	snaps, err := r.between(p.at.Add(-in.before), now)
 	if err != nil && len(snaps) == 0 {
 		return 0, err

@@ -287,7 +287,27 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if in := b.Incident; in != nil && out.toStdout() == "" {
 		incidentText(stdout, b)
 	}
-	return finish("diagnose", b, out, stdout, stderr)
+	tr, err := incidentDeps(b)
+	if err != nil {
+		return err
+	}
+	found := report.Sort(append(rules.Check(b), rules.CheckTraced(tr, b)...))
+	r := report.New("diagnose", b, found)
+	r.Dependencies = tr
+	return writeReport(r, out, stdout, stderr)
+}
+
+// incidentDeps decodes the dependency trace an agent's incident carries,
+// if any: the tables and their findings, as check would show them.
+func incidentDeps(b *evidence.Bundle) (*report.Traced, error) {
+	if b.Incident == nil || len(b.Incident.Dependencies) == 0 {
+		return nil, nil
+	}
+	var tr report.Traced
+	if err := json.Unmarshal(b.Incident.Dependencies, &tr); err != nil {
+		return nil, badInput("read bundle: the incident's dependencies: %v", err)
+	}
+	return &tr, nil
 }
 
 // incidentText says why the agent wrote an incident bundle: what turned

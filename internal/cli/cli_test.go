@@ -12,7 +12,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -167,5 +170,43 @@ func TestWriteFailure(t *testing.T) {
 	code, _, stderr := runCLI(t, "diagnose", "../../testdata/bundles/accept-overflow.json", "--json", "/dev/full")
 	if code != ExitFailed || !strings.Contains(stderr, "write report /dev/full") || !strings.Contains(stderr, "no space left") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestDiagnoseIncidentDeps: an agent's incident carries its last
+// dependency trace; diagnose shows the tables and their findings, as
+// check does, and a damaged trace is a clear error.
+func TestDiagnoseIncidentDeps(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/bundles/accept-overflow.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b evidence.Bundle
+	if err := json.Unmarshal(raw, &b); err != nil {
+		t.Fatal(err)
+	}
+	pool := app.Dependency{Addr: "10.0.0.1:7300", Owner: "backend (pid 77)", Observed: true, Conns: 4, Seconds: 3, Samples: 30,
+		Busy: 0.98, RoundTripsPerSec: 195, RoundTrip: 20 * time.Millisecond, SegsOutPerSec: 195, SegsInPerSec: 195}
+	deps, _ := json.Marshal(report.Traced{Start: b.Start, Seconds: 3, IntervalMS: 100, Followed: 1,
+		Servers: []*app.Server{{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{pool}}}})
+	write := func(deps json.RawMessage) string {
+		b.Incident = &evidence.Incident{Time: b.Start, Dependencies: deps,
+			Findings: []evidence.IncidentFinding{{ID: "accept-queue-overflow", Severity: "critical", Time: b.Start}}}
+		out, _ := json.Marshal(&b)
+		path := filepath.Join(t.TempDir(), "incident.json")
+		if err := os.WriteFile(path, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	_, stdout, stderr := runCLI(t, "diagnose", write(deps))
+	for _, want := range []string{"Dependencies (the outbound connections", "10.0.0.1:7300 (backend (pid 77))", "dependency-pool-saturated"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("diagnose of an incident with dependencies: no %q in\n%s%s", want, stdout, stderr)
+		}
+	}
+	code, _, stderr := runCLI(t, "diagnose", write(json.RawMessage(`{"servers": 3}`)))
+	if code == 0 || !strings.Contains(stderr, "the incident's dependencies") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("a damaged trace: exit %d, %q", code, stderr)
 	}
 }

@@ -1,6 +1,9 @@
 package evidence
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // BundleVersion is the version of the bundle file format written by
 // `netdoctor collect`. Readers reject bundles with a newer major version.
@@ -27,6 +30,11 @@ type Incident struct {
 	// During names the runs that were watching the host's servers at
 	// the time: their load may be what the incident records.
 	During string `json:"during,omitempty"`
+	// Dependencies are the agent's last dependency trace when the
+	// incident was written (a report.Traced: the servers' outbound
+	// connections per destination), kept as JSON because report builds
+	// on this package. diagnose reads them back with the snapshots.
+	Dependencies json.RawMessage `json:"dependencies,omitempty"`
 }
 
 // IncidentFinding is one finding that turned active.
