@@ -12,7 +12,8 @@ import (
 
 // TestPathProbeRun: with an agent that offers the test endpoint, run
 // probes the path before the load, the report carries what it measured
-// (an 8 Mbit/s tbf from the server, 5 % of the probe's UDP dropped), and
+// (an 8 Mbit/s tbf from the server, 5 % of the probe's UDP dropped each
+// way), and
 // the findings that compare the application with the path cite it: a
 // 20 KB page saturates the tbf (bandwidth-saturated), 5 % of the TCP
 // the client receives is dropped (packet-loss, the server's
@@ -28,6 +29,7 @@ func TestPathProbeRun(t *testing.T) {
 	labMust(t, e.Shape(e.ServerNS, e.ServerDev, "8mbit"))
 	labMust(t, e.DropUDP(e.ServerNS, 9121, 5))
 	labMust(t, e.DropRandom(e.ClientNS, 5))
+	labMust(t, e.DropUDPFrom(e.ClientNS, 9121, 5))
 	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 20 -t 1 -d 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
 	p := r.Path
 	if p == nil {
@@ -42,6 +44,12 @@ func TestPathProbeRun(t *testing.T) {
 	}
 	if p.UDPSent < 1000 || p.UDPLossPercent < 2.5 || p.UDPLossPercent > 7.5 {
 		t.Errorf("path UDP: %d sent, %.2f %% lost, want about 5", p.UDPSent, p.UDPLossPercent)
+	}
+	// The client's input drops 5 % of the endpoint's datagrams too: the
+	// responses' direction is measured apart.
+	t.Logf("path UDP down: %d sent, %.2f %% lost, jitter %v", p.UDPDownSent, p.UDPDownLossPercent, p.UDPDownJitter)
+	if p.UDPDownSent < 900 || p.UDPDownLossPercent < 2 || p.UDPDownLossPercent > 8 {
+		t.Errorf("path UDP down: %d sent, %.2f %% lost, want about 5", p.UDPDownSent, p.UDPDownLossPercent)
 	}
 	for _, f := range r.Findings {
 		for _, it := range f.Evidence {

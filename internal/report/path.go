@@ -22,12 +22,20 @@ type PathProbe struct {
 	UDPSent        uint64        `json:"udp_sent"`
 	UDPLossPercent float64       `json:"udp_loss_percent"`
 	UDPJitter      time.Duration `json:"udp_jitter_ns"`
+	// UDPDownSent datagrams went the other way, from the server to the
+	// client (the direction of responses); UDPDownLossPercent of them
+	// never arrived, UDPDownJitter as the client measured it.
+	UDPDownSent        uint64        `json:"udp_down_sent"`
+	UDPDownLossPercent float64       `json:"udp_down_loss_percent"`
+	UDPDownJitter      time.Duration `json:"udp_down_jitter_ns"`
 	// Error says why the probe, or a part of it, failed.
 	Error string `json:"error,omitempty"`
 }
 
 // Ran reports a probe that measured something.
-func (p *PathProbe) Ran() bool { return p != nil && (p.DownBitsPerSecond > 0 || p.UDPSent > 0) }
+func (p *PathProbe) Ran() bool {
+	return p != nil && (p.DownBitsPerSecond > 0 || p.UDPSent > 0 || p.UDPDownSent > 0)
+}
 
 // PathStream is one TCP stream of the path probe, as the server's socket
 // saw it at the end.

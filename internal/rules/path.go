@@ -42,6 +42,12 @@ func pathLossItem(in *Input) (report.Item, bool) {
 		}
 		text += ")"
 	}
+	if p.UDPDownSent > 0 {
+		if text != "" {
+			text += "; "
+		}
+		text += fmt.Sprintf("%.1f %% of %d UDP datagrams from the server to the client", p.UDPDownLossPercent, p.UDPDownSent)
+	}
 	if p.DownBitsPerSecond > 0 {
 		if text != "" {
 			text += "; "

@@ -18,6 +18,10 @@ func TestPathLossItem(t *testing.T) {
 		!hasEvidence(fs[0], "12 retransmissions in the probe's bulk TCP") {
 		t.Errorf("with a probe: %q", evidenceTexts(fs[0]))
 	}
+	probed.Run.Path.UDPDownSent, probed.Run.Path.UDPDownLossPercent = 1000, 4.2
+	if fs := checkLoss(probed); !hasEvidence(fs[0], "(1500 UDP datagrams from the client to the server); 4.2 % of 1000 UDP datagrams from the server to the client; 12 retransmissions") {
+		t.Errorf("with both directions: %q", evidenceTexts(fs[0]))
+	}
 	probed.Run.Path.TCPStreams = make([]report.PathStream, 4)
 	if fs := checkLoss(probed); !hasEvidence(fs[0], "12 retransmissions in the probe's bulk TCP from the server (4 streams)") {
 		t.Errorf("with 4 streams: %q", evidenceTexts(fs[0]))
