@@ -165,11 +165,6 @@ func agentErr(err error) error {
 	return err
 }
 
-// finish runs the rules and writes the reports.
-func finish(command string, b *evidence.Bundle, out outputs, stdout, stderr io.Writer) error {
-	return writeReport(report.New(command, b, rules.Check(b)), out, stdout, stderr)
-}
-
 // outputs are a check's or a diagnosis's reports besides the text, and
 // the findings that fail the command.
 type outputs struct {
