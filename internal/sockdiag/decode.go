@@ -238,3 +238,29 @@ func Messages(b []byte, fn func(payload []byte) error) (done, intr bool, err err
 type Errno int32
 
 func (e Errno) Error() string { return fmt.Sprintf("netlink error %d", int32(e)) }
+
+// eachReply walks the answers to exact lookups in one datagram: a
+// SOCK_DIAG_BY_FAMILY message for a socket found, an NLMSG_ERROR for one
+// that was not. It returns how many answers it saw.
+func eachReply(b []byte, fn func(seq uint32, payload []byte)) int {
+	n := 0
+	for len(b) >= nlmsgHdrLen {
+		l := int(binary.NativeEndian.Uint32(b))
+		if l < nlmsgHdrLen || l > len(b) {
+			break
+		}
+		switch binary.NativeEndian.Uint16(b[4:]) {
+		case sockDiagByFamily:
+			fn(binary.NativeEndian.Uint32(b[8:]), b[nlmsgHdrLen:l])
+			n++
+		case nlmsgError:
+			n++
+		}
+		al := (l + 3) &^ 3
+		if al > len(b) {
+			break
+		}
+		b = b[al:]
+	}
+	return n
+}

@@ -130,32 +130,6 @@ func (q *Querier) QueryUnix(ids []UnixID, fn func(i int, m *UnixDiagMsg)) error 
 	return nil
 }
 
-// eachReply walks the answers to exact lookups in one datagram: a
-// SOCK_DIAG_BY_FAMILY message for a socket found, an NLMSG_ERROR for one
-// that was not. It returns how many answers it saw.
-func eachReply(b []byte, fn func(seq uint32, payload []byte)) int {
-	n := 0
-	for len(b) >= nlmsgHdrLen {
-		l := int(binary.NativeEndian.Uint32(b))
-		if l < nlmsgHdrLen || l > len(b) {
-			break
-		}
-		switch binary.NativeEndian.Uint16(b[4:]) {
-		case sockDiagByFamily:
-			fn(binary.NativeEndian.Uint32(b[8:]), b[nlmsgHdrLen:l])
-			n++
-		case nlmsgError:
-			n++
-		}
-		al := (l + 3) &^ 3
-		if al > len(b) {
-			break
-		}
-		b = b[al:]
-	}
-	return n
-}
-
 // Listener finds the listener that a connection to addr would reach in
 // the querier's namespace (one bound to addr or to the wildcard), by an
 // exact lookup from no remote address: the kernel's own listener lookup,
