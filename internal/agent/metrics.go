@@ -179,6 +179,11 @@ func (m *metrics) collectDeps(ch chan<- prometheus.Metric) {
 	for _, v := range views {
 		l := []string{v.App, v.Listener, v.Destination, v.Owner}
 		gauge(m.depConns, float64(v.Dep.Conns), l...)
+		if v.Dep.Untimed != "" {
+			// A unix socket: no busy share nor round trips measured,
+			// and a 0 would say idle.
+			continue
+		}
 		gauge(m.depBusy, v.Dep.Busy, l...)
 		gauge(m.depRoundTrips, v.Dep.RoundTripsPerSec, l...)
 		if v.Dep.RoundTrip > 0 && !v.Dep.Multiplexed() {

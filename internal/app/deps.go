@@ -52,6 +52,19 @@ type Dependency struct {
 	// requests in flight on one connection, where RoundTrip and the pool
 	// do not hold.
 	Pipelined float64 `json:"pipelined,omitempty"`
+	// Untimed says why the busy share, the round trips and the time per
+	// round trip are not measured: UnixUntimed for a unix-socket
+	// dependency ("unix:/run/php/php8.2-fpm.sock"), whose Conns are the
+	// connections open for two samples or more (whether each carried
+	// data is not known) and whose only timing is Unread.
+	Untimed string `json:"untimed,omitempty"`
+	// Unread is, for a unix-socket dependency, the share of samples in
+	// which what a connection sent was still unread at the dependency's
+	// end: a request outstanding, waiting for a worker or for the accept
+	// (or, for a dependency that reads lazily, in service). A lower
+	// bound on the busy share (a request read and being worked on is
+	// not seen), not an estimate of it.
+	Unread float64 `json:"unread,omitempty"`
 }
 
 // Multiplexed reports whether requests overlapped on the connections
@@ -89,6 +102,12 @@ type connTrace struct {
 	firstAt, lastAt             time.Time
 	sendAt, recvAt              time.Time // of the previous sample
 	wasBusy                     bool
+
+	// unix says it is a unix-socket connection (no tcp_info: only n and
+	// unread count), unread how many samples found what it sent still
+	// unread at the dependency's end (sampleUnix).
+	unix   bool
+	unread int
 }
 
 // sample adds the sample taken at now, the trace's tick, and says when
@@ -173,6 +192,7 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 		d                    Dependency
 		busySec, secs, rtSum float64
 		busyN, pipe          int
+		unread, looks        int
 		rtt                  time.Duration
 		from, to             time.Time
 	}
@@ -189,6 +209,18 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 		}
 		if c.isNew {
 			a.d.New++
+		}
+		if c.unix {
+			a.d.Untimed = UnixUntimed
+			if c.n < 2 {
+				continue // opened and closed between two looks
+			}
+			a.d.Conns++
+			a.d.Samples = max(a.d.Samples, c.n)
+			a.unread += c.unread
+			a.looks += c.n
+			a.from, a.to = minTime(a.from, c.firstAt), maxTime(a.to, c.lastAt)
+			continue
 		}
 		if c.n < 2 || c.last.DataSegsOut == c.first.DataSegsOut {
 			// Too short-lived to measure (a connection per request),
@@ -218,17 +250,26 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 		a.busyN += c.busy
 		a.pipe += c.pipelined
 		a.rtt = max(a.rtt, c.last.SRTT())
-		if c.firstAt.Before(a.from) {
-			a.from = c.firstAt
-		}
-		if c.lastAt.After(a.to) {
-			a.to = c.lastAt
-		}
+		a.from, a.to = minTime(a.from, c.firstAt), maxTime(a.to, c.lastAt)
 	}
 	out := map[*Server][]Dependency{}
 	for k, a := range by {
 		d := a.d
 		d.Seconds = a.to.Sub(a.from).Seconds()
+		if d.Untimed != "" {
+			// No tcp_info: the destination, its connections and how
+			// many requests sat unread there; nothing timed.
+			if a.looks > 0 {
+				d.Unread = float64(a.unread) / float64(a.looks)
+			}
+			if d.Conns+d.New > 0 {
+				if owner != nil {
+					owner(&d)
+				}
+				out[k.s] = append(out[k.s], d)
+			}
+			continue
+		}
 		if a.secs <= 0 {
 			// Only connections too short to measure: the destination
 			// and how many were opened still belong in the table.
@@ -258,7 +299,31 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 		out[k.s] = append(out[k.s], d)
 	}
 	for _, ds := range out {
-		sort.Slice(ds, func(i, j int) bool { return ds[i].Busy*float64(ds[i].Conns) > ds[j].Busy*float64(ds[j].Conns) })
+		sort.SliceStable(ds, func(i, j int) bool {
+			if bi, bj := ds[i].Busy*float64(ds[i].Conns), ds[j].Busy*float64(ds[j].Conns); bi != bj {
+				return bi > bj
+			}
+			// Untimed rows (unix sockets) by their pools, then by name,
+			// for a stable table.
+			if ds[i].Conns != ds[j].Conns {
+				return ds[i].Conns > ds[j].Conns
+			}
+			return ds[i].Addr < ds[j].Addr
+		})
 	}
 	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

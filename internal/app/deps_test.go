@@ -34,3 +34,83 @@ func TestObserveBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestUnixOutbound: which unix stream sockets are connections a server
+// opened to another process's listener.
+func TestUnixOutbound(t *testing.T) {
+	listening := func(p string) bool { return p == "/run/php/php8.2-fpm.sock" || p == "/run/app.sock" }
+	for _, tc := range []struct {
+		name string
+		fd   int
+		u    unixEnds
+		want bool
+	}{
+		{"a client of php-fpm's socket", 7, unixEnds{peer: "/run/php/php8.2-fpm.sock"}, true},
+		{"an abstract name", 7, unixEnds{peer: "@pgbouncer"}, true},
+		{"a client that bound a name of its own", 7, unixEnds{own: "@client-1", peer: "/run/php/php8.2-fpm.sock"}, true},
+		{"a connection it accepted", 7, unixEnds{own: "/run/app.sock"}, false},
+		{"one it accepted from a named client", 7, unixEnds{own: "/run/app.sock", peer: "@client-1"}, false},
+		{"a socketpair", 7, unixEnds{}, false},
+		{"stdout to journald", 1, unixEnds{peer: "/run/systemd/journal/stdout"}, false},
+		{"a journal stream on another descriptor", 9, unixEnds{peer: "/run/systemd/journal/stdout"}, false},
+		{"syslog over a stream", 9, unixEnds{peer: "/dev/log"}, false},
+		{"the system bus", 9, unixEnds{peer: "/run/dbus/system_bus_socket"}, false},
+		{"systemd-resolved's varlink", 9, unixEnds{peer: "/run/systemd/resolve/io.systemd.Resolve"}, true},
+		{"stdin", 0, unixEnds{peer: "/run/app2.sock"}, false},
+	} {
+		if got := unixOutbound(tc.fd, &tc.u, listening); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestDependenciesUnix: unix connections grouped per server and path:
+// the connections seen twice or more, the new ones, the share of looks
+// with a request unread at the dependency; no time, and the owner asked
+// for. A TCP destination beside it keeps its estimates.
+func TestDependenciesUnix(t *testing.T) {
+	api := &Server{Kind: "api"}
+	t0 := time.Now()
+	look := func(c *connTrace, unread ...bool) *connTrace {
+		for i, u := range unread {
+			var m sockdiag.UnixDiagMsg
+			m.HasRQ = true
+			if u {
+				m.WQueue = 768
+			}
+			c.sampleUnix(t0.Add(time.Duration(i)*100*time.Millisecond), &m)
+		}
+		return c
+	}
+	dst := "unix:/run/php/php8.2-fpm.sock"
+	conns := []*connTrace{
+		look(&connTrace{srv: api, dst: dst, unix: true}, true, true, false, false),
+		look(&connTrace{srv: api, dst: dst, unix: true}, false, false, false, true),
+		// Opened during the trace and gone before its second look.
+		look(&connTrace{srv: api, dst: dst, unix: true, isNew: true}, true),
+		look(&connTrace{srv: api, dst: "unix:@only-short", unix: true, isNew: true}, false),
+		// Never looked at: gone before its first sample.
+		{srv: api, dst: "unix:@never", unix: true, isNew: true},
+	}
+	var asked []string
+	deps := dependencies(conns, func(d *Dependency) { asked = append(asked, d.Addr); d.Owner = "php-fpm (pid 9)" })[api]
+	if len(deps) != 2 {
+		t.Fatalf("%d rows, want 2: %+v", len(deps), deps)
+	}
+	d, short := deps[0], deps[1]
+	if d.Addr != dst || d.Conns != 2 || d.New != 1 || d.Untimed != UnixUntimed || d.Samples != 4 || d.Owner != "php-fpm (pid 9)" {
+		t.Errorf("row %+v", d)
+	}
+	if d.Unread != 3.0/8 || d.Busy != 0 || d.RoundTrip != 0 || d.RoundTripsPerSec != 0 {
+		t.Errorf("unread %.3f (want 3/8), busy %.2f, round trip %v: no timing", d.Unread, d.Busy, d.RoundTrip)
+	}
+	if d.Seconds < 0.29 || d.Seconds > 0.31 {
+		t.Errorf("seconds %.2f, want 0.3", d.Seconds)
+	}
+	if short.Addr != "unix:@only-short" || short.Conns != 0 || short.New != 1 || short.Untimed == "" {
+		t.Errorf("short row %+v", short)
+	}
+	if len(asked) != 2 {
+		t.Errorf("owner asked for %v", asked)
+	}
+}

@@ -57,6 +57,9 @@ type tracer struct {
 	conns   []*connTrace
 	alive   []*connTrace
 	byInode map[uint64]*connTrace
+	// unix are the unix-socket connections still open, looked up by
+	// inode every interval (they are in conns too).
+	unix []*connTrace
 	// offset is where each process's next descriptor walk starts.
 	offset  map[int]int
 	skip    map[uint64]bool
@@ -68,10 +71,10 @@ type tracer struct {
 	dirBuf []byte
 }
 
-// TraceDeps follows the servers' outbound TCP connections until ctx
-// ends: every second it looks for new ones among the servers'
-// descriptors, and every interval it asks the kernel for each one's
-// tcp_info by an exact lookup (so the cost grows with these few
+// TraceDeps follows the servers' outbound TCP and unix-socket
+// connections until ctx ends: every second it looks for new ones among
+// the servers' descriptors, and every interval it asks the kernel for
+// each one's tcp_info (a unix socket's queue lengths) by an exact lookup (so the cost grows with these few
 // connections, not with the host's socket table). Destinations that
 // listen in this namespace become servers of the run too, role
 // "dependency". When it returns, each server's Deps say what its
@@ -118,6 +121,9 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		if seen < len(looked) {
 			t.prune(looked, now)
 		}
+		if err := t.sampleUnix(q, now); err != nil {
+			return fmt.Errorf("trace dependencies: %w", err)
+		}
 		select {
 		case <-ctx.Done():
 			o.finishDeps(t)
@@ -147,6 +153,39 @@ func (t *tracer) prune(looked []*connTrace, now time.Time) {
 	t.alive = open
 }
 
+// sampleUnix looks up every open unix connection at now; those the
+// lookup does not find (closed) leave the open ones.
+func (t *tracer) sampleUnix(q *sockdiag.Querier, now time.Time) error {
+	if len(t.unix) == 0 {
+		return nil
+	}
+	ids := make([]sockdiag.UnixID, len(t.unix))
+	for i, c := range t.unix {
+		ids[i] = sockdiag.UnixID{Inode: uint32(c.ino), Cookie: c.id.Cookie}
+	}
+	if err := q.QueryUnix(ids, func(i int, m *sockdiag.UnixDiagMsg) {
+		t.unix[i].sampleUnix(now, m)
+		t.unix[i].at = now
+	}); err != nil {
+		return err
+	}
+	open := t.unix[:0]
+	for _, c := range t.unix {
+		if c.at.Equal(now) {
+			open = append(open, c)
+			continue
+		}
+		c.gone = true
+		delete(t.byInode, c.ino)
+	}
+	clear(t.unix[len(open):])
+	t.unix = open
+	return nil
+}
+
+// open is how many connections the trace looks up each interval.
+func (t *tracer) open() int { return len(t.alive) + len(t.unix) }
+
 // finishDeps hands each server its dependencies.
 func (o *Observer) finishDeps(t *tracer) {
 	deps := dependencies(t.conns, o.owner)
@@ -162,6 +201,11 @@ func (o *Observer) finishDeps(t *tracer) {
 func (o *Observer) owner(d *Dependency) {
 	if l, ok := o.localListener(d.Addr); ok {
 		d.Owner, d.Observed = o.localOwner(l)
+		return
+	}
+	if strings.HasPrefix(d.Addr, "unix:") {
+		// Not a listener of the namespace when the trace began: its
+		// owner is not known (see observeDep).
 		return
 	}
 	f := o.lookElsewhere(context.Background(), d.Addr)
@@ -203,6 +247,14 @@ func procName(kind string, pid int, ns string) string {
 // localListener finds the listener of this namespace at dst, when dst
 // is one of its addresses.
 func (o *Observer) localListener(dst string) (l evidence.Listener, ok bool) {
+	if strings.HasPrefix(dst, "unix:") {
+		// A path lives in the filesystem, an abstract name in the
+		// namespace: either way, the listener the server reached is
+		// the namespace's listener of that name (a path socket bound
+		// in another namespace and shared through a mount is not
+		// among them, and is left unowned).
+		return findListener(o.listeners, dst)
+	}
 	ap, err := netip.ParseAddrPort(dst)
 	if err != nil || o.deps == nil && !ap.Addr().IsLoopback() {
 		return l, false
@@ -221,14 +273,18 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 	o.deps = t
 	o.mu.Unlock()
 	ports := map[uint16]bool{}
+	paths := map[string]bool{}
 	for _, l := range o.listeners {
 		if l.Proto != "unix" {
 			ports[uint16(l.Port)] = true
+		} else {
+			paths[l.Addr] = true
 		}
 	}
+	listening := func(path string) bool { return paths[path] }
 	first := t.refresh == 0
 	t.refresh++
-	if len(t.alive) >= MaxTracedConns || len(t.conns) >= maxKeptConns {
+	if t.open() >= MaxTracedConns || len(t.conns) >= maxKeptConns {
 		return
 	}
 	// Only the sockets still open stay skipped: a trace that lasts as
@@ -253,7 +309,7 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 			full := false
 			list := func(from int, fn func(int) bool) (bool, error) { return listFDs(dir, from, t.dirBuf, fn) }
 			partial, err := t.walkFDs(pid, list, func(fd int) bool {
-				if len(t.alive) >= MaxTracedConns || len(t.conns) >= maxKeptConns {
+				if t.open() >= MaxTracedConns || len(t.conns) >= maxKeptConns {
 					full = true
 					return false
 				}
@@ -269,15 +325,23 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 					skip[ino] = true
 					return true
 				}
-				id, ok := outbound(pid, fd, ports)
-				if !ok {
+				id, ux, ok := outbound(pid, fd, ports)
+				var c *connTrace
+				switch {
+				case ok:
+					c = &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first}
+					t.alive = append(t.alive, c)
+				case ux != nil && ino <= math.MaxUint32 && unixOutbound(fd, ux, listening):
+					// unix_diag_req's udiag_ino is 32 bits, as
+					// socket inodes are (get_next_ino).
+					c = &connTrace{srv: s, dst: "unix:" + ux.peer, id: sockdiag.SockID{Cookie: ux.cookie}, ino: ino, isNew: !first, unix: true}
+					t.unix = append(t.unix, c)
+				default:
 					skip[ino] = true
 					return true
 				}
-				c := &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first}
 				t.byInode[ino] = c
 				t.conns = append(t.conns, c)
-				t.alive = append(t.alive, c)
 				o.observeDep(ctx, c.dst)
 				return true
 			})
@@ -354,7 +418,9 @@ func (o *Observer) pids(s *Server) []int {
 func (o *Observer) observeDep(ctx context.Context, dst string) {
 	l, ok := o.localListener(dst)
 	if !ok {
-		o.lookElsewhere(ctx, dst)
+		if !strings.HasPrefix(dst, "unix:") {
+			o.lookElsewhere(ctx, dst)
+		}
 		return
 	}
 	for _, s := range o.servers() {

@@ -8,6 +8,8 @@ import (
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
 
-func outbound(int, int, map[uint16]bool) (sockdiag.SockID, bool) { return sockdiag.SockID{}, false }
+func outbound(int, int, map[uint16]bool) (sockdiag.SockID, *unixEnds, bool) {
+	return sockdiag.SockID{}, nil, false
+}
 
 func localAddrs() map[netip.Addr]bool { return nil }

@@ -22,7 +22,8 @@ import (
 )
 
 // helperDeps is a backend or an API for the dependency tests, on
-// ND_ADDR, until stdin closes.
+// ND_ADDR, until stdin closes. ND_ADDR and ND_BACKEND are "host:port"
+// or "unix:/path" (a socket file).
 //
 // depbackend answers each line with a line after ND_DELAY, a goroutine
 // per connection: it has room for any number of requests at once.
@@ -31,7 +32,10 @@ import (
 // ND_BACKEND (waiting for a free one), makes one round trip on it and,
 // with ND_SPIN, first spends that long on the CPU.
 func helperDeps(role string) {
-	ln, err := net.Listen("tcp", os.Getenv("ND_ADDR"))
+	// (Two values, not netAddr's call in the argument list: go vet's
+	// hostport pass panics on that.)
+	network, addr := netAddr(os.Getenv("ND_ADDR"))
+	ln, err := net.Listen(network, addr)
 	must(err)
 	delay, _ := time.ParseDuration(os.Getenv("ND_DELAY"))
 	spin, _ := time.ParseDuration(os.Getenv("ND_SPIN"))
@@ -58,8 +62,9 @@ func helperDeps(role string) {
 	} else {
 		n, _ := strconv.Atoi(os.Getenv("ND_POOL"))
 		pool := make(chan *bufio.ReadWriter, n)
+		bnet, baddr := netAddr(os.Getenv("ND_BACKEND"))
 		for range n {
-			c, err := net.Dial("tcp", os.Getenv("ND_BACKEND"))
+			c, err := net.Dial(bnet, baddr)
 			must(err)
 			pool <- bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c))
 		}
@@ -80,6 +85,14 @@ func helperDeps(role string) {
 	}
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+// netAddr is the network and address of "unix:/path" or "host:port".
+func netAddr(a string) (string, string) {
+	if path, ok := strings.CutPrefix(a, "unix:"); ok {
+		return "unix", path
+	}
+	return "tcp", a
 }
 
 // pyAPI is depapi in python3: a thread per request

@@ -80,6 +80,19 @@ func depCells(d app.Dependency) []string {
 	case d.Observed:
 		owner += " *"
 	}
+	if d.Untimed != "" {
+		// A unix socket: where, who and how many, and how often a
+		// request sat unread there (a lower bound on busy, so shown as
+		// one); no time.
+		conns, busy := "-", "-"
+		if d.Conns > 0 {
+			conns = fmt.Sprint(d.Conns)
+		}
+		if d.Unread > 0 {
+			busy = fmt.Sprintf("≥ %.0f%% (unread there)", 100*d.Unread)
+		}
+		return []string{d.Addr, owner, conns, fmt.Sprint(d.New), busy, "-", "not timed (" + d.Untimed + ")", "-", "-"}
+	}
 	if d.Conns == 0 {
 		// Only connections opened per request, each gone before its
 		// second sample: where it goes and how many are known, their

@@ -110,5 +110,5 @@ func tracedFinding(t *report.Traced, b *evidence.Bundle, s *app.Server, d *app.D
 // to be judged: a connection that carried a handful of requests, or
 // was looked at a few times, says nothing about a pool.
 func tracedEnough(d *app.Dependency) bool {
-	return d.Conns > 0 && d.Seconds >= 1 && d.Samples >= tracedSamples && d.RoundTripsPerSec*d.Seconds >= tracedRoundTrips
+	return d.Untimed == "" && d.Conns > 0 && d.Seconds >= 1 && d.Samples >= tracedSamples && d.RoundTripsPerSec*d.Seconds >= tracedRoundTrips
 }

@@ -105,9 +105,20 @@ type UnixDiagMsg struct {
 	Type   uint8 // SOCK_STREAM = 1, SOCK_DGRAM = 2, SOCK_SEQPACKET = 5
 	State  uint8
 	Inode  uint32
+	// Cookie is udiag_cookie, the kernel's id of the socket: an exact
+	// lookup that gives it finds this socket only, never a later one
+	// that reuses the inode number.
+	Cookie uint64
 	Name   string // bound path; abstract names start with "@"
+	// Peer is UNIX_DIAG_PEER, the inode of the socket at the other end
+	// (for a client, the server's accepted socket); HasPeer says it was
+	// sent (a connected socket whose peer is alive).
+	Peer    uint32
+	HasPeer bool
 	// RQueue and WQueue come from UNIX_DIAG_RQLEN: for a listener, the
-	// accept queue length and the backlog.
+	// accept queue length and the backlog; for a connected stream
+	// socket, the bytes unread in its own receive queue and the memory
+	// (skb truesize) of what it sent that its peer has not read yet.
 	RQueue uint32
 	WQueue uint32
 	HasRQ  bool
@@ -115,21 +126,29 @@ type UnixDiagMsg struct {
 
 const (
 	unixDiagMsgLen = 16
-	unixDiagName   = 0
-	unixDiagRQLen  = 4
+	unixDiagName   = 0 // UNIX_DIAG_NAME
+	unixDiagPeer   = 2 // UNIX_DIAG_PEER
+	unixDiagRQLen  = 4 // UNIX_DIAG_RQLEN
 )
 
 // DecodeUnixDiagMsg fills m from one unix sock_diag message payload,
-// including its UNIX_DIAG_NAME and UNIX_DIAG_RQLEN attributes.
+// including its UNIX_DIAG_NAME, UNIX_DIAG_PEER and UNIX_DIAG_RQLEN
+// attributes.
 func DecodeUnixDiagMsg(b []byte, m *UnixDiagMsg) error {
 	if len(b) < unixDiagMsgLen {
 		return fmt.Errorf("%w: unix_diag_msg is %d bytes, want %d", ErrTruncated, len(b), unixDiagMsgLen)
 	}
-	*m = UnixDiagMsg{Family: b[0], Type: b[1], State: b[2], Inode: binary.NativeEndian.Uint32(b[4:])}
+	*m = UnixDiagMsg{Family: b[0], Type: b[1], State: b[2], Inode: binary.NativeEndian.Uint32(b[4:]),
+		Cookie: uint64(binary.NativeEndian.Uint32(b[8:])) | uint64(binary.NativeEndian.Uint32(b[12:]))<<32}
 	return walkAttrs(b[unixDiagMsgLen:], func(typ uint16, v []byte) {
 		switch typ {
 		case unixDiagName:
 			m.Name = unixName(v)
+		case unixDiagPeer:
+			if len(v) >= 4 {
+				m.Peer = binary.NativeEndian.Uint32(v)
+				m.HasPeer = true
+			}
 		case unixDiagRQLen:
 			if len(v) >= 8 {
 				m.RQueue = binary.NativeEndian.Uint32(v)
@@ -219,3 +238,29 @@ func Messages(b []byte, fn func(payload []byte) error) (done, intr bool, err err
 type Errno int32
 
 func (e Errno) Error() string { return fmt.Sprintf("netlink error %d", int32(e)) }
+
+// eachReply walks the answers to exact lookups in one datagram: a
+// SOCK_DIAG_BY_FAMILY message for a socket found, an NLMSG_ERROR for one
+// that was not. It returns how many answers it saw.
+func eachReply(b []byte, fn func(seq uint32, payload []byte)) int {
+	n := 0
+	for len(b) >= nlmsgHdrLen {
+		l := int(binary.NativeEndian.Uint32(b))
+		if l < nlmsgHdrLen || l > len(b) {
+			break
+		}
+		switch binary.NativeEndian.Uint16(b[4:]) {
+		case sockDiagByFamily:
+			fn(binary.NativeEndian.Uint32(b[8:]), b[nlmsgHdrLen:l])
+			n++
+		case nlmsgError:
+			n++
+		}
+		al := (l + 3) &^ 3
+		if al > len(b) {
+			break
+		}
+		b = b[al:]
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -286,5 +287,84 @@ func FuzzDecodeInetDiagInfo(f *testing.F) {
 		if ok && (err != nil || ti.Size < tcpInfoMinLen) {
 			t.Fatalf("ok with %v, size %d", err, ti.Size)
 		}
+	})
+}
+
+// decodeUnixReplies decodes the answers to exact unix lookups in raw
+// datagrams, by the index their sequence number gives.
+func decodeUnixReplies(b []byte) map[int]UnixDiagMsg {
+	got := map[int]UnixDiagMsg{}
+	eachReply(b, func(seq uint32, p []byte) {
+		var m UnixDiagMsg
+		if DecodeUnixDiagMsg(p, &m) == nil {
+			got[int(seq)-1] = m
+		}
+	})
+	return got
+}
+
+// TestDecodeUnixFixture decodes the answers Linux 6.18 sent to exact
+// lookups (testdata/unix_exact.bin, captured by NETDOCTOR_CAPTURE=1 go
+// test -run TestQueryUnix): a client connected to a listener on a
+// socket file that wrote 5 bytes the server did not read, the accepted
+// socket, the listener, and an inode that does not exist (NLMSG_ERROR).
+func TestDecodeUnixFixture(t *testing.T) {
+	b, err := os.ReadFile("testdata/unix_exact.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decodeUnixReplies(b)
+	if len(got) != 3 {
+		t.Fatalf("%d sockets, want 3: %+v", len(got), got)
+	}
+	c, a, l := got[0], got[1], got[2]
+	if !strings.HasSuffix(a.Name, "/dep.sock") || l.Name != a.Name {
+		t.Fatalf("accepted socket %q, listener %q: want the listener's path on both", a.Name, l.Name)
+	}
+	checkUnixExact(t, got, a.Name, l.Inode, c.Inode, a.Inode)
+}
+
+// checkUnixExact checks the answers to the lookups of the client, the
+// accepted socket, the listener and a missing inode, by index.
+func checkUnixExact(t *testing.T, got map[int]UnixDiagMsg, path string, ln, client, accepted uint32) {
+	t.Helper()
+	if len(got) != 3 {
+		t.Fatalf("%d sockets found, want 3 (the missing one skipped): %+v", len(got), got)
+	}
+	c, a, l := got[0], got[1], got[2]
+	if c.Inode != client || c.Type != 1 || c.State != stateEstablished || c.Name != "" || !c.HasPeer || c.Peer != accepted || !c.HasRQ || c.RQueue != 0 || c.WQueue == 0 || c.Cookie == 0 {
+		t.Errorf("client %+v: want unnamed, peer %d, nothing to read, its 5 bytes unread there (wqueue > 0)", c, accepted)
+	}
+	if a.Inode != accepted || a.Name != path || a.Peer != client || a.RQueue != 5 || a.WQueue != 0 {
+		t.Errorf("accepted %+v: want named %s, peer %d, 5 bytes unread", a, path, client)
+	}
+	if l.Inode != ln || l.State != stateListen || l.Name != path || l.HasPeer {
+		t.Errorf("listener %+v", l)
+	}
+}
+
+// FuzzDecodeUnixDiagMsg feeds arbitrary answers through the exact
+// lookups' decode path: never a panic, never a socket per fewer bytes
+// than a message holds, and the fields an attribute did not carry stay
+// zero.
+func FuzzDecodeUnixDiagMsg(f *testing.F) {
+	if b, err := os.ReadFile("testdata/unix_exact.bin"); err == nil {
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	f.Add([]byte{})
+	f.Add(make([]byte, nlmsgHdrLen+unixDiagMsgLen))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got := decodeUnixReplies(b)
+		if len(got) > len(b)/(nlmsgHdrLen+unixDiagMsgLen) {
+			t.Fatalf("%d sockets in %d bytes", len(got), len(b))
+		}
+		for _, m := range got {
+			if !m.HasPeer && m.Peer != 0 || !m.HasRQ && (m.RQueue != 0 || m.WQueue != 0) {
+				t.Fatalf("a value without its attribute: %+v", m)
+			}
+		}
+		var m UnixDiagMsg
+		_ = DecodeUnixDiagMsg(b, &m)
 	})
 }

@@ -51,3 +51,40 @@ func putAddr(b []byte, a netip.Addr) {
 	v := a.As16()
 	copy(b, v[:])
 }
+
+// UnixID names one unix socket for an exact lookup: its inode, and the
+// kernel's cookie for it (0 when not known: then the socket that has the
+// inode now matches).
+type UnixID struct {
+	Inode  uint32
+	Cookie uint64
+}
+
+// unixDiagReqLen is sizeof(struct unix_diag_req).
+const unixDiagReqLen = 24
+
+// The udiag_show bits (include/uapi/linux/unix_diag.h).
+const (
+	unixShowName  = 0x01 // UDIAG_SHOW_NAME
+	unixShowPeer  = 0x04 // UDIAG_SHOW_PEER
+	unixShowRQLen = 0x10 // UDIAG_SHOW_RQLEN
+)
+
+// unixExactRequest builds struct unix_diag_req that asks for one socket
+// by its inode (unix_diag_get_exact, which ignores udiag_states), with
+// its name, its peer's inode and its queue lengths.
+func unixExactRequest(id UnixID) []byte {
+	b := make([]byte, unixDiagReqLen)
+	b[0] = afUnix
+	binary.NativeEndian.PutUint32(b[4:], ^uint32(0))
+	binary.NativeEndian.PutUint32(b[8:], id.Inode)
+	binary.NativeEndian.PutUint32(b[12:], unixShowName|unixShowPeer|unixShowRQLen)
+	if id.Cookie == 0 {
+		binary.NativeEndian.PutUint32(b[16:], inetDiagNoCookie)
+		binary.NativeEndian.PutUint32(b[20:], inetDiagNoCookie)
+	} else {
+		binary.NativeEndian.PutUint32(b[16:], uint32(id.Cookie))
+		binary.NativeEndian.PutUint32(b[20:], uint32(id.Cookie>>32))
+	}
+	return b
+}

@@ -56,66 +56,78 @@ func (q *Querier) Query(ids []SockID, fn func(i int, m *InetDiagMsg, t *TCPInfo)
 }
 
 func (q *Querier) batch(ids []SockID, base int, fn func(i int, m *InetDiagMsg, t *TCPInfo)) error {
-	const reqLen = nlmsgHdrLen + 56
-	msg := make([]byte, reqLen*len(ids))
-	for i, id := range ids {
-		b := msg[i*reqLen:]
-		binary.NativeEndian.PutUint32(b, reqLen)
+	var m InetDiagMsg
+	var t TCPInfo
+	return q.lookups(len(ids), base, 56, func(i int, b []byte) {
+		copy(b, exactRequest(ids[i], infoExt))
+	}, func(i int, payload []byte) {
+		if ok, _ := DecodeInetDiagInfo(payload, &m, &t); ok {
+			fn(i, &m, &t)
+		}
+	})
+}
+
+// lookups sends n exact lookups of reqLen bytes each in one datagram,
+// fill writing the i-th request's body, and calls got with the payload
+// of each socket found (its index plus base). The sequence numbers tell
+// the answers apart: each is the request's index plus one.
+func (q *Querier) lookups(n, base, reqLen int, fill func(i int, b []byte), got func(i int, payload []byte)) error {
+	msgLen := nlmsgHdrLen + reqLen
+	msg := make([]byte, msgLen*n)
+	for i := range n {
+		b := msg[i*msgLen:]
+		binary.NativeEndian.PutUint32(b, uint32(msgLen))
 		binary.NativeEndian.PutUint16(b[4:], sockDiagByFamily)
 		binary.NativeEndian.PutUint16(b[6:], nlmFRequest)
 		binary.NativeEndian.PutUint32(b[8:], uint32(base+i+1))
-		copy(b[nlmsgHdrLen:], exactRequest(id, infoExt))
+		fill(i, b[nlmsgHdrLen:msgLen])
 	}
 	if err := unix.Sendto(q.c.fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
 		return fmt.Errorf("send sock_diag lookups: %w", err)
 	}
-	var m InetDiagMsg
-	var t TCPInfo
-	for left := len(ids); left > 0; {
-		n, _, err := unix.Recvfrom(q.c.fd, q.buf, 0)
+	for left := n; left > 0; {
+		r, _, err := unix.Recvfrom(q.c.fd, q.buf, 0)
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
 			return fmt.Errorf("read sock_diag lookups: %w", err)
 		}
-		left -= eachReply(q.buf[:n], func(seq uint32, payload []byte) {
+		left -= eachReply(q.buf[:r], func(seq uint32, payload []byte) {
 			i := int(seq) - 1
-			if i < base || i >= base+len(ids) {
+			if i < base || i >= base+n {
 				return
 			}
-			if ok, _ := DecodeInetDiagInfo(payload, &m, &t); ok {
-				fn(i, &m, &t)
-			}
+			got(i, payload)
 		})
 	}
 	return nil
 }
 
-// eachReply walks the answers to exact lookups in one datagram: a
-// SOCK_DIAG_BY_FAMILY message for a socket found, an NLMSG_ERROR for one
-// that was not. It returns how many answers it saw.
-func eachReply(b []byte, fn func(seq uint32, payload []byte)) int {
-	n := 0
-	for len(b) >= nlmsgHdrLen {
-		l := int(binary.NativeEndian.Uint32(b))
-		if l < nlmsgHdrLen || l > len(b) {
-			break
+// QueryUnix looks up each unix socket by its inode and cookie
+// (unix_diag_get_exact) and calls fn with its index in ids and its
+// unix_diag_msg with its name, its peer and its queue lengths. Sockets
+// that no longer exist are skipped. The kernel finds a socket by walking
+// the namespace's unix socket table (unix_lookup_by_ino: no index by
+// inode), so a lookup costs a few ns per unix socket of the namespace: fine
+// for the few connections a trace follows, each looked up every 100 ms.
+// It must not be called concurrently.
+func (q *Querier) QueryUnix(ids []UnixID, fn func(i int, m *UnixDiagMsg)) error {
+	var m UnixDiagMsg
+	for start := 0; start < len(ids); start += queryBatch {
+		part := ids[start:min(start+queryBatch, len(ids))]
+		err := q.lookups(len(part), start, unixDiagReqLen, func(i int, b []byte) {
+			copy(b, unixExactRequest(part[i]))
+		}, func(i int, payload []byte) {
+			if DecodeUnixDiagMsg(payload, &m) == nil {
+				fn(i, &m)
+			}
+		})
+		if err != nil {
+			return err
 		}
-		switch binary.NativeEndian.Uint16(b[4:]) {
-		case sockDiagByFamily:
-			fn(binary.NativeEndian.Uint32(b[8:]), b[nlmsgHdrLen:l])
-			n++
-		case nlmsgError:
-			n++
-		}
-		al := (l + 3) &^ 3
-		if al > len(b) {
-			break
-		}
-		b = b[al:]
 	}
-	return n
+	return nil
 }
 
 // Listener finds the listener that a connection to addr would reach in

@@ -30,3 +30,8 @@ func (q *Querier) Query([]SockID, func(int, *InetDiagMsg, *TCPInfo)) error {
 func (q *Querier) Listener(netip.AddrPort) (evidence.Listener, bool, error) {
 	return evidence.Listener{}, false, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
 }
+
+// QueryUnix is only implemented on Linux.
+func (q *Querier) QueryUnix([]UnixID, func(int, *UnixDiagMsg)) error {
+	return fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
+}

@@ -19,6 +19,7 @@ const (
 )
 
 const (
+	afUnix  = 1
 	afInet  = 2
 	afInet6 = 10
 )
