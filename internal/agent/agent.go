@@ -290,7 +290,7 @@ func (a *Agent) evaluate(now time.Time) {
 	}()
 	b := a.recent()
 	tr := a.traced(now)
-	rep := report.New("agent", b, report.Sort(append(rules.Check(b), rules.CheckTraced(tr, b)...)))
+	rep := report.New("agent", b, rules.CheckHost(b, tr))
 	rep.Dependencies = tr
 	a.mu.Lock()
 	a.current = rep

@@ -35,6 +35,75 @@ func TestObserveBusy(t *testing.T) {
 	}
 }
 
+// TestDependenciesBySegs: samples whose jiffies decide nothing
+// (request, answer and ACK in one tick) are settled by data segments out
+// less in, calibrated on the pool's decided samples: busy on a saturated
+// pool whose dependency reads each request at once (even on a connection
+// never caught deciding), idle on a fast dependency's sub-jiffy round
+// trips, and still undecided where one difference was seen both busy and
+// idle (answers of several segments).
+func TestDependenciesBySegs(t *testing.T) {
+	api := &Server{Kind: "api"}
+	t0 := time.Now()
+	// look feeds one sample per letter: b busy (sent after the answer),
+	// i idle (answered after the request), u undecided; segs is the
+	// difference out − in at each.
+	look := func(dst, kinds string, segs ...uint32) *connTrace {
+		c := &connTrace{srv: api, dst: dst}
+		var out uint32 = 1000
+		for i, k := range kinds {
+			ti := sockdiag.TCPInfo{Size: 232, DataSegsOut: out + uint32(i)*10, DataSegsIn: out + uint32(i)*10 - segs[i]}
+			switch k {
+			case 'b':
+				ti.LastDataSent, ti.LastDataRecv, ti.LastAckRecv = 10, 50, 10
+			case 'i':
+				ti.LastDataSent, ti.LastDataRecv, ti.LastAckRecv = 50, 10, 10
+			case 'u':
+				ti.LastDataSent, ti.LastDataRecv, ti.LastAckRecv = 30, 30, 30
+			}
+			c.observe(t0.Add(time.Duration(i)*100*time.Millisecond), &ti)
+			c.tick = i
+		}
+		return c
+	}
+	ones := func(n int, v uint32) []uint32 {
+		out := make([]uint32, n)
+		for i := range out {
+			out[i] = v
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		conns []*connTrace
+		busy  float64
+	}{
+		{"saturated pool, the request read at once", []*connTrace{
+			look("db:1", "buuuuuuuuu", ones(10, 1)...),
+			look("db:1", "uuuuuuuuuu", ones(10, 1)...), // never decided: the pool's calibration
+		}, 1},
+		{"fast dependency, sub-jiffy round trips", []*connTrace{
+			look("db:1", "iuuuuuuuub", 0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+		}, 0.1},
+		{"answers of several segments", []*connTrace{
+			look("db:1", "biuuuuuuuu", 3, 3, 3, 3, 3, 3, 3, 3, 3, 3),
+		}, 0.5},
+		{"a difference never seen decided", []*connTrace{
+			look("db:1", "bbuuuuuuuu", 1, 1, 2, 2, 2, 2, 2, 2, 2, 2),
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deps := dependencies(tc.conns, nil)[api]
+			if len(deps) != 1 {
+				t.Fatalf("rows %+v", deps)
+			}
+			if d := deps[0]; d.Busy < tc.busy-0.01 || d.Busy > tc.busy+0.01 {
+				t.Errorf("busy %.3f, want %.2f", d.Busy, tc.busy)
+			}
+		})
+	}
+}
+
 // TestUnixOutbound: which unix stream sockets are connections a server
 // opened to another process's listener.
 func TestUnixOutbound(t *testing.T) {

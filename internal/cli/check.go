@@ -105,7 +105,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	b.Snapshots = append(b.Snapshots, s.Snapshot(context.WithoutCancel(ctx)))
 	pr.done()
 	tr := <-traced
-	found := report.Sort(append(rules.Check(b), rules.CheckTraced(tr, b)...))
+	found := rules.CheckHost(b, tr)
 	r := report.New("check", b, found)
 	r.Dependencies = tr
 	return writeReport(r, out, stdout, stderr)
@@ -286,7 +286,7 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	found := report.Sort(append(rules.Check(b), rules.CheckTraced(tr, b)...))
+	found := rules.CheckHost(b, tr)
 	r := report.New("diagnose", b, found)
 	r.Dependencies = tr
 	return writeReport(r, out, stdout, stderr)

@@ -98,6 +98,53 @@ func TestCheckDependencyPool(t *testing.T) {
 	}
 }
 
+// TestCheckDependencyChain: under ordinary clients, an API's 8
+// connections wait on a middle service whose own 2 connections to a
+// 20 ms backend are all taken. check finds both pools saturated, names
+// the middle service's as the cause of the API's (JSON and text), and
+// does not advise the API a bigger pool: the middle service has no room.
+func TestCheckDependencyChain(t *testing.T) {
+	e := newLab(t)
+	backend, mid, api := e.ServerIP+":7300", e.ServerIP+":7400", e.ServerIP+":8080"
+	startHelper(t, e.ServerNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY=20ms")
+	startHelper(t, e.ServerNS, "depapi", "ND_ADDR="+mid, "ND_BACKEND="+backend, "ND_POOL=2", "ND_SERVE=line")
+	startHelper(t, e.ServerNS, "depapi", "ND_ADDR="+api, "ND_BACKEND="+mid, "ND_POOL=8")
+	r, text := checkDeps(t, e, api, 32)
+	var toMid, toBackend *report.Finding
+	for _, f := range depFindings(r) {
+		switch {
+		case strings.HasSuffix(f.Subject, " → "+mid):
+			toMid = &f
+		case strings.HasSuffix(f.Subject, " → "+backend):
+			toBackend = &f
+		}
+	}
+	if toMid == nil || toBackend == nil || toMid.ID != rules.DependencyPoolSaturated || toBackend.ID != rules.DependencyPoolSaturated {
+		t.Fatalf("findings %+v, want both pools saturated\n%s", depFindings(r), text)
+	}
+	d := tracedDep(r, mid)
+	if d != nil {
+		t.Logf("%s: %d conns, busy %.2f, %.0f round trips/s, %v per round trip, network RTT %v", d.Addr, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.MinRTT)
+	}
+	if d == nil || d.Conns != 8 || d.RoundTrip < 60*time.Millisecond || d.RoundTrip > 100*time.Millisecond {
+		t.Errorf("the API's pool %+v, want 8 connections, ~80 ms per round trip (each request waits for 3 others at the middle)", d)
+	}
+	// The network's RTT on one host, not the answers' time (the smoothed
+	// RTT holds it: each ACK rides on an answer).
+	if d := tracedDep(r, backend); d == nil || d.MinRTT <= 0 || d.MinRTT > time.Millisecond || !strings.Contains(text, "network RTT") {
+		t.Errorf("the middle service's pool %+v: want its network RTT under 1 ms", d)
+	}
+	if toMid.CausedBy != rules.DependencyPoolSaturated || toMid.CauseSubject != toBackend.Subject {
+		t.Errorf("%s is caused by %q %q, want %q", toMid.Subject, toMid.CausedBy, toMid.CauseSubject, toBackend.Subject)
+	}
+	if !strings.Contains(text, "a consequence of #") {
+		t.Errorf("the text does not name the cause:\n%s", text)
+	}
+	if len(toMid.Fix) == 0 || !strings.HasPrefix(toMid.Fix[0], "not a bigger pool: "+mid+" is itself at capacity") {
+		t.Errorf("the API's fix %q", toMid.Fix)
+	}
+}
+
 // TestCheckDependencyQuiet: an idle API (its pool open, no requests)
 // and an API whose backend answers at once raise no dependency finding;
 // the busy one's backend is still in the table.

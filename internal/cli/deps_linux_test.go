@@ -28,7 +28,8 @@ import (
 // depbackend answers each line with a line after ND_DELAY, a goroutine
 // per connection: it has room for any number of requests at once.
 //
-// depapi serves HTTP; each request takes one of ND_POOL connections to
+// depapi serves HTTP (lines with ND_SERVE=line: a service in the middle
+// of a chain); each request takes one of ND_POOL connections to
 // ND_BACKEND (waiting for a free one), makes one round trip on it and,
 // with ND_SPIN, first spends that long on the CPU.
 func helperDeps(role string) {
@@ -68,7 +69,7 @@ func helperDeps(role string) {
 			must(err)
 			pool <- bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c))
 		}
-		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		ask := func() error {
 			for end := time.Now().Add(spin); time.Now().Before(end); {
 			}
 			c := <-pool
@@ -76,12 +77,36 @@ func helperDeps(role string) {
 			c.Flush()
 			_, err := c.ReadString('\n')
 			pool <- c
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadGateway)
-				return
-			}
-			io.WriteString(w, "ok\n")
-		}))
+			return err
+		}
+		if os.Getenv("ND_SERVE") == "line" {
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						r := bufio.NewReader(c)
+						for {
+							if _, err := r.ReadString('\n'); err != nil || ask() != nil {
+								return
+							}
+							io.WriteString(c, "answer\n")
+						}
+					}()
+				}
+			}()
+		} else {
+			go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if err := ask(); err != nil {
+					http.Error(w, err.Error(), http.StatusBadGateway)
+					return
+				}
+				io.WriteString(w, "ok\n")
+			}))
+		}
 	}
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')

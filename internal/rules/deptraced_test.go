@@ -54,3 +54,49 @@ func TestCheckTraced(t *testing.T) {
 		t.Error("findings without a trace")
 	}
 }
+
+// TestCheckHostChain: without a load, an API whose pool waits on a
+// middle service that waits on its own full pool gets its finding as
+// the consequence of the middle one's, and no "bigger pool" advice: the
+// middle service has no room for more requests. The middle one's own
+// pool keeps its advice. A fast middle service leaves the API's finding
+// on its own.
+func TestCheckHostChain(t *testing.T) {
+	toMid := pool(0.99, 80*time.Millisecond)
+	toMid.Addr, toMid.Owner = "10.0.0.1:7400", "mid (pid 78)"
+	front := &app.Server{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{toMid}}
+	for _, midBusy := range []float64{0.98, 0.2} {
+		mid := &app.Server{Role: "front", Kind: "mid", Addr: "0.0.0.0:7400", PIDs: []int{78}, Deps: []app.Dependency{pool(midBusy, 20*time.Millisecond)}}
+		fs := CheckHost(nil, &report.Traced{Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2})
+		var api, m *report.Finding
+		for i := range fs {
+			switch {
+			case strings.HasPrefix(fs[i].Subject, "api "):
+				api = &fs[i]
+			case strings.HasPrefix(fs[i].Subject, "mid "):
+				m = &fs[i]
+			}
+		}
+		if api == nil || api.ID != DependencyPoolSaturated {
+			t.Fatalf("mid busy %.2f: findings %+v, want the API's saturated pool", midBusy, fs)
+		}
+		if midBusy < tracedBusy {
+			if m != nil || api.CausedBy != "" || !strings.HasPrefix(api.Fix[0], "a bigger pool") {
+				t.Errorf("mid not saturated: mid finding %+v, API caused by %q, fix %q", m, api.CausedBy, api.Fix)
+			}
+			continue
+		}
+		if m == nil || m.ID != DependencyPoolSaturated || fs[0].Subject != m.Subject {
+			t.Fatalf("findings %+v, want the middle service's saturated pool first", fs)
+		}
+		if api.CausedBy != DependencyPoolSaturated || api.CauseSubject != m.Subject {
+			t.Errorf("API caused by %q %q, want %q", api.CausedBy, api.CauseSubject, m.Subject)
+		}
+		if !strings.HasPrefix(api.Fix[0], "not a bigger pool: 10.0.0.1:7400 is itself at capacity") || !strings.HasPrefix(m.Fix[0], "a bigger pool") {
+			t.Errorf("fixes: API %q, mid %q", api.Fix[0], m.Fix[0])
+		}
+	}
+	if CheckHost(nil, nil) != nil {
+		t.Error("findings from nothing")
+	}
+}

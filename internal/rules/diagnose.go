@@ -11,7 +11,7 @@ import (
 func Check(b *evidence.Bundle) []report.Finding { return check(b, Registry) }
 
 func check(b *evidence.Bundle, rules []Rule) []report.Finding {
-	if len(b.Snapshots) == 0 {
+	if b == nil || len(b.Snapshots) == 0 {
 		return nil
 	}
 	in := &Input{Bundle: b}
@@ -22,6 +22,19 @@ func check(b *evidence.Bundle, rules []Rule) []report.Finding {
 		}
 	}
 	return report.Sort(out)
+}
+
+// CheckHost is what check, the agent and diagnose report: the snapshot
+// rules (Check) and the dependencies traced under the host's own traffic
+// (CheckTraced), related as a run's are, so a dependency's own finding
+// (its queue overflowing, its own pool saturated) is named as the cause
+// of the wait its clients show, across any number of servers.
+func CheckHost(b *evidence.Bundle, t *report.Traced) []report.Finding {
+	fs := append(Check(b), CheckTraced(t, b)...)
+	if len(fs) == 0 {
+		return nil
+	}
+	return relate(fs, nil)
 }
 
 // Diagnose runs every rule over a run, then the steps that look across

@@ -77,6 +77,14 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 			link(fs, causeOf, i, j)
 		}
 	}
+	// More connections to a dependency that is itself at capacity only
+	// queue there: the fix is the cause's, whatever the client's pool
+	// looked like from its side.
+	for j, i := range causeOf {
+		if i >= 0 && fs[j].ID == DependencyPoolSaturated && atCapacity[fs[i].ID] {
+			notBigger(&fs[j], fs[i])
+		}
+	}
 	// Promotion follows chains of any length: a cause linked before its
 	// symptom was promoted by a symptom of its own is promoted again.
 	for changed := true; changed; {
@@ -144,6 +152,27 @@ var depCauses = map[report.FindingID]bool{
 	AppSlow:                 true,
 	DependencyPoolSaturated: true,
 	DependencySlow:          true,
+}
+
+// atCapacity are the causes that leave a dependency no room for more
+// requests at once: its workers all taken, its listen queue full, or
+// its own pool to what it depends on saturated.
+var atCapacity = map[report.FindingID]bool{
+	WorkerPoolExhausted:     true,
+	AcceptQueueOverflow:     true,
+	DependencyPoolSaturated: true,
+}
+
+// notBigger replaces a saturated pool's "a bigger pool" advice when its
+// dependency is itself at capacity (cause).
+func notBigger(f *report.Finding, cause report.Finding) {
+	if len(f.Fix) == 0 || !strings.HasPrefix(f.Fix[0], "a bigger pool") {
+		return
+	}
+	_, dep, _ := strings.Cut(f.Subject, " → ")
+	fix := slices.Clone(f.Fix)
+	fix[0] = fmt.Sprintf("not a bigger pool: %s is itself at capacity (%s: %s), and more connections would only queue there; fix that first", dep, cause.ID, cause.Subject)
+	f.Fix = fix
 }
 
 // serverOf is the listen address of the server a finding is about: a

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -256,9 +257,17 @@ func TestDecodeTCPInfo(t *testing.T) {
 	if ti.State != 1 || ti.DataSegsOut != 3 || ti.DataSegsIn != 3 || ti.BytesReceived != 15 || ti.BytesAcked != 16 || !ti.HasBusyTime() || ti.RTT == 0 {
 		t.Errorf("6.18 tcp_info: %+v", ti)
 	}
+	// Over loopback: 9 µs at the least, 1.2 ms smoothed (ACKs delayed or
+	// riding on answers).
+	if m, ok := ti.MinRTTOK(); !ok || m != 9*time.Microsecond || ti.SRTT() != 1234*time.Microsecond {
+		t.Errorf("min RTT %v %v, smoothed %v", m, ok, ti.SRTT())
+	}
 	// Linux 4.2 (up to tcpi_segs_in): no data segment counts.
 	if err := DecodeTCPInfo(b[:144], &ti); err != nil || ti.HasDataSegs() || ti.DataSegsOut != 0 || ti.SegsOut == 0 || ti.BytesReceived != 15 {
 		t.Errorf("4.2 tcp_info: %+v %v", ti, err)
+	}
+	if _, ok := ti.MinRTTOK(); ok {
+		t.Error("a min RTT from 4.2's tcp_info")
 	}
 	// Linux 3.x: the times and the RTT, nothing counted.
 	if err := DecodeTCPInfo(b[:104], &ti); err != nil || ti.RTT == 0 || ti.BytesReceived != 0 {

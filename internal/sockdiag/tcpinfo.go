@@ -33,6 +33,12 @@ type TCPInfo struct {
 	// those carrying data (Linux 4.2+ and 4.6+).
 	SegsOut, SegsIn         uint32
 	DataSegsIn, DataSegsOut uint32
+	// MinRTT is the lowest RTT sample the kernel kept (a windowed
+	// minimum over tcp_min_rtt_wlen, 300 s by default), in microseconds,
+	// the handshake's among them (Linux 4.6+). On a request/response
+	// connection the smoothed RTT is not the network's: the peer's ACK
+	// rides on its answer, so each sample holds the answer's time.
+	MinRTT uint32
 	// BusyTime is the time in microseconds the connection had data in
 	// flight or waiting to be sent (Linux 4.10+).
 	BusyTime uint64
@@ -50,6 +56,7 @@ const (
 	tiBytesRecv    = 128
 	tiSegsOut      = 136
 	tiSegsIn       = 140
+	tiMinRTT       = 148
 	tiDataSegsIn   = 152
 	tiDataSegsOut  = 156
 	tiBusyTime     = 168
@@ -87,6 +94,7 @@ func DecodeTCPInfo(b []byte, t *TCPInfo) error {
 	t.BytesAcked, t.BytesReceived = u64(tiBytesAcked), u64(tiBytesRecv)
 	t.SegsOut, t.SegsIn = u32(tiSegsOut), u32(tiSegsIn)
 	t.DataSegsIn, t.DataSegsOut = u32(tiDataSegsIn), u32(tiDataSegsOut)
+	t.MinRTT = u32(tiMinRTT)
 	t.BusyTime = u64(tiBusyTime)
 	return nil
 }
@@ -98,6 +106,15 @@ func (t *TCPInfo) HasDataSegs() bool { return t.Size >= tiDataSegsOut+4 }
 // HasBusyTime reports whether the kernel sent tcpi_busy_time (Linux
 // 4.10+).
 func (t *TCPInfo) HasBusyTime() bool { return t.Size >= tiBusyTime+8 }
+
+// MinRTTOK is the lowest RTT the kernel sampled, and whether it has one:
+// not before Linux 4.6, nor before any sample (the kernel's ~0U).
+func (t *TCPInfo) MinRTTOK() (time.Duration, bool) {
+	if t.Size < tiMinRTT+4 || t.MinRTT == ^uint32(0) {
+		return 0, false
+	}
+	return time.Duration(t.MinRTT) * time.Microsecond, true
+}
 
 // SRTT is the smoothed round-trip time.
 func (t *TCPInfo) SRTT() time.Duration { return time.Duration(t.RTT) * time.Microsecond }
