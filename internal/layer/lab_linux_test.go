@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/lab/labtest"
@@ -25,43 +24,6 @@ const (
 	labPort    = 9121
 	iperf3Port = 5201
 )
-
-// labEndpoint builds a lab and serves a test endpoint in its server
-// namespace; the dialer dials from the client namespace.
-func labEndpoint(t *testing.T, id string) (*lab.Env, string, Dialer) {
-	t.Helper()
-	e := labtest.New(t, id)
-	srv, err := netns.Resolve(e.ServerNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := netns.Resolve(e.ClientNS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort(e.ServerIP, strconv.Itoa(labPort))
-	var ln net.Listener
-	var pc net.PacketConn
-	if err := srv.Do(func() error {
-		var err error
-		if ln, err = net.Listen("tcp", addr); err != nil {
-			return err
-		}
-		pc, err = net.ListenPacket("udp", addr)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewServer(testToken, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, pc) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return e, addr, cli.Dial
-}
 
 // iperf3 runs Debian's iperf3 client in the client namespace against
 // the server's iperf3 and returns the receiver's bits per second.
@@ -276,15 +238,37 @@ func TestLabTCPAgreesWithIperf3(t *testing.T) {
 	}
 }
 
-// TestLabUDPLoss measures a 5 % loss nft injects on the server's input.
-func TestLabUDPLoss(t *testing.T) {
-	e, addr, dial := labEndpoint(t, "layerudp")
-	labtest.Must(t, e.DropUDP(e.ServerNS, labPort, 5))
-	res, err := RunUDP(context.Background(), UDPOptions{Addr: addr, Token: testToken, Rate: 5000, Size: 1200, Duration: 4 * time.Second, Dial: dial})
-	if err != nil {
-		t.Fatal(err)
+// udp runs `netdoctor load udp://addr` in the client namespace, 5000
+// datagrams/s of 1200 bytes for 4 s, up or (down) from the endpoint,
+// and returns its result.
+func (nd netdoctor) udp(t *testing.T, e *lab.Env, addr string, down bool) *UDPResult {
+	t.Helper()
+	args := []string{nd.bin, "load", "-d", "4s", "-R", "5000", "--size", "1200", "--token-file", nd.token, "--json", "-"}
+	if down {
+		args = append(args, "--reverse")
 	}
+	out := inClient(t, e, append(args, "udp://"+addr)...)
+	var r struct {
+		UDP *UDPResult `json:"udp"`
+	}
+	if err := json.Unmarshal(out, &r); err != nil || r.UDP == nil {
+		t.Fatalf("netdoctor load's JSON: %v: %.300s", err, out)
+	}
+	return r.UDP
+}
+
+// TestLabUDPLoss measures a 5 % loss nft injects on the server's input,
+// with the binaries as users run them: `netdoctor agent --test-endpoint`
+// in the server namespace, `netdoctor load udp://` in the client's.
+func TestLabUDPLoss(t *testing.T) {
+	e := labtest.New(t, "layerudp")
+	nd, addr := startAgent(t, e)
+	labtest.Must(t, e.DropUDP(e.ServerNS, labPort, 5))
+	res := nd.udp(t, e, addr, false)
 	t.Logf("sent %d, received %d, loss %.2f %%, jitter %v, reordered %d", res.Sent, res.Received, res.LossPercent, res.Jitter, res.Reordered)
+	if res.Dir != Up || res.Sent < 19000 || res.Sent > 20100 {
+		t.Errorf("dir %s, sent %d, want about 20000 up", res.Dir, res.Sent)
+	}
 	if res.LossPercent < 4 || res.LossPercent > 6 {
 		t.Errorf("loss %.2f %%, want 5 ± 1", res.LossPercent)
 	}
@@ -293,12 +277,10 @@ func TestLabUDPLoss(t *testing.T) {
 // TestLabUDPLossDown measures a 5 % loss nft injects on the client's
 // input, in a UDP download: the endpoint sends, the client counts.
 func TestLabUDPLossDown(t *testing.T) {
-	e, addr, dial := labEndpoint(t, "layerudpd")
+	e := labtest.New(t, "layerudpd")
+	nd, addr := startAgent(t, e)
 	labtest.Must(t, e.DropUDPFrom(e.ClientNS, labPort, 5))
-	res, err := RunUDP(context.Background(), UDPOptions{Addr: addr, Token: testToken, Dir: Down, Rate: 5000, Size: 1200, Duration: 4 * time.Second, Dial: dial})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := nd.udp(t, e, addr, true)
 	t.Logf("sent %d (%.0f/s), received %d, loss %.2f %%, jitter %v, reordered %d", res.Sent, res.SentRate, res.Received, res.LossPercent, res.Jitter, res.Reordered)
 	if res.Dir != Down || res.Sent < 19000 || res.Sent > 20100 {
 		t.Errorf("dir %s, the endpoint sent %d, want about 20000 down", res.Dir, res.Sent)
