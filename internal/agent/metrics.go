@@ -180,7 +180,8 @@ func (m *metrics) collectDeps(ch chan<- prometheus.Metric) {
 		l := []string{v.App, v.Listener, v.Destination, v.Owner}
 		gauge(m.depConns, float64(v.Dep.Conns), l...)
 		if v.Dep.Untimed != "" {
-			// A unix socket: no busy share nor round trips measured,
+			// A unix socket, or looks that lost the order of request and
+			// answer: no busy share nor round trips measured,
 			// and a 0 would say idle.
 			continue
 		}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -108,11 +109,11 @@ type connTrace struct {
 	// bySegs tallies samples by the data segments sent less those
 	// received (resolve): the decided ones, busy or idle, and those
 	// that decided nothing.
-	bySegs          map[int32]*segTally
-	first, last     sockdiag.TCPInfo
-	firstAt, lastAt time.Time
-	sendAt, recvAt  time.Time // of the previous sample
-	wasBusy         bool
+	bySegs                map[int32]*segTally
+	first, last           sockdiag.TCPInfo
+	firstAt, lastAt       time.Time
+	sendAt, recvAt        time.Time // of the previous sample
+	wasBusy, wasUndecided bool
 
 	// unix says it is a unix-socket connection (no tcp_info: only n and
 	// unread count), unread how many samples found what it sent still
@@ -125,20 +126,30 @@ type connTrace struct {
 // the next is due: the next tick, or slow ticks later once the
 // connection has been quiet for quietAfter samples.
 //
-// The samples a quiet connection skips are counted as idle ones when it
-// is still quiet at its next look: no data segment went either way and
-// none was outstanding at the last look, so no request was out at any
-// of the skipped ticks. When something moved meanwhile, the skipped
-// ticks are not counted (which of them were busy is unknown; tcp_info's
-// busy_time, which dependencies prefers when it is larger, still covers
-// them).
+// The samples a quiet connection skips are counted when it is still
+// quiet at its next look: no data segment went either way, so each
+// skipped tick saw what the last look saw. After a look that was idle,
+// no request was out at any of them: decided idle samples. After a look
+// that decided nothing (request, answer and ACK in one tick), they
+// decide nothing either, at the same difference of segments, which the
+// pool's calibration settles (resolve). Counting those as idle read a
+// pool of 20 connections to php-fpm, each holding a 2 s request that
+// php-fpm had acknowledged at once, 45–70 % busy and 1.1–1.4 s per round
+// trip. When something moved meanwhile, the skipped ticks are not
+// counted (which of them were busy is unknown; tcp_info's busy_time,
+// which dependencies prefers when it is larger, still covers them).
 func (c *connTrace) sample(now time.Time, t *sockdiag.TCPInfo, tick, slow int) {
 	still := c.n > 0 && !c.wasBusy && t.HasDataSegs() &&
 		t.DataSegsOut == c.last.DataSegsOut && t.DataSegsIn == c.last.DataSegsIn
-	if still && tick > c.tick+1 {
-		// Idle, and known to be: decided samples.
-		c.n += tick - c.tick - 1
-		c.decided += tick - c.tick - 1
+	if skipped := tick - c.tick - 1; still && skipped > 0 {
+		c.n += skipped
+		n := c.tally(int32(t.DataSegsOut - t.DataSegsIn))
+		if c.wasUndecided {
+			n.undecided += skipped
+		} else {
+			c.decided += skipped
+			n.idle += skipped
+		}
 	}
 	c.observe(now, t)
 	if still && !c.wasBusy {
@@ -150,6 +161,18 @@ func (c *connTrace) sample(now time.Time, t *sockdiag.TCPInfo, tick, slow int) {
 	if c.quiet >= quietAfter {
 		c.due = tick + slow
 	}
+}
+
+// maxLost is the share of a pool's looks whose order of request and
+// answer may stay unknown (after resolve) for its busy share and time per
+// round trip to be given.
+const maxLost = 0.75
+
+// timed reports whether the connection carried data while it was
+// looked at, twice or more: the ones whose busy share and round trips
+// are measured.
+func (c *connTrace) timed() bool {
+	return c.n >= 2 && c.last.DataSegsOut != c.first.DataSegsOut
 }
 
 // segTally counts samples that saw one difference of data segments out
@@ -212,6 +235,13 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 	recvAt := now.Add(-time.Duration(t.LastDataRecv) * time.Millisecond)
 	busy := t.LastDataSent < t.LastDataRecv || (t.LastDataSent == t.LastDataRecv && (t.Unacked > 0 || t.LastAckRecv < t.LastDataRecv))
 	undecided := t.LastDataSent == t.LastDataRecv && t.Unacked == 0 && t.LastAckRecv == t.LastDataRecv
+	if undecided && t.HasDataSegs() && t.DataSegsIn == 0 && t.DataSegsOut > 0 {
+		// Nothing ever came back and a request went out: it is
+		// outstanding. A new connection's first request leaves in the
+		// tick its handshake ended, which tcp_info gives as the last
+		// receive; a pool opened under load is all such looks.
+		busy, undecided = true, false
+	}
 	if c.n == 0 {
 		c.first, c.firstAt = *t, now
 	} else if c.wasBusy && busy && t.DataSegsOut > c.last.DataSegsOut && t.DataSegsIn == c.last.DataSegsIn {
@@ -226,15 +256,7 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 		}
 	}
 	if t.HasDataSegs() {
-		if c.bySegs == nil {
-			c.bySegs = map[int32]*segTally{}
-		}
-		d := int32(t.DataSegsOut - t.DataSegsIn) // wraps with the counters
-		n := c.bySegs[d]
-		if n == nil {
-			n = &segTally{}
-			c.bySegs[d] = n
-		}
+		n := c.tally(int32(t.DataSegsOut - t.DataSegsIn)) // wraps with the counters
 		switch {
 		case undecided:
 			n.undecided++
@@ -244,7 +266,20 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 			n.idle++
 		}
 	}
-	c.last, c.lastAt, c.sendAt, c.recvAt, c.wasBusy = *t, now, sendAt, recvAt, busy
+	c.last, c.lastAt, c.sendAt, c.recvAt, c.wasBusy, c.wasUndecided = *t, now, sendAt, recvAt, busy, undecided
+}
+
+// tally is the count of samples at difference d (resolve).
+func (c *connTrace) tally(d int32) *segTally {
+	if c.bySegs == nil {
+		c.bySegs = map[int32]*segTally{}
+	}
+	n := c.bySegs[d]
+	if n == nil {
+		n = &segTally{}
+		c.bySegs[d] = n
+	}
+	return n
 }
 
 // dependencies sums the traced connections per server and destination.
@@ -255,31 +290,58 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 		dst string
 	}
 	type acc struct {
-		d                    Dependency
-		busySec, secs, rtSum float64
-		busyN, pipe          int
-		unread, looks        int
-		rtt, minRTT          time.Duration
-		from, to             time.Time
+		d                             Dependency
+		busySec, secs, rtSum, rtTimed float64
+		busyN, pipe                   int
+		decided, samples              int
+		unread, looks                 int
+		rtt, minRTT                   time.Duration
+		from, to                      time.Time
 	}
 	// The decided samples of a pool's connections, by difference of
 	// segments: one protocol, one handshake, so one calibration for
-	// connections that were never caught deciding (resolve).
-	pooled := map[key]map[int32]segTally{}
+	// connections that were never caught deciding (resolve). It holds
+	// only where a quarter of the pool's connections at least were
+	// caught deciding at that difference: one connection of twenty is
+	// too thin to speak for the others (a pool to php-fpm, which
+	// acknowledges each request at once, was settled 0 % or 100 % busy by
+	// whether a single connection's request had crossed a jiffy).
+	type calib struct {
+		segTally
+		conns int
+	}
+	pooled := map[key]map[int32]*calib{}
+	timed := map[key]int{}
 	for _, c := range conns {
+		if c.unix || !c.timed() {
+			continue
+		}
 		k := key{c.srv, c.dst}
+		timed[k]++
 		for d, n := range c.bySegs {
 			if n.busy+n.idle == 0 {
 				continue
 			}
 			m := pooled[k]
 			if m == nil {
-				m = map[int32]segTally{}
+				m = map[int32]*calib{}
 				pooled[k] = m
 			}
 			p := m[d]
-			p.busy, p.idle = p.busy+n.busy, p.idle+n.idle
-			m[d] = p
+			if p == nil {
+				p = &calib{}
+				m[d] = p
+			}
+			p.busy, p.idle, p.conns = p.busy+n.busy, p.idle+n.idle, p.conns+1
+		}
+	}
+	cal := map[key]map[int32]segTally{}
+	for k, m := range pooled {
+		cal[k] = map[int32]segTally{}
+		for d, p := range m {
+			if 4*p.conns >= timed[k] {
+				cal[k][d] = p.segTally
+			}
 		}
 	}
 	by := map[key]*acc{}
@@ -308,27 +370,37 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 			a.from, a.to = minTime(a.from, c.firstAt), maxTime(a.to, c.lastAt)
 			continue
 		}
-		if c.n < 2 || c.last.DataSegsOut == c.first.DataSegsOut {
+		if !c.timed() {
 			// Too short-lived to measure (a connection per request),
 			// or idle: counted among the new ones only.
 			continue
 		}
 		secs := c.lastAt.Sub(c.firstAt).Seconds()
-		share := 0.0
-		if decided, busy := c.resolve(pooled[k]); decided > 0 {
-			share = float64(busy) / float64(decided)
+		share, known := 0.0, false
+		decided, busy := c.resolve(cal[k])
+		if decided > 0 {
+			share, known = float64(busy)/float64(decided), true
 		}
+		a.decided += decided
+		a.samples += c.n
 		// busy_time counts the time the connection had unacknowledged
 		// data: at least the outstanding time when the peer ACKs with
 		// its answer; it catches requests between two samples.
 		if c.last.HasBusyTime() && secs > 0 {
-			share = max(share, min(1, float64(c.last.BusyTime-c.first.BusyTime)/1e6/secs))
+			if bt := min(1, float64(c.last.BusyTime-c.first.BusyTime)/1e6/secs); bt > share {
+				share, known = bt, true
+			}
 		}
 		a.d.Conns++
-		a.busySec += share * secs
-		a.secs += secs
-		a.d.Samples = max(a.d.Samples, c.n)
 		a.rtSum += float64(c.last.DataSegsOut - c.first.DataSegsOut)
+		if known {
+			// A connection whose every look decided nothing says
+			// nothing of the busy share: not an idle one.
+			a.busySec += share * secs
+			a.secs += secs
+			a.rtTimed += float64(c.last.DataSegsOut - c.first.DataSegsOut)
+		}
+		a.d.Samples = max(a.d.Samples, c.n)
 		a.d.SegsOutPerSec += float64(c.last.DataSegsOut - c.first.DataSegsOut)
 		a.d.SegsInPerSec += float64(c.last.DataSegsIn - c.first.DataSegsIn)
 		a.d.BytesOutPerSec += float64(c.last.BytesAcked - c.first.BytesAcked)
@@ -359,7 +431,7 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 			}
 			continue
 		}
-		if a.secs <= 0 {
+		if d.Conns == 0 {
 			// Only connections too short to measure: the destination
 			// and how many were opened still belong in the table.
 			if d.New > 0 && owner != nil {
@@ -374,11 +446,22 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 			*v /= d.Seconds
 		}
 		d.RoundTripsPerSec = a.rtSum / d.Seconds
-		d.Busy = a.busySec / a.secs
-		if a.rtSum > 0 {
-			d.RoundTrip = time.Duration(a.busySec / a.rtSum * float64(time.Second))
-		}
 		d.RTT, d.MinRTT = a.rtt, a.minRTT
+		if lost := 1 - float64(a.decided)/float64(a.samples); a.secs <= 0 || lost > maxLost {
+			// The order of request and answer was lost in most looks:
+			// no busy share, no time per round trip, rather than one
+			// made of the few looks that kept it.
+			d.Untimed = fmt.Sprintf("request, answer and ACK in one jiffy in %.0f%% of looks: their order is lost", 100*lost)
+			if owner != nil {
+				owner(&d)
+			}
+			out[k.s] = append(out[k.s], d)
+			continue
+		}
+		d.Busy = a.busySec / a.secs
+		if a.rtTimed > 0 {
+			d.RoundTrip = time.Duration(a.busySec / a.rtTimed * float64(time.Second))
+		}
 		if a.busyN > 0 {
 			d.Pipelined = float64(a.pipe) / float64(a.busyN)
 		}

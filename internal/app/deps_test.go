@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -26,9 +27,16 @@ func TestObserveBusy(t *testing.T) {
 		// carrying the ACK, or a saturated pool's next request
 		// acknowledged at once. The sample decides nothing.
 		{"request, answer and ACK in one tick", 60, 60, 60, 0, false, true},
+		// A new connection's first request, sent in the tick its
+		// handshake ended and acknowledged at once: nothing came back.
+		{"the first request, nothing received", 60, 60, 60, 0, true, false},
 	} {
 		c := &connTrace{}
-		c.observe(time.Now(), &sockdiag.TCPInfo{LastDataSent: tc.sent, LastDataRecv: tc.recv, LastAckRecv: tc.ack, Unacked: tc.un})
+		ti := sockdiag.TCPInfo{Size: 232, DataSegsOut: 9, DataSegsIn: 8, LastDataSent: tc.sent, LastDataRecv: tc.recv, LastAckRecv: tc.ack, Unacked: tc.un}
+		if strings.HasPrefix(tc.name, "the first request") {
+			ti.DataSegsOut, ti.DataSegsIn = 1, 0
+		}
+		c.observe(time.Now(), &ti)
 		if got := c.busy == 1; got != tc.busy || (c.decided == 0) != tc.undecided {
 			t.Errorf("%s: busy %v, decided %d, want busy %v, undecided %v", tc.name, got, c.decided, tc.busy, tc.undecided)
 		}
@@ -40,19 +48,24 @@ func TestObserveBusy(t *testing.T) {
 // less in, calibrated on the pool's decided samples: busy on a saturated
 // pool whose dependency reads each request at once (even on a connection
 // never caught deciding), idle on a fast dependency's sub-jiffy round
-// trips, and still undecided where one difference was seen both busy and
-// idle (answers of several segments).
+// trips. A pool whose looks mostly stay undecided is not timed: one
+// difference seen both busy and idle (answers of several segments), one
+// never seen decided, or a calibration from too few of its connections.
 func TestDependenciesBySegs(t *testing.T) {
 	api := &Server{Kind: "api"}
 	t0 := time.Now()
 	// look feeds one sample per letter: b busy (sent after the answer),
 	// i idle (answered after the request), u undecided; segs is the
-	// difference out − in at each.
-	look := func(dst, kinds string, segs ...uint32) *connTrace {
-		c := &connTrace{srv: api, dst: dst}
+	// difference out − in at each (1 when not given).
+	look := func(kinds string, segs ...uint32) *connTrace {
+		c := &connTrace{srv: api, dst: "db:1"}
 		var out uint32 = 1000
 		for i, k := range kinds {
-			ti := sockdiag.TCPInfo{Size: 232, DataSegsOut: out + uint32(i)*10, DataSegsIn: out + uint32(i)*10 - segs[i]}
+			d := uint32(1)
+			if i < len(segs) {
+				d = segs[i]
+			}
+			ti := sockdiag.TCPInfo{Size: 232, DataSegsOut: out + uint32(i)*10, DataSegsIn: out + uint32(i)*10 - d}
 			switch k {
 			case 'b':
 				ti.LastDataSent, ti.LastDataRecv, ti.LastAckRecv = 10, 50, 10
@@ -66,30 +79,34 @@ func TestDependenciesBySegs(t *testing.T) {
 		}
 		return c
 	}
-	ones := func(n int, v uint32) []uint32 {
-		out := make([]uint32, n)
-		for i := range out {
-			out[i] = v
+	pool := func(n int, first ...*connTrace) []*connTrace {
+		for len(first) < n {
+			first = append(first, look("uuuuuuuuuu"))
 		}
-		return out
+		return first
 	}
 	for _, tc := range []struct {
 		name  string
 		conns []*connTrace
-		busy  float64
+		busy  float64 // -1: not timed
 	}{
 		{"saturated pool, the request read at once", []*connTrace{
-			look("db:1", "buuuuuuuuu", ones(10, 1)...),
-			look("db:1", "uuuuuuuuuu", ones(10, 1)...), // never decided: the pool's calibration
+			look("buuuuuuuuu"),
+			look("uuuuuuuuuu"), // never decided: the pool's calibration
 		}, 1},
+		{"two of eight connections calibrate", pool(8, look("bbuuuuuuuu"), look("buuuuuuuuu")), 1},
+		{"one of eight is too few", pool(8, look("bbbbbbbbbu")), -1},
 		{"fast dependency, sub-jiffy round trips", []*connTrace{
-			look("db:1", "iuuuuuuuub", 0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
+			look("iuuuuuuuub", 0, 0, 0, 0, 0, 0, 0, 0, 0, 1),
 		}, 0.1},
 		{"answers of several segments", []*connTrace{
-			look("db:1", "biuuuuuuuu", 3, 3, 3, 3, 3, 3, 3, 3, 3, 3),
-		}, 0.5},
+			look("biuuuuuuuu", 3, 3, 3, 3, 3, 3, 3, 3, 3, 3),
+		}, -1},
 		{"a difference never seen decided", []*connTrace{
-			look("db:1", "bbuuuuuuuu", 1, 1, 2, 2, 2, 2, 2, 2, 2, 2),
+			look("bbuuuuuuuu", 1, 1, 2, 2, 2, 2, 2, 2, 2, 2),
+		}, -1},
+		{"a quarter undecided", []*connTrace{
+			look("bbbbbbbuuu", 1, 1, 1, 1, 1, 1, 1, 2, 2, 2),
 		}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,8 +114,15 @@ func TestDependenciesBySegs(t *testing.T) {
 			if len(deps) != 1 {
 				t.Fatalf("rows %+v", deps)
 			}
-			if d := deps[0]; d.Busy < tc.busy-0.01 || d.Busy > tc.busy+0.01 {
-				t.Errorf("busy %.3f, want %.2f", d.Busy, tc.busy)
+			d := deps[0]
+			if tc.busy < 0 {
+				if d.Untimed == "" || d.Busy != 0 || d.RoundTrip != 0 || d.RoundTripsPerSec == 0 || d.Conns != len(tc.conns) {
+					t.Errorf("%+v, want untimed, its connections and round trips counted", d)
+				}
+				return
+			}
+			if d.Untimed != "" || d.Busy < tc.busy-0.01 || d.Busy > tc.busy+0.01 {
+				t.Errorf("busy %.3f (%q), want %.2f", d.Busy, d.Untimed, tc.busy)
 			}
 		})
 	}

@@ -114,3 +114,26 @@ func TestSampleQuiet(t *testing.T) {
 		t.Errorf("the ticks skipped before a change were counted: %d samples at tick %d", c.n, at)
 	}
 }
+
+// TestSampleQuietUndecided: a connection whose looks decide nothing
+// (request, answer and ACK in one tick: a request php-fpm acknowledged
+// at once, its answer 2 s away) goes quiet too, and the ticks it skips
+// decide nothing either, at its difference of segments: the pool's
+// calibration settles them busy, not idle.
+func TestSampleQuietUndecided(t *testing.T) {
+	t.Parallel()
+	const slow = 10
+	c := &connTrace{}
+	ti := sockdiag.TCPInfo{Size: 1 << 10, DataSegsOut: 8, DataSegsIn: 7, LastDataSent: 300, LastDataRecv: 300, LastAckRecv: 300}
+	now := time.Now()
+	for tick := range quietAfter + 1 {
+		c.sample(now, &ti, tick, slow)
+	}
+	c.sample(now, &ti, c.due, slow)
+	if c.n != c.tick+1 || c.decided != 0 || c.bySegs[1].undecided != c.n {
+		t.Fatalf("%d samples after %d ticks, %d decided, tally %+v: want every one undecided at 1", c.n, c.tick+1, c.decided, *c.bySegs[1])
+	}
+	if decided, busy := c.resolve(map[int32]segTally{1: {busy: 3}}); decided != c.n || busy != c.n {
+		t.Errorf("settled %d of %d, %d busy: want all busy", decided, c.n, busy)
+	}
+}
