@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"os"
 	"strconv"
@@ -76,8 +77,12 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (*Remote, error) {
 	}
 	u.Path = ""
 	tr := &http.Transport{
-		Proxy:                 nil, // the agent is reached directly, never through a proxy from the environment
-		MaxIdleConnsPerHost:   4,
+		Proxy: nil, // the agent is reached directly, never through a proxy from the environment
+		// The connections warm opens are all there will be: a request
+		// beyond them waits for one to come free rather than dial a new
+		// connection that a full table on the path may drop.
+		MaxIdleConnsPerHost:   agentConns,
+		MaxConnsPerHost:       agentConns,
 		IdleConnTimeout:       10 * time.Minute,
 		TLSHandshakeTimeout:   5 * time.Second,
 		ResponseHeaderTimeout: agentapi.MaxWait + 10*time.Second,
@@ -102,19 +107,44 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (*Remote, error) {
 	return r, nil
 }
 
+// agentConns is how many connections to the agent a recording keeps.
+// It uses up to four at once (the stream's long poll or the last
+// snapshot, the servers' samples, the dependency trace's marks, a
+// snapshot on request), and a request cancelled in flight (the long
+// poll when the recording stops, one that timed out) closes its
+// connection: the rest is for those.
+const agentConns = 6
+
 // warm opens, before any load, the connections a recording uses at once
-// (the stream, the servers' samples, a snapshot on request) and keeps
-// them: once the load fills the path's tables (a full conntrack table
-// drops new connections, not established ones) a new connection to the
-// agent may not get through.
+// and keeps them: once the load fills the path's tables (a full
+// conntrack table drops new connections, not established ones) a new
+// connection to the agent may not get through. Each request holds its
+// connection until all have one, so that they cannot share: agentConns
+// distinct connections, not one reused in turn.
 func (r *Remote) warm(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var got sync.WaitGroup
+	got.Add(agentConns)
+	all := make(chan struct{})
+	go func() { got.Wait(); close(all) }()
 	var wg sync.WaitGroup
-	for range 3 {
+	for range agentConns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var once sync.Once
+			arrived := func() { once.Do(got.Done) }
+			defer arrived() // a request that fails does not hold the others
+			trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+				arrived()
+				select {
+				case <-all:
+				case <-ctx.Done():
+				}
+			}}
 			var info agentapi.HostInfo
-			r.get(ctx, agentapi.PathHost, nil, 5*time.Second, &info)
+			r.get(httptrace.WithClientTrace(ctx, trace), agentapi.PathHost, nil, 5*time.Second, &info)
 		}()
 	}
 	wg.Wait()

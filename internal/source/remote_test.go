@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,5 +148,79 @@ func TestRemoteErrors(t *testing.T) {
 	}
 	if _, err := source.NewRemote(ctx, source.RemoteConfig{URL: srv.URL, Token: []byte("wrong-token-0123456789")}); !errors.Is(err, source.ErrUnauthorized) {
 		t.Errorf("wrong token: %v", err)
+	}
+}
+
+// TestRemoteConnections: before any load the recording opens all the
+// connections it will use, and a burst of requests beyond them waits for
+// one rather than dialing: under load a full conntrack table on the path
+// drops new connections, and the agent would be lost.
+func TestRemoteConnections(t *testing.T) {
+	var mu sync.Mutex
+	opened := 0
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		switch r.URL.Path {
+		case agentapi.PathHost:
+			json.NewEncoder(w).Encode(agentapi.HostInfo{API: agentapi.Version, Time: now})
+		case agentapi.PathSnapshots:
+			time.Sleep(100 * time.Millisecond) // a long poll's wait, shortened
+			json.NewEncoder(w).Encode(agentapi.Window{Now: now})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return opened }
+
+	r, err := source.NewRemote(context.Background(), source.RemoteConfig{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	warmed := count()
+	if warmed < 4 {
+		t.Fatalf("%d connections opened before the load, want at least the 4 a recording uses at once", warmed)
+	}
+	burst := func(n int) {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := r.Next(context.Background(), time.Now(), time.Second); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+	burst(20)
+	if n := count(); n != warmed {
+		t.Errorf("%d connections opened during a burst of 20 requests, want none beyond the %d opened before", n-warmed, warmed)
+	}
+	// Stopping a recording cancels its long poll, whose connection
+	// closes; two of them, then what the end of a recording asks at once.
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		r.Next(ctx, time.Now(), time.Second)
+		cancel()
+	}
+	burst(4)
+	if n := count(); n != warmed {
+		t.Errorf("%d connections opened after two cancelled long polls, want none beyond the %d opened before", n-warmed, warmed)
 	}
 }
