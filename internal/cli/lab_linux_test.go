@@ -231,9 +231,38 @@ var agentFamilies = map[string]string{
 // between two runs of one kind is the scenario's noise, not the agent's:
 // on a mismatch both kinds run once more, and only a difference that
 // neither repetition explains fails.
+//
+// A finding of one of the scenario's later stages (not among the ones
+// its all-at-once run must report) is compared only in the log: which of
+// the stacked limits binds first is the load's luck, not the evidence's.
+// nginx-php-throughput's php-fpm pool (pm.max_children 5) fills only
+// when enough FastCGI connections get one of the 51 ports at once. From
+// the command line that was 1 run in 6 through the namespace and 7 in 10
+// through the agent; inside this test, 3 in 3 and 0 in 3, the other way
+// round: two pairs split the same way often enough to fail CI on noise.
 func agentParity(t *testing.T, name string, direct *runJSON) {
 	t.Helper()
+	i := slices.IndexFunc(lab.Scenarios, func(sc lab.Scenario) bool { return sc.Name == name })
+	if i < 0 {
+		t.Fatalf("agentParity: no scenario %q", name)
+	}
+	sc := &lab.Scenarios[i]
+	var later []report.FindingID
+	for _, id := range stageIDs(sc) {
+		if !slices.Contains(sc.Reports, id) {
+			later = append(later, id)
+		}
+	}
+	idSet := func(r *runJSON) string { return idSetBut(r, later) }
 	a := labRunCmd(t, name, "--agent").before
+	for _, id := range sc.Reports {
+		if findActive(a, id) == nil {
+			t.Errorf("%s --agent: %s not reported active: %s", name, id, idSet(a))
+		}
+	}
+	if d, g := idSetBut(direct, nil), idSetBut(a, nil); d != g {
+		t.Logf("%s: with later stages' findings, through the namespace %s, through the agent %s", name, d, g)
+	}
 	var agent string
 	for _, s := range a.Sides {
 		if s.Name == "server" {
@@ -270,11 +299,12 @@ func agentParity(t *testing.T, name string, direct *runJSON) {
 	}
 }
 
-// idSet is the run's active finding IDs, sorted, one string.
-func idSet(r *runJSON) string {
+// idSetBut is the run's active finding IDs but those in but, sorted, one
+// string.
+func idSetBut(r *runJSON, but []report.FindingID) string {
 	var ids []string
 	for _, f := range r.Findings {
-		if f.Status == report.Active && !slices.Contains(ids, string(f.ID)) {
+		if f.Status == report.Active && !slices.Contains(but, f.ID) && !slices.Contains(ids, string(f.ID)) {
 			ids = append(ids, string(f.ID))
 		}
 	}
