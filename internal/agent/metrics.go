@@ -84,7 +84,7 @@ func newMetrics(a *Agent) *metrics {
 
 		depConns:      d("dependency_connections", "Connections the application serving a listener held to one destination (a database, cache, backend) that carried requests in the last dependency trace: its pool. The busiest 8 destinations per application.", "app", "listener", "destination", "owner"),
 		depBusy:       d("dependency_busy_ratio", "Share of the last trace each of those connections had a request outstanding, averaged over the pool: near 1, requests wait for a connection.", "app", "listener", "destination", "owner"),
-		depRoundTrip:  d("dependency_round_trip_seconds", "Time each request to the destination kept a connection busy (busy time / round trips), in the last trace. Absent when requests were pipelined or multiplexed on the connections.", "app", "listener", "destination", "owner"),
+		depRoundTrip:  d("dependency_round_trip_seconds", "Time each request to the destination kept a connection busy (busy time / round trips, or the mean of the round trips timed one by one from request to answer when most were), in the last trace. Absent when requests were pipelined or multiplexed on the connections.", "app", "listener", "destination", "owner"),
 		depRoundTrips: d("dependency_round_trips_per_second", "Requests sent to the destination per second (data segments out) over its connections, in the last trace.", "app", "listener", "destination", "owner"),
 		depTraced:     d("agent_dependency_trace_timestamp_seconds", "When the last dependency trace (a burst of 3 s every --dependency-every) ended, as a Unix time."),
 		depTraceConns: d("agent_dependency_trace_connections", "Outbound connections the last dependency trace followed."),

@@ -42,9 +42,13 @@ type Dependency struct {
 	Busy float64 `json:"busy"`
 	// RoundTripsPerSec is the requests sent (data segments out) per
 	// second; RoundTrip the time each kept a connection busy:
-	// Busy × Conns / RoundTripsPerSec.
+	// Busy × Conns / RoundTripsPerSec, or, when RoundTripsTimed is not
+	// 0, the mean of that many round trips timed one by one from the
+	// request's send to its answer (requests longer than the interval
+	// between looks, most of those sent).
 	RoundTripsPerSec float64       `json:"round_trips_per_sec"`
 	RoundTrip        time.Duration `json:"round_trip"`
+	RoundTripsTimed  int           `json:"round_trips_timed,omitempty"`
 	// RTT is the kernel's smoothed round-trip time to it, the highest
 	// of its connections'. On a request/response connection it is not
 	// the network's: the dependency's ACK rides on its answer, so each
@@ -115,6 +119,17 @@ type connTrace struct {
 	sendAt, recvAt        time.Time // of the previous sample
 	wasBusy, wasUndecided bool
 
+	// reqAt is when the request outstanding at the last look was sent,
+	// zero when none was or its start is not known (pair); paired sums
+	// the round trips timed from request to answer, pairedN counts them.
+	// reqUndecided says reqAt is of a look that decided nothing,
+	// reqDiff its difference of data segments (pair).
+	reqAt        time.Time
+	reqUndecided bool
+	reqDiff      int32
+	paired       time.Duration
+	pairedN      int
+
 	// unix says it is a unix-socket connection (no tcp_info: only n and
 	// unread count), unread how many samples found what it sent still
 	// unread at the dependency's end (sampleUnix).
@@ -163,6 +178,16 @@ func (c *connTrace) sample(now time.Time, t *sockdiag.TCPInfo, tick, slow int) {
 	}
 }
 
+// A pool's time per round trip is the mean of the round trips timed one
+// by one (pair) when there are minPaired of them at least and they are
+// pairedShare of the requests sent while traced or more: pairing times
+// only the requests longer than the interval between looks, and the
+// mean of a few of a mix would be theirs.
+const (
+	minPaired   = 3
+	pairedShare = 0.8
+)
+
 // maxLost is the share of a pool's looks whose order of request and
 // answer may stay unknown (after resolve) for its busy share and time per
 // round trip to be given.
@@ -177,7 +202,13 @@ func (c *connTrace) timed() bool {
 
 // segTally counts samples that saw one difference of data segments out
 // and in.
-type segTally struct{ busy, idle, undecided int }
+// rt and rtN are the round trips timed from a request sent in a look
+// that decided nothing at that difference (pair).
+type segTally struct {
+	busy, idle, undecided int
+	rt                    time.Duration
+	rtN                   int
+}
 
 // resolve is the connection's decided and busy samples once the
 // undecided ones that the segment counts settle are added; cal is the
@@ -242,6 +273,7 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 		// receive; a pool opened under load is all such looks.
 		busy, undecided = true, false
 	}
+	c.pair(t, sendAt, recvAt, busy, undecided)
 	if c.n == 0 {
 		c.first, c.firstAt = *t, now
 	} else if c.wasBusy && busy && t.DataSegsOut > c.last.DataSegsOut && t.DataSegsIn == c.last.DataSegsIn {
@@ -269,6 +301,71 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo) {
 	c.last, c.lastAt, c.sendAt, c.recvAt, c.wasBusy, c.wasUndecided = *t, now, sendAt, recvAt, busy, undecided
 }
 
+// pair times round trips one by one, from the request's send to its
+// answer, where no more than one request went out between two looks:
+// tcp_info dates the last data sent and received to the jiffy whenever
+// it is looked at, so a request longer than the interval between looks
+// is timed whole, the one already outstanding at the first look among
+// them. Counting requests sent during the trace against the busy time
+// misses that one and its time: 20 connections each holding a 2 s
+// request when the trace began read 2.49 s per round trip over 5 s.
+// Anything it cannot date (two requests between looks, several
+// outstanding, an order lost in one jiffy) is left out, and
+// dependencies keeps the busy-time estimate unless most round trips
+// were timed.
+func (c *connTrace) pair(t *sockdiag.TCPInfo, sendAt, recvAt time.Time, busy, undecided bool) {
+	prev, prevUndecided, prevDiff := c.reqAt, c.reqUndecided, c.reqDiff
+	c.reqAt, c.reqUndecided = time.Time{}, false
+	if !t.HasDataSegs() {
+		return
+	}
+	diff := int32(t.DataSegsOut - t.DataSegsIn)
+	if c.n > 0 && !prev.IsZero() {
+		out := t.DataSegsOut - c.last.DataSegsOut
+		in := t.DataSegsIn - c.last.DataSegsIn
+		if out == 0 && in == 0 && (busy || undecided) {
+			// Nothing moved: the same request, outstanding for sure
+			// once a look decides it busy.
+			c.reqAt, c.reqUndecided, c.reqDiff = prev, prevUndecided && undecided, prevDiff
+			return
+		}
+		// The answer to the request outstanding at the last look came,
+		// and the last data received is that answer: nothing sent
+		// since, or one request sent after it and still outstanding
+		// (when the order is lost in one jiffy, the answer still came
+		// in that jiffy, which dates it).
+		if in > 0 && out <= 1 && recvAt.After(prev) &&
+			(undecided || (out == 0 && !busy) || (out == 1 && busy && !sendAt.Before(recvAt))) {
+			if prevUndecided {
+				n := c.tally(prevDiff)
+				n.rt += recvAt.Sub(prev)
+				n.rtN++
+			} else {
+				c.paired += recvAt.Sub(prev)
+				c.pairedN++
+			}
+		}
+	}
+	switch {
+	case busy && !undecided:
+		// The request outstanding now is the last data sent, whenever
+		// it went out: the first look's in-flight request, or one sent
+		// in the jiffy of the previous answer and found outstanding
+		// only now.
+		c.reqAt = sendAt
+	case undecided && t.DataSegsOut > 0 && (c.n == 0 || t.DataSegsOut != c.last.DataSegsOut):
+		// Request, answer and ACK in one jiffy: a request sent right
+		// after the previous answer and outstanding (a saturated pool
+		// to a dependency that reads at once), or one answered in that
+		// jiffy. Its round trip, if it has one, is kept by the
+		// difference of segments, and counts where the pool's
+		// calibration says that difference is busy (dependencies).
+		// Nothing sent since a look that tracked no request is no new
+		// request.
+		c.reqAt, c.reqUndecided, c.reqDiff = sendAt, true, diff
+	}
+}
+
 // tally is the count of samples at difference d (resolve).
 func (c *connTrace) tally(d int32) *segTally {
 	if c.bySegs == nil {
@@ -293,6 +390,8 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 		d                             Dependency
 		busySec, secs, rtSum, rtTimed float64
 		busyN, pipe                   int
+		paired                        time.Duration
+		pairedN                       int
 		decided, samples              int
 		unread, looks                 int
 		rtt, minRTT                   time.Duration
@@ -399,6 +498,14 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 			a.busySec += share * secs
 			a.secs += secs
 			a.rtTimed += float64(c.last.DataSegsOut - c.first.DataSegsOut)
+			a.paired += c.paired
+			a.pairedN += c.pairedN
+			for d, n := range c.bySegs {
+				if p := cal[k][d]; n.rtN > 0 && p.busy > 0 && p.idle == 0 {
+					a.paired += n.rt
+					a.pairedN += n.rtN
+				}
+			}
 		}
 		a.d.Samples = max(a.d.Samples, c.n)
 		a.d.SegsOutPerSec += float64(c.last.DataSegsOut - c.first.DataSegsOut)
@@ -461,6 +568,13 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 		d.Busy = a.busySec / a.secs
 		if a.rtTimed > 0 {
 			d.RoundTrip = time.Duration(a.busySec / a.rtTimed * float64(time.Second))
+		}
+		if a.pairedN >= minPaired && float64(a.pairedN) >= pairedShare*a.rtTimed {
+			// Most round trips were timed one by one (pair): their mean
+			// holds where the ratio's edges do not (requests as long as
+			// the trace, all begun at once).
+			d.RoundTrip = a.paired / time.Duration(a.pairedN)
+			d.RoundTripsTimed = a.pairedN
 		}
 		if a.busyN > 0 {
 			d.Pipelined = float64(a.pipe) / float64(a.busyN)

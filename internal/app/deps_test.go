@@ -1,6 +1,7 @@
 package app
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,92 @@ func TestDependenciesUnix(t *testing.T) {
 	}
 	if len(asked) != 2 {
 		t.Errorf("owner asked for %v", asked)
+	}
+}
+
+// replay looks at one connection every 100 ms from 0 to end (seconds),
+// as tcp_info would show it: requests sent at sends and answered at
+// answers (seconds, one segment each; the peer's ACK of a request rides
+// in the same 4 ms jiffy, the answer carries the ACK), ages in jiffies.
+func replay(c *connTrace, t0 time.Time, end float64, sends, answers []float64) {
+	const jiffy = 0.004
+	tick := func(s float64) int64 { return int64(math.Floor(s / jiffy)) }
+	for i := 0; float64(i)*0.1 <= end+1e-9; i++ {
+		now := float64(i) * 0.1
+		ti := sockdiag.TCPInfo{Size: 232}
+		var lastSend, lastRecv float64 = -100, -100
+		for _, s := range sends {
+			if s <= now {
+				ti.DataSegsOut++
+				lastSend = s
+			}
+		}
+		for _, a := range answers {
+			if a <= now {
+				ti.DataSegsIn++
+				lastRecv = a
+			}
+		}
+		age := func(s float64) uint32 { return uint32((tick(now) - tick(s)) * 4) }
+		ti.LastDataSent, ti.LastDataRecv, ti.LastAckRecv = age(lastSend), age(lastRecv), age(max(lastSend, lastRecv))
+		c.observe(t0.Add(time.Duration(now*float64(time.Second))), &ti)
+		c.tick = i
+	}
+}
+
+// TestDependenciesPaired: round trips longer than the interval between
+// looks are timed one by one, the one outstanding when the trace began
+// among them. 20 connections each holding a 2 s request begun together
+// 0.5 s before a 5 s trace read 2.49 s per round trip from busy time over
+// requests sent (the first request's time counted, not the request);
+// fast round trips, several between two looks or within one jiffy, keep
+// that estimate.
+func TestDependenciesPaired(t *testing.T) {
+	api := &Server{Kind: "api"}
+	t0 := time.Now()
+	for _, tc := range []struct {
+		name     string
+		rt, gap  float64 // seconds: each request, and between an answer and the next request
+		start    float64 // the first request's send, from the trace's first look
+		end      float64 // the trace's last look
+		conns    int
+		timed    bool // timed one by one
+		lo, hi   time.Duration
+		busyOver float64
+	}{
+		{"2 s requests begun before the trace", 2, 0.01, -0.5, 5, 20, true, 1990 * time.Millisecond, 2010 * time.Millisecond, 0.95},
+		{"300 ms requests with pauses", 0.3, 0.25, -0.1, 5, 4, true, 296 * time.Millisecond, 304 * time.Millisecond, 0.5},
+		// A saturated pool to a dependency that reads each request at
+		// once: the next request leaves in the answer's jiffy and is
+		// acknowledged in it, so no look after the first request's
+		// decides; the segment calibration times them.
+		{"400 ms requests sent in the previous answer's jiffy", 0.4, 0, -0.1, 5, 4, true, 396 * time.Millisecond, 404 * time.Millisecond, 0.95},
+		// Request and answer in one jiffy, then a pause longer than
+		// between two looks: the looks that decide nothing are at the
+		// idle difference, and a "round trip" from one to the next
+		// answer would be the pause.
+		{"0.1 ms requests with long pauses", 0.0001, 0.2492, 0.013, 5, 4, false, 0, 10 * time.Millisecond, 0},
+		{"20 ms requests, several between looks", 0.02, 0.005, 0, 5, 4, false, 15 * time.Millisecond, 25 * time.Millisecond, 0.7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var conns []*connTrace
+			for range tc.conns {
+				c := &connTrace{srv: api, dst: "backend:80"}
+				var sends, answers []float64
+				for s := tc.start; s < tc.end+tc.rt; s += tc.rt + tc.gap {
+					sends, answers = append(sends, s), append(answers, s+tc.rt)
+				}
+				replay(c, t0, tc.end, sends, answers)
+				conns = append(conns, c)
+			}
+			deps := dependencies(conns, nil)[api]
+			if len(deps) != 1 {
+				t.Fatalf("rows %+v", deps)
+			}
+			d := deps[0]
+			if d.RoundTrip < tc.lo || d.RoundTrip > tc.hi || (d.RoundTripsTimed > 0) != tc.timed || d.Busy < tc.busyOver {
+				t.Errorf("round trip %v (%d timed one by one), busy %.2f; want %v to %v, timed %v, busy over %.2f", d.RoundTrip, d.RoundTripsTimed, d.Busy, tc.lo, tc.hi, tc.timed, tc.busyOver)
+			}
+		})
 	}
 }

@@ -231,6 +231,23 @@ func TestRunDependencyPool(t *testing.T) {
 	}
 }
 
+// TestRunDependencyLong: round trips longer than the interval between
+// looks (a backend answering in 400 ms) are timed one by one, from each
+// request's send to its answer as tcp_info dates them: 400 ms within
+// 10 %, the requests already outstanding when the trace began included.
+func TestRunDependencyLong(t *testing.T) {
+	e := newLab(t)
+	r, text := depRun(t, e, false, 400*time.Millisecond, 0, "-c 8 -t 1 -d 3s --timeout 5s")
+	d := dependencyOf(r, e.ServerIP+":7300")
+	if d == nil {
+		t.Fatalf("no dependency: %s\n%s", jsonOf(r.Servers), text)
+	}
+	t.Logf("%s: %d conns, busy %.2f, %.1f round trips/s, %v per round trip, %d timed one by one", d.Addr, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.RoundTripsTimed)
+	if d.Conns != 4 || d.RoundTrip < 360*time.Millisecond || d.RoundTrip > 440*time.Millisecond || d.RoundTripsTimed < 8 {
+		t.Errorf("dependency %+v, want 4 connections, 400 ms ± 10 %%, timed one by one", d)
+	}
+}
+
 // TestRunDependencyQuiet: with a fast backend, or with an API whose time
 // is its own CPU, the dependency is not blamed.
 func TestRunDependencyQuiet(t *testing.T) {
