@@ -201,13 +201,26 @@ func (c *connTrace) timed() bool {
 }
 
 // segTally counts samples that saw one difference of data segments out
-// and in.
-// rt and rtN are the round trips timed from a request sent in a look
-// that decided nothing at that difference (pair).
+// and in; rt and rtN are the round trips timed from a request sent in a
+// look that decided nothing at that difference (pair).
 type segTally struct {
 	busy, idle, undecided int
 	rt                    time.Duration
 	rtN                   int
+}
+
+// settles says what a pool's calibration at one difference decides for
+// the looks there that decided nothing: busy when its decided looks were
+// all busy, idle when all idle; ok is false when they were both, or
+// none.
+func (p segTally) settles() (busy, ok bool) {
+	switch {
+	case p.busy > 0 && p.idle == 0:
+		return true, true
+	case p.idle > 0 && p.busy == 0:
+		return false, true
+	}
+	return false, false
 }
 
 // resolve is the connection's decided and busy samples once the
@@ -222,21 +235,19 @@ type segTally struct {
 // (or all idle) decides the undecided samples at it; one with both, or
 // none, leaves them undecided: answers of several segments, or a
 // difference never seen decided. The calibration is the pool's: one
-// connection of eight was never caught deciding in 3 s. A saturated pool to a dependency that
-// reads each request at once (its kernel ACKs in the answer's tick) was
-// 9 samples in 10 undecided, its busy share read 59–90 % for a true
-// 100 %; the sub-jiffy round trips of a fast dependency fall at the
-// idle difference, and stay idle.
+// connection of eight was never caught deciding in 3 s. A saturated
+// pool to a dependency that reads each request at once (its kernel ACKs
+// in the answer's tick) was 9 samples in 10 undecided, its busy share
+// read 59–90 % for a true 100 %; the sub-jiffy round trips of a fast
+// dependency fall at the idle difference, and stay idle.
 func (c *connTrace) resolve(cal map[int32]segTally) (decided, busy int) {
 	decided, busy = c.decided, c.busy
 	for d, n := range c.bySegs {
-		p := cal[d]
-		switch {
-		case n.undecided == 0:
-		case p.busy > 0 && p.idle == 0:
-			decided, busy = decided+n.undecided, busy+n.undecided
-		case p.idle > 0 && p.busy == 0:
+		if b, ok := cal[d].settles(); ok && n.undecided > 0 {
 			decided += n.undecided
+			if b {
+				busy += n.undecided
+			}
 		}
 	}
 	return decided, busy
@@ -501,7 +512,7 @@ func dependencies(conns []*connTrace, owner func(d *Dependency)) map[*Server][]D
 			a.paired += c.paired
 			a.pairedN += c.pairedN
 			for d, n := range c.bySegs {
-				if p := cal[k][d]; n.rtN > 0 && p.busy > 0 && p.idle == 0 {
+				if busy, _ := cal[k][d].settles(); n.rtN > 0 && busy {
 					a.paired += n.rt
 					a.pairedN += n.rtN
 				}

@@ -41,25 +41,7 @@ func helperDeps(role string) {
 	delay, _ := time.ParseDuration(os.Getenv("ND_DELAY"))
 	spin, _ := time.ParseDuration(os.Getenv("ND_SPIN"))
 	if role == "depbackend" {
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					r := bufio.NewReader(c)
-					for {
-						if _, err := r.ReadString('\n'); err != nil {
-							c.Close()
-							return
-						}
-						time.Sleep(delay)
-						io.WriteString(c, "answer\n")
-					}
-				}()
-			}
-		}()
+		go serveLines(ln, func() error { time.Sleep(delay); return nil })
 	} else {
 		n, _ := strconv.Atoi(os.Getenv("ND_POOL"))
 		pool := make(chan *bufio.ReadWriter, n)
@@ -80,24 +62,7 @@ func helperDeps(role string) {
 			return err
 		}
 		if os.Getenv("ND_SERVE") == "line" {
-			go func() {
-				for {
-					c, err := ln.Accept()
-					if err != nil {
-						return
-					}
-					go func() {
-						defer c.Close()
-						r := bufio.NewReader(c)
-						for {
-							if _, err := r.ReadString('\n'); err != nil || ask() != nil {
-								return
-							}
-							io.WriteString(c, "answer\n")
-						}
-					}()
-				}
-			}()
+			go serveLines(ln, ask)
 		} else {
 			go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				if err := ask(); err != nil {
@@ -110,6 +75,29 @@ func helperDeps(role string) {
 	}
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+// serveLines answers each line a connection of ln sends with one line,
+// after work: a request/response protocol of one segment each way, as a
+// cache's or a database's small queries. A connection ends when work
+// fails.
+func serveLines(ln net.Listener, work func() error) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for {
+				if _, err := r.ReadString('\n'); err != nil || work() != nil {
+					return
+				}
+				io.WriteString(c, "answer\n")
+			}
+		}()
+	}
 }
 
 // netAddr is the network and address of "unix:/path" or "host:port".

@@ -118,6 +118,14 @@ func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpu
 	return report.Finding{}, false
 }
 
+// biggerPool begins the advice to grow a client's pool, poolKnobs says
+// where pools are sized; relate replaces that advice (notBigger) when
+// the dependency is itself at capacity.
+const (
+	biggerPool = "a bigger pool"
+	poolKnobs  = "where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size)"
+)
+
 // depPoolFix says which side to change: a bigger pool only when the
 // dependency has room for more requests at once.
 func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []string {
@@ -140,7 +148,7 @@ func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, 
 	}
 	var fix []string
 	if spare {
-		fix = append(fix, fmt.Sprintf("a bigger pool: from %d to about %d connections, where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size); %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
+		fix = append(fix, fmt.Sprintf(biggerPool+": from %d to about %d connections, "+poolKnobs+"; %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
 	} else {
 		fix = append(fix, fmt.Sprintf("not a bigger pool: %s has no spare capacity (%s); make it faster or give it more workers first (its own findings, its slow log)", who, why))
 	}

@@ -85,7 +85,7 @@ func tracedFinding(t *report.Traced, b *evidence.Bundle, s *app.Server, d *app.D
 	switch {
 	case d.Busy >= tracedBusy && d.RoundTrip >= tracedMinRoundTrip:
 		maxRate := d.MaxRoundTripsPerSec()
-		fix := []string{fmt.Sprintf("a bigger pool, about twice the %d connections, where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size), when %s has room for more requests at once (its CPU and its workers not busy); otherwise make it faster first (its own findings, its slow log)", d.Conns, who),
+		fix := []string{fmt.Sprintf(biggerPool+", about twice the %d connections, "+poolKnobs+", when %s has room for more requests at once (its CPU and its workers not busy); otherwise make it faster first (its own findings, its slow log)", d.Conns, who),
 			"or ask it less: cache its answers, batch or pipeline the round trips each request makes",
 			"to measure what the waiting costs the server's requests: netdoctor run against the server"}
 		if cpuOK && cpu >= 0.7 {

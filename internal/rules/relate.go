@@ -166,7 +166,7 @@ var atCapacity = map[report.FindingID]bool{
 // notBigger replaces a saturated pool's "a bigger pool" advice when its
 // dependency is itself at capacity (cause).
 func notBigger(f *report.Finding, cause report.Finding) {
-	if len(f.Fix) == 0 || !strings.HasPrefix(f.Fix[0], "a bigger pool") {
+	if len(f.Fix) == 0 || !strings.HasPrefix(f.Fix[0], biggerPool) {
 		return
 	}
 	_, dep, _ := strings.Cut(f.Subject, " → ")
