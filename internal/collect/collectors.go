@@ -2,10 +2,14 @@ package collect
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/dropmon"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
@@ -43,9 +47,9 @@ var Sysctls = []string{
 }
 
 // Default returns the collectors in the order they must run.
-func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector) []Collector {
+func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dropSource) []Collector {
 	own := newOwners("/proc", nsInode)
-	return []Collector{
+	cs := []Collector{
 		funcCollector{"counters", func(_ context.Context, s *evidence.Snapshot) error {
 			m, err := p.Counters()
 			s.Counters = m
@@ -86,6 +90,35 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector) []Col
 		funcCollector{"kmsg", k.collect},
 		newResolver(cfg),
 	}
+	if cfg.Drops {
+		// Next to the counters: the kernel's counts and the monitor's
+		// of one moment.
+		cs = slices.Insert(cs, 1, Collector(funcCollector{"drops", func(_ context.Context, s *evidence.Snapshot) error {
+			return dm.read(nsInode, s)
+		}}))
+	}
+	return cs
+}
+
+// dropSource is the drop monitor a Snapshotter reads, or why it has
+// none.
+type dropSource struct {
+	m   *dropmon.Monitor
+	why string
+}
+
+// read reads the drop monitor's counts for the namespace, or says why
+// there are none.
+func (d dropSource) read(nsInode uint64, s *evidence.Snapshot) error {
+	if d.m == nil {
+		s.Drops = &evidence.Drops{Unavailable: d.why}
+		return fmt.Errorf("%w: %s", ErrUnavailable, d.why)
+	}
+	s.Drops = d.m.Namespace(nsInode)
+	if s.Drops.Unavailable != "" {
+		return errors.New(s.Drops.Unavailable)
+	}
+	return nil
 }
 
 // partialIf turns err into a partial-data error when data came with it.

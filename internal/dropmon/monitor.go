@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -103,4 +104,37 @@ func cString(b []int8) string {
 		u = u[:i]
 	}
 	return string(u)
+}
+
+// shared is the process's monitor: one set of programs, however many
+// namespaces are observed.
+var shared struct {
+	sync.Mutex
+	m    *Monitor
+	refs int
+}
+
+// Shared returns the process's monitor, started by the first caller;
+// each caller calls release when done, and the last one closes it. A
+// failure to start is returned to each caller that asks (each may retry:
+// the reason may be passing, as a lock held by another loader).
+func Shared() (m *Monitor, release func(), err error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.m == nil {
+		if shared.m, err = Start(); err != nil {
+			shared.m = nil
+			return nil, nil, err
+		}
+	}
+	shared.refs++
+	m = shared.m
+	return m, sync.OnceFunc(func() {
+		shared.Lock()
+		defer shared.Unlock()
+		if shared.refs--; shared.refs == 0 {
+			shared.m.Close()
+			shared.m = nil
+		}
+	}), nil
 }
