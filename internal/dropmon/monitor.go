@@ -46,7 +46,7 @@ func Why(err error) string {
 
 // Counts is everything the monitor counted, host-wide, at Time.
 type Counts struct {
-	Time  time.Time
+	Time time.Time
 	// Drops are every drop, exactly, with Port 0; Ports attribute some
 	// of them to ports (the busiest, as the kernel's LRU keeps them).
 	Drops []RawDrop
