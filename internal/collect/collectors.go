@@ -11,6 +11,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/dropmon"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/nftables"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
@@ -55,6 +56,9 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 			s.Counters = m
 			return partialIf(len(m) > 0, err)
 		}},
+		// The firewall's counters next to the kernel's: a rule's
+		// drops and the counters they move are of one moment.
+		funcCollector{"firewall", firewall},
 		funcCollector{"sockstat", func(_ context.Context, s *evidence.Snapshot) error {
 			m, err := p.Sockstat()
 			s.Sockstat = m
@@ -98,6 +102,23 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 		}}))
 	}
 	return cs
+}
+
+// firewall reads the namespace's rules that discard or limit packets,
+// with their counters; nothing when it has none.
+func firewall(_ context.Context, s *evidence.Snapshot) error {
+	fw, err := nftables.Read()
+	if errors.Is(err, nftables.ErrUnavailable) {
+		s.Firewall = &evidence.Firewall{Unavailable: err.Error()}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if fw != nil && (len(fw.Rules) > 0 || err != nil) {
+		s.Firewall = fw
+	}
+	if err != nil && fw != nil {
+		return partial{err}
+	}
+	return err
 }
 
 // dropSource is the drop monitor a Snapshotter reads, or why it has
