@@ -762,8 +762,8 @@ type rateText struct{ nft, ipt string }
 func rate(scale, avg float64) rateText {
 	perSec := scale / avg
 	for _, u := range []struct {
-		secs      float64
-		nft, ipt  string
+		secs     float64
+		nft, ipt string
 	}{{1, "second", "s"}, {60, "minute", "m"}, {3600, "hour", "h"}, {86400, "day", "d"}} {
 		if n := perSec * u.secs; n >= 1 && math.Abs(n-math.Round(n)) < 0.01 {
 			return rateText{fmt.Sprintf("%d/%s", int(math.Round(n)), u.nft), fmt.Sprintf("%d/%s", int(math.Round(n)), u.ipt)}
