@@ -189,6 +189,21 @@ func sockets(s *evidence.Snapshot, own *owners) error {
 			l.Process = comm(l.PIDs[0])
 		}
 	}
+	if len(socks.Drops) > 0 {
+		// Rare (a socket that dropped): its owners are looked up after.
+		inodes := make([]uint64, 0, len(socks.Drops))
+		for _, d := range socks.Drops {
+			inodes = append(inodes, d.Inode)
+		}
+		found := own.lookup(inodes, s.Time)
+		for i := range socks.Drops {
+			d := &socks.Drops[i]
+			d.PIDs = found[d.Inode]
+			if len(d.PIDs) > 0 {
+				d.Process = comm(d.PIDs[0])
+			}
+		}
+	}
 	if err != nil {
 		return partial{err}
 	}

@@ -394,6 +394,35 @@ type Sockets struct {
 	// Note says what was estimated rather than dumped, e.g. ESTABLISHED
 	// taken from Tcp.CurrEstab when there were too many to list cheaply.
 	Note string `json:"note,omitempty"`
+	// Drops are the UDP and TCP sockets (listeners aside: their drops
+	// are Listener.Drops) whose own drop counter is above 0, the most
+	// drops first, at most MaxSocketDrops.
+	Drops []SocketDrops `json:"drops,omitempty"`
+}
+
+// MaxSocketDrops bounds Sockets.Drops.
+const MaxSocketDrops = 64
+
+// SocketDrops is one socket that dropped packets: sk_drops
+// (SK_MEMINFO_DROPS), raised for each datagram or segment it could not
+// take — its receive buffer full (a UDP receiver's SO_RCVBUF), its
+// backlog full while the application held it, memory pressure.
+type SocketDrops struct {
+	Proto  string `json:"proto"` // "udp", "udp6", "tcp", "tcp6"
+	Local  string `json:"local"`
+	Remote string `json:"remote,omitempty"` // a connected socket's peer
+	Inode  uint64 `json:"inode"`
+	// Drops is the socket's counter since it was created.
+	Drops uint64 `json:"drops"`
+	// RcvBuf is its receive buffer's limit (SO_RCVBUF as the kernel
+	// doubled it), RmemAlloc the bytes it held when sampled, RecvQ the
+	// data waiting to be read.
+	RcvBuf    uint32 `json:"rcvbuf"`
+	RmemAlloc uint32 `json:"rmem_alloc"`
+	RecvQ     uint32 `json:"recv_q,omitempty"`
+	// PIDs owning it, lowest first, and the first one's command name.
+	PIDs    []int  `json:"pids,omitempty"`
+	Process string `json:"process,omitempty"`
 }
 
 // MaxRemotes bounds Sockets.Remotes.
