@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"net/netip"
 	"errors"
 	"fmt"
 	"runtime"
@@ -139,7 +140,44 @@ func (d dropSource) read(nsInode uint64, s *evidence.Snapshot) error {
 	if s.Drops.Unavailable != "" {
 		return errors.New(s.Drops.Unavailable)
 	}
+	flowInfo(s.Drops.Retrans)
 	return nil
+}
+
+// flowInfos is how many retransmitting flows get their tcp_info read.
+const flowInfos = 8
+
+// flowInfo reads, for the flows that retransmitted most, what TCP
+// believes of their path now (its MTU, its segment size): one exact
+// sock_diag lookup each, on the namespace's thread.
+func flowInfo(fs []evidence.Retrans) {
+	n := min(len(fs), flowInfos)
+	if n == 0 {
+		return
+	}
+	ids := make([]sockdiag.SockID, 0, n)
+	idx := make([]int, 0, n)
+	for i := range n {
+		l, err1 := netip.ParseAddrPort(fs[i].Local)
+		r, err2 := netip.ParseAddrPort(fs[i].Remote)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		ids = append(ids, sockdiag.SockID{Local: l, Remote: r})
+		idx = append(idx, i)
+	}
+	q, err := sockdiag.NewQuerier()
+	if err != nil {
+		return
+	}
+	defer q.Close()
+	_ = q.Query(ids, func(i int, _ *sockdiag.InetDiagMsg, t *sockdiag.TCPInfo) {
+		if t == nil {
+			return
+		}
+		f := &fs[idx[i]]
+		f.Open, f.PMTU, f.SndMSS, f.Lost = true, t.PMTU, t.SndMSS, t.Lost
+	})
 }
 
 // partialIf turns err into a partial-data error when data came with it.

@@ -216,6 +216,13 @@ type Retrans struct {
 	MaxLen   uint32 `json:"max_len"`
 	// MSS is the flow's mss_cache at its last retransmission.
 	MSS uint32 `json:"mss"`
+	// Open says the connection was still there when sampled, with what
+	// tcp_info said of it then: the path MTU TCP believes, the segment
+	// size it sends, and the segments it counts lost.
+	Open   bool   `json:"open,omitempty"`
+	PMTU   uint32 `json:"pmtu,omitempty"`
+	SndMSS uint32 `json:"snd_mss,omitempty"`
+	Lost   uint32 `json:"lost,omitempty"`
 }
 
 // Firewall is a namespace's nftables rules that can discard a packet.
