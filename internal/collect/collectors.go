@@ -40,6 +40,7 @@ var Sysctls = []string{
 	"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem", "net.ipv4.tcp_moderate_rcvbuf",
 	"net.ipv4.tcp_low_latency", "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_max_orphans",
 	"net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat",
+	"net.ipv4.tcp_mtu_probing",
 	"net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets", "net.netfilter.nf_conntrack_count",
 	"net.netfilter.nf_conntrack_tcp_timeout_established", "net.netfilter.nf_conntrack_tcp_timeout_time_wait",
 	"net.netfilter.nf_conntrack_tcp_timeout_close_wait", "net.netfilter.nf_conntrack_udp_timeout",

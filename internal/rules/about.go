@@ -44,6 +44,9 @@ var Classes = map[report.FindingID]Class{
 	CPUSaturated:            {Meaning: "CPUs have no idle time left; other numbers are then symptoms"},
 	LoadGeneratorSaturated:  {Meaning: "the load generator, not the server, is the bottleneck of a benchmark"},
 	UnexplainedDistress:     {Meaning: "the load shows distress that no other finding explains: netdoctor does not call it healthy", Critical: true},
+	FirewallDrop:            {Meaning: "a firewall rule (nftables, or iptables-nft) drops or rejects a service's packets; named with its matches and the counter that moved", Critical: true},
+	PacketDrops:             {Meaning: "the kernel drops packets for a reason no other finding names, at the place its drop reason tells (a qdisc, a route, a neighbour, a tc or XDP program)", Critical: true},
+	PathMTUBlackhole:        {Meaning: "a path drops the packets above its MTU and the ICMP that would say so never arrives: full-size segments are retransmitted while small ones pass", Critical: true},
 	RiskySysctl:             {Meaning: "a setting that copy-paste tuning guides recommend and that hurts on current kernels", Latent: true},
 }
 

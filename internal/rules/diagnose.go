@@ -107,6 +107,7 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 		}
 	}
 	tieShape(out, shape)
+	lossCauses(out, r)
 	out = relate(out, poolAddrs(r))
 	explain(out, r.Load, r.Port)
 	return rank(out, r.Load), shape

@@ -1,8 +1,13 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -59,5 +64,131 @@ func checkLoss(in *Input) []report.Finding {
 	if it, ok := pathLossItem(in); ok {
 		f.Evidence = append(f.Evidence, it)
 	}
+	f.Evidence = append(f.Evidence, whereLost(in, w)...)
 	return []report.Finding{f}
+}
+
+// whereLost says where the retransmitted segments died, as far as the
+// drop monitor can tell: the drops in this namespace that lose packets,
+// those of a run's packets elsewhere on the host, and the connections
+// that retransmitted most. When it saw no such drop here, the packets
+// died beyond this host's namespace.
+func whereLost(in *Input, w evidence.Window) []report.Item {
+	here, elsewhere, ok := dropsIn(w)
+	if !ok {
+		return nil
+	}
+	var out []report.Item
+	for _, d := range here {
+		if !stray[d.Reason] && len(out) < 3 {
+			out = append(out, report.Item{Text: "where packets die: " + dropText(d, w), Source: dropSource, Window: true})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, report.Item{Text: "the drop monitor saw no packet dropped in this namespace for a reason that loses traffic (only a closed socket's strays, if any): the segments died beyond it, on the path or at the peer", Source: dropSource, Window: true})
+	}
+	if in.Run != nil {
+		if p, err := strconv.Atoi(in.Run.Port); err == nil {
+			n := 0
+			for _, d := range elsewhere {
+				if !stray[d.Reason] && onPort(d, p) && n < 3 {
+					out = append(out, report.Item{Text: "where packets die: " + dropText(d, w), Source: dropSource, Window: true})
+					n++
+				}
+			}
+		}
+	}
+	for i, f := range retransIn(w) {
+		if i == 3 {
+			break
+		}
+		out = append(out, report.Item{Text: fmt.Sprintf("%s → %s retransmitted %d segments (%d of them full-size, up to %d bytes)", f.Local, f.Remote, f.Segments, f.Full, f.MaxLen), Source: dropSource, Window: true})
+	}
+	return out
+}
+
+// queueRetrans is how many retransmissions each connection a full queue
+// dropped may cost its client: the final ACK of its handshake, then the
+// request behind it, each retransmitted with backoff until the queue
+// takes the connection.
+const queueRetrans = 4
+
+// lossCauses marks retransmissions that are what a full accept queue (or
+// a SYN queue that dropped) on the run's server dropped, not a lossy
+// path: the client's connection is established on its side while the
+// server dropped the handshake's last ACK, so its request is
+// retransmitted until the queue takes it. With the drop monitor, the
+// retransmitted segments are counted by flow: most on connections to the
+// queue's port. Without it, the queue dropped enough connections to
+// account for them (queueRetrans each). relate then lists them under
+// the queue, as its consequence.
+func lossCauses(fs []report.Finding, r *Run) {
+	for i := range fs {
+		f := &fs[i]
+		if f.ID != PacketLoss || f.Status != report.Active || f.CausedBy != "" {
+			continue
+		}
+		side := r.side(f.Side)
+		if f.Side == report.Local {
+			side = r.Server()
+		}
+		if side == nil {
+			continue
+		}
+		for _, c := range fs {
+			queue := c.ID == AcceptQueueOverflow || c.ID == SynQueueOverflow && !cookiesOnly(c)
+			if !queue || c.Status != report.Active {
+				continue
+			}
+			if why, ok := queueLoss(r, side, c); ok {
+				f.CausedBy, f.CauseSubject = c.ID, c.Subject
+				f.Title = "Retransmissions: " + strings.TrimPrefix(f.Title, "Packet loss: ") + " — what the full queue of " + cmp.Or(c.Subject, "the listener") + " dropped, not a lossy path"
+				f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "netdoctor"})
+				f.Fix = []string{"nothing to fix on the path: these are the connections the server's queue dropped; fix the queue (" + string(c.ID) + ")"}
+				break
+			}
+		}
+	}
+}
+
+// queueLoss reports whether a side's retransmissions are what the queue
+// finding c dropped, and says why.
+func queueLoss(r *Run, side *Side, c report.Finding) (string, bool) {
+	wl, ok := r.Window(side).Window()
+	if !ok {
+		return "", false
+	}
+	port := r.Port
+	if _, p, err := net.SplitHostPort(c.Subject); err == nil {
+		port = p
+	}
+	retrans, _ := wl.Counter("Tcp.RetransSegs")
+	syn, _ := wl.Counter("TcpExt.TCPSynRetrans")
+	retrans -= min(syn, retrans)
+	if flows := retransIn(wl); len(flows) > 0 {
+		var all, to uint64
+		for _, fl := range flows {
+			all += fl.Segments
+			if strings.HasSuffix(fl.Remote, ":"+port) || strings.HasSuffix(fl.Local, ":"+port) {
+				to += fl.Segments
+			}
+		}
+		if to*10 < all*8 {
+			return "", false
+		}
+		return fmt.Sprintf("%d of the %d segments retransmitted in the window (%.0f%%) were on connections to port %s, whose queue overflowed (the drop monitor, by flow)", to, all, 100*float64(to)/float64(all), port), true
+	}
+	srv := r.Server()
+	if srv == nil {
+		return "", false
+	}
+	ws, ok := r.Window(srv).Window()
+	if !ok {
+		return "", false
+	}
+	dropped, _ := ws.Counter("TcpExt.ListenDrops")
+	if dropped == 0 || retrans > queueRetrans*dropped {
+		return "", false
+	}
+	return fmt.Sprintf("the server's listeners dropped %d connections in the same window (TcpExt.ListenDrops): each costs its client a few retransmissions (its handshake's last ACK, then its request) until the queue takes it — %d retransmitted segments here, no more than %d per dropped connection", dropped, retrans, queueRetrans), true
 }
