@@ -16,6 +16,11 @@ import (
 // SocketBufferLimit: socket buffers hit their limits.
 const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
+// bufferCounters are the kernel's counters of data dropped for lack of
+// buffer or memory.
+var bufferCounters = []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
+	"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"}
+
 // checkBuffers finds data dropped because socket buffers or TCP's global
 // memory limit ran out.
 func checkBuffers(in *Input) []report.Finding {
@@ -25,8 +30,7 @@ func checkBuffers(in *Input) []report.Finding {
 		return nil
 	}
 	var items []report.Item
-	for _, c := range []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
-		"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"} {
+	for _, c := range bufferCounters {
 		if it, d := counterItem(w, c); d > 0 {
 			items = append(items, it)
 		}

@@ -143,7 +143,7 @@ func lossCauses(fs []report.Finding, r *Run) {
 			if why, ok := queueLoss(r, side, c); ok {
 				f.CausedBy, f.CauseSubject = c.ID, c.Subject
 				f.Title = "Retransmissions: " + strings.TrimPrefix(f.Title, "Packet loss: ") + " — what the full queue of " + cmp.Or(c.Subject, "the listener") + " dropped, not a lossy path"
-				f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "netdoctor"})
+				f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "netdoctor", Window: true})
 				f.Fix = []string{"nothing to fix on the path: these are the connections the server's queue dropped; fix the queue (" + string(c.ID) + ")"}
 				break
 			}
@@ -190,5 +190,5 @@ func queueLoss(r *Run, side *Side, c report.Finding) (string, bool) {
 	if dropped == 0 || retrans > queueRetrans*dropped {
 		return "", false
 	}
-	return fmt.Sprintf("the server's listeners dropped %d connections in the same window (TcpExt.ListenDrops): each costs its client a few retransmissions (its handshake's last ACK, then its request) until the queue takes it — %d retransmitted segments here, no more than %d per dropped connection", dropped, retrans, queueRetrans), true
+	return fmt.Sprintf("the server's listeners dropped %d connections in the same window (TcpExt.ListenDrops); each leaves its client retransmitting (its handshake's last ACK, then its request) until the queue takes it: %d retransmitted segments here, %.1f per dropped connection", dropped, retrans, float64(retrans)/float64(dropped)), true
 }
