@@ -68,6 +68,7 @@ type RawDrop struct {
 	IPProto   uint8
 	Port      uint16
 	Socket    bool
+	SrcPort   bool // Port is the packet's source port
 	Packets   uint64
 	Bytes     uint64
 }

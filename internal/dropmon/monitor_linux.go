@@ -242,7 +242,7 @@ func readDrops(mp *ebpf.Map) ([]RawDrop, error) {
 	var out []RawDrop
 	err := readPerCPU(mp, func(k *dropmonDropKey, vs []dropmonDropVal) {
 		d := RawDrop{NetNS: k.Netns, Reason: k.Reason, Location: k.Location, Ifindex: k.Ifindex,
-			Ethertype: k.Ethertype, IPProto: k.Ipproto, Port: k.Port, Socket: k.Flags&1 != 0, Iface: cString(k.Ifname[:])}
+			Ethertype: k.Ethertype, IPProto: k.Ipproto, Port: k.Port, Socket: k.Flags&1 != 0, SrcPort: k.Flags&2 != 0, Iface: cString(k.Ifname[:])}
 		for _, v := range vs {
 			d.Packets += v.Packets
 			d.Bytes += v.Bytes

@@ -24,8 +24,8 @@ func (c *Counts) Namespace(ino uint64, names map[uint64]string) *evidence.Drops 
 	ports := map[RawDrop][]evidence.DropPort{}
 	for _, p := range c.Ports {
 		k := p
-		k.Port, k.Socket, k.Packets, k.Bytes = 0, false, 0, 0
-		ports[k] = append(ports[k], evidence.DropPort{Port: int(p.Port), Socket: p.Socket, Packets: p.Packets})
+		k.Port, k.Socket, k.SrcPort, k.Packets, k.Bytes = 0, false, false, 0, 0
+		ports[k] = append(ports[k], evidence.DropPort{Port: int(p.Port), Socket: p.Socket, Source: p.SrcPort, Packets: p.Packets})
 	}
 	for _, d := range c.Drops {
 		k := d

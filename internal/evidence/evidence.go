@@ -186,9 +186,12 @@ const MaxDropPorts = 4
 // DropPort is the share of a Drop that went to one port.
 type DropPort struct {
 	// Port is the local socket's port when Socket, else the packet's
-	// destination port (for a packet passing through, its service's).
+	// service port: its destination port, or its source port (Source)
+	// when only that one is below 32768, where ephemeral ports begin (a
+	// server's reply, leaving or passing through).
 	Port    int    `json:"port"`
 	Socket  bool   `json:"socket,omitempty"`
+	Source  bool   `json:"source,omitempty"`
 	Packets uint64 `json:"packets"`
 }
 

@@ -56,7 +56,7 @@ func rose(first, last []drop) []drop {
 		for _, p := range d.Ports {
 			was := uint64(0)
 			for _, q := range f.Ports {
-				if q.Port == p.Port && q.Socket == p.Socket {
+				if q.Port == p.Port && q.Socket == p.Socket && q.Source == p.Source {
 					was = q.Packets
 				}
 			}
@@ -112,8 +112,11 @@ func dropText(d drop, w evidence.Window) string {
 		var ps []string
 		for _, p := range d.Ports {
 			what := "port "
-			if p.Socket {
+			switch {
+			case p.Socket:
 				what = "socket port "
+			case p.Source:
+				what = "from port "
 			}
 			ps = append(ps, fmt.Sprintf("%s%d: %d", what, p.Port, p.Packets))
 		}

@@ -83,7 +83,11 @@ struct sk_buff {
 #define IPPROTO_SCTP 132
 
 // Flags of a drop key.
-#define DROP_SOCKET 1 // port is a local socket's port, not the packet's destination
+#define DROP_SOCKET 1  // port is a local socket's port, not the packet's
+#define DROP_SRCPORT 2 // port is the packet's source port (a server's reply)
+
+// EPHEMERAL_LOW is where Linux's default ip_local_port_range begins.
+#define EPHEMERAL_LOW 32768
 
 struct drop_key {
 	__u32 netns;     // network namespace inode; 0 when the packet names none
@@ -93,7 +97,7 @@ struct drop_key {
 	__u16 ethertype; // skb->protocol, host order
 	__u8 ipproto;    // IPPROTO_*, 0 when not IP or unread
 	__u8 flags;
-	__u16 port;      // local socket's port, else the destination port
+	__u16 port;      // local socket's port, else the packet's service port
 	__u16 pad;
 	char ifname[16];
 };
@@ -209,9 +213,17 @@ static __always_inline void packet_ports(struct sk_buff *skb, struct drop_key *k
 	}
 	k->ipproto = proto;
 	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) {
-		__be16 dport = 0;
-		bpf_probe_read_kernel(&dport, 2, l4 + 2);
-		k->port = bpf_ntohs(dport);
+		__be16 ports[2] = {};
+		bpf_probe_read_kernel(&ports, 4, l4);
+		__u16 sport = bpf_ntohs(ports[0]), dport = bpf_ntohs(ports[1]);
+		// The service's port: the destination's, or the source's when
+		// only it is below the usual ephemeral range (a reply, from a
+		// server to its client, passing through or leaving).
+		k->port = dport;
+		if (dport >= EPHEMERAL_LOW && sport && sport < EPHEMERAL_LOW) {
+			k->port = sport;
+			k->flags |= DROP_SRCPORT;
+		}
 	}
 }
 
@@ -245,7 +257,7 @@ static __always_inline int count_drop(struct sk_buff *skb, void *location, int r
 		__u16 num = BPF_CORE_READ(sk, __sk_common.skc_num);
 		if (num) {
 			k.port = num;
-			k.flags |= DROP_SOCKET;
+			k.flags = DROP_SOCKET;
 		}
 	}
 
