@@ -45,6 +45,29 @@ func show(t *testing.T, text string) {
 	}
 }
 
+// showRun logs a run's findings as the text report lists them.
+func showRun(t *testing.T, r *runJSON) {
+	if os.Getenv("ND_SHOW") == "" {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b, r.Verdict)
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "[%s %s] %s (%s, %s side)", f.Severity, f.Status, f.Title, f.ID, f.Side)
+		if f.CausedBy != "" {
+			fmt.Fprintf(&b, " ← %s", f.CausedBy)
+		}
+		fmt.Fprintln(&b)
+		for _, it := range f.Evidence {
+			fmt.Fprintln(&b, "  *", it.Text)
+		}
+		for _, l := range f.Fix {
+			fmt.Fprintln(&b, "  fix:", l)
+		}
+	}
+	t.Log("\n" + b.String())
+}
+
 func dump(f *report.Finding) string {
 	b, _ := json.MarshalIndent(f, "", "  ")
 	return string(b)
@@ -80,7 +103,7 @@ func TestRunFirewallRateLimit(t *testing.T) {
 	labMust(t, e.Exec(e.ServerNS, "iptables-nft", "-A", "INPUT", "-p", "tcp", "--syn", "--dport", "7700", "-m", "limit", "--limit", "20/s", "--limit-burst", "20", "-j", "ACCEPT"))
 	labMust(t, e.Exec(e.ServerNS, "iptables-nft", "-A", "INPUT", "-p", "tcp", "--syn", "--dport", "7700", "-j", "DROP"))
 	r, text := runRemote(t, e.ClientNS, "-c 20 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+addr+"/")
-	show(t, text)
+	showRun(t, r)
 	everyActiveHasWindowEvidence(t, r)
 	f := findActive(r, "firewall-drop")
 	if f == nil {
@@ -122,7 +145,7 @@ func TestRunQdiscDrops(t *testing.T) {
 	startServe(t, e.ServerNS, "ND_SERVER=bulk", "ND_ADDR="+addr)
 	labMust(t, e.Exec(e.ServerNS, "tc", "qdisc", "add", "dev", e.ServerDev, "root", "tbf", "rate", "1gbit", "burst", "1600", "limit", "1600"))
 	r, text := runRemote(t, e.ClientNS, "-c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+addr+"/")
-	show(t, text)
+	showRun(t, r)
 	var f *report.Finding
 	for i := range r.Findings {
 		x := &r.Findings[i]
@@ -136,6 +159,14 @@ func TestRunQdiscDrops(t *testing.T) {
 	if f.Side != "server" || !evidenceHas(f, "QDISC_DROP: ") || !evidenceHas(f, "on "+e.ServerDev) || f.ID == "packet-drops" && !evidenceHas(f, "qdisc tbf") {
 		t.Errorf("want the server's QDISC_DROP on %s with its qdisc: %s", e.ServerDev, dump(f))
 	}
+	for _, x := range r.Findings {
+		if x.ID == "path-mtu-blackhole" {
+			t.Errorf("a qdisc's drops taken for an MTU: %s", dump(&x))
+		}
+		if x.ID == "packet-loss" && x.Side == "server" && x.CausedBy != f.ID {
+			t.Errorf("the server's retransmissions are not the qdisc's consequence: %s", dump(&x))
+		}
+	}
 }
 
 // TestRunAcceptOverflowRetransmits: an accept queue of 8 taken every
@@ -148,7 +179,7 @@ func TestRunAcceptOverflowRetransmits(t *testing.T) {
 	addr := e.ServerIP + ":7720"
 	startServe(t, e.ServerNS, "ND_SERVER=slow", "ND_ADDR="+addr)
 	r, text := runRemote(t, e.ClientNS, "-c 100 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+addr+"/")
-	show(t, text)
+	showRun(t, r)
 	everyActiveHasWindowEvidence(t, r)
 	q := findActive(r, "accept-queue-overflow")
 	if q == nil || q.Subject != addr {
@@ -212,7 +243,7 @@ func TestRunPathMTUBlackhole(t *testing.T) {
 	addr := "10.201.2.2:7730"
 	startServe(t, srv, "ND_SERVER=bulk", "ND_ADDR="+addr)
 	r, text := runRemote(t, cli, "-c 8 -t 1 -d 3s --timeout 5s --baseline 1s --tail 1s --server-netns "+srv+" http://"+addr+"/")
-	show(t, text)
+	showRun(t, r)
 	f := findActive(r, "path-mtu-blackhole")
 	if f == nil {
 		t.Fatalf("no path-mtu-blackhole; findings %+v\n%s", r.Findings, text)
@@ -231,6 +262,9 @@ func TestRunPathMTUBlackhole(t *testing.T) {
 		}
 	}
 	for _, x := range r.Findings {
+		if x.ID == "path-mtu-blackhole" && x.Side != "server" {
+			t.Errorf("the black hole named twice: %s", dump(&x))
+		}
 		if x.ID == "packet-loss" && x.Side == "server" && x.CausedBy != "path-mtu-blackhole" && !evidenceHas(&x, "PKT_TOO_BIG") {
 			t.Errorf("the server's loss does not say where its packets die: %s", dump(&x))
 		}

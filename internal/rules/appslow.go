@@ -49,7 +49,7 @@ func checkAppSlow(in *Input) []report.Finding {
 			}
 			return nil
 		case WorkerPoolExhausted, NagleDelayedACK, CPUSaturated, ConntrackTableFull,
-			SynQueueOverflow, PacketLoss, BandwidthSaturated, LoadGeneratorSaturated:
+			SynQueueOverflow, PacketLoss, BandwidthSaturated, LoadGeneratorSaturated, FirewallDrop, PacketDrops, PathMTUBlackhole:
 			return nil // a cause of latency already named
 		}
 	}

@@ -37,6 +37,16 @@ func CheckHost(b *evidence.Bundle, t *report.Traced) []report.Finding {
 	if len(fs) == 0 {
 		return nil
 	}
+	if b == nil {
+		return relate(fs, nil)
+	}
+	if w, ok := b.Window(); ok {
+		for i := range fs {
+			if fs[i].ID == PacketLoss && fs[i].Status == report.Active {
+				dropLoss(fs, &fs[i], w)
+			}
+		}
+	}
 	return relate(fs, nil)
 }
 

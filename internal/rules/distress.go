@@ -28,7 +28,7 @@ var explainsErrors = map[report.FindingID]bool{
 	AcceptQueueOverflow: true, SynQueueOverflow: true, ConntrackTableFull: true, EphemeralPortExhaustion: true,
 	UpstreamConnectionChurn: true, WorkerPoolExhausted: true, FDLimit: true, DNSMisconfigured: true,
 	PacketLoss: true, NICDrops: true, SocketBufferLimit: true, NeighbourTableOverflow: true,
-	LoadGeneratorSaturated: true, BandwidthSaturated: true,
+	LoadGeneratorSaturated: true, BandwidthSaturated: true, FirewallDrop: true, PacketDrops: true, PathMTUBlackhole: true,
 }
 
 // explainsStuck are the findings that leave a server holding connections

@@ -141,13 +141,100 @@ func lossCauses(fs []report.Finding, r *Run) {
 				continue
 			}
 			if why, ok := queueLoss(r, side, c); ok {
-				f.CausedBy, f.CauseSubject = c.ID, c.Subject
-				f.Title = "Retransmissions: " + strings.TrimPrefix(f.Title, "Packet loss: ") + " — what the full queue of " + cmp.Or(c.Subject, "the listener") + " dropped, not a lossy path"
-				f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "netdoctor", Window: true})
-				f.Fix = []string{"nothing to fix on the path: these are the connections the server's queue dropped; fix the queue (" + string(c.ID) + ")"}
+				markLoss(f, c, "what the full queue of "+cmp.Or(c.Subject, "the listener")+" dropped, not a lossy path", why,
+					"nothing to fix on the path: these are the connections the server's queue dropped; fix the queue ("+string(c.ID)+")")
 				break
 			}
 		}
+		if f.CausedBy == "" {
+			if w, ok := r.Window(side).Window(); ok {
+				dropLoss(fs, f, w)
+			}
+		}
+	}
+}
+
+// markLoss makes a loss the consequence of c, says what and why, and
+// points its fix to c's.
+func markLoss(f *report.Finding, c report.Finding, what, why, fix string) {
+	f.CausedBy, f.CauseSubject = c.ID, c.Subject
+	f.Title = "Retransmissions: " + strings.TrimPrefix(f.Title, "Packet loss: ") + " — " + what
+	f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "netdoctor", Window: true})
+	f.Fix = []string{fix}
+}
+
+// lossOwner is the finding a drop reason's packets are the evidence of.
+func lossOwner(d drop) (report.FindingID, string) {
+	switch d.Reason {
+	case "NETFILTER_DROP":
+		return FirewallDrop, ""
+	case "PKT_TOO_BIG":
+		return PathMTUBlackhole, ""
+	}
+	if id := owned[d.Reason]; id != "" {
+		return id, ""
+	}
+	return PacketDrops, d.Reason
+}
+
+// dropLoss makes a loss the consequence of the finding that names where
+// its segments died, when the drop monitor counted, on the same side,
+// drops of one such finding's reasons at least half as many as the
+// retransmissions: the firewall, a qdisc, the MTU. Without the monitor,
+// or with the drops elsewhere, the loss stands on its own with its
+// evidence (whereLost).
+func dropLoss(fs []report.Finding, f *report.Finding, w evidence.Window) {
+	here, _, ok := dropsIn(w)
+	if !ok {
+		return
+	}
+	retrans, _ := w.Counter("Tcp.RetransSegs")
+	syn, _ := w.Counter("TcpExt.TCPSynRetrans")
+	retrans -= min(syn, retrans)
+	byOwner := map[report.FindingID]map[string]uint64{}
+	for _, d := range here {
+		if stray[d.Reason] {
+			continue
+		}
+		id, subject := lossOwner(d)
+		if byOwner[id] == nil {
+			byOwner[id] = map[string]uint64{}
+		}
+		byOwner[id][subject] += d.Packets
+		if d.Reason == "QDISC_DROP" && d.Iface != "" {
+			// A saturated link's qdisc: bandwidth-saturated's subject.
+			if byOwner[BandwidthSaturated] == nil {
+				byOwner[BandwidthSaturated] = map[string]uint64{}
+			}
+			byOwner[BandwidthSaturated][d.Iface] += d.Packets
+		}
+	}
+	for _, c := range fs {
+		if c.Status != report.Active || c.Side != f.Side || c.ID == PacketLoss {
+			continue
+		}
+		subs := byOwner[c.ID]
+		if subs == nil {
+			continue
+		}
+		n := subs[""]
+		if c.Subject != "" && c.ID != FirewallDrop && c.ID != PathMTUBlackhole {
+			n = subs[c.Subject]
+		} else {
+			for _, v := range subs {
+				n = max(n, v)
+			}
+		}
+		if n == 0 || n*2 < retrans {
+			continue
+		}
+		what := string(c.ID)
+		if c.Subject != "" {
+			what += " (" + c.Subject + ")"
+		}
+		markLoss(f, c, "dropped where "+what+" says, not on the path", fmt.Sprintf("the drop monitor counted %d of this side's packets dropped where %s says, against %d data retransmissions in the window", n, what, retrans),
+			"nothing to fix on the path: the segments died here; fix "+what)
+		return
 	}
 }
 

@@ -110,3 +110,24 @@ func TestCleanIsExact(t *testing.T) {
 		t.Errorf("with the monitor, the path MTU was looked at: %q", cl)
 	}
 }
+
+// TestLossOfAQdisc: retransmissions whose segments the drop monitor saw
+// die in this namespace's qdisc are packet-drops' consequence, in check
+// as in a run.
+func TestLossOfAQdisc(t *testing.T) {
+	qd := evidence.Drop{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Proto: "tcp", Iface: "eth0", Packets: 900,
+		Ports: []evidence.DropPort{{Port: 80, Socket: true, Packets: 900}}}
+	b := bundle(monitored(nil), all(monitored([]evidence.Drop{qd}), raise(1000, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs")))
+	fs := CheckHost(b, nil)
+	loss, ok := byID(fs, PacketLoss)
+	if !ok || loss.CausedBy != PacketDrops || loss.CauseSubject != "QDISC_DROP" || !strings.Contains(loss.Title, "dropped where packet-drops (QDISC_DROP) says, not on the path") {
+		t.Fatalf("%+v", fs)
+	}
+	// Fewer drops than half the retransmissions: the loss is also
+	// elsewhere, and stands on its own.
+	qd.Packets = 100
+	b = bundle(monitored(nil), all(monitored([]evidence.Drop{qd}), raise(1000, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs")))
+	if loss, _ := byID(CheckHost(b, nil), PacketLoss); loss.CausedBy != "" {
+		t.Errorf("caused by %q", loss.CausedBy)
+	}
+}

@@ -69,7 +69,9 @@ func checkPMTU(in *Input) []report.Finding {
 	}
 	tooBig := withReason(here, "PKT_TOO_BIG")
 	var away []drop
-	if in.Run != nil {
+	// Drops elsewhere are named once, from the server's side when it is
+	// observed (both sides' snapshots hold them).
+	if in.Run != nil && (in.Side != report.Client || in.Run.Server() == nil) {
 		if p, err := strconv.Atoi(in.Run.Port); err == nil {
 			for _, d := range withReason(elsewhere, "PKT_TOO_BIG") {
 				if onPort(d, p) || len(d.Ports) == 0 {
@@ -89,7 +91,20 @@ func checkPMTU(in *Input) []report.Finding {
 	}
 	icmp, _ := w.Counter("IcmpMsg.InType3")
 	icmp6, _ := w.Counter("Icmp6.InPktTooBigs")
-	blackhole := full >= minFullRetrans && full*100 >= segs*90 && (icmp+icmp6)*10 < full
+	// No full-size segment crosses a black hole, so none is ever
+	// acknowledged out of order: its retransmissions are timeouts and
+	// probes, never fast retransmits (a queue that drops some of them,
+	// as a full qdisc does, leaves the others to trigger those).
+	fast, _ := w.Counter("TcpExt.TCPFastRetrans")
+	// Nor do they die here for another reason: a local queue or
+	// firewall that dropped them is their place.
+	var local uint64
+	for _, d := range here {
+		if !stray[d.Reason] && d.Reason != "PKT_TOO_BIG" {
+			local += d.Packets
+		}
+	}
+	blackhole := full >= minFullRetrans && full*100 >= segs*90 && (icmp+icmp6)*10 < full && fast*10 < full && local*2 < full
 	dropsHere := blamed(total(tooBig), w)
 	dropsAway := blamed(total(away), w)
 	if !blackhole && !dropsHere && !dropsAway {
@@ -101,7 +116,7 @@ func checkPMTU(in *Input) []report.Finding {
 		top := flows[0]
 		remote := hostOf(top.Remote)
 		f.Subject = remote
-		f.Title = fmt.Sprintf("Path MTU black hole towards %s: every retransmission is a full-size segment (%d bytes), and no ICMP \"fragmentation needed\" arrived", remote, top.MaxLen)
+		f.Title = fmt.Sprintf("Path MTU black hole towards %s: every retransmission is a full-size segment (MSS %d), and no ICMP \"fragmentation needed\" arrived", remote, top.MSS)
 		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("%d of %d segments retransmitted in %s were full-size (at least the MSS), over %d connection(s): the path loses what is large and lets the rest through",
 			full, segs, round(w), len(flows)), Source: dropSource, Window: true})
 		for i, fl := range flows {
@@ -114,6 +129,7 @@ func checkPMTU(in *Input) []report.Finding {
 			}
 			f.Evidence = append(f.Evidence, report.Item{Text: t, Source: dropSource, Window: true})
 		}
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("fast retransmits: %d (TcpExt.TCPFastRetrans), the rest timeouts and probes: no full-size segment was acknowledged out of order, none crossed", fast), Source: "TcpExt.TCPFastRetrans", Window: true})
 		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("ICMP \"destination unreachable\" received in the window: %d (IcmpMsg.InType3; \"fragmentation needed\" is one of them), ICMPv6 \"packet too big\": %d: the path's router never told the sender its MTU, or a firewall dropped what it said", icmp, icmp6), Source: "IcmpMsg.InType3", Window: true})
 	case dropsHere:
 		f.Subject = "PKT_TOO_BIG"

@@ -31,6 +31,14 @@ func pmtuCases() []ruleCase {
 			bundle: bundle(all(monitored(nil), retrans(flow(2, 2)), raise(0, "IcmpMsg.InType3")), all(monitored(nil), retrans(flow(42, 42)), raise(40, "IcmpMsg.InType3"))),
 		},
 		{
+			name:   "fast retransmits: later full-size segments arrived, so the path carries them",
+			bundle: bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)), raise(30, "TcpExt.TCPFastRetrans"))),
+		},
+		{
+			name: "the segments died in this namespace's qdisc",
+			bundle: bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored([]evidence.Drop{{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Proto: "tcp", Iface: "eth0", Packets: 40}}), retrans(flow(42, 42)))),
+		},
+		{
 			name:   "losses of any size are not an MTU",
 			bundle: bundle(all(monitored(nil), retrans(flow(0, 0))), all(monitored(nil), retrans(flow(40, 10)))),
 		},

@@ -263,7 +263,7 @@ func explainsClass(f report.Finding, front string) string {
 		return failStatus
 	case UpstreamConnectionChurn, WorkerPoolExhausted:
 		return failStatus
-	case FDLimit:
+	case FDLimit, FirewallDrop, PathMTUBlackhole, PacketDrops:
 		return failConn
 	}
 	return ""
@@ -417,6 +417,7 @@ var delays = map[report.FindingID]bool{
 	ReverseDNSLookup: true, PacketLoss: true, BandwidthSaturated: true, AcceptQueueOverflow: true,
 	SynQueueOverflow: true, ConntrackTableFull: true, FDLimit: true, EphemeralPortExhaustion: true,
 	SocketBufferLimit: true, NICDrops: true, NeighbourTableOverflow: true, LoadGeneratorSaturated: true,
+	FirewallDrop: true, PacketDrops: true, PathMTUBlackhole: true,
 }
 
 // slowLoad reports a load whose median took 30 ms or more, or whose tail
