@@ -2,9 +2,9 @@ package collect
 
 import (
 	"context"
-	"net/netip"
 	"errors"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"slices"
 	"strconv"

@@ -35,7 +35,7 @@ func pmtuCases() []ruleCase {
 			bundle: bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)), raise(30, "TcpExt.TCPFastRetrans"))),
 		},
 		{
-			name: "the segments died in this namespace's qdisc",
+			name:   "the segments died in this namespace's qdisc",
 			bundle: bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored([]evidence.Drop{{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Proto: "tcp", Iface: "eth0", Packets: 40}}), retrans(flow(42, 42)))),
 		},
 		{

@@ -71,7 +71,9 @@ var Registry = []Rule{
 		Watches: bufferCounters},
 	{Name: "bandwidth", Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Checks: "bandwidth and shapers", Check: checkBandwidth},
 	{Name: "drops", Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,
-		Looks: func(s *evidence.Snapshot) bool { return s.Firewall != nil || s.Drops != nil && s.Drops.Unavailable == "" }},
+		Looks: func(s *evidence.Snapshot) bool {
+			return s.Firewall != nil || s.Drops != nil && s.Drops.Unavailable == ""
+		}},
 	{Name: "pmtu", Scope: PerSide, IDs: []report.FindingID{PathMTUBlackhole}, Checks: "the path MTU", Check: checkPMTU,
 		Looks: func(s *evidence.Snapshot) bool { return s.Drops != nil && s.Drops.Unavailable == "" }},
 	{Name: "neighbour", Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Checks: "the neighbour table", Check: checkNeighbour},
