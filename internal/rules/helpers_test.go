@@ -285,7 +285,7 @@ func evidenceTexts(f report.Finding) []string {
 
 // hasFix reports whether one of f's fix lines contains s.
 func hasFix(f report.Finding, s string) bool {
-	for _, l := range f.Fix {
+	for _, l := range fixOf(f) {
 		if strings.Contains(l, s) {
 			return true
 		}
@@ -313,7 +313,7 @@ func runCases(t *testing.T, name string, check func(*Input) []report.Finding, ca
 				if len(got[i].Evidence) == 0 {
 					t.Errorf("%s() finding %s has no evidence", name, got[i].ID)
 				}
-				if len(got[i].Fix) == 0 {
+				if len(fixOf(got[i])) == 0 {
 					t.Errorf("%s() finding %s has no fix", name, got[i].ID)
 				}
 				if got[i].Title == "" {
@@ -351,3 +351,6 @@ var tables = []table{
 // on is the input of a rule that reads one namespace's bundle, as check
 // and diagnose give it.
 func on(b *evidence.Bundle) *Input { return &Input{Bundle: b} }
+
+// fixOf is a finding's fix as a report renders it from its actions.
+func fixOf(f report.Finding) []string { return report.Render(f.Actions) }

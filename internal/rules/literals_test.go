@@ -54,6 +54,13 @@ func TestNoFindingIDLiterals(t *testing.T) {
 					return false
 				}
 			}
+			// A class's summary row is docs/findings.md's, which may
+			// name other findings in its words.
+			if cl, ok := n.(*ast.CompositeLit); ok {
+				if id, ok := cl.Type.(*ast.Ident); ok && id.Name == "Class" {
+					return false
+				}
+			}
 			lit, ok := n.(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
 				return true
