@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -208,7 +209,7 @@ func listeners(ls ...evidence.Listener) func(*evidence.Snapshot) {
 func kmsgs(class string, texts ...string) func(*evidence.Snapshot) {
 	return func(s *evidence.Snapshot) {
 		for _, t := range texts {
-			s.Kmsg = append(s.Kmsg, evidence.KernelMsg{Time: s.Time, Priority: 4, Text: t, Class: class})
+			s.Kmsg = append(s.Kmsg, evidence.KernelMsg{Time: s.Time, Priority: 4, Text: t, Class: class, Family: kmsg.Classify(t).Family})
 		}
 	}
 }

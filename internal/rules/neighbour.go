@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -43,8 +42,13 @@ func checkNeighbour(in *Input) []report.Finding {
 		if n++; n == 1 {
 			items = append(items, report.Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
 		}
-		// arp_cache is IPv4's table, ndisc_cache IPv6's.
-		families[map[bool]string{true: "ipv6", false: "ipv4"}[strings.Contains(m.Text, "ndisc")]] = true
+		// arp_cache is IPv4's table, ndisc_cache IPv6's; a message
+		// whose table the kernel log did not name is taken as IPv4's.
+		fam := m.Family
+		if fam == "" {
+			fam = "ipv4"
+		}
+		families[fam] = true
 	}
 	if n == 0 {
 		return nil
