@@ -191,7 +191,3 @@ func Edit(app, file string, directives []string, text string) Action {
 func Relisten(app, addr string, pids []int, backlog int, text string) Action {
 	return Action{Kind: ActionListen, App: app, Addr: addr, PIDs: pids, Backlog: backlog, Note: text, Lines: []string{text}}
 }
-
-// Notes are reports' fix lines read back as advice, one note each: what
-// netdoctor makes of a report written before its fixes were data.
-func Notes(fix []string) []Action { return Advice(fix...) }
