@@ -10,9 +10,9 @@ import (
 
 // Action is one step of a finding's fix, as data: what to change, where,
 // and the words a person reads. Rules make actions with the constructors
-// below (SetSysctl, Run, Edit, Relisten, Advise); the finding's Fix lines
-// are rendered from them (Render), and no code reads a line back: tune,
-// relate and the alerts read the typed fields.
+// below (SetSysctl, Command, Edit, Relisten, Advise); the finding's Fix lines
+// are rendered from them (Render), and no code reads a line back: tune
+// and relate read the typed fields.
 type Action struct {
 	// Kind says which of the fields below say what to do.
 	Kind ActionKind `json:"kind"`
