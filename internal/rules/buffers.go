@@ -16,6 +16,15 @@ import (
 // SocketBufferLimit: socket buffers hit their limits.
 const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
+var _ = define(Class{ID: SocketBufferLimit,
+	Errors: true, Delays: true,
+	Meaning:    "data dropped because a socket buffer or TCP's global memory limit ran out",
+	Active:     "a buffer or memory counter rose, or an \"out of memory\" / \"too many orphaned sockets\" kernel message (warning)",
+	LatentWhen: "none",
+	Seed:       "004 (buffer sysctls), 001 §2",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // bufferCounters are the kernel's counters of data dropped for lack of
 // buffer or memory.
 var bufferCounters = []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
@@ -62,12 +71,13 @@ func checkBuffers(in *Input) []report.Finding {
 			items = append(items, report.Item{Text: fmt.Sprintf("TCP memory %d pages; tcp_mem (min pressure max) = %s", mem, last.Sysctls["net.ipv4.tcp_mem"]), Source: "sockstat", Window: true})
 		}
 	}
-	fix := []string{
+	fix := notes(
 		"a receiver that reads too slowly fills its buffer: find the slow reader first (Recv-Q in `ss -tn`)",
 		"size tcp_rmem/tcp_wmem maxima by bandwidth × RTT and keep autotuning on (tcp_moderate_rcvbuf=1); do not set fixed SO_RCVBUF in applications",
-	}
+	)
 	title := "Data dropped for lack of socket buffer or TCP memory"
 	subject := ""
+	var about report.About
 	if len(socks) > 0 && strings.HasPrefix(socks[0].Proto, "udp") {
 		// A datagram receiver: its own buffer is the knob.
 		sd := socks[0]
@@ -76,17 +86,23 @@ func checkBuffers(in *Input) []report.Finding {
 		fix = udpFix(b, w, sd)
 	} else if v := last.Sysctls["net.core.rmem_max"]; v != "" {
 		if n, _ := strconv.Atoi(v); n < 4<<20 {
-			fix = append(fix, "UDP receivers: "+sysctlFix(b, "net.core.rmem_max", strconv.Itoa(16<<20))[0]+" and a larger SO_RCVBUF in the application")
+			a := sysctlFix(b, "net.core.rmem_max", strconv.Itoa(16<<20))
+			fix = append(fix, a.Worded("UDP receivers: "+a.Command+" and a larger SO_RCVBUF in the application"))
 		}
 	}
 	if len(socks) > 0 && !strings.HasPrefix(socks[0].Proto, "udp") {
 		subject = socks[0].Local
-		fix = append([]string{fmt.Sprintf("%s dropped what it could not queue: its application reads too slowly, or its buffer (%s) is too small for its bandwidth × RTT", receiverName(socks[0]), kib(socks[0].RcvBuf))}, fix...)
+		fix = append([]report.Action{report.Advise(fmt.Sprintf("%s dropped what it could not queue: its application reads too slowly, or its buffer (%s) is too small for its bandwidth × RTT", receiverName(socks[0]), kib(socks[0].RcvBuf)))}, fix...)
 	}
-	return []report.Finding{{ID: SocketBufferLimit, Severity: report.Warning, Status: report.Active, Subject: subject,
-		Title: title, Evidence: items, Fix: fix}}
+	if len(socks) > 0 {
+		about = report.About{Listen: socks[0].Local, Server: socks[0].Process}
+		if len(socks[0].PIDs) > 0 {
+			about.PID = socks[0].PIDs[0]
+		}
+	}
+	return []report.Finding{{ID: SocketBufferLimit, Severity: report.Warning, Status: report.Active, Subject: subject, About: about,
+		Title: title, Evidence: items, Actions: fix}}
 }
-
 // sockDrops is a socket whose drop counter rose in the window.
 type sockDrops struct {
 	evidence.SocketDrops
@@ -156,15 +172,16 @@ func kib(n uint32) string {
 // udpFix is the fix for one datagram receiver: a bigger SO_RCVBUF, and
 // net.core.rmem_max high enough for the kernel to grant it, sized on
 // what arrives (datagrams received and dropped a second).
-func udpFix(b *evidence.Bundle, w evidence.Window, sd sockDrops) []string {
+func udpFix(b *evidence.Bundle, w evidence.Window, sd sockDrops) []report.Action {
 	in := w.Rate("Udp.InDatagrams") + w.Rate("Udp6.InDatagrams") + w.Rate("Udp.RcvbufErrors") + w.Rate("Udp6.RcvbufErrors")
 	in = max(in, float64(sd.rose)/max(w.Duration().Seconds(), 0.001))
 	want := sizing.RcvBuf(in)
-	fix := []string{fmt.Sprintf("give %s a receive buffer of %d bytes: setsockopt(SO_RCVBUF, %d) where it opens the socket (%s); the kernel grants at most net.core.rmem_max (SO_RCVBUFFORCE ignores it, as root)",
-		receiverName(sd), want, want, sizing.RcvBufWhy(in))}
+	fix := []report.Action{report.Advise(fmt.Sprintf("give %s a receive buffer of %d bytes: setsockopt(SO_RCVBUF, %d) where it opens the socket (%s); the kernel grants at most net.core.rmem_max (SO_RCVBUFFORCE ignores it, as root)",
+		receiverName(sd), want, want, sizing.RcvBufWhy(in)))}
 	if cur, ok := SysctlInt(w.Last, "net.core.rmem_max"); !ok || cur < int64(want) {
-		fix = append(fix, sysctlFix(b, "net.core.rmem_max", strconv.Itoa(want))...)
+		fix = append(fix, sysctlFix(b, "net.core.rmem_max", strconv.Itoa(want)))
 	}
-	fix = append(fix, "and read faster: more reader threads or sockets (SO_REUSEPORT spreads datagrams over them), less work per datagram before the next recvmsg(); a buffer only absorbs bursts")
+	fix = append(fix, report.Advise("and read faster: more reader threads or sockets (SO_REUSEPORT spreads datagrams over them), less work per datagram before the next recvmsg(); a buffer only absorbs bursts"))
 	return fix
 }
+

@@ -19,6 +19,26 @@ const FirewallDrop report.FindingID = "firewall-drop"
 // names, at a place it tells.
 const PacketDrops report.FindingID = "packet-drops"
 
+var _ = define(Class{ID: FirewallDrop,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
+	Meaning:    "a firewall rule (nftables, or iptables-nft) drops or rejects a service's packets; named with its matches and the counter that moved",
+	Active:     "a counted drop/reject rule's counter rose, or the drop monitor saw `NETFILTER_DROP`, ≥ 20 packets and ≥ 1/s, on a rate limit, a listening port or in a run (warning; critical at ≥ 10/s)",
+	LatentWhen: "none",
+	Seed:       "001 §6 (rate-limiting SYNs)",
+	ReportedBy: "`check`, `diagnose`, `run`",
+})
+
+var _ = define(Class{ID: PacketDrops,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
+	Meaning:    "the kernel drops packets for a reason no other finding names, at the place its drop reason tells (a qdisc, a route, a neighbour, a tc or XDP program)",
+	Active:     "the drop monitor counted ≥ 20 drops and ≥ 1/s of one such reason (warning; critical at ≥ 100/s, or ≥ 10/s of a run's packets in another namespace)",
+	LatentWhen: "none",
+	Seed:       "—",
+	ReportedBy: "`check`, `diagnose`, `run`",
+})
+
 // dropSource is the Source of the items that rest on the drop monitor.
 const dropSource = "drop monitor"
 
@@ -318,7 +338,8 @@ func packetDrops(b *evidence.Bundle, w evidence.Window, reason string, ds []drop
 	}
 	place = strings.ReplaceAll(place, "IFACE", cmp.Or(where, "IFACE"))
 	prefix := netns.Parse(b.Host.NetNS).ExecPrefix()
-	f.Fix = []string{place, "to confirm: `" + prefix + "perf record -e skb:kfree_skb -a -g sleep 5` and `perf script`, which give each drop's kernel stack"}
+	f.Actions = []report.Action{report.Advise(place),
+		report.Command(prefix+"perf record -e skb:kfree_skb -a -g sleep 5", "then `perf script`: each drop's kernel stack, to confirm where")}
 	return f
 }
 
@@ -380,7 +401,7 @@ func elsewhereFindings(in *Input, w evidence.Window, elsewhere []drop) []report.
 			Title:    fmt.Sprintf("The run's packets die in network namespace %s: %d dropped (%s)", nsLabel(d), d.Packets, d.Reason),
 			Evidence: []report.Item{{Text: dropText(d, w), Source: dropSource, Window: true}}}
 		place := cmp.Or(places[d.Reason], "the kernel's drop reason "+d.Reason)
-		f.Fix = []string{strings.ReplaceAll(place, "IFACE", cmp.Or(d.Iface, "IFACE")) + " — in network namespace " + nsLabel(d)}
+		f.Actions = notes(strings.ReplaceAll(place, "IFACE", cmp.Or(d.Iface, "IFACE")) + " — in network namespace " + nsLabel(d))
 		if float64(d.Packets)/max(w.Duration().Seconds(), 0.001) >= 10 {
 			f.Severity = report.Critical
 		}
@@ -558,24 +579,24 @@ func firewallFinding(in *Input, w evidence.Window, here []drop, haveMonitor bool
 				f.Evidence = append(f.Evidence, report.Item{Text: "the rate limit in front of it, whose excess falls through to it: " + ruleName(l), Source: "nftables"})
 			}
 		}
-		f.Fix = append(f.Fix,
-			fmt.Sprintf("see the rule with its handle and counters: `%snft -a list chain %s %s %s`", prefix, top.Family, top.Table, top.Chain))
+		f.Actions = append(f.Actions,
+			report.Command(fmt.Sprintf("%snft -a list chain %s %s %s", prefix, top.Family, top.Table, top.Chain), "the rule with its handle and counters"))
 		if l, ok := limitBefore(last, top.FirewallRule); ok || top.Limit != "" {
 			limit := top.Limit
 			if ok {
 				limit = l.Limit
 			}
-			f.Fix = append(f.Fix, fmt.Sprintf("the limit (%s) is below what the service receives: raise it above the peak rate of new connections (Tcp.PassiveOpens + what it dropped: %.0f/s in this window), or limit per source address (nft meters, iptables hashlimit) so one client's burst does not drop everyone's", limit, passiveRate(w)+rate))
+			f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("the limit (%s) is below what the service receives: raise it above the peak rate of new connections (Tcp.PassiveOpens + what it dropped: %.0f/s in this window), or limit per source address (nft meters, iptables hashlimit) so one client's burst does not drop everyone's", limit, passiveRate(w)+rate)))
 		} else {
-			f.Fix = append(f.Fix, fmt.Sprintf("if the service should receive these packets, remove or narrow the rule: `%snft delete rule %s %s %s handle %d`", prefix, top.Family, top.Table, top.Chain, top.Handle))
+			f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("if the service should receive these packets, remove or narrow the rule: `%snft delete rule %s %s %s handle %d`", prefix, top.Family, top.Table, top.Chain, top.Handle)))
 		}
 		if top.Iptables != "" {
-			f.Fix = append(f.Fix, fmt.Sprintf("iptables-nft made it: `%siptables -S %s` lists it, `iptables -D %s` with the same matches removes it", prefix, top.Chain, strings.TrimPrefix(top.Iptables, "-A ")))
+			f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("iptables-nft made it: `%siptables -S %s` lists it, `iptables -D %s` with the same matches removes it", prefix, top.Chain, strings.TrimPrefix(top.Iptables, "-A "))))
 		}
 	} else {
 		f.Subject = "netfilter"
 		f.Title = fmt.Sprintf("The firewall drops packets: %d netfilter drops in %s, and no counted rule moved", n, round(w))
-		f.Fix = append(f.Fix, fmt.Sprintf("add `counter` to the drop rules and policies of the hooks the packets pass (`%snft -a list ruleset`) to see which one drops them", prefix))
+		f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("add `counter` to the drop rules and policies of the hooks the packets pass (`%snft -a list ruleset`) to see which one drops them", prefix)))
 	}
 	for i, d := range nf {
 		if i == 3 {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -13,6 +14,17 @@ import (
 
 // PacketLoss: segments are lost and retransmitted.
 const PacketLoss report.FindingID = "packet-loss"
+
+var _ = define(Class{ID: PacketLoss,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true,
+	Hold:       15 * time.Minute,
+	Meaning:    "TCP retransmits a significant share of what it sends",
+	Active:     "data retransmissions ≥ 1 % of `Tcp.OutSegs` (warning), ≥ 5 % (critical), with ≥ 1000 segments sent",
+	LatentWhen: "none",
+	Seed:       "001 §1",
+	ReportedBy: "`check`, `diagnose`",
+})
 
 // minSegments is the traffic below which a retransmission ratio means
 // nothing: a handful of retransmits on an idle host is noise.
@@ -48,10 +60,10 @@ func checkLoss(in *Input) []report.Finding {
 			Text:   fmt.Sprintf("%d data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of %d segments sent in %s", retrans, out, round(w)),
 			Source: "Tcp.RetransSegs", Window: true,
 		}},
-		Fix: []string{
+		Actions: notes(
 			"find where packets die: interface and qdisc drops (`ip -s link`, `tc -s qdisc`), firewall rules that drop (nft/iptables counters), the kernel's drop reasons (`perf record -e skb:kfree_skb -a`)",
 			"on a lossy path, BBR (`net.ipv4.tcp_congestion_control=bbr`) holds throughput better than CUBIC",
-		},
+		),
 	}
 	if ratio >= 0.05 {
 		f.Severity = report.Critical
@@ -136,12 +148,13 @@ func lossCauses(fs []report.Finding, r *Run) {
 			continue
 		}
 		for _, c := range fs {
-			queue := c.ID == AcceptQueueOverflow || c.ID == SynQueueOverflow && !cookiesOnly(c)
+			queue := c.ID == AcceptQueueOverflow || c.ID == SynQueueOverflow && c.Severity == report.Critical
 			if !queue || c.Status != report.Active {
 				continue
 			}
 			if why, ok := queueLoss(r, side, c); ok {
-				markLoss(f, c, "what the full queue of "+cmp.Or(c.Subject, "the listener")+" dropped, not a lossy path", why,
+				w, _ := r.Window(side).Window()
+				markLoss(f, w, c, "what the full queue of "+cmp.Or(c.Subject, "the listener")+" dropped, not a lossy path", why,
 					"nothing to fix on the path: these are the connections the server's queue dropped; fix the queue ("+string(c.ID)+")")
 				break
 			}
@@ -154,13 +167,25 @@ func lossCauses(fs []report.Finding, r *Run) {
 	}
 }
 
+// retransRatio is the share of the segments sent that were data
+// retransmissions, as checkLoss counts it.
+func retransRatio(w evidence.Window) float64 {
+	out, _ := w.Counter("Tcp.OutSegs")
+	retrans, _ := w.Counter("Tcp.RetransSegs")
+	syn, _ := w.Counter("TcpExt.TCPSynRetrans")
+	if out == 0 {
+		return 0
+	}
+	return float64(retrans-min(syn, retrans)) / float64(out)
+}
+
 // markLoss makes a loss the consequence of c, says what and why, and
 // points its fix to c's.
-func markLoss(f *report.Finding, c report.Finding, what, why, fix string) {
+func markLoss(f *report.Finding, w evidence.Window, c report.Finding, what, why, fix string) {
 	f.CausedBy, f.CauseSubject = c.ID, c.Subject
-	f.Title = "Retransmissions: " + strings.TrimPrefix(f.Title, "Packet loss: ") + " — " + what
+	f.Title = fmt.Sprintf("Retransmissions: %.1f%% of TCP segments were retransmitted — %s", 100*retransRatio(w), what)
 	f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "netdoctor", Window: true})
-	f.Fix = []string{fix}
+	f.Actions = notes(fix)
 }
 
 // lossOwner is the finding a drop reason's packets are the evidence of.
@@ -232,7 +257,7 @@ func dropLoss(fs []report.Finding, f *report.Finding, w evidence.Window) {
 		if c.Subject != "" {
 			what += " (" + c.Subject + ")"
 		}
-		markLoss(f, c, "dropped where "+what+" says, not on the path", fmt.Sprintf("the drop monitor counted %d of this side's packets dropped where %s says, against %d data retransmissions in the window", n, what, retrans),
+		markLoss(f, w, c, "dropped where "+what+" says, not on the path", fmt.Sprintf("the drop monitor counted %d of this side's packets dropped where %s says, against %d data retransmissions in the window", n, what, retrans),
 			"nothing to fix on the path: the segments died here; fix "+what)
 		return
 	}
@@ -246,7 +271,7 @@ func queueLoss(r *Run, side *Side, c report.Finding) (string, bool) {
 		return "", false
 	}
 	port := r.Port
-	if _, p, err := net.SplitHostPort(c.Subject); err == nil {
+	if _, p, err := net.SplitHostPort(cmp.Or(c.About.Listen, c.Subject)); err == nil {
 		port = p
 	}
 	retrans, _ := wl.Counter("Tcp.RetransSegs")

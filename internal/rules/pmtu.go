@@ -18,6 +18,16 @@ import (
 // retransmitted until the connection gives up, while small ones pass.
 const PathMTUBlackhole report.FindingID = "path-mtu-blackhole"
 
+var _ = define(Class{ID: PathMTUBlackhole,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true, Fails: FailsConnections,
+	Meaning:    "a path drops the packets above its MTU and the ICMP that would say so never arrives: full-size segments are retransmitted while small ones pass",
+	Active:     "≥ 10 retransmissions, ≥ 95 % of each flow's and ≥ 90 % of all full-size, none fast, fewer ICMP unreachables than a tenth of them (critical); `PKT_TOO_BIG` drops here (warning)",
+	LatentWhen: "none",
+	Seed:       "—",
+	ReportedBy: "`check`, `diagnose`, `run`",
+})
+
 // minFullRetrans is how many full-size retransmissions a black hole
 // needs: a handful are any path's losses.
 const minFullRetrans = 10
@@ -155,7 +165,7 @@ func checkPMTU(in *Input) []report.Finding {
 		f.Evidence = append(f.Evidence, report.Item{Text: dropText(d, w) + ": larger than the MTU of the next hop, in the namespace the packets cross", Source: dropSource, Window: true})
 	}
 	f.Evidence = append(f.Evidence, mtuItems(w.Last)...)
-	f.Fix = pmtuFix(b, away)
+	f.Actions = pmtuFix(b, away)
 	return []report.Finding{f}
 }
 
@@ -188,8 +198,8 @@ func mtuItems(s *evidence.Snapshot) []report.Item {
 // pmtuFix names the three ways out: the sender probes for the MTU
 // itself, the router clamps the MSS of the connections it forwards, the
 // firewalls let the ICMP through.
-func pmtuFix(b *evidence.Bundle, away []drop) []string {
-	fix := []string{"on the sender (this side, for what it sends): probe the path's MTU when segments go unanswered instead of waiting for ICMP: " + sysctlFix(b, "net.ipv4.tcp_mtu_probing", "1")[0]}
+func pmtuFix(b *evidence.Bundle, away []drop) []report.Action {
+	fix := []report.Action{sysctlFix(b, "net.ipv4.tcp_mtu_probing", "1").Because("on the sender, this side, for what it sends: it probes the path's MTU when full-size segments go unanswered instead of waiting for ICMP")}
 	router := "on the router whose next hop has the smaller MTU"
 	prefix := ""
 	if len(away) > 0 {
@@ -198,8 +208,8 @@ func pmtuFix(b *evidence.Bundle, away []drop) []string {
 			prefix = netns.Parse(away[0].NetNSName).ExecPrefix()
 		}
 	}
-	fix = append(fix,
+	fix = append(fix, notes(
 		router+", clamp the MSS of the connections it forwards to the route's MTU: `"+prefix+"nft add rule inet filter forward tcp flags syn tcp option maxseg size set rt mtu` (iptables: `-t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`)",
-		"let ICMP \"fragmentation needed\" (type 3 code 4) and ICMPv6 \"packet too big\" through every firewall on the path: path MTU discovery depends on them")
+		"let ICMP \"fragmentation needed\" (type 3 code 4) and ICMPv6 \"packet too big\" through every firewall on the path: path MTU discovery depends on them")...)
 	return fix
 }

@@ -180,7 +180,7 @@ const (
 	// to 2 KiB), not the payload.
 	DatagramTruesize = 2048
 	MinRcvBuf        = 4 << 20
-	MaxRcvBuf        = 256 << 20
+	MaxRcvBuf        = 64 << 20
 )
 
 // RcvBuf is the receive buffer (SO_RCVBUF, and net.core.rmem_max to
