@@ -103,6 +103,7 @@ func checkBuffers(in *Input) []report.Finding {
 	return []report.Finding{{ID: SocketBufferLimit, Severity: report.Warning, Status: report.Active, Subject: subject, About: about,
 		Title: title, Evidence: items, Actions: fix}}
 }
+
 // sockDrops is a socket whose drop counter rose in the window.
 type sockDrops struct {
 	evidence.SocketDrops
@@ -184,4 +185,3 @@ func udpFix(b *evidence.Bundle, w evidence.Window, sd sockDrops) []report.Action
 	fix = append(fix, report.Advise("and read faster: more reader threads or sockets (SO_REUSEPORT spreads datagrams over them), less work per datagram before the next recvmsg(); a buffer only absorbs bursts"))
 	return fix
 }
-
