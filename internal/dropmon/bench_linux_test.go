@@ -255,7 +255,7 @@ func BenchmarkSustained(b *testing.B) {
 
 // BenchmarkNamespace is what a snapshot pays to read the counts: the
 // maps read in batches, summed over CPUs, named, cut to the namespace.
-// The port table is filled first (8192 ports, its bound): a busy host's.
+// The port table is filled first (4096 ports, its bound): a busy host's.
 func BenchmarkNamespace(b *testing.B) {
 	n := benchNetns(b)
 	m, err := Start()
@@ -264,7 +264,7 @@ func BenchmarkNamespace(b *testing.B) {
 	}
 	defer m.Close()
 	s := newSender(b, n)
-	for p := range 8192 {
+	for p := range 4096 {
 		s.to = &unix.SockaddrInet4{Port: 20000 + p, Addr: [4]byte{127, 0, 0, 1}}
 		s.send()
 	}

@@ -197,7 +197,7 @@ func (m *Monitor) read() (*Counts, error) {
 	if c.Drops, err = readDrops(m.drops); err != nil {
 		return nil, err
 	}
-	if c.Ports, err = readDrops(m.ports); err != nil {
+	if c.Ports, err = readPortDrops(m.ports); err != nil {
 		return nil, err
 	}
 	locs := map[uint64]bool{}
@@ -241,15 +241,49 @@ func (m *Monitor) read() (*Counts, error) {
 func readDrops(mp *ebpf.Map) ([]RawDrop, error) {
 	var out []RawDrop
 	err := readPerCPU(mp, func(k *dropmonDropKey, vs []dropmonDropVal) {
-		d := RawDrop{NetNS: k.Netns, Reason: k.Reason, Location: k.Location, Ifindex: k.Ifindex,
-			Ethertype: k.Ethertype, IPProto: k.Ipproto, Port: k.Port, Socket: k.Flags&1 != 0, SrcPort: k.Flags&2 != 0, Iface: cString(k.Ifname[:])}
-		for _, v := range vs {
-			d.Packets += v.Packets
-			d.Bytes += v.Bytes
-		}
-		out = append(out, d)
+		out = append(out, rawDrop(k, vs))
 	})
 	return out, err
+}
+
+// readPortDrops reads the ports' map, one value per key.
+func readPortDrops(mp *ebpf.Map) ([]RawDrop, error) {
+	out := make([]RawDrop, 0, 256)
+	keys := make([]dropmonDropKey, batch)
+	vals := make([]dropmonDropVal, batch)
+	var cur ebpf.MapBatchCursor
+	for {
+		n, err := mp.BatchLookup(&cur, keys, vals, nil)
+		for i := range n {
+			out = append(out, rawDrop(&keys[i], vals[i:i+1]))
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return out, nil
+		}
+		if errors.Is(err, ebpf.ErrNotSupported) && n == 0 {
+			var k dropmonDropKey
+			var v dropmonDropVal
+			it := mp.Iterate()
+			for it.Next(&k, &v) {
+				out = append(out, rawDrop(&k, []dropmonDropVal{v}))
+			}
+			return out, it.Err()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", mp, err)
+		}
+	}
+}
+
+// rawDrop is a key of a drops map with its values summed.
+func rawDrop(k *dropmonDropKey, vs []dropmonDropVal) RawDrop {
+	d := RawDrop{NetNS: k.Netns, Reason: k.Reason, Location: k.Location, Ifindex: k.Ifindex,
+		Ethertype: k.Ethertype, IPProto: k.Ipproto, Port: k.Port, Socket: k.Flags&1 != 0, SrcPort: k.Flags&2 != 0, Iface: cString(k.Ifname[:])}
+	for _, v := range vs {
+		d.Packets += v.Packets
+		d.Bytes += v.Bytes
+	}
+	return d
 }
 
 // batch is how many keys one bpf(2) call reads.

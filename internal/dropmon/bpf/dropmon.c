@@ -145,9 +145,12 @@ struct {
 // ephemeral (a closing connection's purged queue, a stray segment after
 // a close): the least recently hit keys make room, so a busy port keeps
 // its count while one-off ports come and go; the exact total is in drops.
+//
+// One value for all CPUs, added to atomically: a per-CPU value would be
+// copied once per possible CPU at every read, for thousands of keys.
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
-	__uint(max_entries, 8192);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
 	__type(key, struct drop_key);
 	__type(value, struct drop_val);
 } drop_ports SEC(".maps");
@@ -266,10 +269,15 @@ static __always_inline int count_drop(struct sk_buff *skb, void *location, int r
 	if (k.port) {
 		struct drop_val *pv = bpf_map_lookup_elem(&drop_ports, &k);
 		if (pv) {
-			pv->packets++;
-			pv->bytes += len;
-		} else {
-			bpf_map_update_elem(&drop_ports, &k, &init, BPF_NOEXIST);
+			__sync_fetch_and_add(&pv->packets, 1);
+			__sync_fetch_and_add(&pv->bytes, len);
+		} else if (bpf_map_update_elem(&drop_ports, &k, &init, BPF_NOEXIST)) {
+			// Inserted by another CPU meanwhile.
+			pv = bpf_map_lookup_elem(&drop_ports, &k);
+			if (pv) {
+				__sync_fetch_and_add(&pv->packets, 1);
+				__sync_fetch_and_add(&pv->bytes, len);
+			}
 		}
 		k.port = 0;
 		k.flags = 0;
