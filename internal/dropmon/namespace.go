@@ -17,10 +17,6 @@ import (
 // busiest kept.
 func (c *Counts) Namespace(ino uint64, names map[uint64]string) *evidence.Drops {
 	out := &evidence.Drops{Seen: c.Stats[statDrops], Overflow: c.Stats[statDropsOverflow], RetransOverflow: c.Stats[statRetransOverflow]}
-	type exact struct {
-		netns uint32
-		d     RawDrop
-	}
 	ports := map[RawDrop][]evidence.DropPort{}
 	for _, p := range c.Ports {
 		k := p
