@@ -108,3 +108,20 @@ func TestProto(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNearest: /proc/kallsyms is parsed line by line; any bytes name
+// each address or leave it unnamed, never panic.
+func FuzzNearest(f *testing.F) {
+	for _, file := range []string{"testdata/kallsyms", "testdata/kallsyms.odd"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint64(0xffffffff820331c0))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, addr uint64) {
+		if got := nearest(strings.NewReader(string(b)), []uint64{addr}); len(got) != 1 {
+			t.Fatalf("%d names for one address", len(got))
+		}
+	})
+}

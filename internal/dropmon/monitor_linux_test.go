@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -91,5 +93,62 @@ func TestMonitorCountsNoSocket(t *testing.T) {
 			t.Fatalf("%d of %d NO_SOCKET drops to udp port %d counted (%d udp NO_SOCKET in all): %+v", port, n, to.Port, got, d.Counts)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSharedClosesWithTheLast: one monitor for every caller; the last
+// release detaches it: its programs are gone from the kernel, and a
+// release called twice changes nothing.
+func TestSharedClosesWithTheLast(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the drop monitor needs root")
+	}
+	a, releaseA, err := Shared()
+	var u *Unavailable
+	if errors.As(err, &u) {
+		t.Skipf("drop monitor unavailable here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, releaseB, err := Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("two monitors in one process")
+	}
+	var ids []ebpf.ProgramID
+	for _, p := range a.coll.Programs {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		ids = append(ids, id)
+	}
+	releaseA()
+	releaseA()
+	if a.coll == nil {
+		t.Fatal("closed while another caller holds it")
+	}
+	releaseB()
+	if a.coll != nil || len(a.links) != 0 {
+		t.Fatal("the last release did not close it")
+	}
+	// The kernel frees a program after an RCU grace period: poll.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, id := range ids {
+		for {
+			p, err := ebpf.NewProgramFromID(id)
+			if err != nil {
+				break
+			}
+			p.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("program %d still loaded 10 s after the last release", id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }

@@ -111,3 +111,17 @@ func TestPrefixLen(t *testing.T) {
 		}
 	}
 }
+
+// FuzzXtMatch: the xt matches' payloads come from the kernel but are
+// decoded by offsets of structs netdoctor declares: any bytes give an
+// answer or none, never a panic.
+func FuzzXtMatch(f *testing.F) {
+	for _, seed := range [][]byte{make([]byte, 32), make([]byte, 64), {1, 2, 3}, nil} {
+		for _, name := range []string{"limit", "hashlimit", "statistic", "icmp"} {
+			f.Add(name, uint32(3), seed)
+		}
+	}
+	f.Fuzz(func(t *testing.T, name string, rev uint32, b []byte) {
+		xtMatch(name, rev, b)
+	})
+}
