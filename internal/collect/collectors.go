@@ -142,6 +142,11 @@ func (d dropSource) read(nsInode uint64, s *evidence.Snapshot) error {
 		return errors.New(s.Drops.Unavailable)
 	}
 	flowInfo(s.Drops.Retrans)
+	if s.Drops.Overflow > 0 {
+		// Counted, not attributed: the report says the evidence is
+		// partial rather than let a reason look smaller than it is.
+		return partial{fmt.Errorf("%d drops since the monitor started could not be attributed to a reason and place: its table was full", s.Drops.Overflow)}
+	}
 	return nil
 }
 
