@@ -23,7 +23,7 @@ var _ = define(Class{ID: FirewallDrop,
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
 	Meaning:    "a firewall rule (nftables, or iptables-nft) drops or rejects a service's packets; named with its matches and the counter that moved",
-	Active:     "a counted drop/reject rule's counter rose, or the drop monitor saw `NETFILTER_DROP`, ≥ 20 packets and ≥ 1/s, on a rate limit, a listening port or in a run (warning; critical at ≥ 10/s)",
+	Active:     "a counted drop/reject rule's counter rose, or the drop monitor saw `NETFILTER_DROP`, ≥ 20 packets and ≥ 1/s, on a rate limit, a listening port or in a run (warning; critical at ≥ 10/s in a run or behind a rate limit)",
 	LatentWhen: "none",
 	Seed:       "001 §6 (rate-limiting SYNs)",
 	ReportedBy: "`check`, `diagnose`, `run`",
@@ -557,7 +557,17 @@ func firewallFinding(in *Input, w evidence.Window, here []drop, haveMonitor bool
 	}
 	f := report.Finding{ID: FirewallDrop, Severity: report.Warning, Status: report.Active}
 	rate := float64(count) / max(w.Duration().Seconds(), 0.001)
-	if rate >= 10 {
+	// Critical where it hurts clients it should serve: a run's, or a
+	// rate limit's legitimate excess. A ban list dropping one
+	// attacker's packets to a listening port is the firewall's job,
+	// worth a warning.
+	limited := false
+	for _, m := range moves {
+		if _, ok := limitBefore(last, m.FirewallRule); ok || m.Limit != "" {
+			limited = true
+		}
+	}
+	if rate >= 10 && (in.Run != nil || limited) {
 		f.Severity = report.Critical
 	}
 	prefix := netns.Parse(in.Bundle.Host.NetNS).ExecPrefix()

@@ -67,9 +67,9 @@ func dropsCases() []ruleCase {
 			bundle: bundle(monitored([]evidence.Drop{nfDrop(0, 23)}, counted(scanRule, 0)), monitored([]evidence.Drop{nfDrop(30, 23)}, counted(scanRule, 30))),
 		},
 		{
-			name:   "drops to a listening port, no counted rule",
+			name:   "drops to a listening port, no counted rule: a ban list's work is a warning outside a run",
 			bundle: bundle(monitored(nil), monitored([]evidence.Drop{nfDrop(50, 80)})),
-			want: []want{{ID: FirewallDrop, Status: report.Active, Severity: report.Critical, Subject: "netfilter",
+			want: []want{{ID: FirewallDrop, Status: report.Active, Severity: report.Warning, Subject: "netfilter",
 				Evidence: []string{"NETFILTER_DROP: 50 tcp packets"}}},
 		},
 		{

@@ -48,7 +48,7 @@ var allowedSettings = []allowedSetting{
 	{Name: "net.ipv4.tcp_tw_recycle", Values: []string{"0"}, Why: "the advice table's value"},
 	{Name: "net.ipv4.tcp_low_latency", Values: []string{"0"}, Why: "the advice table's value"},
 	{Name: "net.ipv4.tcp_moderate_rcvbuf", Values: []string{"1"}, Why: "the advice table's value"},
-	{Name: "net.ipv4.tcp_mtu_probing", Values: []string{"1"}, Why: "path-mtu-blackhole: probe the path's MTU when full-size segments go unanswered"},
+	{Name: "net.ipv4.tcp_mtu_probing", Values: []string{"1"}, Why: "a path MTU black hole: probe the path's MTU when full-size segments go unanswered"},
 	// The advice table proposes the default 7200; below 60 it calls the
 	// setting harmful, and the kernel takes at most MAX_TCP_KEEPIDLE.
 	{Name: "net.ipv4.tcp_keepalive_time", Min: 60, Max: 32767, Why: "the advice table's floor to the kernel's MAX_TCP_KEEPIDLE"},
