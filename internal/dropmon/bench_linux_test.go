@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -127,11 +128,25 @@ func startBpftrace(b *testing.B) []*ebpf.Program {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	b.Cleanup(func() {
+		// bpftrace may not end on SIGINT while it prints its maps:
+		// a deadline, then SIGKILL.
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
 	if !strings.HasPrefix(line, "Attaching") {
 		b.Fatalf("bpftrace: %q %v", line, err)
 	}
+	go io.Copy(io.Discard, r) // never block its output
 	// "Attaching 1 probe..." comes before the attachment ends: wait for
 	// its program to be there.
 	deadline := time.Now().Add(10 * time.Second)
