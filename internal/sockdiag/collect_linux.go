@@ -24,7 +24,8 @@ const (
 	// the socket's sk_drops — a listener's share of
 	// TcpExt.ListenDrops, a UDP receiver's full buffer, a TCP
 	// connection's dropped segments — with its buffer's size. Asked of
-	// every dump: 40 bytes a socket more, +N% kernel time (bench).
+	// every dump: 40 bytes a socket more, 8–22 % more time for the dump
+	// of 4000–8000 sockets (BenchmarkEstablishedDump: ~0.1 µs a socket).
 	listenExt = uint8(1 << (inetDiagSKMemInfo - 1))
 	memExt    = listenExt
 )
