@@ -34,7 +34,7 @@ for _ in $(seq "$runs"); do
     "$bin/dropmon.test" -test.run '^$' -test.bench "^BenchmarkDrop\$/^$m\$" -test.count 1 | grep '^BenchmarkDrop' || true
   done
 done | awk '
-  { name=$1; ns[name]=ns[name] " " $3; if ($5 == "bpf-ns/drop") bpf[name]=bpf[name] " " $4 }
+  { name=$1; ns[name]=ns[name] " " $3; if ($6 == "bpf-ns/drop") bpf[name]=bpf[name] " " $5 }
   function median(s,   a, n, i, j, t) {
     n = split(s, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
