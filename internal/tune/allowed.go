@@ -39,7 +39,7 @@ const portRangeLow = 10000
 var allowedSettings = []allowedSetting{
 	// The accept queue: sizing.Backlog's range; the advice table's 4096.
 	{Name: "net.core.somaxconn", Min: sizing.DefaultSomaxconn, Max: sizing.MaxBacklog, Why: "the kernel's default to the deepest useful accept queue"},
-	{Name: "net.ipv4.ip_local_port_range", Range: true, Why: "sizing.Ports: LOW HIGH with HIGH 65535 and LOW a multiple of 1000 from 10000 to 37000 (at least the default's 28232 ports), holding the range in force: widened, never shifted"},
+	{Name: "net.ipv4.ip_local_port_range", Range: true, Why: "sizing.Ports: LOW HIGH with HIGH 65535 and LOW a multiple of 1000 from 10000 to 37000 (at least the default's 28232 ports): never narrowed, never moved below 10000 or off 65535"},
 	{Name: "net.ipv4.tcp_max_tw_buckets", Min: twBucketsFloor, Max: 1 << 24, Why: "the kernel's default with 4 GiB of memory to 16M sockets (~3 GiB)"},
 	{Name: "net.ipv4.tcp_tw_reuse", Values: []string{"1"}, Why: "outgoing connections reuse TIME_WAIT ports"},
 	{Name: "net.ipv4.tcp_syncookies", Values: []string{"1"}, Why: "the advice table's value"},
@@ -130,19 +130,11 @@ func (a allowedSetting) check(v string) error {
 }
 
 // checkLive checks a proposal against the value in force, which apply
-// reads when it runs: a limit (values.go) only goes up, and a port range
-// only widens around the one in force, never moves off it (onto ports
-// services listen on).
+// reads when it runs: a limit (values.go: the neighbour thresholds, the
+// keepalive time and the port range's width too) only goes up.
 func checkLive(s Sysctl, cur string) error {
-	if isLimit(s.Name) && larger(cur, s.Proposed) {
-		return fmt.Errorf("%s %s → %s would lower a limit", s.Name, cur, s.Proposed)
-	}
-	if s.Name == "net.ipv4.ip_local_port_range" {
-		lo, hi, ok := portRange(normalize(cur))
-		plo, phi, _ := portRange(s.Proposed)
-		if ok && (plo > lo || phi < hi) {
-			return fmt.Errorf("%s %s → %s does not hold the range in force: netdoctor widens it, never shifts it", s.Name, normalize(cur), s.Proposed)
-		}
+	if isLimit(s.Name) && larger(normalize(cur), s.Proposed) {
+		return fmt.Errorf("%s %s → %s would lower a limit", s.Name, normalize(cur), s.Proposed)
 	}
 	return nil
 }
