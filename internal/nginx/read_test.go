@@ -56,7 +56,7 @@ func TestReadIsDump(t *testing.T) {
 // comment to Read, not a file: the files are those the includes name.
 func TestReadHeaderLine(t *testing.T) {
 	m := fstest.MapFS{
-		"etc/nginx/nginx.conf": {Data: []byte("events {}\nhttp { include conf.d/*.conf; }\n")},
+		"etc/nginx/nginx.conf":    {Data: []byte("events {}\nhttp { include conf.d/*.conf; }\n")},
 		"etc/nginx/conf.d/a.conf": {Data: []byte("# configuration file /etc/shadow:\nserver { listen 80; }\n")},
 		"etc/shadow":              {Data: []byte("root:x:0:0\n")},
 	}
