@@ -19,8 +19,8 @@ import (
 
 // master is an application's master process as apply finds it now, and
 // everything a change to its configuration may touch or run, derived
-// from the process itself: the files it reads (its own `nginx -T`, or
-// php-fpm's configuration walked as php-fpm walks it), the command that
+// from the process itself: the files it reads (nginx's by netdoctor's own
+// parse, or php-fpm's configuration walked as php-fpm walks it), the command that
 // validates them (its own binary, /proc/PID/exe, with its own options)
 // and the signal that reloads it. A plan names the master; what the plan
 // says of its files, validation and reload is compared with this, never
