@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/nginx"
@@ -41,9 +39,6 @@ type master struct {
 	validate  []string
 	reload    Reload
 }
-
-// masterTimeout bounds the configuration walk.
-const masterTimeout = 10 * time.Second
 
 // findMaster checks that pid is, now, the master process started at
 // start, and reads what it reads.
@@ -232,12 +227,4 @@ func (m *master) configFile(path string) (string, os.FileInfo, error) {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// owner is a file's owner.
-func owner(fi os.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
-	}
-	return -1
 }
