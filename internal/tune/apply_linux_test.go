@@ -347,3 +347,23 @@ func TestApplyDerived(t *testing.T) {
 		t.Errorf("%s not restored", conf)
 	}
 }
+
+// TestLiveReadFile: planning reads a file a report names only when a
+// running master that apply would accept reads it: a report naming a
+// file of root's gets no content of it into a plan.
+func TestLiveReadFile(t *testing.T) {
+	_, _, conf := testNginx(t)
+	b, err := Live{}.ReadFile(conf)
+	if err != nil || !strings.Contains(string(b), "tcp_nodelay off;") {
+		t.Fatalf("nginx's own configuration: %v\n%s", err, b)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root:secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{secret, "/etc/shadow", "/proc/self/environ"} {
+		if b, err := (Live{}).ReadFile(p); err == nil || len(b) > 0 {
+			t.Errorf("%s: read (%d bytes), want refused", p, len(b))
+		}
+	}
+}
