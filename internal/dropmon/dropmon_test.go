@@ -72,6 +72,9 @@ func TestNamespace(t *testing.T) {
 			{NetNS: 7, Name: "NETFILTER_DROP", Func: "nft_do_chain", Ethertype: 0x0800, IPProto: 6, Iface: "veth0", Packets: 50, Bytes: 3000},
 			{NetNS: 7, Name: "SOCKET_CLOSE", Func: "unix_release_sock", Packets: 3},
 			{NetNS: 9, Name: "PKT_TOO_BIG", Func: "ip_forward", Ethertype: 0x0800, IPProto: 6, Iface: "r0", Packets: 40},
+			// Two call sites of one function: one place.
+			{NetNS: 7, Name: "NOT_SPECIFIED", Func: "ip6_mc_input", Location: 1, Ethertype: 0x86dd, IPProto: 58, Iface: "veth0", Packets: 2},
+			{NetNS: 7, Name: "NOT_SPECIFIED", Func: "ip6_mc_input", Location: 2, Ethertype: 0x86dd, IPProto: 58, Iface: "veth0", Packets: 1},
 		},
 		Ports: []RawDrop{
 			{NetNS: 7, Name: "NETFILTER_DROP", Func: "nft_do_chain", Ethertype: 0x0800, IPProto: 6, Iface: "veth0", Port: 80, Packets: 45},
@@ -87,6 +90,7 @@ func TestNamespace(t *testing.T) {
 		Counts: []evidence.Drop{
 			{Reason: "NETFILTER_DROP", Location: "nft_do_chain", Proto: "tcp", Iface: "veth0", Packets: 50, Bytes: 3000,
 				Ports: []evidence.DropPort{{Port: 80, Packets: 45}, {Port: 443, Socket: true, Packets: 5}}},
+			{Reason: "NOT_SPECIFIED", Location: "ip6_mc_input", Proto: "icmpv6", Iface: "veth0", Packets: 3},
 			{Reason: "SOCKET_CLOSE", Location: "unix_release_sock", Packets: 3},
 		},
 		Elsewhere: []evidence.Drop{{Reason: "PKT_TOO_BIG", Location: "ip_forward", Proto: "tcp", Iface: "r0", NetNS: 9, NetNSName: "router", Packets: 40}},

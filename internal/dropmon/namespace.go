@@ -42,8 +42,8 @@ func (c *Counts) Namespace(ino uint64, names map[uint64]string) *evidence.Drops 
 		e.NetNSName = names[e.NetNS]
 		out.Elsewhere = append(out.Elsewhere, e)
 	}
-	out.Counts = busiest(out.Counts)
-	out.Elsewhere = busiest(out.Elsewhere)
+	out.Counts = busiest(merge(out.Counts))
+	out.Elsewhere = busiest(merge(out.Elsewhere))
 	for _, f := range c.Flows {
 		if uint64(f.NetNS) != ino {
 			continue
@@ -57,6 +57,44 @@ func (c *Counts) Namespace(ino uint64, names map[uint64]string) *evidence.Drops 
 	})
 	out.Retrans = out.Retrans[:min(len(out.Retrans), evidence.MaxRetransFlows)]
 	return out
+}
+
+// merge adds up the rows that name the same place: two call sites of
+// one function (ip6_mc_input frees at two addresses) are one location.
+func merge(ds []evidence.Drop) []evidence.Drop {
+	at := map[evidence.DropKey]int{}
+	out := ds[:0]
+	for _, d := range ds {
+		i, ok := at[d.Key()]
+		if !ok {
+			at[d.Key()] = len(out)
+			out = append(out, d)
+			continue
+		}
+		m := &out[i]
+		m.Packets += d.Packets
+		m.Bytes += d.Bytes
+		m.Ports = mergePorts(m.Ports, d.Ports)
+	}
+	return out
+}
+
+// mergePorts adds up two rows' ports, the busiest evidence.MaxDropPorts
+// kept.
+func mergePorts(a, b []evidence.DropPort) []evidence.DropPort {
+	out := slices.Clone(a)
+	for _, p := range b {
+		i := slices.IndexFunc(out, func(q evidence.DropPort) bool { return q.Port == p.Port && q.Socket == p.Socket && q.Source == p.Source })
+		if i < 0 {
+			out = append(out, p)
+		} else {
+			out[i].Packets += p.Packets
+		}
+	}
+	slices.SortFunc(out, func(a, b evidence.DropPort) int {
+		return cmp.Or(cmp.Compare(b.Packets, a.Packets), cmp.Compare(a.Port, b.Port))
+	})
+	return out[:min(len(out), evidence.MaxDropPorts)]
 }
 
 // busiest sorts drops busiest first, in a stable order, and keeps
