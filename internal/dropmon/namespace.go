@@ -84,7 +84,9 @@ func merge(ds []evidence.Drop) []evidence.Drop {
 func mergePorts(a, b []evidence.DropPort) []evidence.DropPort {
 	out := slices.Clone(a)
 	for _, p := range b {
-		i := slices.IndexFunc(out, func(q evidence.DropPort) bool { return q.Port == p.Port && q.Socket == p.Socket && q.Source == p.Source })
+		i := slices.IndexFunc(out, func(q evidence.DropPort) bool {
+			return q.Port == p.Port && q.Socket == p.Socket && q.Source == p.Source
+		})
 		if i < 0 {
 			out = append(out, p)
 		} else {
