@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,12 +15,11 @@ import (
 // Dependency tracing in bursts: every DepEvery the agent follows the
 // outbound connections of the servers behind the listeners it follows
 // (MaxPools ports) for depBurst, looking at each connection every
-// depInterval by an exact sock_diag lookup. Between bursts it costs
-// nothing; the findings and /metrics keep the last burst's picture until
-// the next.
+// app.DepInterval by an exact sock_diag lookup (source.Local.TraceDeps,
+// as check does). Between bursts it costs nothing; the findings and
+// /metrics keep the last burst's picture until the next.
 const (
-	depBurst    = 3 * time.Second
-	depInterval = 100 * time.Millisecond
+	depBurst = 3 * time.Second
 	// maxDepDestinations bounds the destinations per server in /metrics,
 	// the busiest first: the series stay at most MaxPools × 8 per name.
 	maxDepDestinations = 8
@@ -38,11 +36,10 @@ type depTraces struct {
 
 // traceDeps runs a burst every a.cfg.DepEvery until ctx ends.
 func (a *Agent) traceDeps(ctx context.Context) {
-	self := os.Getpid()
 	for {
 		wait := a.cfg.Interval // the first snapshot is not taken yet
 		if l := a.latest(); l != nil && l.Sockets != nil {
-			a.depBurst(ctx, l, self)
+			a.depBurst(ctx, l)
 			wait = a.cfg.DepEvery
 		}
 		t := time.NewTimer(wait)
@@ -60,14 +57,13 @@ func (a *Agent) traceDeps(ctx context.Context) {
 //
 // The burst runs on a locked OS thread so that its CPU time can be
 // measured alone (its lookups are synchronous on this goroutine).
-func (a *Agent) depBurst(ctx context.Context, l *evidence.Snapshot, self int) {
+func (a *Agent) depBurst(ctx context.Context, l *evidence.Snapshot) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	bctx, cancel := context.WithTimeout(ctx, min(depBurst, a.cfg.DepEvery))
 	defer cancel()
-	start := time.Now()
 	cpu0 := threadCPU()
-	servers, n, err := app.TraceHost(bctx, l.Sockets.Listeners, a.cfg.NetNS, MaxPools, depInterval, func(pid int) bool { return pid == self })
+	tr, err := a.src.TraceDeps(bctx, l.Sockets.Listeners, MaxPools)
 	if ctx.Err() != nil {
 		return
 	}
@@ -76,12 +72,11 @@ func (a *Agent) depBurst(ctx context.Context, l *evidence.Snapshot, self int) {
 		return
 	}
 	conns := 0
-	for _, s := range servers {
+	for _, s := range tr.Servers {
 		for _, d := range s.Deps {
 			conns += d.Conns + d.New
 		}
 	}
-	tr := &report.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(depInterval / time.Millisecond), Servers: servers, Followed: n}
 	a.deps.mu.Lock()
 	a.deps.last, a.deps.conns, a.deps.took, a.deps.doneAt = tr, conns, threadCPU()-cpu0, time.Now()
 	a.deps.mu.Unlock()

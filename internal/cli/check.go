@@ -7,12 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/agent"
-	"github.com/netdoctor/netdoctor/internal/app"
-
 	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -89,55 +86,19 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.Close()
-	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: s.Host(), Start: time.Now()}
-	b.Snapshots = append(b.Snapshots, s.Snapshot(ctx))
-	traceCtx, stopTrace := context.WithCancel(context.WithoutCancel(ctx))
-	traced := traceDeps(traceCtx, s, &b.Snapshots[0], stderr)
-	pr := startPhase(stderr, "window: counters between two snapshots", *window)
-	select {
-	case <-time.After(*window):
-	case <-ctx.Done():
-		pr.done()
+	var pr *progress
+	c := s.Check(ctx, *window, agent.MaxPools, func() { pr = startPhase(stderr, "window: counters between two snapshots", *window) })
+	pr.done()
+	if c.Interrupted {
 		fmt.Fprintln(stderr, "netdoctor: interrupted, reporting on the shorter window")
 	}
-	stopTrace()
-	// The second snapshot is taken even after Ctrl-C: a short window is
-	// still evidence.
-	b.Snapshots = append(b.Snapshots, s.Snapshot(context.WithoutCancel(ctx)))
-	pr.done()
-	tr := <-traced
-	found := rules.CheckHost(b, tr)
-	r := report.New("check", b, found)
-	r.Dependencies = tr
-	return writeReport(r, out, stdout, stderr)
-}
-
-// depInterval is how often check and the agent look at each traced
-// connection, as a run does.
-const depInterval = 100 * time.Millisecond
-
-// traceDeps follows the outbound connections of the servers behind
-// snap's listeners (at most agent.MaxPools ports, as the agent) until
-// ctx ends, and then sends what they showed: the production traffic's
-// dependencies, without a load. nil when the sockets were not listed.
-func traceDeps(ctx context.Context, s *source.Local, snap *evidence.Snapshot, stderr io.Writer) <-chan *report.Traced {
-	ch := make(chan *report.Traced, 1)
-	if snap.Sockets == nil {
-		ch <- nil
-		return ch
+	if c.TraceErr != nil {
+		fmt.Fprintf(stderr, "netdoctor: dependencies not traced: %v\n", c.TraceErr)
 	}
-	self := os.Getpid()
-	go func() {
-		start := time.Now()
-		servers, n, err := app.TraceHost(ctx, snap.Sockets.Listeners, s.NS(), agent.MaxPools, depInterval, func(pid int) bool { return pid == self })
-		if err != nil {
-			fmt.Fprintf(stderr, "netdoctor: dependencies not traced: %v\n", err)
-			ch <- nil
-			return
-		}
-		ch <- &report.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(depInterval / time.Millisecond), Servers: servers, Followed: n}
-	}()
-	return ch
+	found := rules.CheckHost(c.Bundle, c.Traced)
+	r := report.New("check", c.Bundle, found)
+	r.Dependencies = c.Traced
+	return writeReport(r, out, stdout, stderr)
 }
 
 // checkAgent prints the diagnosis an agent keeps of its recent window.

@@ -195,10 +195,6 @@ type depTracer interface {
 	TraceDeps(ctx context.Context, interval time.Duration) error
 }
 
-// DepInterval is how often the servers' outbound connections are
-// sampled while the load runs.
-const DepInterval = app.DepInterval
-
 // traceDeps traces the servers' dependencies until stop is called, which
 // waits for the tracer to hand its results over.
 func traceDeps(ctx context.Context, t depTracer) (stop func()) {
@@ -209,7 +205,7 @@ func traceDeps(ctx context.Context, t depTracer) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = t.TraceDeps(ctx, DepInterval)
+		_ = t.TraceDeps(ctx, app.DepInterval)
 	}()
 	return func() { cancel(); <-done }
 }

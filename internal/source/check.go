@@ -1,0 +1,79 @@
+package source
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// TraceDeps follows the outbound connections of the servers behind
+// listeners (at most maxPorts ports) until ctx ends, looking at each one
+// every app.DepInterval, and returns what they showed: the production
+// traffic's dependencies, without a load. netdoctor's own connections
+// are not followed. check and the agent's bursts trace through it.
+func (l *Local) TraceDeps(ctx context.Context, listeners []evidence.Listener, maxPorts int) (*report.Traced, error) {
+	self := os.Getpid()
+	start := time.Now()
+	servers, n, err := app.TraceHost(ctx, listeners, l.ns, maxPorts, app.DepInterval, func(pid int) bool { return pid == self })
+	if err != nil {
+		return nil, err
+	}
+	return &report.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(app.DepInterval / time.Millisecond), Servers: servers, Followed: n}, nil
+}
+
+// Checked is check's evidence of a namespace: two snapshots a window
+// apart, and the dependencies its servers showed in between.
+type Checked struct {
+	Bundle *evidence.Bundle
+	// Traced is nil when the sockets were not listed or the trace
+	// failed (TraceErr says why).
+	Traced   *report.Traced
+	TraceErr error
+	// Interrupted: ctx ended before the window did, and the second
+	// snapshot was taken then.
+	Interrupted bool
+}
+
+// Check takes a snapshot, follows the dependencies of the servers
+// behind its listeners (at most maxPorts ports) for window, and takes
+// the second snapshot. started, when set, is called as the window
+// begins. The second snapshot is taken even when ctx ends first: a
+// short window is still evidence.
+func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, started func()) *Checked {
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: l.Host(), Start: time.Now()}
+	b.Snapshots = append(b.Snapshots, l.Snapshot(ctx))
+	traceCtx, stopTrace := context.WithCancel(context.WithoutCancel(ctx))
+	type traced struct {
+		tr  *report.Traced
+		err error
+	}
+	ch := make(chan traced, 1)
+	if socks := b.Snapshots[0].Sockets; socks == nil {
+		ch <- traced{}
+	} else {
+		go func() {
+			tr, err := l.TraceDeps(traceCtx, socks.Listeners, maxPorts)
+			ch <- traced{tr, err}
+		}()
+	}
+	if started != nil {
+		started()
+	}
+	c := &Checked{Bundle: b}
+	t := time.NewTimer(window)
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		t.Stop()
+		c.Interrupted = true
+	}
+	stopTrace()
+	b.Snapshots = append(b.Snapshots, l.Snapshot(context.WithoutCancel(ctx)))
+	tr := <-ch
+	c.Traced, c.TraceErr = tr.tr, tr.err
+	return c
+}
