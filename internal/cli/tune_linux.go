@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/tune"
 )
@@ -156,20 +155,16 @@ func tuneErr(err error) error {
 	return err
 }
 
-// runVerify measures, applies a plan, measures again with the identical
-// load and rolls back unless keep: the seeds' "change one setting, load
-// again, compare" for every change of the plan at once.
+// runVerify verifies a plan with run's load (tune.Verify): each
+// measurement is a run with the flags given.
 func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]bool, planPath string, keep bool, fail failOn, stdout, stderr io.Writer) error {
 	p, err := readPlan(planPath)
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return deniedError{tune.ErrNotRoot}
-	}
 	// With --json - the progress goes to stderr: stdout is the JSON's.
 	text := textOut(lo.jsonOut, stdout, stderr)
-	measure := func(what string) (*run.Result, error) {
+	measure := func(ctx context.Context, what string) (*tune.Measured, error) {
 		fmt.Fprintf(text, "%s: %s @ %s\n", what, describe(lo.o), lo.o.URL)
 		pr := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 		o.Load = lo.o
@@ -186,63 +181,18 @@ func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]
 				return nil, usageError{err}
 			}
 		}
-		return res, nil
+		return &tune.Measured{Report: res.Report(), Outcome: outcomeOf(res)}, nil
 	}
-	fmt.Fprintf(text, "Verifying %s (%d changes): measure, apply, measure again with the same load, %s\n\n", planPath, len(p.Changes), map[bool]string{true: "keep the changes", false: "roll back"}[keep])
-	before, err := measure("1/3 before")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(text, "\n2/3 applying %s (kernel settings and configuration):\n", planPath)
-	j, err := tune.Apply(ctx, p, planPath, tune.Options{Config: true, Out: text})
+	vr, err := tune.Verify(ctx, p, planPath, tune.VerifyOptions{Measure: measure, Keep: keep, Out: text})
 	if err != nil {
 		return tuneErr(err)
 	}
-	// Undo on every way out, Ctrl-C included (the run returns early on
-	// a cancelled context; the rollback does not take it).
-	rolledBack := false
-	rollback := func() error {
-		if j == nil || keep || rolledBack {
-			return nil
-		}
-		rolledBack = true
-		fmt.Fprintf(text, "\nRolling back (--keep keeps the changes):\n")
-		if err := tune.Rollback(j, text); err != nil {
-			return err
-		}
-		// Everything is back: the journal has served.
-		return tune.Forget(j)
-	}
-	defer rollback()
-	fmt.Fprintln(text)
-	after, err := measure("3/3 after")
-	if err != nil {
-		if rerr := rollback(); rerr != nil {
-			return fmt.Errorf("%w; rollback: %v", err, rerr)
-		}
-		return err
-	}
-	vs := tune.Judge(p, outcomeOf(before), outcomeOf(after))
-	rb, ra := before.Report(), after.Report()
-	if err := report.VerifyText(text, rb, ra, vs); err != nil {
-		return err
-	}
-	if err := rollback(); err != nil {
-		return fmt.Errorf("rollback: %w (journal %s)", err, j.Path)
-	}
-	if j != nil && keep {
-		fmt.Fprintf(text, "\nChanges kept. Undo: netdoctor tune rollback %s\n", j.Path)
-	}
 	if lo.jsonOut != "" {
-		vr := &report.Verify{Plan: planPath, Before: rb, After: ra, Verdicts: vs, Kept: keep}
-		if j != nil && keep {
-			vr.Journal = j.Path
-		}
 		if err := writeOut(lo.jsonOut, stdout, "report", indentedJSON(vr)); err != nil {
 			return err
 		}
 	}
-	return exitFor(ra.Findings, fail)
+	return exitFor(vr.After.Findings, fail)
 }
 
 // outcomeOf is a run's findings and its server side's counter rates over
