@@ -44,7 +44,7 @@ func TestRunAgentKilled(t *testing.T) {
 	ctx := context.Background()
 	_, err := e.StartNginx(ctx, &lab.Nginx{})
 	labMust(t, err)
-	url, tok, agent, err := labAgent(ctx, e)
+	url, tok, agent, err := e.StartAgent(ctx)
 	labMust(t, err)
 	go func() {
 		time.Sleep(3 * time.Second) // 1 s baseline, then 2 s into the load
@@ -141,7 +141,7 @@ func TestAgentIncident(t *testing.T) {
 func incidentAgent(t *testing.T, e *lab.Env) (url, tok, dir string) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "incidents")
-	url, tok, _, err := labAgent(context.Background(), e, "--interval", "250ms", "--recent", "2s", "--retain", "1m",
+	url, tok, _, err := e.StartAgent(context.Background(), "--interval", "250ms", "--recent", "2s", "--retain", "1m",
 		"--incidents", dir, "--incident-before", "10s", "--incident-after", "2s")
 	labMust(t, err)
 	time.Sleep(time.Second) // a quiet window before the fault

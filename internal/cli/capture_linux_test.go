@@ -81,7 +81,7 @@ func captureOne(dir string, c captureCase) (err error) {
 	args := append(append([]string{"run"}, c.sc.Load...), tg.Args...)
 	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
 		"--json", report, "--bundle", filepath.Join(dir, c.name+".bundle.json.gz"), tg.URL)
-	if err := labNetdoctor(ctx, e.ClientNS, args, io.Discard, io.Discard); err != nil {
+	if err := lab.Netdoctor(ctx, e.ClientNS, args, io.Discard, io.Discard); err != nil {
 		return err
 	}
 	in, err := readWith(report, "report", tune.ReadInput)

@@ -183,7 +183,7 @@ func TestAgentDependency(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	traffic{clients: 32, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
-	url, tokFile, _, err := labAgent(ctx, e, "--interval", "250ms", "--recent", "2s", "--retain", "1m", "--dependency-every", "3s")
+	url, tokFile, _, err := e.StartAgent(ctx, "--interval", "250ms", "--recent", "2s", "--retain", "1m", "--dependency-every", "3s")
 	labMust(t, err)
 	tok, err := os.ReadFile(tokFile)
 	labMust(t, err)

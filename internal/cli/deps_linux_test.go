@@ -324,7 +324,7 @@ func TestRunDependencyAgent(t *testing.T) {
 			}
 			backend := backendIP + ":7300"
 			api := depStart(t, e, backendNS, backend, false, 20*time.Millisecond, 0)
-			url, tok, _, err := labAgent(context.Background(), e)
+			url, tok, _, err := e.StartAgent(context.Background())
 			labMust(t, err)
 			_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+api+"/")
 			f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]

@@ -2,23 +2,16 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
 func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -100,27 +93,16 @@ func labClean(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// labOptions are lab run's flags.
-type labOptions struct {
-	fixed bool
-	tune  bool
-	stage int
-	keep  bool
-	html  string
-	out   string
-	agent bool
-}
-
 func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab run", stderr)
-	var o labOptions
-	fs.BoolVar(&o.fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
-	fs.IntVar(&o.stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
-	fs.BoolVar(&o.tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
-	fs.BoolVar(&o.agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
-	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
-	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
-	fs.StringVar(&o.out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
+	var o lab.RunOptions
+	fs.BoolVar(&o.Fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
+	fs.IntVar(&o.Stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
+	fs.BoolVar(&o.Tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
+	fs.BoolVar(&o.Agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
+	fs.StringVar(&o.HTML, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
+	fs.StringVar(&o.Out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
@@ -132,254 +114,36 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if !ok {
 		return badInput("lab run: no scenario %q (netdoctor lab list): %s", pos[0], strings.Join(lab.Names(), ", "))
 	}
-	stage := o.stage
+	stage := o.Stage
 	if stage == 0 {
 		stage = 1
 	}
-	if len(sc.Stages) == 0 && o.fixed {
+	if len(sc.Stages) == 0 && o.Fixed {
 		return badInput("lab run %s: nothing to fix (it is the healthy control)", sc.Name)
 	}
 	if len(sc.Stages) > 0 && (stage < 1 || stage > sc.Fixed()) || len(sc.Stages) == 0 && stage != 1 {
-		return badInput("lab run %s --stage %d: it has stages 1 to %d, and %d for all fixed", sc.Name, o.stage, len(sc.Stages), sc.Fixed())
+		return badInput("lab run %s --stage %d: it has stages 1 to %d, and %d for all fixed", sc.Name, o.Stage, len(sc.Stages), sc.Fixed())
 	}
-	if o.tune && o.fixed {
+	if o.Tune && o.Fixed {
 		return badInput("lab run: --tune (netdoctor's own fix) and --fixed (the scenario's) are two different runs: pick one")
 	}
-	if o.tune && o.agent {
+	if o.Tune && o.Agent {
 		return badInput("lab run: --tune changes the server's host, which an agent only observes: drop --agent")
 	}
-	if o.tune && len(sc.Stages) == 0 {
+	if o.Tune && len(sc.Stages) == 0 {
 		return badInput("lab run %s: nothing to tune (it is the healthy control)", sc.Name)
 	}
-	if o.fixed && stage == sc.Fixed() {
+	if o.Fixed && stage == sc.Fixed() {
 		return badInput("lab run %s --stage %d is the fixed lab already: drop --fixed", sc.Name, stage)
 	}
 	if os.Geteuid() != 0 {
 		return deniedError{lab.ErrNeedsRoot}
 	}
-	if o.out == "" {
-		dir, err := labReports(sc.Name, stderr)
-		if err != nil {
-			return fmt.Errorf("reports directory: %w", err)
-		}
-		o.out = dir
-	} else if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return fmt.Errorf("reports directory: %w", err)
+	err = lab.Run(ctx, sc, o, stdout, stderr)
+	if errors.Is(err, lab.ErrNeedsRoot) {
+		return deniedError{err}
 	}
-	if o.html == "" {
-		o.html = filepath.Join(o.out, sc.Name+".html")
-	}
-	before := labPhase{sc: sc, stage: stage, agent: o.agent, json: filepath.Join(o.out, "before.json"), bundle: filepath.Join(o.out, "before.bundle.json"), html: o.html}
-	if o.tune {
-		before.plan, before.verify = filepath.Join(o.out, "plan.json"), filepath.Join(o.out, "verify.json")
-	}
-	phases := []labPhase{before}
-	if o.fixed {
-		to := sc.Fixed()
-		if o.stage != 0 {
-			to = stage + 1
-		}
-		ext := filepath.Ext(o.html)
-		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, agent: o.agent, json: filepath.Join(o.out, "after.json"), bundle: filepath.Join(o.out, "after.bundle.json"),
-			html: strings.TrimSuffix(o.html, ext) + ".fixed" + ext})
-	}
-	for i, ph := range phases {
-		keep := o.keep && i == len(phases)-1
-		if err := ph.run(ctx, stdout, stderr, keep); err != nil {
-			return err
-		}
-	}
-	p := &printer{w: stdout}
-	if o.fixed {
-		p.f("\n")
-		a, err := readCompared(phases[0].json)
-		if err != nil {
-			return err
-		}
-		b, err := readCompared(phases[1].json)
-		if err != nil {
-			return err
-		}
-		if err := report.CompareText(stdout, phases[0].json, a, phases[1].json, b); err != nil {
-			return err
-		}
-	}
-	p.f("\nReports:\n")
-	for _, ph := range phases {
-		pad := strings.Repeat(" ", len(ph.label()))
-		p.f("  %s: %s\n  %s  %s\n  %s  %s (evidence: netdoctor diagnose reads it)\n", ph.label(), ph.html, pad, ph.json, pad, ph.bundle)
-	}
-	if o.tune {
-		p.f("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
-	}
-	return p.err
-}
-
-// labReports makes the default directory of a scenario's reports,
-// netdoctor-reports/NAME in the temporary directory, private to the
-// caller (safepath.PrivateDir): another user could otherwise create it
-// first, or a symlink there, and choose where root writes and read what
-// it wrote. When another user has taken it, a new private directory
-// stands in, and stderr says so.
-func labReports(name string, stderr io.Writer) (string, error) {
-	base := filepath.Join(os.TempDir(), "netdoctor-reports")
-	if err := safepath.PrivateDir(base); errors.Is(err, safepath.ErrNotPrivate) {
-		alt, terr := os.MkdirTemp("", "netdoctor-reports-")
-		if terr != nil {
-			return "", terr
-		}
-		fmt.Fprintf(stderr, "netdoctor: %v: reports in %s instead\n", err, alt)
-		base = alt
-	} else if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(base, name)
-	return dir, safepath.PrivateDir(dir)
-}
-
-// labPhase is one lab built at one stage and one run against it.
-type labPhase struct {
-	sc          *lab.Scenario
-	stage, from int
-	json, html  string
-	bundle      string // the run's evidence (run --bundle)
-	// plan and verify, when set: plan from the run's report and verify
-	// the plan in the same lab.
-	plan, verify string
-	// agent: the server's side through an agent in its namespace.
-	agent bool
-}
-
-func (ph labPhase) label() string {
-	if ph.from != 0 {
-		return "fixed"
-	}
-	return "scenario"
-}
-
-func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (err error) {
-	p := &printer{w: stdout}
-	sc := ph.sc
-	if ph.from == 0 {
-		p.f("netdoctor lab %s — seed %s\n%s\n", sc.Name, sc.Seed, sc.Summary)
-	} else {
-		p.f("\nApplying the fix: %s\n", sc.Fixes(ph.from, ph.stage))
-	}
-	p.f("Faults: %s\n", sc.Faults(ph.stage))
-	if want := sc.Expected(ph.stage); len(want) > 0 {
-		p.f("Expected: %s\n", report.JoinIDs(want))
-	}
-	e, err := lab.New("L" + strconv.Itoa(os.Getpid()%100000))
-	if err != nil {
-		if errors.Is(err, lab.ErrNeedsRoot) {
-			return deniedError{err}
-		}
-		return err
-	}
-	defer func() {
-		if cerr := e.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("lab cleanup: %w (run `netdoctor lab clean`)", cerr)
-		}
-	}()
-	t, err := sc.Build(ctx, e, ph.stage)
-	if err != nil {
-		var m lab.ErrMissing
-		if errors.As(err, &m) {
-			return fmt.Errorf("lab %s: %w", sc.Name, err)
-		}
-		return fmt.Errorf("lab %s: build: %w", sc.Name, err)
-	}
-	p.f("Lab: server %s in netns %s, client %s in netns %s; files in %s\n\n", e.ServerIP, e.ServerNS, e.ClientIP, e.ClientNS, e.Dir)
-	if p.err != nil {
-		return p.err
-	}
-	args := append(append([]string{"run"}, sc.Load...), t.Args...)
-	args = append(args, "--baseline", "1s", "--tail", "1s")
-	if ph.agent {
-		url, tok, _, err := labAgent(ctx, e)
-		if err != nil {
-			return err
-		}
-		p.f("Agent: %s in netns %s (log %s)\n\n", url, e.ServerNS, filepath.Join(e.Dir, "agent.out"))
-		args = append(args, "--server-agent", url, "--token-file", tok)
-	} else {
-		args = append(args, "--server-netns", e.ServerNS)
-	}
-	args = append(args, "--json", ph.json, "--html", ph.html, "--bundle", ph.bundle, t.URL)
-	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
-		return err
-	}
-	if ph.plan != "" {
-		if err := ph.tune(ctx, e, t, stdout, stderr); err != nil {
-			return err
-		}
-	}
-	if keep {
-		p.f("\nThe lab is kept: e.g. `ip netns exec %s curl %s`; Ctrl-C removes it.\n", e.ClientNS, t.URL)
-		<-ctx.Done()
-	}
-	return p.err
-}
-
-// labAgent starts `netdoctor agent` in the lab's server namespace, on
-// the server's address with a token of its own, and returns its URL and
-// the token's file: the run reaches it over the veth, as it would reach
-// an agent on another host.
-func labAgent(ctx context.Context, e *lab.Env, extra ...string) (url, tokenFile string, p *lab.Proc, err error) {
-	var b [24]byte
-	rand.Read(b[:])
-	tokenFile = filepath.Join(e.Dir, "agent.token")
-	if err := os.WriteFile(tokenFile, []byte(base64.StdEncoding.EncodeToString(b[:])+"\n"), 0o600); err != nil {
-		return "", "", nil, fmt.Errorf("agent token: %w", err)
-	}
-	addr := net.JoinHostPort(e.ServerIP, "9120")
-	// Resolvers are probed when the run asks, as with --server-netns.
-	args := append([]string{"agent", "--listen", addr, "--token-file", tokenFile, "--dns-every", "0"}, extra...)
-	if p, err = e.StartSelf(ctx, e.ServerNS, "agent", "agent serving", args...); err != nil {
-		return "", "", nil, fmt.Errorf("start the agent: %w", err)
-	}
-	return "http://" + addr, tokenFile, p, nil
-}
-
-// labNetdoctor runs netdoctor with args in namespace ns, its output
-// passed through. Exit 1 (active critical findings) is the point of
-// most scenarios, not an error.
-func labNetdoctor(ctx context.Context, ns string, args []string, stdout, stderr io.Writer) error {
-	exe, env := lab.Self()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, exe}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Its own process group, so that Ctrl-C reaches it once, from us:
-	// it then stops the load and still reports.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start netdoctor run: %w", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		// Interrupted: what the run said is beside the point, it only
-		// has to end.
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		return fmt.Errorf("lab run interrupted: %w", ctx.Err())
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == ExitFindings {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("netdoctor run in the lab failed: %v", err)
-	}
-	return nil
+	return err
 }
 
 // labServe runs one of the lab's built-in servers (started by the lab in
@@ -441,29 +205,4 @@ func labServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return lab.ServeStall(ctx, s, stdout)
 	}
 	return badInput("lab serve: unknown server %q (mock, dns-relay, proxy, stall)", args[0])
-}
-
-// tune plans from the phase's report and verifies the plan in the lab:
-// netdoctor's own fix, where --fixed applies the scenario's.
-func (ph labPhase) tune(ctx context.Context, e *lab.Env, t *lab.Target, stdout, stderr io.Writer) error {
-	p := &printer{w: stdout}
-	p.f("\nPlanning from %s:\n\n", ph.json)
-	plan, err := planFrom(ph.json)
-	if err != nil {
-		return err
-	}
-	if err := plan.Text(stdout); err != nil {
-		return err
-	}
-	if err := writeOut(ph.plan, stdout, "plan", indentedJSON(plan)); err != nil {
-		return err
-	}
-	p.f("\n")
-	args := append(append([]string{"run"}, ph.sc.Load...), t.Args...)
-	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
-		"--verify-with", ph.plan, "--json", ph.verify, t.URL)
-	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
-		return err
-	}
-	return p.err
 }

@@ -62,7 +62,7 @@ func TestPrometheusAlerts(t *testing.T) {
 			defer cancel()
 			target, err := sc.Build(ctx, e, 1)
 			labMust(t, err)
-			agentURL, tok, _, err := labAgent(ctx, e, "--recent", "5s")
+			agentURL, tok, _, err := e.StartAgent(ctx, "--recent", "5s")
 			labMust(t, err)
 			prom := startPrometheus(t, e, promBin, strings.TrimPrefix(agentURL, "http://"), tok)
 			if err := prom.waitUp(60 * time.Second); err != nil {

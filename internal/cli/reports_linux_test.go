@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/lab"
 )
 
 // sharedTmp is a directory like /tmp, which TMPDIR points at for the
@@ -53,7 +55,7 @@ func TestLabReportsPreempted(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stderr strings.Builder
-			dir, err := labReports("healthy", &stderr)
+			dir, err := lab.Reports("healthy", &stderr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,9 +80,9 @@ func TestLabReportsPreempted(t *testing.T) {
 	t.Run("free", func(t *testing.T) {
 		tmp := sharedTmp(t)
 		var stderr strings.Builder
-		dir, err := labReports("healthy", &stderr)
+		dir, err := lab.Reports("healthy", &stderr)
 		if err != nil || dir != filepath.Join(tmp, "netdoctor-reports", "healthy") || stderr.Len() > 0 {
-			t.Fatalf("labReports = %s, %v (%q)", dir, err, stderr.String())
+			t.Fatalf("lab.Reports = %s, %v (%q)", dir, err, stderr.String())
 		}
 		for _, p := range []string{dir, filepath.Dir(dir)} {
 			if fi, err := os.Lstat(p); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
