@@ -117,21 +117,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	ev := &rules.Run{Port: targetPort(o.Load.URL)}
 	ev.Path = pathProbe(ctx, o, server)
 	var apps source.Apps
-	var deps depTracer
 	if src := server.source(); src != nil {
 		if p, err := strconv.Atoi(ev.Port); err == nil {
-			var a source.Apps
-			if r, ok := src.(*source.Remote); ok {
-				// The agent probes its resolvers itself, on the
-				// same terms as sides gives the local server.
-				a = r.DiscoverDNS(ctx, p, o.DNS, o.Baseline+500*time.Millisecond)
-			} else {
-				a = src.Discover(ctx, p)
-			}
-			if a != nil {
+			if a := src.Discover(ctx, p); a != nil {
 				apps = &dnsWatch{Apps: a, saw: &sawDNS}
 			}
-			deps, _ = a.(depTracer)
 		}
 	}
 	var recs []*source.Recorder
@@ -159,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	o.phase("load", o.Load.Duration)
-	stopDeps := traceDeps(ctx, deps)
+	stopDeps := traceDeps(ctx, apps)
 	lr, lerr := load.Run(ctx, o.Load)
 	stopDeps()
 	resume()
@@ -189,15 +179,9 @@ func (o *Options) phase(name string, d time.Duration) {
 	}
 }
 
-// depTracer follows the servers' connections to what they depend on
-// (app.Observer.TraceDeps).
-type depTracer interface {
-	TraceDeps(ctx context.Context, interval time.Duration) error
-}
-
 // traceDeps traces the servers' dependencies until stop is called, which
 // waits for the tracer to hand its results over.
-func traceDeps(ctx context.Context, t depTracer) (stop func()) {
+func traceDeps(ctx context.Context, t source.Apps) (stop func()) {
 	if t == nil {
 		return func() {}
 	}
@@ -243,7 +227,11 @@ func sides(ctx context.Context, o Options, sawDNS *atomic.Bool) (server, client 
 	cfg = srvCfg
 	switch {
 	case o.ServerAgent != nil:
-		r, err := source.NewRemote(ctx, *o.ServerAgent)
+		// The agent probes its resolvers itself, on the same terms as
+		// the local server's collectors above.
+		rc := *o.ServerAgent
+		rc.DNS, rc.DNSAfter = o.DNS, srvCfg.DNSDelay
+		r, err := source.NewRemote(ctx, rc)
 		if err != nil {
 			client.close()
 			return nil, nil, fmt.Errorf("observe the server side: %w", err)

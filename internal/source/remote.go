@@ -22,12 +22,12 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
-// Streamer is a Source that samples by itself, every interval: a remote
-// agent. Record follows its snapshots (Next) instead of asking for each,
-// so nothing the source saw between two requests is lost: a kernel log
-// line belongs to the snapshot that read it, whoever asked for that one.
+// Streamer is the stream of a Source that samples by itself, every
+// interval: a remote agent (Source.Stream). Record follows its snapshots
+// (Next) instead of asking for each, so nothing the source saw between
+// two requests is lost: a kernel log line belongs to the snapshot that
+// read it, whoever asked for that one.
 type Streamer interface {
-	Source
 	// Take takes a snapshot now; the stream carries it too.
 	Take(ctx context.Context) (evidence.Snapshot, error)
 	// Next returns the snapshots taken after 'after' (this host's
@@ -48,6 +48,13 @@ type RemoteConfig struct {
 	// CAFile, when set, is the PEM certificate(s) an https agent's
 	// certificate must chain to, instead of the system's roots.
 	CAFile string
+	// DNS and DNSAfter are the terms on which the watches Discover
+	// opens ask the agent to probe its resolvers: once, DNSAfter from
+	// the watch's opening, when DNS is set or as soon as the servers'
+	// workers are seen waiting in a name lookup (what collect.Config's
+	// DNSWhen and DNSDelay are to a Local).
+	DNS      bool
+	DNSAfter time.Duration
 }
 
 // ErrAgent marks a failure to reach or use an agent.
@@ -58,10 +65,13 @@ var ErrAgent = errors.New("agent")
 // on this host's clock: the offset between the clocks is measured when
 // it connects.
 type Remote struct {
-	base   *url.URL
-	token  string
-	client *http.Client
-	info   agentapi.HostInfo
+	base  *url.URL
+	token string
+	// dns and dnsAfter: RemoteConfig's.
+	dns      bool
+	dnsAfter time.Duration
+	client   *http.Client
+	info     agentapi.HostInfo
 	// offset is the agent's clock minus ours; uncertainty bounds its
 	// error (half the best round trip).
 	offset, uncertainty time.Duration
@@ -99,7 +109,7 @@ func NewRemote(ctx context.Context, cfg RemoteConfig) (*Remote, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	r := &Remote{base: u, token: string(cfg.Token), client: &http.Client{Transport: tr}}
+	r := &Remote{base: u, token: string(cfg.Token), client: &http.Client{Transport: tr}, dns: cfg.DNS, dnsAfter: cfg.DNSAfter}
 	if err := r.measure(ctx); err != nil {
 		return nil, err
 	}
@@ -185,6 +195,9 @@ func (r *Remote) URL() string { return r.base.String() }
 // measurement's error.
 func (r *Remote) Clock() (offset, uncertainty time.Duration) { return r.offset, r.uncertainty }
 
+// Stream implements Source: the agent samples by itself.
+func (r *Remote) Stream() Streamer { return r }
+
 // Host implements Source.
 func (r *Remote) Host() evidence.Host { return r.info.Host }
 
@@ -253,17 +266,11 @@ func (r *Remote) local(s *evidence.Snapshot) {
 }
 
 // Discover implements Source: the agent watches the servers behind port
-// for this run, every second, until Finish.
+// for this run, every second, until Finish, and probes its resolvers on
+// the terms of RemoteConfig's DNS and DNSAfter.
 func (r *Remote) Discover(ctx context.Context, port int) Apps {
-	return r.DiscoverDNS(ctx, port, false, 0)
-}
-
-// DiscoverDNS is Discover asking the agent, too, to probe its resolvers
-// once, dnsAfter from now: when dns is set, or as soon as the servers'
-// workers are seen waiting in a name lookup.
-func (r *Remote) DiscoverDNS(ctx context.Context, port int, dns bool, dnsAfter time.Duration) Apps {
-	q := url.Values{"port": {strconv.Itoa(port)}, "dns_after": {dnsAfter.String()}}
-	if dns {
+	q := url.Values{"port": {strconv.Itoa(port)}, "dns_after": {r.dnsAfter.String()}}
+	if r.dns {
 		q.Set("dns", "1")
 	}
 	var w agentapi.Watch
@@ -420,8 +427,8 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 	a.last = newest
 }
 
-// TraceDeps follows the load for the agent's dependency trace, as
-// run.depTracer: the agent traces from the watch's opening; this tells
+// TraceDeps implements Apps: it follows the load for the agent's
+// dependency trace. The agent traces from the watch's opening; this tells
 // it that the load starts, so that it begins again then, and, when ctx
 // ends, that the load ended. The dependencies come with Finish. An
 // agent that does not trace answers all the same, with none.

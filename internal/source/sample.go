@@ -75,7 +75,7 @@ func Record(ctx context.Context, src Source, apps Apps, interval time.Duration) 
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if st, ok := src.(Streamer); ok {
+		if st := src.Stream(); st != nil {
 			r.follow(ctx, st, interval)
 			return
 		}
@@ -133,8 +133,8 @@ func Mark(ctx context.Context, rs ...*Recorder) (resume func()) {
 		go func() {
 			defer wg.Done()
 			r.busy.Lock()
-			st, ok := r.src.(Streamer)
-			if !ok {
+			st := r.src.Stream()
+			if st == nil {
 				r.add(r.src.Snapshot(ctx))
 				return
 			}

@@ -28,6 +28,7 @@ func (s *slow) Snapshot(context.Context) evidence.Snapshot {
 }
 
 func (s *slow) Discover(context.Context, int) Apps { return nil }
+func (s *slow) Stream() Streamer                   { return nil }
 func (s *slow) Close() error                       { return nil }
 
 // TestMark: between a mark and resume no snapshot begins, and every

@@ -8,6 +8,7 @@ package source
 
 import (
 	"context"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/collect"
@@ -26,6 +27,10 @@ type Source interface {
 	// they send to, from the listeners of one snapshot; nil when nothing
 	// the source can see owns the port.
 	Discover(ctx context.Context, port int) Apps
+	// Stream is the source's own stream of snapshots when it samples by
+	// itself (Remote), which Record follows instead of asking for each;
+	// nil when it samples only when asked (Local).
+	Stream() Streamer
 	// Close releases what the source holds.
 	Close() error
 }
@@ -41,6 +46,10 @@ type Apps interface {
 	// Finish reads what the servers' logs gained since discovery and
 	// returns the servers with their samples.
 	Finish() []*app.Server
+	// TraceDeps follows the servers' connections to what they depend
+	// on, looking every interval, until ctx ends; the dependencies come
+	// with Finish.
+	TraceDeps(ctx context.Context, interval time.Duration) error
 }
 
 // Local is a network namespace of this host.
@@ -74,6 +83,9 @@ func (l *Local) Discover(ctx context.Context, port int) Apps {
 	}
 	return app.Discover(ctx, snap.Sockets.Listeners, port, l.ns)
 }
+
+// Stream implements Source: a namespace here is sampled when asked.
+func (l *Local) Stream() Streamer { return nil }
 
 // Close implements Source.
 func (l *Local) Close() error {
