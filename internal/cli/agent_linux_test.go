@@ -51,7 +51,7 @@ func TestRunAgentKilled(t *testing.T) {
 		syscall.Kill(-agent.Cmd.Process.Pid, syscall.SIGKILL)
 	}()
 	start := time.Now()
-	code, r, text := runIn(t, e.ClientNS, "runremote", "-c 10 -t 1 -d 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	code, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 10 -t 1 -d 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
 	took := time.Since(start)
 	if code != ExitPartial {
 		t.Errorf("exit %d, want %d (partial)\n%s", code, ExitPartial, text)
@@ -85,9 +85,9 @@ func TestRunAgentKilled(t *testing.T) {
 func TestAgentIncident(t *testing.T) {
 	t.Run("never-accepts", func(t *testing.T) {
 		e := newLab(t)
-		mustExec(t, "ip", "netns", "exec", e.ServerNS, "sysctl", "-qw", "net.core.somaxconn=8")
+		mustExec(t, "ip", "netns", "exec", e.ServerNS.Name, "sysctl", "-qw", "net.core.somaxconn=8")
 		url, tok, dir := incidentAgent(t, e)
-		h := startHelper(t, e.ServerNS, "noaccept") // 127.0.0.1:7100, backlog 128, capped to 8
+		h := startHelper(t, e.ServerNS.Name, "noaccept") // 127.0.0.1:7100, backlog 128, capped to 8
 		if _, err := h.stdin.Write([]byte("go\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestAgentIncident(t *testing.T) {
 				syscall.Kill(w, syscall.SIGCONT)
 			}
 		}()
-		client, err := netns.Resolve(e.ClientNS)
+		client, err := netns.Resolve(e.ClientNS.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func wantIncident(t *testing.T, e *lab.Env, url, tok, dir, listener string) {
 	deadline := time.Now().Add(10 * time.Second)
 	var seen bool
 	for !seen && time.Now().Before(deadline) {
-		cmd := exec.Command("ip", "netns", "exec", e.ClientNS, os.Args[0], "check", "--agent", url, "--token-file", tok, "--json", "-")
+		cmd := exec.Command("ip", "netns", "exec", e.ClientNS.Name, os.Args[0], "check", "--agent", url, "--token-file", tok, "--json", "-")
 		cmd.Env = append(os.Environ(), "ND_HELPER=cli")
 		out, err := cmd.Output()
 		var ee *exec.ExitError

@@ -79,7 +79,7 @@ func captureOne(dir string, c captureCase) (err error) {
 	}
 	report := filepath.Join(dir, c.name+".json")
 	args := append(append([]string{"run"}, c.sc.Load...), tg.Args...)
-	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
+	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name,
 		"--json", report, "--bundle", filepath.Join(dir, c.name+".bundle.json.gz"), tg.URL)
 	if err := lab.Netdoctor(ctx, e.ClientNS, args, io.Discard, io.Discard); err != nil {
 		return err

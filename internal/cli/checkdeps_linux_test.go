@@ -32,7 +32,7 @@ func checkDeps(t *testing.T, e *lab.Env, api string, clients int) (*report.Repor
 		time.Sleep(500 * time.Millisecond) // the traffic is production's: already there
 	}
 	out := filepath.Join(t.TempDir(), "r.json")
-	code, stdout, stderr := runCLI(t, "check", "--netns", e.ServerNS, "--window", "3s", "--no-dns", "--json", out)
+	code, stdout, stderr := runCLI(t, "check", "--netns", e.ServerNS.Name, "--window", "3s", "--no-dns", "--json", out)
 	if code != ExitOK && code != ExitFindings {
 		t.Fatalf("check exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -73,7 +73,7 @@ func TestCheckDependencyPool(t *testing.T) {
 	for _, py := range []bool{false, true} {
 		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
 			e := newLab(t)
-			api := depStart(t, e, e.ServerNS, e.ServerIP+":7300", py, 20*time.Millisecond, 0)
+			api := depStart(t, e, e.ServerNS.Name, e.ServerIP+":7300", py, 20*time.Millisecond, 0)
 			r, text := checkDeps(t, e, api, 32)
 			backend := e.ServerIP + ":7300"
 			d := tracedDep(r, backend)
@@ -106,9 +106,9 @@ func TestCheckDependencyPool(t *testing.T) {
 func TestCheckDependencyChain(t *testing.T) {
 	e := newLab(t)
 	backend, mid, api := e.ServerIP+":7300", e.ServerIP+":7400", e.ServerIP+":8080"
-	startHelper(t, e.ServerNS, "depbackend", "ND_ADDR="+backend, "ND_DELAY=20ms")
-	startHelper(t, e.ServerNS, "depapi", "ND_ADDR="+mid, "ND_BACKEND="+backend, "ND_POOL=2", "ND_SERVE=line")
-	startHelper(t, e.ServerNS, "depapi", "ND_ADDR="+api, "ND_BACKEND="+mid, "ND_POOL=8")
+	startHelper(t, e.ServerNS.Name, "depbackend", "ND_ADDR="+backend, "ND_DELAY=20ms")
+	startHelper(t, e.ServerNS.Name, "depapi", "ND_ADDR="+mid, "ND_BACKEND="+backend, "ND_POOL=2", "ND_SERVE=line")
+	startHelper(t, e.ServerNS.Name, "depapi", "ND_ADDR="+api, "ND_BACKEND="+mid, "ND_POOL=8")
 	r, text := checkDeps(t, e, api, 32)
 	var toMid, toBackend *report.Finding
 	for _, f := range depFindings(r) {
@@ -155,7 +155,7 @@ func TestCheckDependencyQuiet(t *testing.T) {
 	}{{"idle", 0}, {"fast backend", 32}} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newLab(t)
-			api := depStart(t, e, e.ServerNS, e.ServerIP+":7300", false, 0, 0)
+			api := depStart(t, e, e.ServerNS.Name, e.ServerIP+":7300", false, 0, 0)
 			r, text := checkDeps(t, e, api, c.clients)
 			if fs := depFindings(r); len(fs) > 0 {
 				t.Errorf("findings %+v\n%s", fs, text)
@@ -179,7 +179,7 @@ func TestCheckDependencyQuiet(t *testing.T) {
 // lint-clean, and its diagnosis holds the saturated pool active.
 func TestAgentDependency(t *testing.T) {
 	e := newLab(t)
-	api := depStart(t, e, e.ServerNS, e.ServerIP+":7300", false, 20*time.Millisecond, 0)
+	api := depStart(t, e, e.ServerNS.Name, e.ServerIP+":7300", false, 20*time.Millisecond, 0)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	traffic{clients: 32, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
@@ -187,7 +187,7 @@ func TestAgentDependency(t *testing.T) {
 	labMust(t, err)
 	tok, err := os.ReadFile(tokFile)
 	labMust(t, err)
-	ns, err := netns.Resolve(e.ClientNS)
+	ns, err := netns.Resolve(e.ClientNS.Name)
 	labMust(t, err)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: ns.Dial}}
 	backend := e.ServerIP + ":7300"

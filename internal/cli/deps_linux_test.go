@@ -149,7 +149,7 @@ sys.stdin.readline()
 // or in python3 with py), and runs netdoctor against the API.
 func depRun(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
 	t.Helper()
-	return depRunAt(t, e, e.ServerNS, e.ServerIP+":7300", py, delay, spin, args+" --server-netns "+e.ServerNS)
+	return depRunAt(t, e, e.ServerNS.Name, e.ServerIP+":7300", py, delay, spin, args+" --server-netns "+e.ServerNS.Name)
 }
 
 // depRunAt is depRun with the backend at address backend in namespace
@@ -157,7 +157,7 @@ func depRun(t *testing.T, e *lab.Env, py bool, delay, spin time.Duration, args s
 func depRunAt(t *testing.T, e *lab.Env, backendNS, backend string, py bool, delay, spin time.Duration, args string) (*runJSON, string) {
 	t.Helper()
 	api := depStart(t, e, backendNS, backend, py, delay, spin)
-	_, r, text := runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s http://"+api+"/")
+	_, r, text := runIn(t, e.ClientNS.Name, "runremote", args+" --baseline 1s --tail 1s http://"+api+"/")
 	return r, text
 }
 
@@ -176,11 +176,11 @@ func depStart(t *testing.T, e *lab.Env, backendNS, backend string, py bool, dela
 		if err := os.WriteFile(script, []byte(pyAPI), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command("ip", "netns", "exec", e.ServerNS, "python3", script)
+		cmd := exec.Command("ip", "netns", "exec", e.ServerNS.Name, "python3", script)
 		cmd.Env = append(os.Environ(), env...)
 		startReady(t, cmd)
 	} else {
-		startHelper(t, e.ServerNS, "depapi", env...)
+		startHelper(t, e.ServerNS.Name, "depapi", env...)
 	}
 	return api
 }
@@ -283,13 +283,13 @@ func TestRunDependencyElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	backend := ip + ":7300"
-	r, text := depRunAt(t, e, ns, backend, false, 20*time.Millisecond, 0, "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS)
+	r, text := depRunAt(t, e, ns.Name, backend, false, 20*time.Millisecond, 0, "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS.Name)
 	f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
 	if f == nil {
 		t.Fatalf("servers: %s", jsonOf(r.Servers))
 	}
 	owner := "(pid "
-	where := "netns " + ns + ")"
+	where := "netns " + ns.Name + ")"
 	if !strings.Contains(f.Title, backend) || !strings.Contains(f.Title, owner) || !strings.Contains(f.Title, where) || !strings.Contains(f.Title, ": 4 connections") {
 		t.Errorf("title %q, want %s, its owner in %s and 4 connections", f.Title, backend, where)
 	}
@@ -314,19 +314,19 @@ func TestRunDependencyAgent(t *testing.T) {
 	for _, elsewhere := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same-netns", true: "other-netns"}[elsewhere], func(t *testing.T) {
 			e := newLab(t)
-			backendNS, backendIP, where := e.ServerNS, e.ServerIP, "(pid "
+			backendNS, backendIP, where := e.ServerNS.Name, e.ServerIP, "(pid "
 			if elsewhere {
 				ns, ip, err := e.AddDepNS()
 				if err != nil {
 					t.Fatal(err)
 				}
-				backendNS, backendIP, where = ns, ip, "netns "+ns+")"
+				backendNS, backendIP, where = ns.Name, ip, "netns "+ns.Name+")"
 			}
 			backend := backendIP + ":7300"
 			api := depStart(t, e, backendNS, backend, false, 20*time.Millisecond, 0)
 			url, tok, _, err := e.StartAgent(context.Background())
 			labMust(t, err)
-			_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+api+"/")
+			_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+api+"/")
 			f := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
 			if f == nil {
 				t.Fatalf("servers: %s", jsonOf(r.Servers))
@@ -423,11 +423,11 @@ func TestRunDependencyChain(t *testing.T) {
 	if err := os.WriteFile(script, []byte(pyPoolBackend), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", "netns", "exec", e.ServerNS, "python3", script)
+	cmd := exec.Command("ip", "netns", "exec", e.ServerNS.Name, "python3", script)
 	cmd.Env = append(os.Environ(), "ND_ADDR="+backend, "ND_DELAY_S=0.02", "ND_WORKERS=2")
 	startReady(t, cmd)
-	startHelper(t, e.ServerNS, "depapi", "ND_ADDR="+api, "ND_BACKEND="+backend, "ND_POOL=8", "ND_SPIN=0s")
-	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+	startHelper(t, e.ServerNS.Name, "depapi", "ND_ADDR="+api, "ND_BACKEND="+backend, "ND_POOL=8", "ND_SPIN=0s")
+	_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS.Name+" --baseline 1s --tail 1s http://"+api+"/")
 	got := wantActive(t, r, text, "server", rules.DependencyPoolSaturated, rules.WorkerPoolExhausted)
 	dep, pool := got[rules.DependencyPoolSaturated], got[rules.WorkerPoolExhausted]
 	if dep == nil || pool == nil {

@@ -23,8 +23,8 @@ func TestRunDependencyUnix(t *testing.T) {
 	e := newLab(t)
 	sock := filepath.Join(t.TempDir(), "backend.sock")
 	backend := "unix:" + sock
-	api := depStart(t, e, e.ServerNS, backend, false, 20*time.Millisecond, 0)
-	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+	api := depStart(t, e, e.ServerNS.Name, backend, false, 20*time.Millisecond, 0)
+	_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS.Name+" --baseline 1s --tail 1s http://"+api+"/")
 	d := dependencyOf(r, backend)
 	if d == nil {
 		t.Fatalf("no dependency %s: %s\n%s", backend, jsonOf(r.Servers), text)

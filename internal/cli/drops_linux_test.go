@@ -98,11 +98,11 @@ func TestRunFirewallRateLimit(t *testing.T) {
 	mon := monitorHere(t)
 	e := newLab(t)
 	addr := e.ServerIP + ":7700"
-	startServe(t, e.ServerNS, "ND_SERVER=fast", "ND_ADDR="+addr)
+	startServe(t, e.ServerNS.Name, "ND_SERVER=fast", "ND_ADDR="+addr)
 	// The namespace takes the rules with it.
 	labMust(t, e.Exec(e.ServerNS, "iptables-nft", "-A", "INPUT", "-p", "tcp", "--syn", "--dport", "7700", "-m", "limit", "--limit", "20/s", "--limit-burst", "20", "-j", "ACCEPT"))
 	labMust(t, e.Exec(e.ServerNS, "iptables-nft", "-A", "INPUT", "-p", "tcp", "--syn", "--dport", "7700", "-j", "DROP"))
-	r, text := runRemote(t, e.ClientNS, "-c 20 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+addr+"/")
+	r, text := runRemote(t, e.ClientNS.Name, "-c 20 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS.Name+" http://"+addr+"/")
 	showRun(t, r)
 	everyActiveHasWindowEvidence(t, r)
 	f := findActive(r, "firewall-drop")
@@ -142,9 +142,9 @@ func TestRunQdiscDrops(t *testing.T) {
 	}
 	e := newLab(t)
 	addr := e.ServerIP + ":7710"
-	startServe(t, e.ServerNS, "ND_SERVER=bulk", "ND_ADDR="+addr)
+	startServe(t, e.ServerNS.Name, "ND_SERVER=bulk", "ND_ADDR="+addr)
 	labMust(t, e.Exec(e.ServerNS, "tc", "qdisc", "add", "dev", e.ServerDev, "root", "tbf", "rate", "1gbit", "burst", "1600", "limit", "1600"))
-	r, text := runRemote(t, e.ClientNS, "-c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+addr+"/")
+	r, text := runRemote(t, e.ClientNS.Name, "-c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+e.ServerNS.Name+" http://"+addr+"/")
 	showRun(t, r)
 	var f *report.Finding
 	for i := range r.Findings {
@@ -177,8 +177,8 @@ func TestRunAcceptOverflowRetransmits(t *testing.T) {
 	mon := monitorHere(t)
 	e := newLab(t)
 	addr := e.ServerIP + ":7720"
-	startServe(t, e.ServerNS, "ND_SERVER=slow", "ND_ADDR="+addr)
-	r, text := runRemote(t, e.ClientNS, "-c 100 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+addr+"/")
+	startServe(t, e.ServerNS.Name, "ND_SERVER=slow", "ND_ADDR="+addr)
+	r, text := runRemote(t, e.ClientNS.Name, "-c 100 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS.Name+" http://"+addr+"/")
 	showRun(t, r)
 	everyActiveHasWindowEvidence(t, r)
 	q := findActive(r, "accept-queue-overflow")
@@ -330,13 +330,13 @@ func ownName() string {
 func TestRunHealthyNoDrops(t *testing.T) {
 	e := newLab(t)
 	addr := e.ServerIP + ":7750"
-	startServe(t, e.ServerNS, "ND_SERVER=fast", "ND_ADDR="+addr)
-	r, text := runRemote(t, e.ClientNS, "-c 20 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+addr+"/")
+	startServe(t, e.ServerNS.Name, "ND_SERVER=fast", "ND_ADDR="+addr)
+	r, text := runRemote(t, e.ClientNS.Name, "-c 20 -t 1 -d 3s --no-keepalive --baseline 1s --tail 1s --server-netns "+e.ServerNS.Name+" http://"+addr+"/")
 	if r.Load.Requests == 0 {
 		t.Fatalf("no requests\n%s", text)
 	}
 	noDropFinding(t, r.Findings)
-	code, stdout, stderr := runCLI(t, "check", "--netns", e.ServerNS, "--window", "1s", "--no-dns", "--json", "-")
+	code, stdout, stderr := runCLI(t, "check", "--netns", e.ServerNS.Name, "--window", "1s", "--no-dns", "--json", "-")
 	var rep struct {
 		Findings []report.Finding `json:"findings"`
 	}

@@ -30,7 +30,7 @@ func TestPathProbeRun(t *testing.T) {
 	labMust(t, e.DropUDP(e.ServerNS, 9121, 5))
 	labMust(t, e.DropRandom(e.ClientNS, 5))
 	labMust(t, e.DropUDPFrom(e.ClientNS, 9121, 5))
-	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 20 -t 1 -d 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 20 -t 1 -d 5s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
 	p := r.Path
 	if p == nil {
 		t.Fatalf("no path in the report:\n%s", text)
@@ -69,7 +69,7 @@ func TestPathProbeRun(t *testing.T) {
 			t.Errorf("%s: active %v, cites the path probe %v", id, ok, c)
 		}
 	}
-	_, r, text = runIn(t, e.ClientNS, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --no-path-probe --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	_, r, text = runIn(t, e.ClientNS.Name, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --no-path-probe --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
 	if r.Path != nil || strings.Contains(text, "path:") {
 		t.Errorf("--no-path-probe: path %+v", r.Path)
 	}
@@ -95,7 +95,7 @@ func TestPathProbeStreams(t *testing.T) {
 	url, tok, _, err := e.StartAgent(ctx, "--test-endpoint", e.ServerIP+":9121")
 	labMust(t, err)
 	labMust(t, e.Shape(e.ServerNS, e.ServerDev, "20mbit"))
-	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+	_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
 	p := r.Path
 	if p == nil || p.Error != "" {
 		t.Fatalf("path %+v:\n%s", p, text)

@@ -189,7 +189,7 @@ type sent struct{ ok, failed atomic.Int64 }
 // ctx ends (at most 90 s).
 func (tr traffic) run(ctx context.Context, t *testing.T, e *lab.Env, target string) *sent {
 	t.Helper()
-	ns, err := netns.Resolve(e.ClientNS)
+	ns, err := netns.Resolve(e.ClientNS.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ scrape_configs:
 	_, err := e.Start(e.ClientNS, "prometheus", bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen, "--log.level=warn")
 	labMust(t, err)
-	ns, err := netns.Resolve(e.ClientNS)
+	ns, err := netns.Resolve(e.ClientNS.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

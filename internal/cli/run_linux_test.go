@@ -171,7 +171,7 @@ func TestRunHealthy(t *testing.T) {
 // the server's through --server-netns, across a veth.
 func TestRunServerNetns(t *testing.T) {
 	e := newLab(t)
-	client, server, addr := e.ClientNS, e.ServerNS, e.ServerIP+":7300"
+	client, server, addr := e.ClientNS.Name, e.ServerNS.Name, e.ServerIP+":7300"
 	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
 	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	everyActiveHasWindowEvidence(t, r)
@@ -245,7 +245,7 @@ func TestRunServerExits(t *testing.T) {
 // the delayed-ACK counter.
 func TestRunNagle(t *testing.T) {
 	e := newLab(t)
-	client, server, addr := e.ClientNS, e.ServerNS, e.ServerIP+":7500"
+	client, server, addr := e.ClientNS.Name, e.ServerNS.Name, e.ServerIP+":7500"
 	startServe(t, server, "ND_SERVER=nagle", "ND_ADDR="+addr)
 	r, text := runRemote(t, client, "-c 4 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	everyActiveHasWindowEvidence(t, r)
@@ -269,12 +269,12 @@ func TestRunNagle(t *testing.T) {
 // local ports. All three must be reported together.
 func TestRunSeveralFaults(t *testing.T) {
 	e := newLab(t)
-	client, server, addr := e.ClientNS, e.ServerNS, e.ServerIP+":7600"
-	labMust(t, e.Sysctl(client, "net.ipv4.ip_local_port_range", "40000 40100"))
+	client, server, addr := e.ClientNS.Name, e.ServerNS.Name, e.ServerIP+":7600"
+	labMust(t, e.Sysctl(e.ClientNS, "net.ipv4.ip_local_port_range", "40000 40100"))
 	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
 	// nf_conntrack_max is global (read-only in a namespace); the host's
 	// own table is empty here, and the lab restores the old value.
-	labMust(t, e.TrackConnections(server, 60))
+	labMust(t, e.TrackConnections(e.ServerNS, 60))
 	r, text := runRemote(t, client, "-c 100 -t 1 -d 3s --baseline 1s --tail 1s --server-netns "+server+" http://"+addr+"/")
 	everyActiveHasWindowEvidence(t, r)
 	found := map[report.FindingID]report.Side{}

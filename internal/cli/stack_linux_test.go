@@ -25,7 +25,7 @@ var labMust = labtest.Must
 // server, observing the server namespace.
 func runLab(t *testing.T, e *lab.Env, args string) (int, *runJSON, string) {
 	t.Helper()
-	return runIn(t, e.ClientNS, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS+" http://"+e.ServerIP+"/")
+	return runIn(t, e.ClientNS.Name, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS.Name+" http://"+e.ServerIP+"/")
 }
 
 // wantActive checks that each finding is active on the side, with at
@@ -271,7 +271,7 @@ func TestRunBandwidthCap(t *testing.T) {
 func TestRunSYNQueue(t *testing.T) {
 	e := newLab(t)
 	labMust(t, e.Sysctl(e.ServerNS, "net.ipv4.tcp_syncookies", "0"))
-	startServe(t, e.ServerNS, "ND_SERVER=slow", "ND_ADDR="+e.ServerIP+":80")
+	startServe(t, e.ServerNS.Name, "ND_SERVER=slow", "ND_ADDR="+e.ServerIP+":80")
 	_, r, text := runLab(t, e, "-c 100 -t 1 -d 3s")
 	f := wantActive(t, r, text, "server", "syn-queue-overflow", "accept-queue-overflow")["syn-queue-overflow"]
 	if f != nil && !evidenceHas(f, "TcpExt.TCPReqQFullDrop +") {
@@ -285,7 +285,7 @@ func TestRunSYNQueue(t *testing.T) {
 func TestRunSomaxconn(t *testing.T) {
 	e := newLab(t)
 	labMust(t, e.Sysctl(e.ServerNS, "net.core.somaxconn", "8"))
-	startServe(t, e.ServerNS, "ND_SERVER=slowbig", "ND_ADDR="+e.ServerIP+":80")
+	startServe(t, e.ServerNS.Name, "ND_SERVER=slowbig", "ND_ADDR="+e.ServerIP+":80")
 	_, r, text := runLab(t, e, "-c 100 -t 1 -d 3s")
 	f := wantActive(t, r, text, "server", "accept-queue-overflow")["accept-queue-overflow"]
 	if f != nil && !evidenceHas(f, "net.core.somaxconn 8") {

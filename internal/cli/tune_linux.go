@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/tune"
 )
@@ -71,7 +72,7 @@ func tuneApply(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("tune apply", stderr)
 	var o tune.Options
 	yes := fs.Bool("yes", false, "make the changes (without it apply only shows what would change)")
-	fs.StringVar(&o.NetNS, "netns", "", "apply per-namespace settings in this namespace instead of the plan's")
+	ns := fs.String("netns", "", "apply per-namespace settings in this namespace instead of the plan's")
 	fs.BoolVar(&o.Persist, "persist", false, "also write host-namespace settings to "+tune.PersistFile)
 	fs.BoolVar(&o.Config, "config", false, "also write the configuration files, validate them and reload the applications")
 	durationVar(fs, &o.StepDelay, "step-delay", 0, "pause between changes (for tests)")
@@ -84,6 +85,9 @@ func tuneApply(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	p, err := readPlan(pos[0])
 	if err != nil {
+		return err
+	}
+	if o.NetNS, err = netns.Resolve(*ns); err != nil {
 		return err
 	}
 	o.DryRun, o.Out = !*yes, stdout

@@ -138,8 +138,8 @@ func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
 	labtest.Must(t, err)
 	dir := t.TempDir()
 	before, plan, verify := filepath.Join(dir, "before.json"), filepath.Join(dir, "plan.json"), filepath.Join(dir, "verify.json")
-	load := append(append(slices.Clone(sc.Load), target.Args...), "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS)
-	if code, out := netdoctorIn(t, e.ClientNS, append(append([]string{"run"}, load...), "--json", before, target.URL)...); code > 1 {
+	load := append(append(slices.Clone(sc.Load), target.Args...), "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name)
+	if code, out := netdoctorIn(t, e.ClientNS.Name, append(append([]string{"run"}, load...), "--json", before, target.URL)...); code > 1 {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
 	if code, out := netdoctorIn(t, "", "tune", "plan", before, "--out", plan); code != 0 {
@@ -154,13 +154,13 @@ func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	was := planState(t, p, e.ServerNS)
-	code, out := netdoctorIn(t, e.ClientNS, append(append([]string{"run"}, load...), "--verify-with", plan, "--json", verify, target.URL)...)
+	was := planState(t, p, e.ServerNS.Name)
+	code, out := netdoctorIn(t, e.ClientNS.Name, append(append([]string{"run"}, load...), "--verify-with", plan, "--json", verify, target.URL)...)
 	if code > 1 {
 		t.Fatalf("run --verify-with: exit %d\n%s", code, out)
 	}
 	t.Logf("%s verify:\n%s", name, out)
-	sameState(t, name+" after rollback", was, planState(t, p, e.ServerNS))
+	sameState(t, name+" after rollback", was, planState(t, p, e.ServerNS.Name))
 	var v verifyJSON
 	readJSON(t, verify, &v)
 	if v.Before == nil || v.After == nil || v.After.Load == nil {
@@ -279,7 +279,7 @@ func TestTuneRiskyAndKilled(t *testing.T) {
 	}
 	dir := t.TempDir()
 	report, plan := filepath.Join(dir, "check.json"), filepath.Join(dir, "plan.json")
-	if code, out := netdoctorIn(t, "", "check", "--netns", e.ServerNS, "--no-dns", "--window", "1s", "--json", report); code > 1 {
+	if code, out := netdoctorIn(t, "", "check", "--netns", e.ServerNS.Name, "--no-dns", "--window", "1s", "--json", report); code > 1 {
 		t.Fatalf("check: exit %d\n%s", code, out)
 	}
 	code, text := netdoctorIn(t, "", "tune", "plan", report, "--out", plan)
@@ -298,8 +298,8 @@ func TestTuneRiskyAndKilled(t *testing.T) {
 		if s == nil {
 			continue
 		}
-		if s.NetNS != e.ServerNS {
-			t.Errorf("%s planned for %q, want %s", s.Name, s.NetNS, e.ServerNS)
+		if s.NetNS != e.ServerNS.Name {
+			t.Errorf("%s planned for %q, want %s", s.Name, s.NetNS, e.ServerNS.Name)
 		}
 		w, ok := want[s.Name]
 		if !ok {
@@ -327,7 +327,7 @@ func TestTuneRiskyAndKilled(t *testing.T) {
 
 	t.Logf("plan:\n%s", text)
 	// Kill apply after its first change.
-	was := planState(t, p, e.ServerNS)
+	was := planState(t, p, e.ServerNS.Name)
 	cmd := exec.Command(os.Args[0], "tune", "apply", plan, "--yes", "--step-delay", "3s")
 	cmd.Env = append(os.Environ(), "ND_HELPER=cli")
 	var out bytes.Buffer
@@ -345,7 +345,7 @@ func TestTuneRiskyAndKilled(t *testing.T) {
 		t.Fatalf("apply made no change within 20 s:\n%s", out.String())
 	}
 	t.Logf("killed apply:\n%s", out.String())
-	changed := planState(t, p, e.ServerNS)
+	changed := planState(t, p, e.ServerNS.Name)
 	diff := 0
 	for k, v := range was {
 		if changed[k] != v {
@@ -366,7 +366,7 @@ func TestTuneRiskyAndKilled(t *testing.T) {
 	if code, msg := netdoctorIn(t, "", "tune", "rollback"); code != 0 {
 		t.Fatalf("rollback: exit %d\n%s", code, msg)
 	}
-	sameState(t, "after rollback", was, planState(t, p, e.ServerNS))
+	sameState(t, "after rollback", was, planState(t, p, e.ServerNS.Name))
 	if js, _ := tune.Open(); len(js) != 0 {
 		t.Errorf("journals still open after rollback: %d", len(js))
 	}
@@ -383,7 +383,7 @@ func TestTuneRiskyAndKilled(t *testing.T) {
 	if code, msg := netdoctorIn(t, "", "tune", "rollback"); code != 0 {
 		t.Fatalf("rollback: exit %d\n%s", code, msg)
 	}
-	sameState(t, "after apply, apply, rollback", was, planState(t, p, e.ServerNS))
+	sameState(t, "after apply, apply, rollback", was, planState(t, p, e.ServerNS.Name))
 	_ = jdir
 }
 

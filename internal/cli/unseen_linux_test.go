@@ -51,7 +51,7 @@ func TestCheckLossyResolver(t *testing.T) {
 	labMust(t, err)
 	labMust(t, e.ResolvConf(e.ServerNS, "nameserver 127.0.0.1\n"))
 	labMust(t, e.DropUDP(e.ServerNS, 53, 50))
-	cmd := exec.Command("ip", "netns", "exec", e.ServerNS, os.Args[0], "check", "--window", "1s", "--json", "-")
+	cmd := exec.Command("ip", "netns", "exec", e.ServerNS.Name, os.Args[0], "check", "--window", "1s", "--json", "-")
 	cmd.Env = append(os.Environ(), "ND_HELPER=cli") // the test binary as netdoctor
 	out, err := cmd.Output()
 	var ee *exec.ExitError

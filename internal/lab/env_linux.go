@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // Env is one test bed: a server and a client namespace joined by a veth
 // pair, server at ServerIP, client at ClientIP, no route anywhere else.
 type Env struct {
 	Name               string
-	ServerNS, ClientNS string // names under /run/netns
+	ServerNS, ClientNS netns.NS // named, under /run/netns
 	ServerIP, ClientIP string
 	ServerDev          string // the server's end of the veth
 	ClientDev          string
@@ -47,12 +48,12 @@ func New(id string) (*Env, error) {
 	}
 	e := &Env{
 		Name:     id,
-		ServerNS: "nd-" + id + "-srv", ClientNS: "nd-" + id + "-cli",
+		ServerNS: netns.Parse("nd-" + id + "-srv"), ClientNS: netns.Parse("nd-" + id + "-cli"),
 		ServerIP: fmt.Sprintf("10.99.%d.1", n+1), ClientIP: fmt.Sprintf("10.99.%d.2", n+1),
 		ServerDev: "nds-" + short(id), ClientDev: "ndc-" + short(id),
 	}
-	for _, ns := range []string{e.ServerNS, e.ClientNS} {
-		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+	for _, ns := range []netns.NS{e.ServerNS, e.ClientNS} {
+		if _, err := os.Stat(ns.Path); err == nil {
 			return nil, fmt.Errorf("namespace %s exists: another lab %q is running, or was killed (`netdoctor lab clean` removes what it left)", ns, id)
 		}
 	}
@@ -63,7 +64,7 @@ func New(id string) (*Env, error) {
 	e.Dir = dir
 	// The journal comes before anything it describes, so that `lab clean`
 	// can undo a lab killed at any point after this.
-	if e.state, err = newState(id, []change{{Dir: dir}, {Netns: e.ServerNS}, {Netns: e.ClientNS}}); err != nil {
+	if e.state, err = newState(id, []change{{Dir: dir}, {Netns: e.ServerNS.Name}, {Netns: e.ClientNS.Name}}); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // Shape caps what dev in namespace ns sends to rate (tc's syntax, e.g.
@@ -12,12 +14,12 @@ import (
 // `tc qdisc replace dev DEV root tbf rate RATE burst 32kbit latency
 // 50ms`, made through netlink with the numbers tc would send (newTBF).
 // The namespace takes the qdisc with it.
-func (e *Env) Shape(ns, dev, rate string) error {
+func (e *Env) Shape(ns netns.NS, dev, rate string) error {
 	bps, err := parseRate(rate)
 	if err != nil {
 		return err
 	}
-	h, err := handleNamed(ns)
+	h, err := handleAt(ns)
 	if err != nil {
 		return err
 	}
@@ -38,7 +40,7 @@ func (e *Env) Shape(ns, dev, rate string) error {
 // DropRandom drops about percent % of the TCP packets namespace ns
 // receives, with an nftables rule: random loss without netem. Rules go
 // through nft(8): no nftables library is among netdoctor's dependencies.
-func (e *Env) DropRandom(ns string, percent int) error {
+func (e *Env) DropRandom(ns netns.NS, percent int) error {
 	nft, err := exec.LookPath("nft")
 	if err != nil {
 		return ErrMissing{[]string{"nft (nftables)"}}
@@ -50,7 +52,7 @@ func (e *Env) DropRandom(ns string, percent int) error {
 // conntrack expression does), as a stateful firewall would: the table of
 // seeds 000 and 002. With max > 0 it also sets the host-wide
 // nf_conntrack_max, restored on Close.
-func (e *Env) TrackConnections(ns string, max int) error {
+func (e *Env) TrackConnections(ns netns.NS, max int) error {
 	nft, err := exec.LookPath("nft")
 	if err != nil {
 		return ErrMissing{[]string{"nft (nftables)"}}
@@ -67,7 +69,7 @@ func (e *Env) TrackConnections(ns string, max int) error {
 // DropUDP drops about percent % of the UDP datagrams to port that
 // namespace ns receives, loopback included: a lossy path to a resolver
 // (port 53), without netem. The answers, from that port, pass.
-func (e *Env) DropUDP(ns string, port, percent int) error {
+func (e *Env) DropUDP(ns netns.NS, port, percent int) error {
 	nft, err := exec.LookPath("nft")
 	if err != nil {
 		return ErrMissing{[]string{"nft (nftables)"}}
@@ -78,7 +80,7 @@ func (e *Env) DropUDP(ns string, port, percent int) error {
 // DropUDPFrom drops about percent % of the UDP datagrams namespace ns
 // receives from source port port: loss on the way back from a server.
 // The table goes with the namespace.
-func (e *Env) DropUDPFrom(ns string, port, percent int) error {
+func (e *Env) DropUDPFrom(ns netns.NS, port, percent int) error {
 	nft, err := exec.LookPath("nft")
 	if err != nil {
 		return ErrMissing{[]string{"nft (nftables)"}}

@@ -14,16 +14,12 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/lab/labtest"
-	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // get fetches url from inside the client namespace.
 func get(t *testing.T, e *lab.Env, url string) string {
 	t.Helper()
-	ns, err := netns.Resolve(e.ClientNS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := e.ClientNS
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return ns.Dial(ctx, network, addr)
 	}
@@ -60,7 +56,7 @@ func TestNginxPHP(t *testing.T) {
 		t.Error("nginx still running after Close")
 	}
 	out, _ := exec.Command("ip", "netns", "list").Output()
-	if strings.Contains(string(out), e.ServerNS) || strings.Contains(string(out), e.ClientNS) {
+	if strings.Contains(string(out), e.ServerNS.Name) || strings.Contains(string(out), e.ClientNS.Name) {
 		t.Errorf("namespaces left: %s", out)
 	}
 	if _, err := os.Stat(e.Dir); !os.IsNotExist(err) {

@@ -17,14 +17,16 @@ import (
 // so that a lab killed halfway leaves nothing in the host's namespace for
 // `lab clean` to miss.
 func (e *Env) build() error {
-	srv, err := netns.Create(e.ServerNS)
+	srv, err := netns.Create(e.ServerNS.Name)
 	if err != nil {
 		return err
 	}
-	cli, err := netns.Create(e.ClientNS)
+	e.ServerNS = srv
+	cli, err := netns.Create(e.ClientNS.Name)
 	if err != nil {
 		return err
 	}
+	e.ClientNS = cli
 	srvFd, err := vnetns.GetFromPath(srv.Path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", srv, err)
@@ -78,8 +80,8 @@ func linkUp(ns netns.NS, dev, ip string) error {
 
 // defaultRoute routes everything namespace ns sends through gw, as `ip
 // route add default via GW` does (table main, protocol boot).
-func (e *Env) defaultRoute(ns, gw string) error {
-	h, err := handleNamed(ns)
+func (e *Env) defaultRoute(ns netns.NS, gw string) error {
+	h, err := handleAt(ns)
 	if err != nil {
 		return err
 	}
@@ -106,52 +108,40 @@ func handleAt(ns netns.NS) (*netlink.Handle, error) {
 	return h, nil
 }
 
-// handleNamed is handleAt for a namespace by name.
-func handleNamed(ns string) (*netlink.Handle, error) {
-	n, err := netns.Resolve(ns)
-	if err != nil {
-		return nil, err
-	}
-	return handleAt(n)
-}
-
 // AddDepNS makes a third namespace, nd-ID-dep, for a dependency on
 // another network than the server's: a veth joins it to the server's
 // namespace on 10.98.N.0/24, the server's end .1 and its own .2, which
-// it returns with its name. Close removes it as it does the others.
-func (e *Env) AddDepNS() (ns, ip string, err error) {
-	ns = "nd-" + e.Name + "-dep"
+// it returns with the namespace. Close removes it as it does the others.
+func (e *Env) AddDepNS() (dep netns.NS, ip string, err error) {
+	name := "nd-" + e.Name + "-dep"
 	srvIP := netip.MustParseAddr(e.ServerIP).As4()
 	ip = fmt.Sprintf("10.98.%d.2", srvIP[2])
-	if err := e.record(change{Netns: ns}); err != nil {
-		return "", "", err
+	if err := e.record(change{Netns: name}); err != nil {
+		return netns.NS{}, "", err
 	}
-	dep, err := netns.Create(ns)
+	dep, err = netns.Create(name)
 	if err != nil {
-		return "", "", err
+		return netns.NS{}, "", err
 	}
-	srv, err := netns.Resolve(e.ServerNS)
-	if err != nil {
-		return "", "", err
-	}
+	srv := e.ServerNS
 	srvFd, err := vnetns.GetFromPath(srv.Path)
 	if err != nil {
-		return "", "", fmt.Errorf("open %s: %w", srv, err)
+		return netns.NS{}, "", fmt.Errorf("open %s: %w", srv, err)
 	}
 	defer srvFd.Close()
 	h, err := handleAt(dep)
 	if err != nil {
-		return "", "", err
+		return netns.NS{}, "", err
 	}
 	defer h.Close()
 	depDev, srvDev := "ndp-"+short(e.Name), "ndd-"+short(e.Name)
 	veth := netlink.NewVeth(netlink.NewLinkAttrs())
 	veth.Name, veth.PeerName, veth.PeerNamespace = depDev, srvDev, netlink.NsFd(srvFd)
 	if err := h.LinkAdd(veth); err != nil {
-		return "", "", fmt.Errorf("add veth %s/%s: %w", depDev, srvDev, err)
+		return netns.NS{}, "", fmt.Errorf("add veth %s/%s: %w", depDev, srvDev, err)
 	}
 	if err := linkUp(srv, srvDev, fmt.Sprintf("10.98.%d.1", srvIP[2])); err != nil {
-		return "", "", err
+		return netns.NS{}, "", err
 	}
-	return ns, ip, linkUp(dep, depDev, ip)
+	return dep, ip, linkUp(dep, depDev, ip)
 }

@@ -19,12 +19,8 @@ import (
 // which it inherits; unlike start it needs none of `ip netns exec`'s
 // /etc/netns files. The lab runs nft this way: no nftables library is
 // among netdoctor's dependencies.
-func (e *Env) Exec(ns string, args ...string) error {
-	n, err := netns.Resolve(ns)
-	if err != nil {
-		return err
-	}
-	return n.Do(func() error { return run(args[0], args[1:]...) })
+func (e *Env) Exec(ns netns.NS, args ...string) error {
+	return ns.Do(func() error { return run(args[0], args[1:]...) })
 }
 
 func run(name string, args ...string) error {
@@ -46,11 +42,11 @@ type Proc struct {
 
 // Start runs a command in namespace ns, in a process group of its own
 // that dies with the lab's thread, logging to Dir/name.out.
-func (e *Env) Start(ns, name string, args ...string) (*Proc, error) {
+func (e *Env) Start(ns netns.NS, name string, args ...string) (*Proc, error) {
 	return e.start(ns, name, nil, args...)
 }
 
-func (e *Env) start(ns, name string, env []string, args ...string) (*Proc, error) {
+func (e *Env) start(ns netns.NS, name string, env []string, args ...string) (*Proc, error) {
 	logPath := filepath.Join(e.Dir, name+".out")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -61,7 +57,7 @@ func (e *Env) start(ns, name string, env []string, args ...string) (*Proc, error
 	// namespace as Exec does: it also unshares a mount namespace and
 	// bind-mounts /etc/netns/NS/resolv.conf over /etc/resolv.conf,
 	// which the DNS scenarios give their servers (ResolvConf).
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name}, args...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
@@ -121,11 +117,8 @@ func (p *Proc) tail() string {
 
 // WaitListening waits until addr ("host:port" or "unix:/path") accepts
 // connections inside namespace ns, or p exits, or 10 s pass.
-func (e *Env) WaitListening(ctx context.Context, p *Proc, ns, addr string) error {
-	nsh, err := netns.Resolve(ns)
-	if err != nil {
-		return err
-	}
+func (e *Env) WaitListening(ctx context.Context, p *Proc, ns netns.NS, addr string) error {
+	nsh := ns
 	network, a := "tcp", addr
 	if strings.HasPrefix(addr, "unix:") {
 		network, a = "unix", strings.TrimPrefix(addr, "unix:")

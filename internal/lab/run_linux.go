@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/safepath"
 	"github.com/netdoctor/netdoctor/internal/tune"
@@ -199,7 +200,7 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 		p.f("Agent: %s in netns %s (log %s)\n\n", url, e.ServerNS, filepath.Join(e.Dir, "agent.out"))
 		args = append(args, "--server-agent", url, "--token-file", tok)
 	} else {
-		args = append(args, "--server-netns", e.ServerNS)
+		args = append(args, "--server-netns", e.ServerNS.Name)
 	}
 	args = append(args, "--json", ph.json, "--html", ph.html, "--bundle", ph.bundle, t.URL)
 	if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
@@ -240,9 +241,9 @@ func (e *Env) StartAgent(ctx context.Context, extra ...string) (url, tokenFile s
 // Netdoctor runs netdoctor with args in namespace ns, its output
 // passed through. Exit 1 (active critical findings) is the point of
 // most scenarios, not an error.
-func Netdoctor(ctx context.Context, ns string, args []string, stdout, stderr io.Writer) error {
+func Netdoctor(ctx context.Context, ns netns.NS, args []string, stdout, stderr io.Writer) error {
 	exe, env := Self()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, exe}, args...)...)
+	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, exe}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group, so that Ctrl-C reaches it once, from us:
@@ -295,7 +296,7 @@ func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.W
 	}
 	p.f("\n")
 	args := append(append([]string{"run"}, ph.sc.Load...), t.Args...)
-	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
+	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name,
 		"--verify-with", ph.plan, "--json", ph.verify, t.URL)
 	if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
 		return err

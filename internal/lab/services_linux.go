@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // Self is how the lab starts netdoctor itself in a namespace (its small
@@ -20,7 +22,7 @@ var Self = func() (exe string, env []string) {
 
 // StartSelf runs `netdoctor ARGS` in namespace ns and, when ready is
 // not empty, waits until the process prints it.
-func (e *Env) StartSelf(ctx context.Context, ns, name, ready string, args ...string) (*Proc, error) {
+func (e *Env) StartSelf(ctx context.Context, ns netns.NS, name, ready string, args ...string) (*Proc, error) {
 	exe, env := Self()
 	p, err := e.start(ns, name, env, append([]string{exe}, args...)...)
 	if err != nil || ready == "" {
@@ -51,8 +53,8 @@ func (e *Env) WaitOutput(ctx context.Context, p *Proc, want string) error {
 // it starts, and netdoctor reads it from there. It must be written before
 // the processes that resolve are started. The directory is removed on
 // Close (and by Clean).
-func (e *Env) ResolvConf(ns, content string) error {
-	dir := filepath.Join("/etc/netns", ns)
+func (e *Env) ResolvConf(ns netns.NS, content string) error {
+	dir := filepath.Join("/etc/netns", ns.Name)
 	if _, err := os.Stat("/etc/netns"); err != nil {
 		// Not there before: leave none behind (its removal fails
 		// harmlessly while another lab still has its directory in it).
@@ -81,7 +83,7 @@ type Dnsmasq struct {
 
 // StartDnsmasq starts dnsmasq in namespace ns: no upstream servers, no
 // DHCP, only the given names (NXDOMAIN for any other).
-func (e *Env) StartDnsmasq(ctx context.Context, ns string, d *Dnsmasq) (*Proc, error) {
+func (e *Env) StartDnsmasq(ctx context.Context, ns netns.NS, d *Dnsmasq) (*Proc, error) {
 	bin, err := findBinary("dnsmasq")
 	if err != nil {
 		return nil, ErrMissing{[]string{"dnsmasq (dnsmasq-base)"}}
@@ -120,7 +122,7 @@ func (e *Env) StartDnsmasq(ctx context.Context, ns string, d *Dnsmasq) (*Proc, e
 
 // StartRedis starts redis-server in namespace ns on addr ("ip:port"),
 // without persistence.
-func (e *Env) StartRedis(ctx context.Context, ns, addr string) (*Proc, error) {
+func (e *Env) StartRedis(ctx context.Context, ns netns.NS, addr string) (*Proc, error) {
 	bin, err := findBinary("redis-server")
 	if err != nil {
 		return nil, err
@@ -145,7 +147,7 @@ func (e *Env) StartRedis(ctx context.Context, ns, addr string) (*Proc, error) {
 // second from namespace ns to addr ("ip:port") with hping3, for at most
 // d: seed 001 §6's flood, bounded. Random sources get no route back, so
 // each SYN leaves a half-open connection in the server's SYN queue.
-func (e *Env) SYNFlood(ns, addr string, pps int, d time.Duration) (*Proc, error) {
+func (e *Env) SYNFlood(ns netns.NS, addr string, pps int, d time.Duration) (*Proc, error) {
 	bin, err := findBinary("hping3")
 	if err != nil {
 		return nil, err
@@ -167,7 +169,7 @@ func (e *Env) SYNFlood(ns, addr string, pps int, d time.Duration) (*Proc, error)
 // python3 in namespace ns, with args, waiting until it listens on addr
 // ("ip:port"). Debian's interpreter comes first: a pyenv or virtualenv
 // python3 earlier in PATH may lack what the standard library should have.
-func (e *Env) StartPython(ctx context.Context, ns, name string, script []byte, addr string, args ...string) (*Proc, error) {
+func (e *Env) StartPython(ctx context.Context, ns netns.NS, name string, script []byte, addr string, args ...string) (*Proc, error) {
 	bin, err := findBinary("/usr/bin/python3", "python3")
 	if err != nil {
 		return nil, ErrMissing{[]string{"python3"}}

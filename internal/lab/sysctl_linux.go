@@ -10,12 +10,8 @@ import (
 // Sysctl sets a namespace's own sysctl (net.core.somaxconn,
 // net.ipv4.ip_local_port_range… are per namespace) and reads it back;
 // the namespace takes it with it when it is deleted.
-func (e *Env) Sysctl(ns, key, value string) error {
-	n, err := netns.Resolve(ns)
-	if err != nil {
-		return err
-	}
-	return sysctl.Write(n, key, value)
+func (e *Env) Sysctl(ns netns.NS, key, value string) error {
+	return sysctl.Write(ns, key, value)
 }
 
 // SetGlobal sets a host-wide sysctl (net.netfilter.nf_conntrack_max is

@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
 // TestShapeAsTC: Shape's token bucket, made through netlink on the
@@ -46,9 +48,9 @@ func TestShapeAsTC(t *testing.T) {
 }
 
 // rootTBF reads dev's root qdisc through netlink: the tbf's parameters.
-func rootTBF(t *testing.T, ns, dev string) netlink.Tbf {
+func rootTBF(t *testing.T, ns netns.NS, dev string) netlink.Tbf {
 	t.Helper()
-	h, err := handleNamed(ns)
+	h, err := handleAt(ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +77,9 @@ var tcHandle = regexp.MustCompile(`^qdisc tbf [0-9a-f]+: (?:dev \S+ )?(.*)`)
 
 // tcShow is the tbf's line in `tc -s qdisc show dev DEV`, without its
 // handle and device.
-func tcShow(t *testing.T, ns, dev string) string {
+func tcShow(t *testing.T, ns netns.NS, dev string) string {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", dev).Output()
+	out, err := exec.Command("ip", "netns", "exec", ns.Name, "tc", "-s", "qdisc", "show", "dev", dev).Output()
 	if err != nil {
 		t.Fatal(err)
 	}

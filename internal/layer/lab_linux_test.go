@@ -52,7 +52,7 @@ func iperf3(t *testing.T, e *lab.Env, secs int, reverse bool) float64 {
 func inClient(t *testing.T, e *lab.Env, cmd ...string) []byte {
 	name, args := cmd[0], cmd[1:]
 	t.Helper()
-	cli, err := netns.Resolve(e.ClientNS)
+	cli, err := netns.Resolve(e.ClientNS.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,9 @@ var ErrUnfinished = errors.New("a previous apply did not finish")
 
 // Options steer Apply.
 type Options struct {
-	// NetNS overrides the namespace of every per-namespace change.
-	NetNS string
+	// NetNS, unless the caller's own, overrides the namespace of every
+	// per-namespace change.
+	NetNS netns.NS
 	// Persist writes host-namespace settings to PersistFile; Config
 	// writes the configuration files, validates them and reloads.
 	Persist, Config bool
@@ -168,8 +169,8 @@ func prepare(p *Plan, o Options) (ops []op, skipped []string, err error) {
 		switch {
 		case c.Sysctl != nil:
 			s := *c.Sysctl
-			if o.NetNS != "" && !s.Global {
-				s.Scope = Scope{NetNS: o.NetNS}
+			if !o.NetNS.Own() && !s.Global {
+				s.Scope = Scope{NetNS: o.NetNS.String()}
 			}
 			st, skip, err = sysctlOp(s)
 			if hostNS(s.Scope) {
@@ -183,8 +184,8 @@ func prepare(p *Plan, o Options) (ops []op, skipped []string, err error) {
 			st, skip, err = fileOp(c.File, masters)
 		case c.Listen != nil:
 			l := *c.Listen
-			if o.NetNS != "" {
-				l.Scope = Scope{NetNS: o.NetNS}
+			if !o.NetNS.Own() {
+				l.Scope = Scope{NetNS: o.NetNS.String()}
 			}
 			st, skip, err = listenOp(l)
 		}
