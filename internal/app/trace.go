@@ -94,10 +94,9 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 	}
 	defer q.Close()
 	every := max(1, int(time.Second/interval))
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	start := time.Now()
 	var ids []sockdiag.SockID
-	var looked []*connTrace
+	var looked []lookRef
 	for i := 0; ; i++ {
 		if i%every == 0 {
 			o.findConns(ctx, t)
@@ -106,30 +105,113 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		for _, c := range t.alive {
 			if c.due <= i {
 				ids = append(ids, c.id)
-				looked = append(looked, c)
+				looked = append(looked, lookRef{c: c, counted: true})
+				if c.peer.Local.IsValid() {
+					ids = append(ids, c.peer)
+					looked = append(looked, lookRef{c: c, peer: true})
+				}
 			}
 		}
 		now := time.Now()
-		seen := 0
-		if err := q.Query(ids, func(j int, _ *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
-			looked[j].sample(now, ti, i, every)
-			looked[j].at = now
-			seen++
-		}); err != nil {
+		if err := t.query(q, ids, looked, now, i, every); err != nil {
 			return fmt.Errorf("trace dependencies: %w", err)
-		}
-		if seen < len(looked) {
-			t.prune(looked, now)
 		}
 		if err := t.sampleUnix(q, now); err != nil {
 			return fmt.Errorf("trace dependencies: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			o.finishDeps(t)
-			return nil
-		case <-tick.C:
+		// Probes until the next look: the connections whose last look
+		// decided nothing, soon after it, to catch what moves first.
+		next := start.Add(time.Duration(i+1) * interval)
+		for {
+			at := next
+			for _, c := range t.alive {
+				if !c.probeAt.IsZero() && c.probeAt.Before(at) {
+					at = c.probeAt
+				}
+			}
+			if !sleepUntil(ctx, at) {
+				o.finishDeps(t)
+				return nil
+			}
+			if !at.Before(next) {
+				break
+			}
+			ids, looked = ids[:0], looked[:0]
+			now := time.Now()
+			for _, c := range t.alive {
+				if !c.probeAt.IsZero() && !c.probeAt.After(now) {
+					ids = append(ids, c.id)
+					looked = append(looked, lookRef{c: c})
+				}
+			}
+			if err := t.query(q, ids, looked, now, i, every); err != nil {
+				return fmt.Errorf("trace dependencies: %w", err)
+			}
 		}
+		if skipped := int(time.Since(start)/interval) - (i + 1); skipped > 0 {
+			i += skipped // a slow tick: the looks resume on time
+		}
+	}
+}
+
+// lookRef is one lookup of a tick: a connection's look (counted) or
+// probe, or its peer's end.
+type lookRef struct {
+	c             *connTrace
+	peer, counted bool
+}
+
+// query looks up ids, each for its lookRef, at now, the trace's tick i
+// (every ticks a second), and drops the connections a look did not find.
+func (t *tracer) query(q *sockdiag.Querier, ids []sockdiag.SockID, looked []lookRef, now time.Time, i, every int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	found := 0
+	if err := q.Query(ids, func(j int, m *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
+		r := looked[j]
+		switch {
+		case r.peer:
+			r.c.peerLook(m, ti)
+		case r.counted:
+			r.c.sample(now, ti, i, every)
+			r.c.at = now
+			found++
+		default:
+			r.c.probe(now, ti)
+			r.c.at = now
+			found++
+		}
+	}); err != nil {
+		return err
+	}
+	if found < len(looked) {
+		var mine []*connTrace
+		for _, r := range looked {
+			if !r.peer {
+				mine = append(mine, r.c)
+			}
+		}
+		if found < len(mine) {
+			t.prune(mine, now)
+		}
+	}
+	return nil
+}
+
+// sleepUntil waits until at, false when ctx ends first.
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
 	}
 }
 
@@ -188,6 +270,13 @@ func (t *tracer) open() int { return len(t.alive) + len(t.unix) }
 
 // finishDeps hands each server its dependencies.
 func (o *Observer) finishDeps(t *tracer) {
+	for _, c := range t.conns {
+		if c.peerHeld > 0 && c.peerIno != 0 {
+			if l, ok := o.localListener(c.dst); ok {
+				c.peerNoDelay = peerNoDelay(o.proc, l.PIDs, c.peerIno)
+			}
+		}
+	}
 	deps := dependencies(t.conns, o.owner)
 	for _, s := range o.servers() {
 		s.Deps = deps[s]
@@ -325,11 +414,17 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 					skip[ino] = true
 					return true
 				}
-				id, ux, ok := outbound(pid, fd, ports)
+				id, ux, noDelay, ok := outbound(pid, fd, ports)
 				var c *connTrace
 				switch {
 				case ok:
-					c = &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first}
+					c = &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first, noDelay: noDelay}
+					if _, local := o.localListener(c.dst); local {
+						// The dependency's end is a socket of this
+						// namespace too: looked up with each look, for
+						// what it holds back (Nagle).
+						c.peer = sockdiag.SockID{Local: id.Remote, Remote: id.Local}
+					}
 					t.alive = append(t.alive, c)
 				case ux != nil && ino <= math.MaxUint32 && unixOutbound(fd, ux, listening):
 					// unix_diag_req's udiag_ino is 32 bits, as

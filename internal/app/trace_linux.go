@@ -3,6 +3,8 @@ package app
 import (
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -14,34 +16,87 @@ import (
 // process opened, not one it accepted. For a unix stream socket it
 // returns instead its own name and its peer's (ux), for unixOutbound to
 // judge, and ok is false.
-func outbound(pid, fd int, listenPorts map[uint16]bool) (id sockdiag.SockID, ux *unixEnds, ok bool) {
+//
+// noDelay is TCP_NODELAY on a TCP connection.
+func outbound(pid, fd int, listenPorts map[uint16]bool) (id sockdiag.SockID, ux *unixEnds, noDelay sockOpt, ok bool) {
 	c, err := copyFD(pid, fd)
 	if err != nil {
-		return id, nil, false
+		return id, nil, noDelay, false
 	}
 	defer unix.Close(c)
 	if typ, err := unix.GetsockoptInt(c, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_STREAM {
-		return id, nil, false
+		return id, nil, noDelay, false
 	}
 	la, err1 := unix.Getsockname(c)
 	ra, err2 := unix.Getpeername(c)
 	if err1 != nil || err2 != nil {
-		return id, nil, false
+		return id, nil, noDelay, false
 	}
 	cookie, _ := unix.GetsockoptUint64(c, unix.SOL_SOCKET, unix.SO_COOKIE)
 	if own, ok := la.(*unix.SockaddrUnix); ok {
 		// x/sys names an abstract socket "@name", as sock_diag's
 		// unixName and ss do; an unnamed one "".
 		if peer, ok := ra.(*unix.SockaddrUnix); ok {
-			return id, &unixEnds{own: own.Name, peer: peer.Name, cookie: cookie}, false
+			return id, &unixEnds{own: own.Name, peer: peer.Name, cookie: cookie}, noDelay, false
 		}
-		return id, nil, false
+		return id, nil, noDelay, false
 	}
 	id = sockdiag.SockID{Local: addrPort(la), Remote: addrPort(ra), Cookie: cookie}
 	if !id.Local.IsValid() || !id.Remote.IsValid() || listenPorts[id.Local.Port()] {
-		return sockdiag.SockID{}, nil, false
+		return sockdiag.SockID{}, nil, noDelay, false
 	}
-	return id, nil, true
+	return id, nil, tcpNoDelay(c), true
+}
+
+// tcpNoDelay reads TCP_NODELAY on socket fd.
+// It is what the process set (Go and Node's http set it on every
+// connection; most C libraries leave Nagle on); the kernel also turns it
+// on for a moment with TCP_CORK cleared, which reads the same.
+func tcpNoDelay(fd int) sockOpt {
+	v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY)
+	switch {
+	case err != nil:
+		return optUnknown
+	case v != 0:
+		return optOn
+	}
+	return optOff
+}
+
+// peerNoDelay reads TCP_NODELAY on the socket with inode ino among the
+// descriptors of processes pids (a dependency's listener's owners), on a
+// copy of it: optUnknown when it is not found or not readable. Only socket
+// links are followed, by their name (socket:[ino]); the walk stops after
+// maxFDScan descriptors per process.
+func peerNoDelay(proc string, pids []int, ino uint32) sockOpt {
+	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+	for _, pid := range pids {
+		dir := proc + "/" + strconv.Itoa(pid) + "/fd"
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i >= maxFDScan {
+				break
+			}
+			if l, err := os.Readlink(dir + "/" + e.Name()); err != nil || l != want {
+				continue
+			}
+			fd, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			c, err := copyFD(pid, fd)
+			if err != nil {
+				return optUnknown
+			}
+			v := tcpNoDelay(c)
+			unix.Close(c)
+			return v
+		}
+	}
+	return optUnknown
 }
 
 func addrPort(sa unix.Sockaddr) netip.AddrPort {

@@ -57,6 +57,21 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 			}
 		}
 	}
+	// Answers (or requests) held for a delayed ACK on a leg are part of
+	// the time that leg's client waits: the stall is the cause of the
+	// leg's pool or slowness finding.
+	for i := range fs {
+		c := fs[i]
+		if c.Status != report.Active || c.ID != NagleDelayedACK || !strings.Contains(c.Subject, " → ") {
+			continue
+		}
+		for j := range fs {
+			s := &fs[j]
+			if causeOf[j] < 0 && s.Status == report.Active && s.Subject == c.Subject && (s.ID == DependencyPoolSaturated || s.ID == DependencySlow) {
+				link(fs, causeOf, i, j)
+			}
+		}
+	}
 	// A dependency's own finding is the cause of the time its clients
 	// wait on it: the chain across processes (nginx waits on php-fpm,
 	// whose pool is full).

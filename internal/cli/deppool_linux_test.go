@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// startFront starts a front with a pool of n connections to backend in
+// the lab's server namespace, listening at addr: the Go helper
+// (http.Transport's MaxConnsPerHost) or Node.js (an http.Agent's
+// maxSockets, on one event loop).
+func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helperProc {
+	t.Helper()
+	env := []string{"ND_ADDR=" + addr, "ND_BACKEND=" + backend, "ND_POOL=" + n}
+	if kind == "go" {
+		return startHelper(t, e.ServerNS, "httpfront", env...)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("needs node (Node.js) for an event-loop front")
+	}
+	script := filepath.Join(t.TempDir(), "front.js")
+	if err := os.WriteFile(script, []byte(nodeFront), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", e.ServerNS, node, script)
+	cmd.Env = append(os.Environ(), env...)
+	return startReady(t, cmd)
+}
+
+// TestRunDependencyAnswerParts: a Go front and a Node.js front (an event
+// loop), each with a pool of 4 keep-alive connections to an HTTP backend
+// that writes each answer in several writes — its headers at once, its
+// body 20 ms later in three writes — under 50 connections. The pool is
+// busy ~100 % and its time per request is the one the front measured
+// (from a connection's handover to the answer's last byte) within 10 %.
+// With Nagle on the backend's sockets, its body waits for the front's
+// delayed ACK of the headers (~40 ms a request instead of 20): the stall
+// is named on the backend's side, read on its sockets, as the cause of
+// the pool's finding; without, nothing names it.
+func TestRunDependencyAnswerParts(t *testing.T) {
+	for _, front := range []string{"go", "node"} {
+		for _, nagle := range []bool{false, true} {
+			name := front + map[bool]string{false: "-nodelay", true: "-nagle"}[nagle]
+			t.Run(name, func(t *testing.T) {
+				e := newLab(t)
+				backend, api := e.ServerIP+":7300", e.ServerIP+":8080"
+				nd := map[bool]string{false: "1", true: "0"}[nagle]
+				back := startHelper(t, e.ServerNS, "httpbackend", "ND_ADDR="+backend, "ND_DELAY=20ms", "ND_PARTS=3", "ND_NODELAY="+nd)
+				fr := startFront(t, e, front, api, backend, "4")
+				_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+				calls, truth, err := helperStats(fr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, own, _ := helperStats(back)
+				d := dependencyOf(r, backend)
+				if d == nil {
+					t.Fatalf("no dependency %s: %s\n%s", backend, jsonOf(r.Servers), text)
+				}
+				t.Logf("%s: %d conns, busy %.2f, %.0f round trips/s, %v per round trip (%d timed one by one); the front timed %d calls at %v, the backend its own answers at %v; nagle %+v",
+					d.Addr, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.RoundTripsTimed, calls, truth, own, d.Nagle)
+				if d.Conns != 4 || d.Untimed != "" || d.Busy < 0.9 {
+					t.Errorf("dependency %+v, want 4 connections busy ≥ 90 %%", d)
+				}
+				if off := math.Abs(float64(d.RoundTrip-truth)) / float64(truth); off > 0.1 {
+					t.Errorf("%v per round trip, the front's own %v: %.0f %% off, want within 10 %%", d.RoundTrip, truth, 100*off)
+				}
+				sat := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
+				var stall *report.Finding
+				for i := range r.Findings {
+					if f := &r.Findings[i]; f.ID == rules.NagleDelayedACK && f.Status == report.Active {
+						stall = f
+					}
+				}
+				if !nagle {
+					if stall != nil {
+						t.Errorf("Nagle named with TCP_NODELAY on: %s", stall.Title)
+					}
+					return
+				}
+				if stall == nil {
+					t.Fatalf("the stall is not named; findings %v\n%s", ids(r), text)
+				}
+				if !strings.HasSuffix(stall.Subject, " → "+backend) || !strings.Contains(stall.Title, "Nagle") || len(stall.Fix) == 0 || !strings.HasPrefix(stall.Fix[0], "on "+backend) {
+					t.Errorf("stall %s: %s, fix %q: want the backend's side named", stall.Subject, stall.Title, stall.Fix)
+				}
+				if !evidenceHas(stall, "TCP_NODELAY on "+backend+"'s sockets that held answers: off") {
+					t.Errorf("the backend's TCP_NODELAY is not read: %+v", stall.Evidence)
+				}
+				if sat != nil && (sat.CausedBy != rules.NagleDelayedACK || sat.CauseSubject != stall.Subject) {
+					t.Errorf("%s is caused by %q %q, want the stall", sat.ID, sat.CausedBy, sat.CauseSubject)
+				}
+			})
+		}
+	}
+}
+
+// ids lists a report's findings, status and ID.
+func ids(r *runJSON) string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, string(f.Status)+" "+string(f.ID)+" "+f.Subject)
+	}
+	return strings.Join(out, ", ")
+}
