@@ -112,3 +112,81 @@ func ids(r *runJSON) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// TestRunDependencyRoomy: a roomy pool (64 connections for 50 clients)
+// to a fast backend writing its answers in parts, behind the Go and the
+// Node.js front: no dependency, Nagle or pool finding.
+func TestRunDependencyRoomy(t *testing.T) {
+	for _, front := range []string{"go", "node"} {
+		t.Run(front, func(t *testing.T) {
+			e := newLab(t)
+			backend, api := e.ServerIP+":7300", e.ServerIP+":8080"
+			startHelper(t, e.ServerNS, "httpbackend", "ND_ADDR="+backend, "ND_DELAY=0s", "ND_PARTS=3", "ND_NODELAY=1")
+			startFront(t, e, front, api, backend, "64")
+			_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 3s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+			for _, id := range []report.FindingID{rules.DependencyPoolSaturated, rules.DependencySlow, rules.NagleDelayedACK, rules.WorkerPoolExhausted} {
+				if f := findActive(r, id); f != nil {
+					t.Errorf("%s: %s\n%s", id, f.Title, text)
+				}
+			}
+			if d := dependencyOf(r, backend); d != nil {
+				t.Logf("p50 %v; %s: %d conns, busy %.2f, %v per round trip", r.Load.Latency.P50, d.Addr, d.Conns, d.Busy, d.RoundTrip)
+			}
+		})
+	}
+}
+
+// TestRunPoolJVM: a JVM service (com.sun.net.httpserver) whose requests
+// run on Executors.newFixedThreadPool(4), each holding its worker 20 ms
+// off the CPU (Thread.sleep: a futex with a timeout, as its idle
+// workers' queue wait is a futex without one), under 50 connections:
+// worker-pool-exhausted names the pool from its threads
+// (pool-1-thread-*), its size and the JDK executor as the knob, not
+// counting the JVM's own threads (GC, compilers, VM, the HTTP
+// dispatcher). With 64 workers nothing is raised.
+func TestRunPoolJVM(t *testing.T) {
+	java, err1 := exec.LookPath("java")
+	javac, err2 := exec.LookPath("javac")
+	if err1 != nil || err2 != nil {
+		t.Skip("needs java and javac (a JDK) for a JVM service")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Svc.java"), []byte(javaService), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(javac, "-d", dir, filepath.Join(dir, "Svc.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	for _, workers := range []string{"4", "64"} {
+		t.Run(workers+"-workers", func(t *testing.T) {
+			e := newLab(t)
+			api := e.ServerIP + ":8080"
+			cmd := exec.Command("ip", "netns", "exec", e.ServerNS, java, "-Xmx64m", "-cp", dir, "Svc")
+			cmd.Env = append(os.Environ(), "ND_ADDR="+api, "ND_WORKERS="+workers, "ND_DELAY_MS=20")
+			startReady(t, cmd)
+			_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+			f := findActive(r, rules.WorkerPoolExhausted)
+			if workers == "64" {
+				if f != nil {
+					t.Errorf("a roomy pool: %s\n%s", f.Title, text)
+				}
+				return
+			}
+			f = wantActive(t, r, text, "server", rules.WorkerPoolExhausted)[rules.WorkerPoolExhausted]
+			if f == nil {
+				t.Fatalf("servers: %s", jsonOf(r.Servers))
+			}
+			t.Logf("%s: %s\n%q", f.Subject, f.Title, f.Fix)
+			// The JVM listens on an IPv6 socket: ::ffff:10.x.y.z.
+			if !strings.HasSuffix(f.Subject, e.ServerIP+":8080") && !strings.HasSuffix(f.Subject, e.ServerIP+"]:8080") || !strings.Contains(f.Title, "pool of 4 threads (pool-1-thread-*)") {
+				t.Errorf("title %q: want the pool of 4 named", f.Title)
+			}
+			if len(f.Fix) == 0 || !strings.Contains(f.Fix[0], "Executors.newFixedThreadPool") {
+				t.Errorf("fix %q: want the JDK executor named", f.Fix)
+			}
+			if !evidenceHas(f, "a timed wait") {
+				t.Errorf("evidence %+v: want what each worker waits on", f.Evidence)
+			}
+		})
+	}
+}
