@@ -347,11 +347,69 @@ const poolBusy = 0.5
 // The workers' own waits say more workers would help (each waits on its
 // own, off the CPU), whatever else keeps the host's CPU busy.
 func familyPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
+	p, ok := fullFamily(r, s)
+	if !ok {
+		return report.Finding{}, false
+	}
+	lr := r.Load
+	total := 0
+	for _, w := range p.waits {
+		total += w.n
+	}
+	var what []string
+	for _, w := range p.waits[:min(3, len(p.waits))] {
+		what = append(what, fmt.Sprintf("%s %.0f%%", w.key, 100*float64(w.n)/float64(total)))
+	}
+	threads := fmt.Sprintf("threads %s* (%d)", p.family, p.size)
+	queued, peak := queuedRequests(r, b, s.Addr)
+	where := "inside the process (no request waited unread in the kernel: the runtime's own queue holds them)"
+	if queued > 0 {
+		where = fmt.Sprintf("up to %d of them unread in their connections to %s, in %d sampled seconds", peak, s.Addr, queued)
+	}
+	ev := []report.Item{
+		{Text: fmt.Sprintf("%s (pid %d): %s, all busy in %d of %d sampled seconds, %.1f busy on average; each waited on: %s", s.Kind, s.PIDs[0], threads, p.full, p.samples, p.busy, strings.Join(what, ", ")), Source: "threads (comm, syscall)", Window: true},
+		{Text: fmt.Sprintf("in flight: %.0f requests/s × %v mean latency ≈ %.0f requests at once (Little's law) for %d workers: ~%.0f waited for one, %s", p.rate, lr.Latency.Mean.Round(time.Millisecond/10), p.inFlight, p.size, p.inFlight-p.busy, where), Source: "load", Window: true},
+		{Text: fmt.Sprintf("service time ≈ %v (%.1f busy workers / %.0f requests/s); mean latency %v: ~%v of it waiting for a worker", p.service.Round(time.Millisecond/10), p.busy, p.rate, lr.Latency.Mean.Round(time.Millisecond/10), p.wait.Round(time.Millisecond/10)), Source: "load", Window: true},
+	}
+	if cpu, ok := hostBusy(b, r.LoadStart, r.LoadEnd); ok {
+		// The workers waited off the CPU whatever the host's CPU did
+		// (other processes may keep it busy): more of them overlap.
+		ev = append(ev, report.Item{Text: fmt.Sprintf("host CPU %.0f%% busy over the load; the workers waited off it", 100*cpu), Source: "/proc/stat", Window: true})
+	}
+	want, spare := sizing.Workers(int(math.Ceil(p.inFlight)), p.size)
+	fix := []string{fmt.Sprintf("raise the pool of %s on %s from %d to %d threads: %.0f requests in flight and %d spare — %s", s.Kind, s.Addr, p.size, want, p.inFlight, spare, poolKnob(p.family, s))}
+	fix = append(fix, fmt.Sprintf("or shorten what each request holds a worker for: its workers were mostly in %s", p.waits[0].key))
+	return report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
+		Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(),
+		Title: fmt.Sprintf("%s on %s serves with a pool of %d threads (%s*), all busy: requests wait for a free one (mean %v, %v of it waiting; service %v)",
+			s.Kind, s.Addr, p.size, p.family, lr.Latency.Mean.Round(time.Millisecond), p.wait.Round(time.Millisecond), p.service.Round(time.Millisecond)),
+		Evidence: ev, Fix: fix}, true
+}
+
+// threadPoolStats is a full pool of a server's named threads (fullFamily).
+type threadPoolStats struct {
+	family        string
+	size          int
+	full, samples int
+	// busy is the mean busy threads over the load's samples; waits what
+	// they waited on, most first.
+	busy  float64
+	waits []keyCount
+	// rate and inFlight are the load's: requests per second, and at once
+	// (rate × mean latency); service the time a request held a worker
+	// (busy / rate), wait the rest of the mean latency.
+	rate, inFlight float64
+	service, wait  time.Duration
+}
+
+// fullFamily finds a server's full pool of named threads (familyPool).
+func fullFamily(r *Run, s *app.Server) (threadPoolStats, bool) {
+	var p threadPoolStats
 	lr := r.Load
 	load := r.Samples(s)
 	secs := r.LoadEnd.Sub(r.LoadStart).Seconds()
 	if lr == nil || lr.Requests < 20 || len(load) < 2 || secs <= 0 || lr.Latency.Mean <= 0 {
-		return report.Finding{}, false
+		return p, false
 	}
 	idle := map[int][]string{}
 	for _, smp := range s.Samples {
@@ -382,6 +440,14 @@ func familyPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 		waits            map[string]int
 	}
 	fams := map[string]*family{}
+	get := func(f string) *family {
+		fm := fams[f]
+		if fm == nil {
+			fm = &family{waits: map[string]int{}}
+			fams[f] = fm
+		}
+		return fm
+	}
 	for _, smp := range load {
 		n, bz := map[string]int{}, map[string]int{}
 		for _, th := range smp.Threads {
@@ -389,20 +455,11 @@ func familyPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 			n[f]++
 			if busy(th) {
 				bz[f]++
-				fm := fams[f]
-				if fm == nil {
-					fm = &family{waits: map[string]int{}}
-					fams[f] = fm
-				}
-				fm.waits[threadWait(th)]++
+				get(f).waits[threadWait(th)]++
 			}
 		}
 		for f, k := range n {
-			fm := fams[f]
-			if fm == nil {
-				fm = &family{waits: map[string]int{}}
-				fams[f] = fm
-			}
+			fm := get(f)
 			fm.size = max(fm.size, k)
 			fm.busy += bz[f]
 			if k >= 2 && bz[f] == k {
@@ -410,63 +467,32 @@ func familyPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 			}
 		}
 	}
-	var name string
 	var pool *family
 	for f, fm := range fams {
-		if fm.size >= 2 && (pool == nil || fm.busy > pool.busy || fm.busy == pool.busy && f < name) {
-			name, pool = f, fm
+		if fm.size >= 2 && (pool == nil || fm.busy > pool.busy || fm.busy == pool.busy && f < p.family) {
+			p.family, pool = f, fm
 		}
 	}
 	if pool == nil || pool.full < 2 || float64(pool.full) < poolBusy*float64(len(load)) {
-		return report.Finding{}, false
+		return p, false
 	}
 	// Workers all busy on the CPU, or on one lock, would only queue
 	// there in greater numbers (cpu-saturated, app-slow): more workers
 	// help those that each wait on their own.
-	waits := sortedCounts(pool.waits)
-	if len(waits) == 0 || !poolWaitParallel(waits[0].key) {
-		return report.Finding{}, false
+	p.waits = sortedCounts(pool.waits)
+	if len(p.waits) == 0 || !poolWaitParallel(p.waits[0].key) {
+		return p, false
 	}
-	rate := float64(lr.Requests) / secs
-	inFlight := rate * lr.Latency.Mean.Seconds()
-	if inFlight <= float64(pool.size) {
-		return report.Finding{}, false
+	p.size, p.full, p.samples = pool.size, pool.full, len(load)
+	p.rate = float64(lr.Requests) / secs
+	p.inFlight = p.rate * lr.Latency.Mean.Seconds()
+	if p.inFlight <= float64(p.size) {
+		return p, false
 	}
-	meanBusy := float64(pool.busy) / float64(len(load))
-	service := time.Duration(meanBusy / rate * float64(time.Second))
-	wait := max(0, lr.Latency.Mean-service)
-	total := 0
-	for _, w := range waits {
-		total += w.n
-	}
-	var what []string
-	for _, w := range waits[:min(3, len(waits))] {
-		what = append(what, fmt.Sprintf("%s %.0f%%", w.key, 100*float64(w.n)/float64(total)))
-	}
-	threads := fmt.Sprintf("threads %s* (%d)", name, pool.size)
-	queued, peak := queuedRequests(r, b, s.Addr)
-	where := "inside the process (no request waited unread in the kernel: the runtime's own queue holds them)"
-	if queued > 0 {
-		where = fmt.Sprintf("up to %d of them unread in their connections to %s, in %d sampled seconds", peak, s.Addr, queued)
-	}
-	ev := []report.Item{
-		{Text: fmt.Sprintf("%s (pid %d): %s, all busy in %d of %d sampled seconds, %.1f busy on average; each waited on: %s", s.Kind, s.PIDs[0], threads, pool.full, len(load), meanBusy, strings.Join(what, ", ")), Source: "threads (comm, syscall)", Window: true},
-		{Text: fmt.Sprintf("in flight: %.0f requests/s × %v mean latency ≈ %.0f requests at once (Little's law) for %d workers: ~%.0f waited for one, %s", rate, lr.Latency.Mean.Round(time.Millisecond/10), inFlight, pool.size, inFlight-meanBusy, where), Source: "load", Window: true},
-		{Text: fmt.Sprintf("service time ≈ %v (%.1f busy workers / %.0f requests/s); mean latency %v: ~%v of it waiting for a worker", service.Round(time.Millisecond/10), meanBusy, rate, lr.Latency.Mean.Round(time.Millisecond/10), wait.Round(time.Millisecond/10)), Source: "load", Window: true},
-	}
-	if cpu, ok := hostBusy(b, r.LoadStart, r.LoadEnd); ok {
-		// The workers waited off the CPU whatever the host's CPU did
-		// (other processes may keep it busy): more of them overlap.
-		ev = append(ev, report.Item{Text: fmt.Sprintf("host CPU %.0f%% busy over the load; the workers waited off it", 100*cpu), Source: "/proc/stat", Window: true})
-	}
-	want, spare := sizing.Workers(int(math.Ceil(inFlight)), pool.size)
-	fix := []string{fmt.Sprintf("raise the pool of %s on %s from %d to %d threads: %.0f requests in flight and %d spare — %s", s.Kind, s.Addr, pool.size, want, inFlight, spare, poolKnob(name, s))}
-	fix = append(fix, fmt.Sprintf("or shorten what each request holds a worker for: its workers were mostly in %s", waits[0].key))
-	return report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
-		Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(),
-		Title: fmt.Sprintf("%s on %s serves with a pool of %d threads (%s*), all busy: requests wait for a free one (mean %v, %v of it waiting; service %v)",
-			s.Kind, s.Addr, pool.size, name, lr.Latency.Mean.Round(time.Millisecond), wait.Round(time.Millisecond), service.Round(time.Millisecond)),
-		Evidence: ev, Fix: fix}, true
+	p.busy = float64(pool.busy) / float64(len(load))
+	p.service = time.Duration(p.busy / p.rate * float64(time.Second))
+	p.wait = max(0, lr.Latency.Mean-p.service)
+	return p, true
 }
 
 // threadWait says in a few words what a busy thread waited on.
