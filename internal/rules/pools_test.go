@@ -104,7 +104,7 @@ func TestWorkerPoolNamedThreads(t *testing.T) {
 		"the idle condition's other word": namedPool("java", "pool-1-thread-", 4, func(_, tid int) (string, string, string) {
 			return app.WaitLock, fmt.Sprintf("futex 0x7eff5000%04x", tid*0x100+0x68), ""
 		}),
-		"on the CPU": namedPool("java", "pool-1-thread-", 4, func(int, int) (string, string, string) { return app.WaitRunning, "", "" }),
+		"on the CPU":                     namedPool("java", "pool-1-thread-", 4, func(int, int) (string, string, string) { return app.WaitRunning, "", "" }),
 		"no more in flight than threads": namedPool("java", "pool-1-thread-", 64, sleeping),
 	} {
 		if fs := checkWorkerPool(in); len(fs) != 0 {
