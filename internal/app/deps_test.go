@@ -53,13 +53,12 @@ func TestOutstanding(t *testing.T) {
 // kernel acknowledges a request with the answer's first part, or alone
 // at ackAfter when that is set and earlier.
 type exchange struct {
-	sends       []float64
-	parts       [][]float64
-	partBytes   [][]int
-	reqBytes    int
-	ackAfter    float64
-	ato         uint32
-	heldAnswers bool
+	sends     []float64
+	parts     [][]float64
+	partBytes [][]int
+	reqBytes  int
+	ackAfter  float64
+	ato       uint32
 }
 
 // serial builds an exchange of back-to-back requests from start to end:
