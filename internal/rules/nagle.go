@@ -11,6 +11,19 @@ import (
 // NagleDelayedACK: Nagle's algorithm meets delayed ACKs.
 const NagleDelayedACK report.FindingID = "nagle-delayed-ack"
 
+var _ = define(Class{ID: NagleDelayedACK,
+	Critical: true,
+	Delays:   true, Latency: true,
+	// On a leg to a dependency, the stall is part of the time the leg's
+	// client waits.
+	Consequences: []Consequence{{ID: DependencyPoolSaturated, At: OwnLeg}, {ID: DependencySlow, At: OwnLeg}},
+	Meaning:      "Nagle's algorithm on the sending side meets delayed ACK on the receiving side: about 40 ms per small request/response, on the load's connections or on a leg from a server to a dependency",
+	Active:       "the load: p50 and p75 in 35–60 ms, client `TcpExt.DelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical); a leg: the dependency's end (a socket of this host) held written bytes unsent while a segment was unacknowledged in ≥ 10 % of looks (critical when the delayed-ACK timeout is ≥ a fifth of the round trip), or the server's own end did so for its requests, or, that end not seen, answers paused a delayed-ACK timeout (`tcpi_ato`) in ≥ 10 % of looks (warning)",
+	LatentWhen:   "—",
+	Seed:         "001 §7, and any client/backend pair",
+	ReportedBy:   "`run`",
+})
+
 // The Linux delayed-ACK timer fires after 40 ms (TCP_DELACK_MIN); a
 // request-response exchange caught between Nagle on the sender and a
 // delayed ACK on the receiver takes 40–50 ms whatever the server does.
@@ -66,11 +79,11 @@ func nagleLoad(in *Input) (report.Finding, bool) {
 			{Text: fmt.Sprintf("client TcpExt.DelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExt.DelayedACKs", Window: true},
 			{Text: fmt.Sprintf("responses are small (%d bytes each): sent as separate small writes, the second waits for the first's ACK", size), Source: "load", Window: true},
 		},
-		Fix: []string{
+		Actions: notes(
 			"nginx: `tcp_nodelay on;` (the default) in the http, server or location block; check `nginx -T | grep tcp_nodelay`",
 			"other servers: set TCP_NODELAY on accepted sockets, or send headers and body in one write (writev/sendmsg, or a buffered writer flushed once)",
 			"do not try to fix it on the client with tcp_low_latency (a no-op since 4.14)",
-		},
+		),
 	}
 	for _, s := range in.Run.Servers {
 		if s.Nginx == nil {
@@ -78,7 +91,7 @@ func nagleLoad(in *Input) (report.Finding, bool) {
 		}
 		for _, src := range s.Nginx.NoDelayOff {
 			f.Evidence = append(f.Evidence, report.Item{Text: "nginx: tcp_nodelay off at " + src, Source: "nginx -T"})
-			f.Fix = append([]string{fmt.Sprintf("set `tcp_nodelay on;` at %s (nginx's default), then nginx -s reload", src)}, f.Fix...)
+			f.Actions = append([]report.Action{edit("nginx", src, fmt.Sprintf("set `tcp_nodelay on;` at %s (nginx's default), then nginx -s reload", src), "tcp_nodelay on;")}, f.Actions...)
 		}
 	}
 	return f, true
@@ -102,20 +115,23 @@ func nagleDeps(r *Run) []report.Finding {
 			}
 			who := depName(d)
 			subject := s.Kind + " " + s.Addr + " → " + d.Addr
+			about := report.About{Server: s.Kind, Listen: s.Addr, Remotes: []string{d.Addr}}
 			table := report.Item{Text: depRow(d), Source: "sock_diag tcp_info", Window: true}
 			if n.StallsAnswers() {
-				out = append(out, nagleAnswers(r, s.Kind, s.Addr, who, subject, d, table))
+				f := nagleAnswers(r, s.Kind, who, subject, d, table)
+				f.About = about
+				out = append(out, f)
 			}
 			if n.StallsRequests() {
-				out = append(out, report.Finding{ID: NagleDelayedACK, Severity: nagleSeverity(d), Status: report.Active, Subject: subject, Side: r.ServerSide(),
+				out = append(out, report.Finding{ID: NagleDelayedACK, Severity: nagleSeverity(d), Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 					Title: fmt.Sprintf("Requests from %s %s to %s wait for its delayed ACK: Nagle's algorithm on %s's own connections holds each request's rest until the first part is acknowledged", s.Kind, s.Addr, who, s.Kind),
 					Evidence: []report.Item{table,
 						{Text: fmt.Sprintf("%s's end held bytes it had written, unsent while a segment was unacknowledged, in %.0f%% of the looks", s.Kind, 100*n.Requests), Source: "sock_diag tcp_info (notsent_bytes, unacked)", Window: true},
 						noDelayItem(s.Kind+"'s connections to "+d.Addr, n.NoDelay)},
-					Fix: []string{
+					Actions: notes(
 						fmt.Sprintf("on %s (the side that sends the requests): set TCP_NODELAY on its connections to %s (Java Socket.setTcpNoDelay(true), Node socket.setNoDelay(true), Python setsockopt(IPPROTO_TCP, TCP_NODELAY, 1); Go sets it by default), or write each request in one write (a buffered writer flushed once, writev)", s.Kind, d.Addr),
 						"not tcp_low_latency nor TCP_QUICKACK on the other side: the first is a no-op since 4.14, the second lasts one ACK",
-					}})
+					)})
 			}
 		}
 	}
@@ -124,7 +140,7 @@ func nagleDeps(r *Run) []report.Finding {
 
 // nagleAnswers is the finding for answers held back at the dependency's
 // side.
-func nagleAnswers(r *Run, kind, addr, who, subject string, d *app.Dependency, table report.Item) report.Finding {
+func nagleAnswers(r *Run, kind, who, subject string, d *app.Dependency, table report.Item) report.Finding {
 	n := d.Nagle
 	ev := []report.Item{table}
 	sure := n.Answers >= app.NagleHeld
@@ -156,7 +172,7 @@ func nagleAnswers(r *Run, kind, addr, who, subject string, d *app.Dependency, ta
 		sev = report.Warning
 	}
 	return report.Finding{ID: NagleDelayedACK, Severity: sev, Status: report.Active, Subject: subject, Side: r.ServerSide(),
-		Title: title, Evidence: ev, Fix: fix}
+		Title: title, Evidence: ev, Actions: notes(fix...)}
 }
 
 // nagleSeverity is critical when the stall is a fifth of the round trip

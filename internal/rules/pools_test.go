@@ -84,14 +84,14 @@ func TestWorkerPoolNamedThreads(t *testing.T) {
 			t.Errorf("no evidence %q in\n%s", w, strings.Join(evidenceTexts(f), "\n"))
 		}
 	}
-	if !strings.Contains(f.Title, "pool of 4 threads (pool-1-thread-*)") || !strings.Contains(f.Fix[0], "from 4 to 56 threads") || !strings.Contains(f.Fix[0], "Executors.newFixedThreadPool") {
-		t.Errorf("title %q fix %q", f.Title, f.Fix)
+	if !strings.Contains(f.Title, "pool of 4 threads (pool-1-thread-*)") || !strings.Contains(fixOf(f)[0], "from 4 to 56 threads") || !strings.Contains(fixOf(f)[0], "Executors.newFixedThreadPool") {
+		t.Errorf("title %q fix %q", f.Title, fixOf(f))
 	}
 	tomcat := namedPool("java", "http-nio-8080-exec-", 10, func(_, tid int) (string, string, string) {
 		return app.WaitNetwork, "read 0x1a", "10.0.0.9:5432"
 	})
 	if fs := checkWorkerPool(tomcat); len(fs) != 1 || !strings.Contains(fs[0].Title, "pool of 10 threads (http-nio-8080-exec-*)") ||
-		!strings.Contains(fs[0].Fix[0], "maxThreads") || !hasEvidence(fs[0], "reading from 10.0.0.9:5432 100%") {
+		!strings.Contains(fixOf(fs[0])[0], "maxThreads") || !hasEvidence(fs[0], "reading from 10.0.0.9:5432 100%") {
 		t.Errorf("tomcat: %+v", fs)
 	}
 	for name, in := range map[string]*Input{
@@ -150,16 +150,16 @@ func TestNagleDependency(t *testing.T) {
 		return checkNagle(&Input{Run: &Run{Servers: []*app.Server{s}, Load: &load.Result{Requests: 400}}})
 	}
 	fs := run(&app.Nagle{Answers: 0.49, NoDelay: "on", PeerNoDelay: "off", Pause: 40 * time.Millisecond, PauseShare: 0.9, DelayedACK: 40 * time.Millisecond, AcksPerRequest: 2})
-	if len(fs) != 1 || fs[0].Subject != "node 0.0.0.0:8080 → 10.0.0.9:7300" || fs[0].Severity != report.Critical || !strings.HasPrefix(fs[0].Fix[0], "on 10.0.0.9:7300 (the side that sends the answers)") ||
+	if len(fs) != 1 || fs[0].Subject != "node 0.0.0.0:8080 → 10.0.0.9:7300" || fs[0].Severity != report.Critical || !strings.HasPrefix(fixOf(fs[0])[0], "on 10.0.0.9:7300 (the side that sends the answers)") ||
 		!hasEvidence(fs[0], "TCP_NODELAY on 10.0.0.9:7300's sockets that held answers: off") || !hasEvidence(fs[0], "held bytes its application had written, unsent while a segment was unacknowledged, in 49% of the looks") {
 		t.Errorf("answers held: %+v", fs)
 	}
 	fs = run(&app.Nagle{Pause: 36 * time.Millisecond, PauseShare: 0.9, DelayedACK: 40 * time.Millisecond})
-	if len(fs) != 1 || fs[0].Severity != report.Warning || !strings.Contains(fs[0].Title, "the pattern of Nagle") || !strings.HasPrefix(fs[0].Fix[0], "check TCP_NODELAY where 10.0.0.9:7300 runs") {
+	if len(fs) != 1 || fs[0].Severity != report.Warning || !strings.Contains(fs[0].Title, "the pattern of Nagle") || !strings.HasPrefix(fixOf(fs[0])[0], "check TCP_NODELAY where 10.0.0.9:7300 runs") {
 		t.Errorf("answers paused, that end not seen: %+v", fs)
 	}
 	fs = run(&app.Nagle{Requests: 0.3, NoDelay: "off"})
-	if len(fs) != 1 || !strings.HasPrefix(fs[0].Title, "Requests from node 0.0.0.0:8080") || !strings.HasPrefix(fs[0].Fix[0], "on node") || !hasEvidence(fs[0], "TCP_NODELAY on node's connections to 10.0.0.9:7300: off") {
+	if len(fs) != 1 || !strings.HasPrefix(fs[0].Title, "Requests from node 0.0.0.0:8080") || !strings.HasPrefix(fixOf(fs[0])[0], "on node") || !hasEvidence(fs[0], "TCP_NODELAY on node's connections to 10.0.0.9:7300: off") {
 		t.Errorf("requests held: %+v", fs)
 	}
 	for name, n := range map[string]*app.Nagle{
