@@ -231,6 +231,26 @@ func TestDependenciesExchange(t *testing.T) {
 	}
 }
 
+// TestDependenciesPipelined: requests that go out while earlier ones
+// are outstanding (a request every 150 ms, each answered 400 ms later)
+// make the pool multiplexed: no time per round trip is claimed for it.
+func TestDependenciesPipelined(t *testing.T) {
+	api := &Server{Kind: "api"}
+	var x exchange
+	x.reqBytes = 80
+	for s := -0.3; s < 4; s += 0.15 {
+		x.sends = append(x.sends, s)
+		x.parts = append(x.parts, []float64{s + 0.4})
+		x.partBytes = append(x.partBytes, []int{7})
+	}
+	c := &connTrace{srv: api, dst: "backend:80"}
+	replayExchange(c, time.Now(), 3, x)
+	d := dependencies([]*connTrace{c}, nil)[api][0]
+	if !d.Multiplexed() {
+		t.Errorf("pipelined %.2f, want multiplexed: %+v", d.Pipelined, d)
+	}
+}
+
 // TestLattice: the answer size and the place of a look with nothing of
 // its answer, on a connection whose answers are one size; none where
 // they are not, or too few requests were seen.

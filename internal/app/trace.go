@@ -38,6 +38,11 @@ const maxFDScan = 4096
 // a look (inbound, not TCP): the descriptors of 16 such processes.
 const maxKeptSkips = 1 << 18
 
+// maxProbeLookups bounds the probes between two looks (sample, probe):
+// 256 busy connections waiting for their next movement would otherwise
+// cost four lookups each per look.
+const maxProbeLookups = 128
+
 // DepInterval is how often a trace samples the connections it follows.
 const DepInterval = 100 * time.Millisecond
 
@@ -120,8 +125,10 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 			return fmt.Errorf("trace dependencies: %w", err)
 		}
 		// Probes until the next look: the connections whose last look
-		// decided nothing, soon after it, to catch what moves first.
+		// decided nothing, soon after it, to catch what moves first; at
+		// most maxProbeLookups a tick, the rest left to the lattice.
 		next := start.Add(time.Duration(i+1) * interval)
+		budget := maxProbeLookups
 		for {
 			at := next
 			for _, c := range t.alive {
@@ -139,10 +146,16 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 			ids, looked = ids[:0], looked[:0]
 			now := time.Now()
 			for _, c := range t.alive {
-				if !c.probeAt.IsZero() && !c.probeAt.After(now) {
-					ids = append(ids, c.id)
-					looked = append(looked, lookRef{c: c})
+				if c.probeAt.IsZero() || c.probeAt.After(now) {
+					continue
 				}
+				if budget == 0 {
+					c.probeAt = time.Time{}
+					continue
+				}
+				budget--
+				ids = append(ids, c.id)
+				looked = append(looked, lookRef{c: c})
 			}
 			if err := t.query(q, ids, looked, now, i, every); err != nil {
 				return fmt.Errorf("trace dependencies: %w", err)
