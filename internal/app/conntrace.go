@@ -59,9 +59,16 @@ type connTrace struct {
 	chain   int
 	chainAt int
 	// looks is each look's place in the byte stream, for the lattice
-	// (up to maxLooks); lost counts the looks beyond it left undecided.
-	looks []connLook
-	lost  int
+	// (up to maxLooks); the lattice of those is then frozen (la, lz0,
+	// lok) and places the looks beyond them as they settle; lost counts
+	// the looks left undecided that way. chainIn and chainOut are the
+	// chain's place.
+	looks       []connLook
+	lost        int
+	frozen, lok bool
+	la, lz0     int64
+	chainIn     uint64
+	chainOut    uint32
 
 	// paired sums the round trips timed one by one, from a request's send
 	// to its answer's end, pairedN counts them; maybe are round trips
@@ -138,9 +145,10 @@ type maybeRT struct {
 	rt  time.Duration
 }
 
-// maxLooks bounds the looks a connection keeps for its lattice: 400 s of
-// looks every 100 ms.
-const maxLooks = 4096
+// maxLooks bounds the looks a connection keeps for its lattice: 100 s
+// of looks every 100 ms, 24 KiB; past them the lattice they make places
+// the rest (256 connections keep 6 MiB at most).
+const maxLooks = 1024
 
 // maxProbes is how many probes follow a look that decided nothing,
 // probeDelay the first one's delay, doubling for each: at 5, 15, 35 and
@@ -303,12 +311,16 @@ func (c *connTrace) count(t sockdiag.TCPInfo, st lookState, w int, age uint16) {
 		c.busy += w
 	} else {
 		if c.chain == 0 {
-			c.chainAt = len(c.looks)
+			c.chainAt, c.chainIn, c.chainOut = len(c.looks), t.BytesReceived, t.DataSegsOut
 		}
 		c.chain += w
 	}
-	if len(c.looks) < maxLooks {
+	switch {
+	case len(c.looks) < maxLooks:
 		c.looks = append(c.looks, connLook{in: t.BytesReceived, out: t.DataSegsOut, w: int32(w), state: st, age: age})
+	case !c.frozen:
+		c.la, c.lz0, c.lok = c.lattice()
+		c.frozen = true
 	}
 }
 
@@ -325,6 +337,16 @@ func (c *connTrace) settle(st lookState) {
 		kept += int(c.looks[i].w)
 	}
 	switch {
+	case st == lookOpen && c.frozen && c.lok:
+		// Looks past maxLooks: the frozen lattice places them.
+		if b, ok := place(c.chainIn, c.chainOut, c.la, c.lz0); ok {
+			c.decided += c.chain - kept
+			if b {
+				c.busy += c.chain - kept
+			}
+		} else {
+			c.lost += c.chain - kept
+		}
 	case st == lookOpen:
 		c.lost += c.chain - kept
 	default:

@@ -425,3 +425,16 @@ func TestDependenciesPaired(t *testing.T) {
 		})
 	}
 }
+
+// TestDependenciesLongTrace: past maxLooks a connection keeps no more
+// looks, and the lattice of those it kept places the rest: a saturated
+// pool with headers first reads busy over 130 s, none of its looks lost.
+func TestDependenciesLongTrace(t *testing.T) {
+	api := &Server{Kind: "api"}
+	c := &connTrace{srv: api, dst: "backend:80"}
+	replayExchange(c, time.Now(), 130, serial(-0.013, 130, 0.0002, []float64{0.0001, 0.020, 0.0201, 0.0202}, 66, 100, 100, 100))
+	d := dependencies([]*connTrace{c}, nil)[api][0]
+	if len(c.looks) != maxLooks || !c.frozen || c.lost > 0 || d.Busy < 0.95 || d.RoundTrip < 19*time.Millisecond || d.RoundTrip > 21*time.Millisecond {
+		t.Errorf("%d looks kept, frozen %v, %d lost; busy %.2f, %v per round trip", len(c.looks), c.frozen, c.lost, d.Busy, d.RoundTrip)
+	}
+}

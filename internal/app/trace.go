@@ -111,7 +111,7 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 			if c.due <= i {
 				ids = append(ids, c.id)
 				looked = append(looked, lookRef{c: c, counted: true})
-				if c.peer.Local.IsValid() {
+				if c.peer.Local.IsValid() && c.quiet == 0 {
 					ids = append(ids, c.peer)
 					looked = append(looked, lookRef{c: c, peer: true})
 				}
