@@ -88,6 +88,7 @@ type connTrace struct {
 	peerN, peerHeld         int
 	peerIno                 uint32
 	noDelay, peerNoDelay    sockOpt
+	rng                     uint64   // peerDue's
 	ato                     uint32   // µs, the last look's delayed-ACK timeout
 	pauses                  []uint16 // resolve's
 	pureAcksOut, pureAcksIn uint32
@@ -290,6 +291,19 @@ func (c *connTrace) observe(now time.Time, t *sockdiag.TCPInfo, counted bool) {
 	}
 	c.waiting = !out
 	c.seen, c.last, c.lastAt = true, *t, now
+}
+
+// peerDue says whether this look also looks up the dependency's end:
+// one look in peerEvery, drawn at random (xorshift on the connection's
+// own state) so that the looks do not beat with the exchange's period.
+func (c *connTrace) peerDue() bool {
+	if c.rng == 0 {
+		c.rng = c.ino | 1
+	}
+	c.rng ^= c.rng << 13
+	c.rng ^= c.rng >> 7
+	c.rng ^= c.rng << 17
+	return c.rng%peerEvery == 0
 }
 
 // peerLook adds a look at the dependency's end of the connection: m and
