@@ -289,11 +289,25 @@ func (t *tracer) open() int { return len(t.alive) + len(t.unix) }
 
 // finishDeps hands each server its dependencies.
 func (o *Observer) finishDeps(t *tracer) {
+	// TCP_NODELAY on the dependencies' ends that held answers back:
+	// each owner's descriptors walked once for all of them.
+	want := map[string]map[uint32]sockOpt{}
 	for _, c := range t.conns {
 		if c.peerHeld > 0 && c.peerIno != 0 {
-			if l, ok := o.localListener(c.dst); ok {
-				c.peerNoDelay = peerNoDelay(o.proc, l.PIDs, c.peerIno)
+			if want[c.dst] == nil {
+				want[c.dst] = map[uint32]sockOpt{}
 			}
+			want[c.dst][c.peerIno] = optUnknown
+		}
+	}
+	for dst, w := range want {
+		if l, ok := o.localListener(dst); ok {
+			peerNoDelay(o.proc, l.PIDs, w)
+		}
+	}
+	for _, c := range t.conns {
+		if w := want[c.dst]; w != nil && c.peerHeld > 0 {
+			c.peerNoDelay = w[c.peerIno]
 		}
 	}
 	deps := dependencies(t.conns, o.owner)

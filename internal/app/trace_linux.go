@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -63,13 +64,14 @@ func tcpNoDelay(fd int) sockOpt {
 	return optOff
 }
 
-// peerNoDelay reads TCP_NODELAY on the socket with inode ino among the
-// descriptors of processes pids (a dependency's listener's owners), on a
-// copy of it: optUnknown when it is not found or not readable. Only socket
-// links are followed, by their name (socket:[ino]); the walk stops after
-// maxFDScan descriptors per process.
-func peerNoDelay(proc string, pids []int, ino uint32) sockOpt {
-	want := "socket:[" + strconv.FormatUint(uint64(ino), 10) + "]"
+// peerNoDelay reads TCP_NODELAY on the sockets with the inodes of want
+// among the descriptors of processes pids (a dependency's listener's
+// owners), each on a copy of it, and sets it in want; those not found
+// stay optUnknown. Only socket links are read, by their name
+// (socket:[ino]); each process's descriptors are walked once, up to
+// maxFDScan of them.
+func peerNoDelay(proc string, pids []int, want map[uint32]sockOpt) {
+	left := len(want)
 	for _, pid := range pids {
 		dir := proc + "/" + strconv.Itoa(pid) + "/fd"
 		ents, err := os.ReadDir(dir)
@@ -77,10 +79,15 @@ func peerNoDelay(proc string, pids []int, ino uint32) sockOpt {
 			continue
 		}
 		for i, e := range ents {
-			if i >= maxFDScan {
+			if i >= maxFDScan || left == 0 {
 				break
 			}
-			if l, err := os.Readlink(dir + "/" + e.Name()); err != nil || l != want {
+			l, err := os.Readlink(dir + "/" + e.Name())
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			ino, err := strconv.ParseUint(strings.TrimSuffix(l[len("socket:["):], "]"), 10, 32)
+			if v, ok := want[uint32(ino)]; err != nil || !ok || v != optUnknown {
 				continue
 			}
 			fd, err := strconv.Atoi(e.Name())
@@ -89,14 +96,13 @@ func peerNoDelay(proc string, pids []int, ino uint32) sockOpt {
 			}
 			c, err := copyFD(pid, fd)
 			if err != nil {
-				return optUnknown
+				continue
 			}
-			v := tcpNoDelay(c)
+			want[uint32(ino)] = tcpNoDelay(c)
 			unix.Close(c)
-			return v
+			left--
 		}
 	}
-	return optUnknown
 }
 
 func addrPort(sa unix.Sockaddr) netip.AddrPort {

@@ -12,6 +12,6 @@ func outbound(int, int, map[uint16]bool) (sockdiag.SockID, *unixEnds, sockOpt, b
 	return sockdiag.SockID{}, nil, optUnknown, false
 }
 
-func peerNoDelay(string, []int, uint32) sockOpt { return optUnknown }
+func peerNoDelay(string, []int, map[uint32]sockOpt) {}
 
 func localAddrs() map[netip.Addr]bool { return nil }
