@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -41,11 +43,14 @@ func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helper
 // that writes each answer in several writes — its headers at once, its
 // body 20 ms later in three writes — under 50 connections. The pool is
 // busy ~100 % and its time per request is the one the front measured
-// (from a connection's handover to the answer's last byte) within 10 %.
-// With Nagle on the backend's sockets, its body waits for the front's
-// delayed ACK of the headers (~40 ms a request instead of 20): the stall
-// is named on the backend's side, read on its sockets, as the cause of
-// the pool's finding; without, nothing names it.
+// over the run (from a connection's handover to the answer's last byte)
+// within 10 %. With Nagle on the backend's sockets, its body waits for
+// the front's delayed ACK of the headers (~40 ms a request instead of
+// 20): the stall is named on the backend's side, read on its sockets, as
+// the cause of the pool's finding; without, nothing names it. A run
+// during which other work saturated the host's CPUs (an event loop
+// starved of CPU holds its connections idle, and times its own delays
+// into its calls) is run again once.
 func TestRunDependencyAnswerParts(t *testing.T) {
 	for _, front := range []string{"go", "node"} {
 		for _, nagle := range []bool{false, true} {
@@ -56,52 +61,85 @@ func TestRunDependencyAnswerParts(t *testing.T) {
 				nd := map[bool]string{false: "1", true: "0"}[nagle]
 				back := startHelper(t, e.ServerNS, "httpbackend", "ND_ADDR="+backend, "ND_DELAY=20ms", "ND_PARTS=3", "ND_NODELAY="+nd)
 				fr := startFront(t, e, front, api, backend, "4")
-				_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
-				calls, truth, err := helperStats(fr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, own, _ := helperStats(back)
-				d := dependencyOf(r, backend)
-				if d == nil {
-					t.Fatalf("no dependency %s: %s\n%s", backend, jsonOf(r.Servers), text)
-				}
-				t.Logf("%s: %d conns, busy %.2f, %.0f round trips/s, %v per round trip (%d timed one by one); the front timed %d calls at %v, the backend its own answers at %v; nagle %+v",
-					d.Addr, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.RoundTripsTimed, calls, truth, own, d.Nagle)
-				if d.Conns != 4 || d.Untimed != "" || d.Busy < 0.9 {
-					t.Errorf("dependency %+v, want 4 connections busy ≥ 90 %%", d)
-				}
-				if off := math.Abs(float64(d.RoundTrip-truth)) / float64(truth); off > 0.1 {
-					t.Errorf("%v per round trip, the front's own %v: %.0f %% off, want within 10 %%", d.RoundTrip, truth, 100*off)
-				}
-				sat := wantActive(t, r, text, "server", rules.DependencyPoolSaturated)[rules.DependencyPoolSaturated]
-				var stall *report.Finding
-				for i := range r.Findings {
-					if f := &r.Findings[i]; f.ID == rules.NagleDelayedACK && f.Status == report.Active {
-						stall = f
+				for attempt := 1; ; attempt++ {
+					problems, saturated := answerParts(t, e, fr, back, backend, api, nagle)
+					if len(problems) == 0 {
+						return
 					}
-				}
-				if !nagle {
-					if stall != nil {
-						t.Errorf("Nagle named with TCP_NODELAY on: %s", stall.Title)
+					if attempt == 1 && saturated {
+						t.Logf("the host's CPUs were saturated during the run, again: %s", strings.Join(problems, "; "))
+						continue
+					}
+					for _, p := range problems {
+						t.Error(p)
 					}
 					return
-				}
-				if stall == nil {
-					t.Fatalf("the stall is not named; findings %v\n%s", ids(r), text)
-				}
-				if !strings.HasSuffix(stall.Subject, " → "+backend) || !strings.Contains(stall.Title, "Nagle") || len(stall.Fix) == 0 || !strings.HasPrefix(stall.Fix[0], "on "+backend) {
-					t.Errorf("stall %s: %s, fix %q: want the backend's side named", stall.Subject, stall.Title, stall.Fix)
-				}
-				if !evidenceHas(stall, "TCP_NODELAY on "+backend+"'s sockets that held answers: off") {
-					t.Errorf("the backend's TCP_NODELAY is not read: %+v", stall.Evidence)
-				}
-				if sat != nil && (sat.CausedBy != rules.NagleDelayedACK || sat.CauseSubject != stall.Subject) {
-					t.Errorf("%s is caused by %q %q, want the stall", sat.ID, sat.CausedBy, sat.CauseSubject)
 				}
 			})
 		}
 	}
+}
+
+// answerParts runs netdoctor against the front and says what does not
+// hold, and whether the host's CPUs were saturated meanwhile.
+func answerParts(t *testing.T, e *lab.Env, fr, back *helperProc, backend, api string, nagle bool) (problems []string, saturated bool) {
+	t.Helper()
+	n0, m0, err := helperStats(fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+	n1, m1, err := helperStats(fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n1 <= n0 {
+		t.Fatalf("the front made no call: %d then %d", n0, n1)
+	}
+	// The front's own mean over this run's calls.
+	truth := time.Duration((float64(n1)*float64(m1) - float64(n0)*float64(m0)) / float64(n1-n0))
+	_, own, _ := helperStats(back)
+	everyActiveHasWindowEvidence(t, r)
+	saturated = findActive(r, rules.CPUSaturated) != nil
+	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	d := dependencyOf(r, backend)
+	if d == nil {
+		bad("no dependency %s: %s\n%s", backend, jsonOf(r.Servers), text)
+		return problems, saturated
+	}
+	t.Logf("%s: %d conns, busy %.2f, %.0f round trips/s, %v per round trip (%d timed one by one); the front timed %d calls at %v, the backend its own answers at %v; nagle %+v",
+		d.Addr, d.Conns, d.Busy, d.RoundTripsPerSec, d.RoundTrip, d.RoundTripsTimed, n1-n0, truth.Round(time.Microsecond), own, d.Nagle)
+	if d.Conns != 4 || d.Untimed != "" || d.Busy < 0.9 {
+		bad("dependency %+v, want 4 connections busy ≥ 90 %%", d)
+	}
+	if off := math.Abs(float64(d.RoundTrip-truth)) / float64(truth); off > 0.1 {
+		bad("%v per round trip, the front's own %v: %.0f %% off, want within 10 %%", d.RoundTrip, truth, 100*off)
+	}
+	sat := findActive(r, rules.DependencyPoolSaturated)
+	if sat == nil {
+		bad("no active %s; findings %v\n%s", rules.DependencyPoolSaturated, ids(r), text)
+	}
+	stall := findActive(r, rules.NagleDelayedACK)
+	if !nagle {
+		if stall != nil {
+			bad("Nagle named with TCP_NODELAY on: %s", stall.Title)
+		}
+		return problems, saturated
+	}
+	if stall == nil {
+		bad("the stall is not named; findings %v\n%s", ids(r), text)
+		return problems, saturated
+	}
+	if !strings.HasSuffix(stall.Subject, " → "+backend) || !strings.Contains(stall.Title, "Nagle") || len(stall.Fix) == 0 || !strings.HasPrefix(stall.Fix[0], "on "+backend) {
+		bad("stall %s: %s, fix %q: want the backend's side named", stall.Subject, stall.Title, stall.Fix)
+	}
+	if !evidenceHas(stall, "TCP_NODELAY on "+backend+"'s sockets that held answers: off") {
+		bad("the backend's TCP_NODELAY is not read: %+v", stall.Evidence)
+	}
+	if sat != nil && (sat.CausedBy != rules.NagleDelayedACK || sat.CauseSubject != stall.Subject) {
+		bad("%s is caused by %q %q, want the stall", sat.ID, sat.CausedBy, sat.CauseSubject)
+	}
+	return problems, saturated
 }
 
 // ids lists a report's findings, status and ID.
