@@ -57,6 +57,11 @@ type TCPInfo struct {
 	// BytesSent counts payload bytes sent, retransmissions included
 	// (Linux 4.19+).
 	BytesSent uint64
+	// PMTU is the path MTU it believes, AdvMSS the MSS it announced;
+	// Lost the segments it believes lost now and TotalRetrans all it
+	// retransmitted.
+	PMTU, AdvMSS       uint32
+	Lost, TotalRetrans uint32
 }
 
 // Offsets in struct tcp_info, and the size at which each field first
@@ -65,6 +70,10 @@ const (
 	tiAto          = 12
 	tiSndMSS       = 16
 	tiRcvMSS       = 20
+	tiLost         = 32
+	tiPMTU         = 60
+	tiAdvMSS       = 84
+	tiTotalRetrans = 100
 	tiLastDataSent = 44
 	tiLastDataRecv = 52
 	tiLastAckRecv  = 56
@@ -121,6 +130,8 @@ func DecodeTCPInfo(b []byte, t *TCPInfo) error {
 	t.DataSegsIn, t.DataSegsOut = u32(tiDataSegsIn), u32(tiDataSegsOut)
 	t.MinRTT = u32(tiMinRTT)
 	t.BusyTime = u64(tiBusyTime)
+	t.PMTU, t.AdvMSS = u32(tiPMTU), u32(tiAdvMSS)
+	t.Lost, t.TotalRetrans = u32(tiLost), u32(tiTotalRetrans)
 	return nil
 }
 
