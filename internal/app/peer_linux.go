@@ -1,6 +1,8 @@
 package app
 
 import (
+	"strconv"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -80,4 +82,45 @@ func isPoll(nr int) bool {
 		return true
 	}
 	return isPollLegacy(nr)
+}
+
+// peerAddr is the remote address of socket fd of process pid, "" when
+// it is no connected inet socket.
+func peerAddr(pid, fd int) string {
+	c, err := copyFD(pid, fd)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(c)
+	sa, err := unix.Getpeername(c)
+	if err != nil {
+		return ""
+	}
+	if ap := addrPort(sa); ap.IsValid() {
+		return ap.String()
+	}
+	return ""
+}
+
+// syscallNames are the system calls a blocked thread is most often in,
+// by number; syscallName falls back to the number.
+var syscallNames = map[uintptr]string{
+	unix.SYS_READ: "read", unix.SYS_READV: "readv", unix.SYS_PREAD64: "pread64", unix.SYS_RECVFROM: "recvfrom",
+	unix.SYS_RECVMSG: "recvmsg", unix.SYS_WRITE: "write", unix.SYS_SENDTO: "sendto", unix.SYS_SENDMSG: "sendmsg",
+	unix.SYS_FUTEX: "futex", unix.SYS_EPOLL_PWAIT: "epoll_pwait", unix.SYS_PPOLL: "ppoll", unix.SYS_PSELECT6: "pselect6",
+	unix.SYS_NANOSLEEP: "nanosleep", unix.SYS_CLOCK_NANOSLEEP: "clock_nanosleep", unix.SYS_ACCEPT: "accept",
+	unix.SYS_ACCEPT4: "accept4", unix.SYS_CONNECT: "connect", unix.SYS_FLOCK: "flock", unix.SYS_FCNTL: "fcntl",
+	unix.SYS_WAIT4: "wait4",
+}
+
+// syscallName names a system call number ("syscall 7" when it is none
+// of syscallNames).
+func syscallName(nr int) string {
+	if n, ok := syscallNames[uintptr(nr)]; ok {
+		return n
+	}
+	if n, ok := legacySyscalls[uintptr(nr)]; ok {
+		return n
+	}
+	return "syscall " + strconv.Itoa(nr)
 }

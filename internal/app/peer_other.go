@@ -2,6 +2,8 @@
 
 package app
 
+import "strconv"
+
 func localPort(pid, fd int) (int, bool) { return 0, false }
 
 func isRead(int) bool { return false }
@@ -9,3 +11,7 @@ func isRead(int) bool { return false }
 func peerPort(pid, fd int) (int, bool, bool) { return 0, false, false }
 
 func isPoll(int) bool { return false }
+
+func peerAddr(int, int) string { return "" }
+
+func syscallName(nr int) string { return "syscall " + strconv.Itoa(nr) }

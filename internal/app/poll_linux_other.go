@@ -6,3 +6,6 @@ package app
 // through ppoll where the architecture has no poll(2) (arm64), and
 // missed on the others.
 func isPollLegacy(int) bool { return false }
+
+// legacySyscalls: none beyond the generic table's.
+var legacySyscalls = map[uintptr]string{}

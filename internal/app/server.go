@@ -56,6 +56,9 @@ type Sample struct {
 	// serves it, so in a full pool it does not answer: StatusBusy.
 	Pool       *PoolStatus `json:"pool,omitempty"`
 	StatusBusy bool        `json:"status_busy,omitempty"`
+	// Threads are the workers' threads that carry a name of their own
+	// (threadSamples), for the pools found from their threads.
+	Threads []Thread `json:"threads,omitempty"`
 }
 
 // Observer watches the servers behind one port.
@@ -215,6 +218,9 @@ func (o *Observer) Sample(ctx context.Context) {
 			}
 			smp := Sample{Time: now, Workers: len(workers)}
 			smp.Waits, smp.OtherWaits = Waits(o.proc, workers, s.port)
+			if s.Kind != "nginx" && s.Kind != "php-fpm" {
+				smp.Threads = threadSamples(o.proc, workers, s.port)
+			}
 			if s.status != nil {
 				sctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
 				st, err := s.status(sctx)

@@ -38,6 +38,17 @@ const maxFDScan = 4096
 // a look (inbound, not TCP): the descriptors of 16 such processes.
 const maxKeptSkips = 1 << 18
 
+// maxProbeLookups bounds the probes between two looks (sample, probe):
+// 256 busy connections waiting for their next movement would otherwise
+// cost four lookups each per look. peerEvery is how many looks of a
+// connection its dependency's end is looked up once, at random (a share
+// of looks that held data back needs no more; every fourth look of a
+// 44 ms exchange at 100 ms aliased into 10 % where half held it).
+const (
+	maxProbeLookups = 64
+	peerEvery       = 2
+)
+
 // DepInterval is how often a trace samples the connections it follows.
 const DepInterval = 100 * time.Millisecond
 
@@ -94,10 +105,9 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 	}
 	defer q.Close()
 	every := max(1, int(time.Second/interval))
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	start := time.Now()
 	var ids []sockdiag.SockID
-	var looked []*connTrace
+	var looked []lookRef
 	for i := 0; ; i++ {
 		if i%every == 0 {
 			o.findConns(ctx, t)
@@ -106,30 +116,121 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		for _, c := range t.alive {
 			if c.due <= i {
 				ids = append(ids, c.id)
-				looked = append(looked, c)
+				looked = append(looked, lookRef{c: c, counted: true})
+				if c.peer.Local.IsValid() && c.quiet == 0 && c.peerDue() {
+					ids = append(ids, c.peer)
+					looked = append(looked, lookRef{c: c, peer: true})
+				}
 			}
 		}
 		now := time.Now()
-		seen := 0
-		if err := q.Query(ids, func(j int, _ *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
-			looked[j].sample(now, ti, i, every)
-			looked[j].at = now
-			seen++
-		}); err != nil {
+		if err := t.query(q, ids, looked, now, i, every); err != nil {
 			return fmt.Errorf("trace dependencies: %w", err)
-		}
-		if seen < len(looked) {
-			t.prune(looked, now)
 		}
 		if err := t.sampleUnix(q, now); err != nil {
 			return fmt.Errorf("trace dependencies: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			o.finishDeps(t)
-			return nil
-		case <-tick.C:
+		// Probes until the next look: the connections whose last look
+		// decided nothing, soon after it, to catch what moves first; at
+		// most maxProbeLookups a tick, the rest left to the lattice.
+		next := start.Add(time.Duration(i+1) * interval)
+		budget := maxProbeLookups
+		for {
+			at := next
+			for _, c := range t.alive {
+				if !c.probeAt.IsZero() && c.probeAt.Before(at) {
+					at = c.probeAt
+				}
+			}
+			if !sleepUntil(ctx, at) {
+				o.finishDeps(t)
+				return nil
+			}
+			if !at.Before(next) {
+				break
+			}
+			ids, looked = ids[:0], looked[:0]
+			now := time.Now()
+			for _, c := range t.alive {
+				if c.probeAt.IsZero() || c.probeAt.After(now) {
+					continue
+				}
+				if budget == 0 {
+					c.probeAt = time.Time{}
+					continue
+				}
+				budget--
+				ids = append(ids, c.id)
+				looked = append(looked, lookRef{c: c})
+			}
+			if err := t.query(q, ids, looked, now, i, every); err != nil {
+				return fmt.Errorf("trace dependencies: %w", err)
+			}
 		}
+		if skipped := int(time.Since(start)/interval) - (i + 1); skipped > 0 {
+			i += skipped // a slow tick: the looks resume on time
+		}
+	}
+}
+
+// lookRef is one lookup of a tick: a connection's look (counted) or
+// probe, or its peer's end.
+type lookRef struct {
+	c             *connTrace
+	peer, counted bool
+}
+
+// query looks up ids, each for its lookRef, at now, the trace's tick i
+// (every ticks a second), and drops the connections a look did not find.
+func (t *tracer) query(q *sockdiag.Querier, ids []sockdiag.SockID, looked []lookRef, now time.Time, i, every int) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	found := 0
+	if err := q.Query(ids, func(j int, m *sockdiag.InetDiagMsg, ti *sockdiag.TCPInfo) {
+		r := looked[j]
+		switch {
+		case r.peer:
+			r.c.peerLook(m, ti)
+		case r.counted:
+			r.c.sample(now, ti, i, every)
+			r.c.at = now
+			found++
+		default:
+			r.c.probe(now, ti)
+			r.c.at = now
+			found++
+		}
+	}); err != nil {
+		return err
+	}
+	if found < len(looked) {
+		var mine []*connTrace
+		for _, r := range looked {
+			if !r.peer {
+				mine = append(mine, r.c)
+			}
+		}
+		if found < len(mine) {
+			t.prune(mine, now)
+		}
+	}
+	return nil
+}
+
+// sleepUntil waits until at, false when ctx ends first.
+func sleepUntil(ctx context.Context, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
 	}
 }
 
@@ -188,6 +289,27 @@ func (t *tracer) open() int { return len(t.alive) + len(t.unix) }
 
 // finishDeps hands each server its dependencies.
 func (o *Observer) finishDeps(t *tracer) {
+	// TCP_NODELAY on the dependencies' ends that held answers back:
+	// each owner's descriptors walked once for all of them.
+	want := map[string]map[uint32]sockOpt{}
+	for _, c := range t.conns {
+		if c.peerHeld > 0 && c.peerIno != 0 {
+			if want[c.dst] == nil {
+				want[c.dst] = map[uint32]sockOpt{}
+			}
+			want[c.dst][c.peerIno] = optUnknown
+		}
+	}
+	for dst, w := range want {
+		if l, ok := o.localListener(dst); ok {
+			peerNoDelay(o.proc, l.PIDs, w)
+		}
+	}
+	for _, c := range t.conns {
+		if w := want[c.dst]; w != nil && c.peerHeld > 0 {
+			c.peerNoDelay = w[c.peerIno]
+		}
+	}
 	deps := dependencies(t.conns, o.owner)
 	for _, s := range o.servers() {
 		s.Deps = deps[s]
@@ -325,11 +447,17 @@ func (o *Observer) findConns(ctx context.Context, t *tracer) {
 					skip[ino] = true
 					return true
 				}
-				id, ux, ok := outbound(pid, fd, ports)
+				id, ux, noDelay, ok := outbound(pid, fd, ports)
 				var c *connTrace
 				switch {
 				case ok:
-					c = &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first}
+					c = &connTrace{srv: s, dst: id.Remote.String(), id: id, ino: ino, isNew: !first, noDelay: noDelay}
+					if _, local := o.localListener(c.dst); local {
+						// The dependency's end is a socket of this
+						// namespace too: looked up with each look, for
+						// what it holds back (Nagle).
+						c.peer = sockdiag.SockID{Local: id.Remote, Remote: id.Local}
+					}
 					t.alive = append(t.alive, c)
 				case ux != nil && ino <= math.MaxUint32 && unixOutbound(fd, ux, listening):
 					// unix_diag_req's udiag_ino is 32 bits, as

@@ -79,13 +79,15 @@ func TestPrune(t *testing.T) {
 }
 
 // TestSampleQuiet: a connection with nothing moving is looked at once
-// a second after quietAfter samples, the ticks it skipped count as idle
-// samples, and its first data segment puts it back to every tick.
+// a second after quietAfter looks, the ticks it skipped count as looks
+// alike its last one (waiting for the next movement, which decides them:
+// a request first, they were idle), and its first data segment puts it
+// back to every tick.
 func TestSampleQuiet(t *testing.T) {
 	t.Parallel()
 	const slow = 10
 	c := &connTrace{}
-	ti := sockdiag.TCPInfo{Size: 1 << 10, DataSegsOut: 7, DataSegsIn: 7, LastDataSent: 500, LastDataRecv: 400}
+	ti := sockdiag.TCPInfo{Size: 1 << 10, DataSegsOut: 7, DataSegsIn: 7, BytesReceived: 70, LastDataSent: 500, LastDataRecv: 400, LastAckRecv: 400}
 	now := time.Now()
 	for tick := range quietAfter + 1 {
 		if c.due > tick {
@@ -97,43 +99,47 @@ func TestSampleQuiet(t *testing.T) {
 		t.Fatalf("after %d ticks: quiet %d, due %d", quietAfter+1, c.quiet, c.due)
 	}
 	c.sample(now, &ti, c.due, slow)
-	// The skipped ticks are decided idle ones: the busy share is over
-	// every tick.
-	if c.n != c.tick+1 || c.decided != c.n || c.busy != 0 {
-		t.Errorf("a quiet connection has %d samples (%d decided, %d busy) after %d ticks", c.n, c.decided, c.busy, c.tick+1)
+	if c.n != c.tick+1 || c.decided != 0 || c.chain != c.n {
+		t.Errorf("a quiet connection has %d looks (%d decided, %d waiting) after %d ticks", c.n, c.decided, c.chain, c.tick+1)
 	}
-	// A request goes out and waits for its answer.
+	// A request goes out and waits for its answer: the looks before it
+	// were idle, this one busy.
 	ti.DataSegsOut++
 	ti.LastDataSent = 10
 	at := c.due
 	c.sample(now, &ti, at, slow)
-	if c.due != at+1 || c.quiet != 0 || c.busy != 1 {
-		t.Errorf("a connection that sent: due %d at tick %d, quiet %d, busy %d", c.due, at, c.quiet, c.busy)
+	if c.due != at+1 || c.quiet != 0 || c.busy != 1 || c.decided != c.n {
+		t.Errorf("a connection that sent: due %d at tick %d, quiet %d, busy %d, %d of %d decided", c.due, at, c.quiet, c.busy, c.decided, c.n)
 	}
 	if c.n != at-slow+2 {
-		t.Errorf("the ticks skipped before a change were counted: %d samples at tick %d", c.n, at)
+		t.Errorf("the ticks skipped before a change were counted: %d looks at tick %d", c.n, at)
 	}
 }
 
-// TestSampleQuietUndecided: a connection whose looks decide nothing
-// (request, answer and ACK in one tick: a request php-fpm acknowledged
-// at once, its answer 2 s away) goes quiet too, and the ticks it skips
-// decide nothing either, at its difference of segments: the pool's
-// calibration settles them busy, not idle.
-func TestSampleQuietUndecided(t *testing.T) {
+// TestSampleQuietAcked: a connection whose looks decide nothing because
+// its request, the answer before it and the peer's ACK of it share a
+// jiffy (php-fpm acknowledging a request at once, its answer 2 s away)
+// goes quiet too; its skipped ticks wait with it, and are busy when the
+// answer comes first.
+func TestSampleQuietAcked(t *testing.T) {
 	t.Parallel()
 	const slow = 10
 	c := &connTrace{}
-	ti := sockdiag.TCPInfo{Size: 1 << 10, DataSegsOut: 8, DataSegsIn: 7, LastDataSent: 300, LastDataRecv: 300, LastAckRecv: 300}
+	ti := sockdiag.TCPInfo{Size: 1 << 10, DataSegsOut: 8, DataSegsIn: 7, BytesReceived: 70, LastDataSent: 300, LastDataRecv: 300, LastAckRecv: 300}
 	now := time.Now()
 	for tick := range quietAfter + 1 {
 		c.sample(now, &ti, tick, slow)
 	}
 	c.sample(now, &ti, c.due, slow)
-	if c.n != c.tick+1 || c.decided != 0 || c.bySegs[1].undecided != c.n {
-		t.Fatalf("%d samples after %d ticks, %d decided, tally %+v: want every one undecided at 1", c.n, c.tick+1, c.decided, *c.bySegs[1])
+	if c.n != c.tick+1 || c.decided != 0 {
+		t.Fatalf("%d looks after %d ticks, %d decided: want every one waiting", c.n, c.tick+1, c.decided)
 	}
-	if decided, busy := c.resolve(map[int32]segTally{1: {busy: 3}}); decided != c.n || busy != c.n {
-		t.Errorf("settled %d of %d, %d busy: want all busy", decided, c.n, busy)
+	ti.DataSegsIn++
+	ti.BytesReceived += 10
+	ti.LastDataRecv, ti.LastAckRecv = 4, 4
+	n := c.n
+	c.sample(now, &ti, c.due, slow)
+	if c.decided != n || c.busy != n {
+		t.Errorf("%d of %d decided, %d busy: the answer came first, they were all busy", c.decided, n, c.busy)
 	}
 }

@@ -49,6 +49,10 @@ func TestMain(m *testing.M) {
 		helperUDPBurst()
 	case "depbackend", "depapi":
 		helperDeps(os.Getenv("ND_HELPER"))
+	case "httpbackend":
+		helperHTTPBackend()
+	case "httpfront":
+		helperHTTPFront()
 	case "serve":
 		// A server for a run from another namespace: ND_SERVER as for
 		// "run", listening on ND_ADDR; prints "ready" and serves until

@@ -23,6 +23,9 @@ type Run struct {
 	Servers   []*app.Server `json:"servers,omitempty"`
 	// Path is the path probe made before the load (run --server-agent).
 	Path *PathProbe `json:"path,omitempty"`
+	// Waits is where requests waited outside the servers' own work: for
+	// a worker of a full pool, in each dependency, on the network.
+	Waits *Waits `json:"waits,omitempty"`
 }
 
 // RunSide is one end of a run: where it was observed, or why not.

@@ -131,6 +131,9 @@ const (
 	OwnListener
 	// OwnRemotes: one towards the cause's destinations, or naming none.
 	OwnRemotes
+	// OwnLeg: one about the same server's wait on the same destinations
+	// (a stall on a leg, the leg's pool), both naming them.
+	OwnLeg
 )
 
 // classes holds every class, by ID (define).

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -128,7 +129,7 @@ func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpu
 		return report.Finding{ID: DependencyPoolSaturated, Severity: report.Critical, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 			Title: fmt.Sprintf("%s %s waits on %s: %d connections, each busy ~%.0f %%, ~%s per round trip → at most ~%.0f req/s; the p50 is %.0f × that: requests queue for a connection",
 				s.Kind, s.Addr, who, d.Conns, 100*d.Busy, ms(d.RoundTrip), maxRate, q),
-			Evidence: ev, Actions: depPoolFix(r, d, who, cpu, cpuOK, rate, depTime)}, true
+			Evidence: append(ev, inFlightItem(lr, rate, d.Conns)), Actions: depPoolFix(r, s, d, who, cpu, cpuOK, rate, depTime)}, true
 	case float64(depTime) >= depShare*float64(p50):
 		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 			Title: fmt.Sprintf("%s %s waits on %s: ~%s per round trip, %.1f per request, %.0f%% of the p50 %s",
@@ -148,9 +149,41 @@ const (
 	poolKnobs  = "where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size)"
 )
 
+// connKnobs are where a runtime's client libraries size their pools of
+// connections, by runtime (runtimeOf).
+var connKnobs = map[string]string{
+	"node":   "where the client sets it (Node's http.Agent maxSockets — the default agent has no limit, so one was set —, undici's Pool connections, pg's Pool max, mysql2's connectionLimit)",
+	"go":     "where the client sets it (Go's http.Transport MaxConnsPerHost, database/sql SetMaxOpenConns, go-redis PoolSize)",
+	"java":   "where the client sets it (HikariCP maximumPoolSize, Apache HttpClient setMaxConnPerRoute and setMaxConnTotal, OkHttp's Dispatcher maxRequestsPerHost)",
+	"python": "where the client sets it (SQLAlchemy pool_size and max_overflow, requests' HTTPAdapter pool_maxsize with pool_block, aiohttp's TCPConnector limit_per_host, psycopg_pool max_size)",
+}
+
+// runtimeOf names the runtime a server runs on, from its process name:
+// "java", "node", "python", or "" when that does not tell (a Go
+// program is named after itself).
+func runtimeOf(s *app.Server) string {
+	switch k := s.Kind; {
+	case k == "java":
+		return "java"
+	case k == "node" || k == "nodejs":
+		return "node"
+	case strings.HasPrefix(k, "python"):
+		return "python"
+	}
+	return ""
+}
+
+// knobsOf is where a server's runtime sizes its connection pools.
+func knobsOf(s *app.Server) string {
+	if k, ok := connKnobs[runtimeOf(s)]; ok {
+		return k
+	}
+	return poolKnobs
+}
+
 // depPoolFix says which side to change: a bigger pool only when the
 // dependency has room for more requests at once.
-func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []report.Action {
+func depPoolFix(r *Run, s *app.Server, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []report.Action {
 	want := int(math.Ceil(float64(r.Load.Connections) * float64(depTime) / float64(r.Load.Latency.P50) * depQueue))
 	want = max(want, 2*d.Conns)
 	if c := r.Load.Connections; c > 0 {
@@ -170,7 +203,7 @@ func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, 
 	}
 	first := report.Advise(fmt.Sprintf("not a bigger pool: %s has no spare capacity (%s); make it faster or give it more workers first (its own findings, its slow log)", who, why))
 	if spare {
-		first = biggerPoolFix(fmt.Sprintf(biggerPool+": from %d to about %d connections, "+poolKnobs+"; %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
+		first = biggerPoolFix(fmt.Sprintf(biggerPool+": from %d to about %d connections, "+knobsOf(s)+"; %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
 	}
 	return []report.Action{first, report.Advise("or ask it less: cache its answers, batch or pipeline the round trips each request makes")}
 }
@@ -181,6 +214,13 @@ func biggerPoolFix(text string) report.Action {
 	a := report.Advise(text)
 	a.Tag = report.TagBiggerPool
 	return a
+}
+
+// inFlightItem is Little's law on the load: requests in flight at once,
+// against the pool's connections.
+func inFlightItem(lr *load.Result, rate float64, conns int) report.Item {
+	in := rate * lr.Latency.Mean.Seconds()
+	return report.Item{Text: fmt.Sprintf("in flight: %.0f requests/s × %s mean latency ≈ %.0f requests at once (Little's law) for %d connections: the others waited for one, inside the process where the kernel shows no queue", rate, ms(lr.Latency.Mean), in, conns), Source: "load", Window: true}
 }
 
 // depServer is the run's server listening at the dependency's address.

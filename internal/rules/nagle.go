@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -13,11 +14,14 @@ const NagleDelayedACK report.FindingID = "nagle-delayed-ack"
 var _ = define(Class{ID: NagleDelayedACK,
 	Critical: true,
 	Delays:   true, Latency: true,
-	Meaning:    "Nagle's algorithm on the server meets delayed ACK on the client: about 40 ms per small request/response",
-	Active:     "load p50 and p75 in 35–60 ms, client `TcpExt.DelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical)",
-	LatentWhen: "—",
-	Seed:       "001 §7",
-	ReportedBy: "`run`",
+	// On a leg to a dependency, the stall is part of the time the leg's
+	// client waits.
+	Consequences: []Consequence{{ID: DependencyPoolSaturated, At: OwnLeg}, {ID: DependencySlow, At: OwnLeg}},
+	Meaning:      "Nagle's algorithm on the sending side meets delayed ACK on the receiving side: about 40 ms per small request/response, on the load's connections or on a leg from a server to a dependency",
+	Active:       "the load: p50 and p75 in 35–60 ms, client `TcpExt.DelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical); a leg: the dependency's end (a socket of this host) held written bytes unsent while a segment was unacknowledged in ≥ 10 % of looks (critical when the delayed-ACK timeout is ≥ a fifth of the round trip), or the server's own end did so for its requests, or, that end not seen, answers paused a delayed-ACK timeout (`tcpi_ato`) in ≥ 10 % of looks (warning)",
+	LatentWhen:   "—",
+	Seed:         "001 §7, and any client/backend pair",
+	ReportedBy:   "`run`",
 })
 
 // The Linux delayed-ACK timer fires after 40 ms (TCP_DELACK_MIN); a
@@ -28,31 +32,45 @@ const (
 	nagleHigh = 60 * time.Millisecond
 )
 
-// checkNagle finds the Nagle / delayed-ACK stall (seed 001 §7): most
-// latencies in the 40 ms band, small responses, and about one delayed ACK
-// per request on the client. A server whose configuration turns
-// tcp_nodelay off gets the line to change.
+// checkNagle finds the Nagle / delayed-ACK stall (seed 001 §7): on the
+// load's own connections, most latencies in the 40 ms band, small
+// responses, and about one delayed ACK per request on the client (a
+// server whose configuration turns tcp_nodelay off gets the line to
+// change); and on each leg from a server to its dependencies, what the
+// traced connections showed (nagleDeps).
 func checkNagle(in *Input) []report.Finding {
-	if in.Run == nil || in.Run.Client() == nil {
+	if in.Run == nil {
 		return nil
+	}
+	out := nagleDeps(in.Run)
+	if f, ok := nagleLoad(in); ok {
+		out = append([]report.Finding{f}, out...)
+	}
+	return out
+}
+
+// nagleLoad is the stall on the load's own connections.
+func nagleLoad(in *Input) (report.Finding, bool) {
+	if in.Run.Client() == nil {
+		return report.Finding{}, false
 	}
 	res, client, start := in.Run.Load, in.Run.Client().Bundle, in.Run.LoadStart
 	if res == nil || res.Requests < 20 || client == nil {
-		return nil
+		return report.Finding{}, false
 	}
 	l := res.Latency
 	if l.P50 < nagleLow || l.P50 > nagleHigh || l.P75 > nagleHigh {
-		return nil
+		return report.Finding{}, false
 	}
 	w, ok := client.From(start).Window()
 	if !ok {
-		return nil
+		return report.Finding{}, false
 	}
 	acks, _ := w.Counter("TcpExt.DelayedACKs")
 	perReq := float64(acks) / float64(res.Requests)
 	size := res.Bytes / res.Requests
 	if perReq < 0.5 || size > 16<<10 {
-		return nil
+		return report.Finding{}, false
 	}
 	f := report.Finding{ID: NagleDelayedACK, Severity: report.Critical, Status: report.Active, Side: "server",
 		Title: fmt.Sprintf("Nagle's algorithm meets delayed ACKs: each response waits ~40 ms (p50 %v)", l.P50.Round(100*time.Microsecond)),
@@ -76,5 +94,100 @@ func checkNagle(in *Input) []report.Finding {
 			f.Actions = append([]report.Action{edit("nginx", src, fmt.Sprintf("set `tcp_nodelay on;` at %s (nginx's default), then nginx -s reload", src), "tcp_nodelay on;")}, f.Actions...)
 		}
 	}
-	return []report.Finding{f}
+	return f, true
+}
+
+// nagleDeps finds the stall on the legs from the run's servers to their
+// dependencies, from what their traced connections showed (app.Nagle):
+// answers whose last part waited for the server's delayed ACK (the
+// dependency's end held it back, read on that socket when it is one of
+// this host's, or answers paused for the delayed-ACK timeout), or
+// requests the server's own end held back. The fix is the sender's:
+// TCP_NODELAY where the data waited, or one write per message.
+func nagleDeps(r *Run) []report.Finding {
+	var out []report.Finding
+	for _, s := range r.Servers {
+		for i := range s.Deps {
+			d := &s.Deps[i]
+			n := d.Nagle
+			if n == nil || d.Untimed != "" || d.Conns == 0 {
+				continue
+			}
+			who := depName(d)
+			subject := s.Kind + " " + s.Addr + " → " + d.Addr
+			about := report.About{Server: s.Kind, Listen: s.Addr, Remotes: []string{d.Addr}}
+			table := report.Item{Text: depRow(d), Source: "sock_diag tcp_info", Window: true}
+			if n.StallsAnswers() {
+				f := nagleAnswers(r, s.Kind, who, subject, d, table)
+				f.About = about
+				out = append(out, f)
+			}
+			if n.StallsRequests() {
+				out = append(out, report.Finding{ID: NagleDelayedACK, Severity: nagleSeverity(d), Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
+					Title: fmt.Sprintf("Requests from %s %s to %s wait for its delayed ACK: Nagle's algorithm on %s's own connections holds each request's rest until the first part is acknowledged", s.Kind, s.Addr, who, s.Kind),
+					Evidence: []report.Item{table,
+						{Text: fmt.Sprintf("%s's end held bytes it had written, unsent while a segment was unacknowledged, in %.0f%% of the looks", s.Kind, 100*n.Requests), Source: "sock_diag tcp_info (notsent_bytes, unacked)", Window: true},
+						noDelayItem(s.Kind+"'s connections to "+d.Addr, n.NoDelay)},
+					Actions: notes(
+						fmt.Sprintf("on %s (the side that sends the requests): set TCP_NODELAY on its connections to %s (Java Socket.setTcpNoDelay(true), Node socket.setNoDelay(true), Python setsockopt(IPPROTO_TCP, TCP_NODELAY, 1); Go sets it by default), or write each request in one write (a buffered writer flushed once, writev)", s.Kind, d.Addr),
+						"not tcp_low_latency nor TCP_QUICKACK on the other side: the first is a no-op since 4.14, the second lasts one ACK",
+					)})
+			}
+		}
+	}
+	return out
+}
+
+// nagleAnswers is the finding for answers held back at the dependency's
+// side.
+func nagleAnswers(r *Run, kind, who, subject string, d *app.Dependency, table report.Item) report.Finding {
+	n := d.Nagle
+	ev := []report.Item{table}
+	sure := n.Answers >= app.NagleHeld
+	if sure {
+		ev = append(ev, report.Item{Text: fmt.Sprintf("%s's end of the connections held bytes its application had written, unsent while a segment was unacknowledged, in %.0f%% of the looks: Nagle's algorithm waiting for %s's ACK", d.Addr, 100*n.Answers, kind), Source: "sock_diag tcp_info (notsent_bytes, unacked)", Window: true})
+	}
+	if n.PeerNoDelay != "" {
+		ev = append(ev, noDelayItem(d.Addr+"'s sockets that held answers", n.PeerNoDelay))
+	}
+	if n.PauseShare > 0 {
+		ev = append(ev, report.Item{Text: fmt.Sprintf("answers came in parts ~%s apart (in %.0f%% of the looks one was paused), and %s's delayed-ACK timeout is %s: the rest of an answer comes when %s acknowledges its first part", ms(n.Pause), 100*n.PauseShare, kind, ms(n.DelayedACK), kind), Source: "sock_diag tcp_info (bytes_received, ato)", Window: true})
+	}
+	if n.AcksPerRequest > 0 {
+		ev = append(ev, report.Item{Text: fmt.Sprintf("%s sent %.1f ACKs alone per request (a delayed ACK that fired instead of riding on the next request is one)", kind, n.AcksPerRequest), Source: "sock_diag tcp_info (segs_out)", Window: true})
+	}
+	title := fmt.Sprintf("Answers from %s wait for %s's delayed ACK: Nagle's algorithm on %s's side holds each answer's rest until its first part is acknowledged (~%s per request)", who, kind, d.Addr, ms(n.DelayedACK))
+	if !sure {
+		title = fmt.Sprintf("Answers from %s come in parts a delayed-ACK timeout (~%s) apart: the pattern of Nagle's algorithm on %s's side, waiting for %s's delayed ACK", who, ms(n.DelayedACK), d.Addr, kind)
+	}
+	fix := []string{
+		fmt.Sprintf("on %s (the side that sends the answers): set TCP_NODELAY on its accepted sockets (nginx tcp_nodelay on; Java Socket.setTcpNoDelay(true); Node server.listen with noDelay; Python setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)), or write each answer in one write (a buffered writer flushed once, writev)", d.Addr),
+		fmt.Sprintf("not on %s: TCP_QUICKACK lasts one ACK and tcp_low_latency is a no-op since 4.14", kind),
+	}
+	if !sure {
+		fix = append([]string{fmt.Sprintf("check TCP_NODELAY where %s runs (netdoctor check there shows its sockets)", d.Addr)}, fix...)
+	}
+	sev := nagleSeverity(d)
+	if !sure {
+		sev = report.Warning
+	}
+	return report.Finding{ID: NagleDelayedACK, Severity: sev, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+		Title: title, Evidence: ev, Actions: notes(fix...)}
+}
+
+// nagleSeverity is critical when the stall is a fifth of the round trip
+// or more.
+func nagleSeverity(d *app.Dependency) report.Severity {
+	if d.Nagle != nil && d.RoundTrip > 0 && 5*d.Nagle.DelayedACK >= d.RoundTrip {
+		return report.Critical
+	}
+	return report.Warning
+}
+
+// noDelayItem says what TCP_NODELAY was on some sockets.
+func noDelayItem(what, v string) report.Item {
+	if v == "" {
+		return report.Item{Text: "TCP_NODELAY on " + what + ": not read", Source: "getsockopt"}
+	}
+	return report.Item{Text: "TCP_NODELAY on " + what + ": " + v, Source: "getsockopt (a copy of each socket)"}
 }

@@ -149,6 +149,8 @@ func (m Match) owns(cause, sym report.About) bool {
 		return sameAddr(sym.Listen, cause.Listen)
 	case OwnRemotes:
 		return len(cause.Remotes) == 0 || len(sym.Remotes) == 0 || slices.Equal(cause.Remotes, sym.Remotes)
+	case OwnLeg:
+		return len(cause.Remotes) > 0 && cause.Listen == sym.Listen && slices.Equal(cause.Remotes, sym.Remotes)
 	}
 	return true
 }

@@ -3,7 +3,9 @@ package rules
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -19,8 +21,8 @@ var _ = define(Class{ID: WorkerPoolExhausted,
 	Critical: true,
 	Errors:   true, Delays: true, Holds: true, Latency: true, Fails: Fails5xx,
 	Consequences: []Consequence{{ID: AcceptQueueOverflow, At: OwnListener}}, Blocks: true, AtCapacity: true,
-	Meaning:    "the application's worker pool (php-fpm `pm.max_children`, nginx `worker_connections`, or any server's threads) is full; requests queue or time out",
-	Active:     "php-fpm logged \"reached pm.max_children\", or every worker was busy for ≥ 2 s while requests queued on the pool's socket; nginx logged \"worker_connections are not enough\"; any server: its most busy threads all busy off-CPU for ≥ 2 s while requests waited unread, p50 ≥ 3 service times (critical)",
+	Meaning:    "the application's worker pool (php-fpm `pm.max_children`, nginx `worker_connections`, a JVM executor, Tomcat's threads, or any server's threads) is full; requests queue or time out",
+	Active:     "php-fpm logged \"reached pm.max_children\", or every worker was busy for ≥ 2 s while requests queued on the pool's socket; nginx logged \"worker_connections are not enough\"; named threads (`pool-1-thread-N`, `http-nio-8080-exec-N`): all of a family busy (in any wait but the one each idled in outside the load, off the CPU) in ≥ half the load's seconds while Little's law puts more requests in flight than threads, queue or not; other servers: its most busy threads all busy off-CPU for ≥ 2 s while requests waited unread, p50 ≥ 3 service times (critical)",
 	LatentWhen: "—",
 	Seed:       "000 stage 2, and any thread pool",
 	ReportedBy: "`run`",
@@ -55,7 +57,9 @@ func checkWorkerPool(in *Input) []report.Finding {
 					Actions:  notes(connsFix(r, s.Nginx), "then reload: nginx -s reload")})
 			}
 		default:
-			if f, ok := threadPool(r, s, b); ok {
+			if f, ok := familyPool(r, s, b); ok {
+				out = append(out, f)
+			} else if f, ok := threadPool(r, s, b); ok {
 				out = append(out, f)
 			}
 		}
@@ -331,4 +335,236 @@ func queuedRequests(r *Run, b *evidence.Bundle, addr string) (secs, peak int) {
 		}
 	}
 	return secs, peak
+}
+
+// poolBusy is the share of the load's sampled seconds in which every
+// thread of a pool must be busy for it to be full.
+const poolBusy = 0.5
+
+// familyPool finds a full pool among a server's named threads, in any
+// runtime that names them (a JVM executor's pool-1-thread-N, Tomcat's
+// http-nio-8080-exec-N, a native program's): threads sharing a name but
+// for a number take turns at the same work. A thread is busy when it
+// runs or waits in anything but the wait it idled in outside the load
+// (its own condition variable, its queue's), so a worker parked on a
+// timed futex (Thread.sleep, a timed park for a connection) counts
+// while an idle one on its queue does not, though both are futexes. The
+// runtime's own threads (GC, JIT, timers, the HTTP dispatcher) are not
+// sampled. The pool is full when all its threads were busy in half the
+// load's sampled seconds or more while more requests were in flight
+// than it has threads (Little's law from the load: in flight = rate ×
+// mean latency): the rest waited for a worker, in the kernel or in the
+// runtime's own queue (an executor's, where the kernel shows nothing).
+// The workers' own waits say more workers would help (each waits on its
+// own, off the CPU), whatever else keeps the host's CPU busy.
+func familyPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
+	p, ok := fullFamily(r, s)
+	if !ok {
+		return report.Finding{}, false
+	}
+	lr := r.Load
+	total := 0
+	for _, w := range p.waits {
+		total += w.n
+	}
+	var what []string
+	for _, w := range p.waits[:min(3, len(p.waits))] {
+		what = append(what, fmt.Sprintf("%s %.0f%%", w.key, 100*float64(w.n)/float64(total)))
+	}
+	threads := fmt.Sprintf("threads %s* (%d)", p.family, p.size)
+	queued, peak := queuedRequests(r, b, s.Addr)
+	where := "inside the process (no request waited unread in the kernel: the runtime's own queue holds them)"
+	if queued > 0 {
+		where = fmt.Sprintf("up to %d of them unread in their connections to %s, in %d sampled seconds", peak, s.Addr, queued)
+	}
+	ev := []report.Item{
+		{Text: fmt.Sprintf("%s (pid %d): %s, all busy in %d of %d sampled seconds, %.1f busy on average; each waited on: %s", s.Kind, s.PIDs[0], threads, p.full, p.samples, p.busy, strings.Join(what, ", ")), Source: "threads (comm, syscall)", Window: true},
+		{Text: fmt.Sprintf("in flight: %.0f requests/s × %v mean latency ≈ %.0f requests at once (Little's law) for %d workers: ~%.0f waited for one, %s", p.rate, lr.Latency.Mean.Round(time.Millisecond/10), p.inFlight, p.size, p.inFlight-p.busy, where), Source: "load", Window: true},
+		{Text: fmt.Sprintf("service time ≈ %v (%.1f busy workers / %.0f requests/s); mean latency %v: ~%v of it waiting for a worker", p.service.Round(time.Millisecond/10), p.busy, p.rate, lr.Latency.Mean.Round(time.Millisecond/10), p.wait.Round(time.Millisecond/10)), Source: "load", Window: true},
+	}
+	if cpu, ok := hostBusy(b, r.LoadStart, r.LoadEnd); ok {
+		// The workers waited off the CPU whatever the host's CPU did
+		// (other processes may keep it busy): more of them overlap.
+		ev = append(ev, report.Item{Text: fmt.Sprintf("host CPU %.0f%% busy over the load; the workers waited off it", 100*cpu), Source: "/proc/stat", Window: true})
+	}
+	want, spare := sizing.Workers(int(math.Ceil(p.inFlight)), p.size)
+	fix := notes(fmt.Sprintf("raise the pool of %s on %s from %d to %d threads: %.0f requests in flight and %d spare — %s", s.Kind, s.Addr, p.size, want, p.inFlight, spare, poolKnob(p.family, s)),
+		fmt.Sprintf("or shorten what each request holds a worker for: its workers were mostly in %s", p.waits[0].key))
+	return report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
+		Subject: s.Kind + " " + s.Addr, About: report.About{Server: s.Kind, Listen: s.Addr}, Side: r.ServerSide(),
+		Title: fmt.Sprintf("%s on %s serves with a pool of %d threads (%s*), all busy: requests wait for a free one (mean %v, %v of it waiting; service %v)",
+			s.Kind, s.Addr, p.size, p.family, lr.Latency.Mean.Round(time.Millisecond), p.wait.Round(time.Millisecond), p.service.Round(time.Millisecond)),
+		Evidence: ev, Actions: fix}, true
+}
+
+// threadPoolStats is a full pool of a server's named threads (fullFamily).
+type threadPoolStats struct {
+	family        string
+	size          int
+	full, samples int
+	// busy is the mean busy threads over the load's samples; waits what
+	// they waited on, most first.
+	busy  float64
+	waits []keyCount
+	// rate and inFlight are the load's: requests per second, and at once
+	// (rate × mean latency); service the time a request held a worker
+	// (busy / rate), wait the rest of the mean latency.
+	rate, inFlight float64
+	service, wait  time.Duration
+}
+
+// fullFamily finds a server's full pool of named threads (familyPool).
+func fullFamily(r *Run, s *app.Server) (threadPoolStats, bool) {
+	var p threadPoolStats
+	lr := r.Load
+	load := r.Samples(s)
+	secs := r.LoadEnd.Sub(r.LoadStart).Seconds()
+	if lr == nil || lr.Requests < 20 || len(load) < 2 || secs <= 0 || lr.Latency.Mean <= 0 {
+		return p, false
+	}
+	idle := map[int][]string{}
+	for _, smp := range s.Samples {
+		if !smp.Time.Before(r.LoadStart) && !smp.Time.After(r.LoadEnd) {
+			continue
+		}
+		for _, th := range smp.Threads {
+			if th.Wait != "" && !slices.Contains(idle[th.TID], th.Wait) {
+				idle[th.TID] = append(idle[th.TID], th.Wait)
+			}
+		}
+	}
+	busy := func(th app.Thread) bool {
+		switch {
+		case th.Class == app.WaitRunning:
+			return true
+		case th.Class == app.WaitIdle:
+			return false
+		}
+		if ws, ok := idle[th.TID]; ok {
+			return !slices.ContainsFunc(ws, func(w string) bool { return app.SameWait(th.Wait, w) })
+		}
+		// A thread not seen idle: only a wait that holds a request.
+		return parallel[th.Class] || th.Class == app.WaitFile
+	}
+	type family struct {
+		size, full, busy int
+		waits            map[string]int
+	}
+	fams := map[string]*family{}
+	get := func(f string) *family {
+		fm := fams[f]
+		if fm == nil {
+			fm = &family{waits: map[string]int{}}
+			fams[f] = fm
+		}
+		return fm
+	}
+	for _, smp := range load {
+		n, bz := map[string]int{}, map[string]int{}
+		for _, th := range smp.Threads {
+			f := app.Family(th.Name)
+			n[f]++
+			if busy(th) {
+				bz[f]++
+				get(f).waits[threadWait(th)]++
+			}
+		}
+		for f, k := range n {
+			fm := get(f)
+			fm.size = max(fm.size, k)
+			fm.busy += bz[f]
+			if k >= 2 && bz[f] == k {
+				fm.full++
+			}
+		}
+	}
+	var pool *family
+	for f, fm := range fams {
+		if fm.size >= 2 && (pool == nil || fm.busy > pool.busy || fm.busy == pool.busy && f < p.family) {
+			p.family, pool = f, fm
+		}
+	}
+	if pool == nil || pool.full < 2 || float64(pool.full) < poolBusy*float64(len(load)) {
+		return p, false
+	}
+	// Workers all busy on the CPU, or on one lock, would only queue
+	// there in greater numbers (cpu-saturated, app-slow): more workers
+	// help those that each wait on their own.
+	p.waits = sortedCounts(pool.waits)
+	if len(p.waits) == 0 || !poolWaitParallel(p.waits[0].key) {
+		return p, false
+	}
+	p.size, p.full, p.samples = pool.size, pool.full, len(load)
+	p.rate = float64(lr.Requests) / secs
+	p.inFlight = p.rate * lr.Latency.Mean.Seconds()
+	if p.inFlight <= float64(p.size) {
+		return p, false
+	}
+	p.busy = float64(pool.busy) / float64(len(load))
+	p.service = time.Duration(p.busy / p.rate * float64(time.Second))
+	p.wait = max(0, lr.Latency.Mean-p.service)
+	return p, true
+}
+
+// threadWait says in a few words what a busy thread waited on.
+func threadWait(th app.Thread) string {
+	switch {
+	case th.Class == app.WaitRunning:
+		return "the CPU"
+	case th.Peer != "":
+		return "reading from " + th.Peer
+	case strings.HasPrefix(th.Wait, "futex ") && strings.HasSuffix(th.Wait, " timed"):
+		return "a timed wait (futex with a timeout: a sleep, a timed park)"
+	case strings.HasPrefix(th.Wait, "futex "):
+		return "a lock or condition (futex)"
+	case th.Class == app.WaitOther && th.Wait != "":
+		return th.Wait
+	}
+	return th.Class
+}
+
+// poolWaitParallel says whether workers waiting on w each wait on their
+// own: more of them would overlap.
+func poolWaitParallel(w string) bool {
+	return strings.HasPrefix(w, "reading from ") || strings.HasPrefix(w, "a timed wait") || parallel[w]
+}
+
+// poolKnob names where a pool of threads named family* is sized, by the
+// runtime and the names its libraries give their threads.
+func poolKnob(family string, s *app.Server) string {
+	switch {
+	case strings.HasPrefix(family, "pool-") && strings.HasSuffix(family, "-thread-"):
+		return "the JDK's executor (threads named by its default thread factory): Executors.newFixedThreadPool(n), or ThreadPoolExecutor's corePoolSize and maximumPoolSize"
+	case strings.Contains(family, "-exec-"):
+		return "Tomcat's connector threads: maxThreads on the Connector (server.xml), server.tomcat.threads.max in Spring Boot"
+	case strings.HasPrefix(family, "qtp"):
+		return "Jetty's QueuedThreadPool: maxThreads"
+	case strings.HasPrefix(family, "XNIO-") && strings.Contains(family, "task-"):
+		return "Undertow's worker threads: io-threads/worker-threads (server.undertow.threads.worker in Spring Boot)"
+	case strings.HasPrefix(family, "ForkJoinPool"):
+		return "the ForkJoinPool's parallelism (java.util.concurrent.ForkJoinPool.common.parallelism for the common pool)"
+	case strings.HasPrefix(family, "grpc-default-executor"):
+		return "gRPC's executor: ServerBuilder.executor(a bounded pool of the size you need)"
+	}
+	return fmt.Sprintf("the pool that names its threads %s* in %s", family, s.Kind)
+}
+
+type keyCount struct {
+	key string
+	n   int
+}
+
+// sortedCounts are m's entries, most first.
+func sortedCounts(m map[string]int) []keyCount {
+	var out []keyCount
+	for k, n := range m {
+		out = append(out, keyCount{k, n})
+	}
+	slices.SortFunc(out, func(a, b keyCount) int {
+		if a.n != b.n {
+			return b.n - a.n
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return out
 }

@@ -67,7 +67,7 @@ func (res *Result) Report() *report.Run {
 	if b == nil {
 		b = &evidence.Bundle{}
 	}
-	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers, Path: res.Path}
+	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers, Path: res.Path, Waits: rules.Waits(res.Run)}
 	for _, s := range res.Sides {
 		rs := s.RunSide
 		r.Sides = append(r.Sides, &rs)

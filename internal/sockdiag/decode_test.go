@@ -257,13 +257,19 @@ func TestDecodeTCPInfo(t *testing.T) {
 	if ti.State != 1 || ti.DataSegsOut != 3 || ti.DataSegsIn != 3 || ti.BytesReceived != 15 || ti.BytesAcked != 16 || !ti.HasBusyTime() || ti.RTT == 0 {
 		t.Errorf("6.18 tcp_info: %+v", ti)
 	}
+	// What Nagle's algorithm meeting delayed ACKs is read from: the
+	// delayed-ACK timeout (40 ms), the window, bytes written and not
+	// sent; and the payload sent (the SYN not counted, unlike acked).
+	if ti.Ato != 40000 || ti.SndCwnd != 13 || !ti.HasNotsent() || ti.NotsentBytes != 0 || ti.BytesSent != 15 || ti.SndMSS == 0 {
+		t.Errorf("6.18 tcp_info: ato %d cwnd %d notsent %d (%v) sent %d mss %d", ti.Ato, ti.SndCwnd, ti.NotsentBytes, ti.HasNotsent(), ti.BytesSent, ti.SndMSS)
+	}
 	// Over loopback: 9 µs at the least, 1.2 ms smoothed (ACKs delayed or
 	// riding on answers).
 	if m, ok := ti.MinRTTOK(); !ok || m != 9*time.Microsecond || ti.SRTT() != 1234*time.Microsecond {
 		t.Errorf("min RTT %v %v, smoothed %v", m, ok, ti.SRTT())
 	}
 	// Linux 4.2 (up to tcpi_segs_in): no data segment counts.
-	if err := DecodeTCPInfo(b[:144], &ti); err != nil || ti.HasDataSegs() || ti.DataSegsOut != 0 || ti.SegsOut == 0 || ti.BytesReceived != 15 {
+	if err := DecodeTCPInfo(b[:144], &ti); err != nil || ti.HasDataSegs() || ti.HasNotsent() || ti.DataSegsOut != 0 || ti.SegsOut == 0 || ti.BytesReceived != 15 || ti.BytesSent != 0 {
 		t.Errorf("4.2 tcp_info: %+v %v", ti, err)
 	}
 	if _, ok := ti.MinRTTOK(); ok {

@@ -17,6 +17,12 @@ import (
 type TCPInfo struct {
 	Size  int
 	State uint8
+	// Ato is the delayed-ACK timeout the connection would use now, in
+	// microseconds (the kernel's icsk_ack.ato: 40 ms at least at HZ ≥
+	// 100, grown with the gaps between segments received).
+	Ato uint32
+	// SndMSS and RcvMSS are the segment sizes each way, in bytes.
+	SndMSS, RcvMSS uint32
 	// LastDataSent, LastDataRecv and LastAckRecv are how long ago the
 	// connection last sent data, received data and received an ACK, in
 	// milliseconds (jiffies rounded): the kernel computes them when it
@@ -26,6 +32,8 @@ type TCPInfo struct {
 	// deviation, in microseconds.
 	RTT, RTTVar uint32
 	Unacked     uint32
+	// SndCwnd is the congestion window, in segments.
+	SndCwnd uint32
 	// BytesAcked and BytesReceived count payload bytes (Linux 4.1+);
 	// BytesAcked counts the SYN as one more.
 	BytesAcked, BytesReceived uint64
@@ -39,20 +47,29 @@ type TCPInfo struct {
 	// connection the smoothed RTT is not the network's: the peer's ACK
 	// rides on its answer, so each sample holds the answer's time.
 	MinRTT uint32
+	// NotsentBytes are bytes the application wrote that the socket has
+	// not sent yet (Linux 4.6+): held by the windows, or by Nagle's
+	// algorithm while a small segment is unacknowledged.
+	NotsentBytes uint32
 	// BusyTime is the time in microseconds the connection had data in
 	// flight or waiting to be sent (Linux 4.10+).
 	BusyTime uint64
-	// SndMSS is the segment size it sends, PMTU the path MTU it
-	// believes, AdvMSS the MSS it announced; Lost the segments it
-	// believes lost now and TotalRetrans all it retransmitted.
-	SndMSS, PMTU, AdvMSS uint32
-	Lost, TotalRetrans   uint32
+	// BytesSent counts payload bytes sent, retransmissions included
+	// (Linux 4.19+).
+	BytesSent uint64
+	// PMTU is the path MTU it believes, AdvMSS the MSS it announced;
+	// Lost the segments it believes lost now and TotalRetrans all it
+	// retransmitted.
+	PMTU, AdvMSS       uint32
+	Lost, TotalRetrans uint32
 }
 
 // Offsets in struct tcp_info, and the size at which each field first
 // appeared.
 const (
+	tiAto          = 12
 	tiSndMSS       = 16
+	tiRcvMSS       = 20
 	tiLost         = 32
 	tiPMTU         = 60
 	tiAdvMSS       = 84
@@ -62,14 +79,17 @@ const (
 	tiLastAckRecv  = 56
 	tiRTT          = 68
 	tiRTTVar       = 72
+	tiSndCwnd      = 80
 	tiBytesAcked   = 120
 	tiBytesRecv    = 128
 	tiSegsOut      = 136
 	tiSegsIn       = 140
+	tiNotsent      = 144
 	tiMinRTT       = 148
 	tiDataSegsIn   = 152
 	tiDataSegsOut  = 156
 	tiBusyTime     = 168
+	tiBytesSent    = 200
 
 	// tcpInfoMinLen is struct tcp_info up to tcpi_total_retrans, as
 	// Linux 3.x sent it: the fields every kernel has.
@@ -99,14 +119,18 @@ func DecodeTCPInfo(b []byte, t *TCPInfo) error {
 	t.Size = len(b)
 	t.State = b[0]
 	t.LastDataSent, t.LastDataRecv, t.LastAckRecv = u32(tiLastDataSent), u32(tiLastDataRecv), u32(tiLastAckRecv)
+	t.Ato, t.SndMSS, t.RcvMSS = u32(tiAto), u32(tiSndMSS), u32(tiRcvMSS)
 	t.RTT, t.RTTVar = u32(tiRTT), u32(tiRTTVar)
 	t.Unacked = u32(24)
+	t.SndCwnd = u32(tiSndCwnd)
+	t.NotsentBytes = u32(tiNotsent)
+	t.BytesSent = u64(tiBytesSent)
 	t.BytesAcked, t.BytesReceived = u64(tiBytesAcked), u64(tiBytesRecv)
 	t.SegsOut, t.SegsIn = u32(tiSegsOut), u32(tiSegsIn)
 	t.DataSegsIn, t.DataSegsOut = u32(tiDataSegsIn), u32(tiDataSegsOut)
 	t.MinRTT = u32(tiMinRTT)
 	t.BusyTime = u64(tiBusyTime)
-	t.SndMSS, t.PMTU, t.AdvMSS = u32(tiSndMSS), u32(tiPMTU), u32(tiAdvMSS)
+	t.PMTU, t.AdvMSS = u32(tiPMTU), u32(tiAdvMSS)
 	t.Lost, t.TotalRetrans = u32(tiLost), u32(tiTotalRetrans)
 	return nil
 }
@@ -114,6 +138,10 @@ func DecodeTCPInfo(b []byte, t *TCPInfo) error {
 // HasDataSegs reports whether the kernel sent tcpi_data_segs_in and
 // tcpi_data_segs_out (Linux 4.6+).
 func (t *TCPInfo) HasDataSegs() bool { return t.Size >= tiDataSegsOut+4 }
+
+// HasNotsent reports whether the kernel sent tcpi_notsent_bytes (Linux
+// 4.6+).
+func (t *TCPInfo) HasNotsent() bool { return t.Size >= tiNotsent+4 }
 
 // HasBusyTime reports whether the kernel sent tcpi_busy_time (Linux
 // 4.10+).

@@ -5,8 +5,14 @@ import "github.com/netdoctor/netdoctor/internal/report"
 // This file fixes the findings of rules/nagle.go: small responses held
 // back by Nagle's algorithm until the client's delayed ACK.
 
-// nodelay turns tcp_nodelay back on where it was turned off.
+// nodelay turns tcp_nodelay back on where it was turned off. A stall on
+// a leg from a server to a dependency (About.Remotes) is set on the
+// sending side's sockets by its own code or library, which tune does not
+// edit: its finding's advice stands.
 func (b *builder) nodelay(f report.Finding) error {
+	if len(f.About.Remotes) > 0 {
+		return nil
+	}
 	for _, s := range b.in.Servers {
 		if s.Nginx == nil {
 			continue

@@ -46,3 +46,17 @@ func TestNodelayOn(t *testing.T) {
 		t.Errorf("tcp_nodelay is on, yet: %s", titles(p))
 	}
 }
+
+// TestNodelayLeg: a stall on a leg to a dependency changes no nginx
+// configuration, even one that turns tcp_nodelay off for its clients:
+// the sender of that leg sets it in its own code.
+func TestNodelayLeg(t *testing.T) {
+	in := readSeed000(t)
+	leg := nagle
+	leg.About = report.About{Server: "java", Listen: "10.0.0.1:8080", Remotes: []string{"10.0.0.9:7300"}}
+	in.Findings = []report.Finding{leg}
+	in.Servers[0].Nginx.NoDelayOff = []string{labDir + "/nginx/nginx.conf:17"}
+	if p := build(t, in, seed000Host()); len(p.Changes) != 0 {
+		t.Errorf("a leg's stall changed: %s", titles(p))
+	}
+}
