@@ -312,6 +312,21 @@ func (o *Observer) Finish() []*Server {
 	return o.servers()
 }
 
+// Processes names the server each of the servers' processes (masters
+// and workers, found again at each call) belongs to: "nginx
+// 0.0.0.0:80". A profiler keeps their samples.
+func (o *Observer) Processes() map[int]string {
+	out := map[int]string{}
+	for _, s := range o.servers() {
+		for _, pid := range o.pids(s) {
+			if _, ok := out[pid]; !ok {
+				out[pid] = s.Kind + " " + s.Addr
+			}
+		}
+	}
+	return out
+}
+
 // Current is a copy of Servers, which a dependency trace may grow while
 // it runs: read it, not Servers, then.
 func (o *Observer) Current() []*Server { return o.servers() }

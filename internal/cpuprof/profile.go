@@ -31,6 +31,9 @@ type Profile struct {
 	Idle    uint64 `json:"idle"`
 	// Lost are the samples the kernel dropped for a full ring.
 	Lost uint64 `json:"lost,omitempty"`
+	// Self are netdoctor's own samples (its load generator's, when the
+	// load runs on this host): never counted among the others.
+	Self uint64 `json:"self,omitempty"`
 	// Others are the busiest processes that were not the servers, on
 	// the same CPUs: who else took them.
 	Others []Other `json:"others,omitempty"`
@@ -87,6 +90,7 @@ type Summary struct {
 	Duration time.Duration   `json:"duration_ns"`
 	Samples  uint64          `json:"samples"`
 	Lost     uint64          `json:"lost,omitempty"`
+	Self     uint64          `json:"self,omitempty"`
 	Cost     Cost            `json:"cost"`
 	Servers  []ServerSummary `json:"servers,omitempty"`
 	Others   []Other         `json:"others,omitempty"`
@@ -144,7 +148,7 @@ func Summarize(p *Profile) (*Summary, error) {
 	if p == nil {
 		return nil, nil
 	}
-	s := &Summary{Hz: p.Hz, Duration: p.Duration, Samples: p.Samples, Lost: p.Lost, Cost: p.Cost, Others: p.Others, Notes: p.Notes}
+	s := &Summary{Hz: p.Hz, Duration: p.Duration, Samples: p.Samples, Lost: p.Lost, Self: p.Self, Cost: p.Cost, Others: p.Others, Notes: p.Notes}
 	if p.Samples > 0 {
 		s.IdleShare = float64(p.Idle) / float64(p.Samples)
 	}

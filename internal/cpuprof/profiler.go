@@ -73,6 +73,10 @@ type Profiler struct {
 	readErrs  []error
 	keyBuf    []byte
 	otherMore uint64
+	self      int
+	// selfSamples are netdoctor's own (its load generator's, when the
+	// load runs on this host).
+	selfSamples uint64
 }
 
 type stack struct {
@@ -104,7 +108,7 @@ func Start(o Options) (*Profiler, error) {
 		return nil, err
 	}
 	p := &Profiler{opts: o, sampler: s, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{}),
-		stacks: map[string]*stack{}, procs: map[int]*proc{}, others: map[int]uint64{}}
+		stacks: map[string]*stack{}, procs: map[int]*proc{}, others: map[int]uint64{}, self: os.Getpid()}
 	if o.Servers != nil {
 		p.servers = o.Servers()
 	}
@@ -154,6 +158,10 @@ func (p *Profiler) add(s *perf.Sample) {
 	}
 	server, ok := p.servers[pid]
 	if !ok {
+		if pid == p.self {
+			p.selfSamples++ // netdoctor is never another process that takes the CPU
+			return
+		}
 		if _, known := p.others[pid]; known || len(p.others) < maxOtherPIDs {
 			p.others[pid]++
 		} else {
@@ -202,7 +210,7 @@ func (p *Profiler) Stop() *Profile {
 	defer runtime.UnlockOSThread()
 	cpu0 := threadCPU()
 	out := &Profile{Hz: p.opts.Hz, Start: p.start, Duration: end.Sub(p.start), CPUs: p.sampler.CPUs(),
-		Samples: p.total, Kept: p.kept, Idle: p.idle, Lost: p.sampler.Lost}
+		Samples: p.total, Kept: p.kept, Idle: p.idle, Lost: p.sampler.Lost, Self: p.selfSamples}
 	for _, err := range p.readErrs {
 		out.Notes = append(out.Notes, "reading the rings: "+err.Error())
 	}

@@ -42,6 +42,8 @@ var Classes = map[report.FindingID]Class{
 	NeighbourTableOverflow:  {Meaning: "the neighbour (ARP/NDP) table is full; packets to next hops it cannot add are dropped", Critical: true},
 	SocketBufferLimit:       {Meaning: "data dropped because a socket buffer or TCP's global memory limit ran out"},
 	CPUSaturated:            {Meaning: "CPUs have no idle time left; other numbers are then symptoms"},
+	CPUQuotaThrottling:      {Meaning: "a server's cgroup uses up its CPU quota each period; its threads wait, runnable, for the next one while CPUs may idle", Critical: true},
+	RunQueueContention:      {Meaning: "a server's threads wait, runnable, for CPUs that other processes hold", Critical: true},
 	LoadGeneratorSaturated:  {Meaning: "the load generator, not the server, is the bottleneck of a benchmark"},
 	UnexplainedDistress:     {Meaning: "the load shows distress that no other finding explains: netdoctor does not call it healthy", Critical: true},
 	RiskySysctl:             {Meaning: "a setting that copy-paste tuning guides recommend and that hurts on current kernels", Latent: true},

@@ -35,6 +35,7 @@ var explainsErrors = map[report.FindingID]bool{
 // its clients closed: its workers are busy elsewhere.
 var explainsStuck = map[report.FindingID]bool{
 	AppSlow: true, DependencyPoolSaturated: true, DependencySlow: true, WorkerPoolExhausted: true, DNSSlow: true, ReverseDNSLookup: true, FDLimit: true, CPUSaturated: true,
+	CPUQuotaThrottling: true, RunQueueContention: true,
 }
 
 // checkDistress is the last rule: when the load itself shows distress —

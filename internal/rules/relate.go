@@ -400,6 +400,7 @@ var delays = map[report.FindingID]bool{
 	ReverseDNSLookup: true, PacketLoss: true, BandwidthSaturated: true, AcceptQueueOverflow: true,
 	SynQueueOverflow: true, ConntrackTableFull: true, FDLimit: true, EphemeralPortExhaustion: true,
 	SocketBufferLimit: true, NICDrops: true, NeighbourTableOverflow: true, LoadGeneratorSaturated: true,
+	CPUQuotaThrottling: true, RunQueueContention: true,
 }
 
 // slowLoad reports a load whose median took 30 ms or more, or whose tail
