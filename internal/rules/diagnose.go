@@ -103,7 +103,7 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 	}
 	for _, rule := range Registry {
 		if rule.Scope == Symptom {
-			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: clean(out, traced(r))})...)
+			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: clean(out, traced(r), accounted(r))})...)
 		}
 	}
 	tieShape(out, shape)
@@ -114,8 +114,9 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 
 // clean lists what the registry's rules looked at and found nothing
 // active in; the dependencies only when traced (a run that saw no
-// server's connections looked at none).
-func clean(found []report.Finding, deps bool) []string {
+// server's connections looked at none), the servers' CPU time only when
+// accounted.
+func clean(found []report.Finding, deps, cpu bool) []string {
 	active := map[report.FindingID]bool{}
 	for _, f := range found {
 		if f.Status == report.Active {
@@ -124,7 +125,7 @@ func clean(found []report.Finding, deps bool) []string {
 	}
 	var out []string
 	for _, r := range Registry {
-		if r.Scope == Symptom || r.Checks == "" || r.Name == "dependency" && !deps {
+		if r.Scope == Symptom || r.Checks == "" || r.Name == "dependency" && !deps || (r.Name == "throttle" || r.Name == "runqueue") && !cpu {
 			continue
 		}
 		hit := false
@@ -136,6 +137,19 @@ func clean(found []report.Finding, deps bool) []string {
 		}
 	}
 	return out
+}
+
+// accounted reports whether any server's threads were accounted (CPU
+// time, run delay) during the run.
+func accounted(r *Run) bool {
+	for _, s := range r.Servers {
+		for _, smp := range s.Samples {
+			if smp.CPU != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // poolAddrs maps each worker pool finding's subject to the address its
