@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -30,6 +31,11 @@ const UpstreamConnectionChurn report.FindingID = "upstream-connection-churn"
 //
 // The first two make one finding when they see the same destination.
 func checkChurn(in *Input) []report.Finding {
+	return withPortSearch(in, churnFindings(in))
+}
+
+// churnFindings is checkChurn before the profile's evidence.
+func churnFindings(in *Input) []report.Finding {
 	var out []report.Finding
 	if f, ok := kernelChurn(in); ok {
 		f.Side = in.Side
@@ -274,4 +280,38 @@ func busiestTimeWait(b *evidence.Bundle, skip func(string) bool) evidence.Remote
 		}
 	}
 	return best
+}
+
+// portSearchShare is the least share of a server's on-CPU samples
+// searching for a local port that churn cites: below it the search is
+// not what the CPU goes to.
+const portSearchShare = 0.02
+
+// withPortSearch adds to each active churn finding what the on-CPU
+// profile saw of its cost: the kernel searching for a free local port
+// for each new connection (seed 000's flame graph, hot in
+// inet_hash_connect), the server by server.
+func withPortSearch(in *Input, out []report.Finding) []report.Finding {
+	if in.Run == nil || in.Run.Profile == nil || !in.ServerSide() {
+		return out
+	}
+	sum, err := cpuprof.Summarize(in.Run.Profile)
+	if err != nil || sum == nil {
+		return out
+	}
+	var items []report.Item
+	for _, s := range sum.Servers {
+		for _, a := range s.Activities {
+			if a.Kind == cpuprof.PortSearch && a.Share >= portSearchShare {
+				items = append(items, report.Item{Text: fmt.Sprintf("the on-CPU profile: %.0f%% of %s's samples search for a free local port (%s), the cost of a new connection per request",
+					100*a.Share, s.Server, strings.Join(a.Funcs, ", ")), Source: "profile", Window: true})
+			}
+		}
+	}
+	for i := range out {
+		if out[i].Status == report.Active {
+			out[i].Evidence = append(out[i].Evidence, items...)
+		}
+	}
+	return out
 }
