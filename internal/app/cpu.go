@@ -114,7 +114,16 @@ type cpuState struct {
 	hasPSI  bool
 	allowed []int
 	// total is every interval since the first, for counters (metrics).
-	total CPU
+	total CPUTotal
+}
+
+// CPUTotal is a server's CPU accounting since it was first sampled,
+// with its run delay split interval by interval (CPU.Split).
+type CPUTotal struct {
+	CPU
+	// QuotaWait and CPUWait are the run delay's two parts: held by the
+	// quota, waiting for a CPU.
+	QuotaWait, CPUWait time.Duration
 }
 
 // hostCPU is /proc/stat's per-CPU ticks at one sample, shared by every
@@ -191,7 +200,9 @@ func (o *Observer) accountCPU(s *Server, workers []int, now time.Time, host, pre
 		}
 	}
 	st.at = now
+	o.cpuMu.Lock()
 	st.allowed = allowed
+	o.cpuMu.Unlock()
 	cur.Span = span
 	cur.CPUs = len(allowed)
 	if host != nil && prevHost != nil {
@@ -217,7 +228,12 @@ func (o *Observer) accountCPU(s *Server, workers []int, now time.Time, host, pre
 	if first {
 		return nil
 	}
-	st.total = st.total.Add(cur)
+	th, w := cur.Split()
+	o.cpuMu.Lock()
+	st.total.CPU = st.total.CPU.Add(cur)
+	st.total.QuotaWait += th
+	st.total.CPUWait += w
+	o.cpuMu.Unlock()
 	return &cur
 }
 
@@ -245,14 +261,14 @@ func (o *Observer) cpuState(s *Server, workers []int) *cpuState {
 	return st
 }
 
-// CPUTotal is a server's CPU accounting summed since it was first
+// Total is a server's CPU accounting summed since it was first
 // sampled, for counters; ok is false before its second sample.
-func (o *Observer) CPUTotal(s *Server) (CPU, bool) {
+func (o *Observer) Total(s *Server) (CPUTotal, bool) {
 	o.cpuMu.Lock()
 	defer o.cpuMu.Unlock()
 	st := o.cpu[s]
 	if st == nil || st.total.Span == 0 {
-		return CPU{}, false
+		return CPUTotal{}, false
 	}
 	return st.total, true
 }

@@ -205,17 +205,18 @@ func (p *Profiler) Stop() *Profile {
 	close(p.stop)
 	<-p.done
 	end := time.Now()
+	cpus := p.sampler.CPUs()
 	p.sampler.Close()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cpu0 := threadCPU()
-	out := &Profile{Hz: p.opts.Hz, Start: p.start, Duration: end.Sub(p.start), CPUs: p.sampler.CPUs(),
+	out := &Profile{Hz: p.opts.Hz, Start: p.start, Duration: end.Sub(p.start), CPUs: cpus,
 		Samples: p.total, Kept: p.kept, Idle: p.idle, Lost: p.sampler.Lost, Self: p.selfSamples}
 	for _, err := range p.readErrs {
 		out.Notes = append(out.Notes, "reading the rings: "+err.Error())
 	}
 	out.Others = p.topOthers()
-	pp, notes := p.build(end)
+	pp, notes := p.build(end, cpus)
 	out.Notes = append(out.Notes, notes...)
 	var buf bytes.Buffer
 	if err := pp.Write(&buf); err != nil {
@@ -243,7 +244,7 @@ func (p *Profiler) topOthers() []Other {
 }
 
 // build names every kept call chain and makes the pprof profile.
-func (p *Profiler) build(end time.Time) (*profile.Profile, []string) {
+func (p *Profiler) build(end time.Time, cpus []int) (*profile.Profile, []string) {
 	var notes []string
 	k, err := symtab.LoadKernel(os.DirFS("/"))
 	if err != nil {
@@ -257,7 +258,7 @@ func (p *Profiler) build(end time.Time) (*profile.Profile, []string) {
 		Period:            int64(time.Second) / int64(p.opts.Hz),
 		TimeNanos:         p.start.UnixNano(),
 		DurationNanos:     end.Sub(p.start).Nanoseconds(),
-		Comments:          []string{fmt.Sprintf("netdoctor: perf cpu-clock at %d Hz on CPUs %v, the servers' processes", p.opts.Hz, p.sampler.CPUs())},
+		Comments:          []string{fmt.Sprintf("netdoctor: perf cpu-clock at %d Hz on CPUs %v, the servers' processes", p.opts.Hz, cpus)},
 	}
 	kernelMap := &profile.Mapping{ID: 1, File: KernelModule, HasFunctions: true}
 	pp.Mapping = append(pp.Mapping, kernelMap)

@@ -101,10 +101,10 @@ func CPULines(s *app.Server, from, to time.Time) []string {
 	return out
 }
 
-// writeProfile prints the servers' on-CPU profile: per server, what its
+// ProfileText prints the servers' on-CPU profile: per server, what its
 // samples went to where netdoctor knows the functions, and its hottest
 // functions.
-func writeProfile(w io.Writer, p *cpuprof.Summary, why string) {
+func ProfileText(w io.Writer, p *cpuprof.Summary, why string) {
 	if p == nil {
 		if why != "" {
 			fmt.Fprintf(w, "\nOn-CPU profile: none (%s)\n", why)

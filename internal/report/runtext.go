@@ -33,7 +33,7 @@ func RunText(w io.Writer, r *Run, latency bool) error {
 	}
 	from, to := loadSpan(r.Load)
 	writeServers(w, r.Servers, from, to)
-	writeProfile(w, r.Profile, r.ProfileError)
+	ProfileText(w, r.Profile, r.ProfileError)
 	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
 	fmt.Fprintf(w, "\nLoad:\n")
 	if err := LoadText(w, r.Load, latency); err != nil {
