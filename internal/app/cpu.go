@@ -57,9 +57,11 @@ type Neighbour struct {
 
 // Split divides the run delay between the quota and CPU contention. A
 // thread that waits while one of its CPUs idles is held back by its
-// group's quota; otherwise the quota accounts for at most the time the
-// group's run queues stayed throttled, and the rest of the wait went to
-// the other threads that held the CPUs (its own or other processes').
+// group's quota. Otherwise the quota accounts for the time the group's
+// run queues stayed throttled times the threads that wanted to run on
+// each (a throttled queue holds all of them; the kernel counts the
+// queue once), and the rest of the wait went to the other threads that
+// held the CPUs (its own or other processes').
 func (c CPU) Split() (throttled, waiting time.Duration) {
 	if c.Throttled == 0 || c.RunDelay <= 0 {
 		return 0, max(c.RunDelay, 0)
@@ -67,7 +69,11 @@ func (c CPU) Split() (throttled, waiting time.Duration) {
 	if c.IdleCPUs >= 0.5 {
 		return c.RunDelay, 0
 	}
-	t := min(c.RunDelay, c.ThrottledTime)
+	per := 1.0 // threads wanting each CPU
+	if c.Span > 0 && c.CPUs > 0 {
+		per = max(1, float64(c.OnCPU+c.RunDelay)/float64(c.Span)/float64(c.CPUs))
+	}
+	t := min(c.RunDelay, time.Duration(float64(c.ThrottledTime)*per))
 	return t, c.RunDelay - t
 }
 

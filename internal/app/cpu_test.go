@@ -18,6 +18,10 @@ func TestCPUSplit(t *testing.T) {
 		{"throttled while CPUs idle", CPU{RunDelay: 900 * time.Millisecond, Throttled: 10, ThrottledTime: 1600 * time.Millisecond, IdleCPUs: 1.6}, 900 * time.Millisecond, 0},
 		{"throttled on busy CPUs", CPU{RunDelay: s, Throttled: 3, ThrottledTime: 200 * time.Millisecond, IdleCPUs: 0.1}, 200 * time.Millisecond, 800 * time.Millisecond},
 		{"nothing waited", CPU{Throttled: 2, IdleCPUs: 0}, 0, 0},
+		// Throttled 0.55 s a second on two busy CPUs while 2.4 threads
+		// wanted them: 1.2 a CPU, each held by a throttled queue.
+		{"several threads in a throttled queue", CPU{Span: s, CPUs: 2, OnCPU: 180 * time.Millisecond, RunDelay: 2250 * time.Millisecond, Throttled: 8, ThrottledTime: 550 * time.Millisecond},
+			668250000, 2250*time.Millisecond - 668250000},
 	} {
 		th, w := tt.c.Split()
 		if th != tt.throttled || w != tt.waiting {

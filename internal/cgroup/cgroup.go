@@ -51,6 +51,10 @@ type Group struct {
 	// statFile is the cpu.stat to read throttling from: the limiting
 	// group's (only it throttles), else the process's own group's.
 	statFile string
+	// root prefixes every path read: "proc/1/root/" when this
+	// process's mount namespace has no cgroup mounts (ip netns exec
+	// mounts a fresh /sys), so that init's are read.
+	root string
 }
 
 // Limit is a CPU quota: Quota of CPU time per Period, across all CPUs.
@@ -108,10 +112,47 @@ func Resolve(fsys fs.FS, pid int) (*Group, error) {
 		return nil, err
 	}
 	mounts, merr := parseMountinfo(mi)
+	root := ""
+	if len(mounts) == 0 {
+		// A mount namespace without cgroup file systems: `ip netns
+		// exec` mounts a sysfs of its own over /sys. Init's namespace
+		// has them, or the one netdoctor was started from: read
+		// through /proc/PID/root of the first that does and lets us.
+		for _, pid := range mountCandidates(fsys) {
+			b, err := fs.ReadFile(fsys, "proc/"+strconv.Itoa(pid)+"/mountinfo")
+			if err != nil {
+				continue
+			}
+			m, err := parseMountinfo(b)
+			r := "proc/" + strconv.Itoa(pid) + "/root"
+			if err == nil && len(m) > 0 && dirExists(fsys, r+m[0].point) {
+				mounts, merr, root = m, nil, r
+				break
+			}
+		}
+	}
+	// The process's groups are read from this /proc, whatever the
+	// mounts: the PID namespace is the same.
 	cg, err := fs.ReadFile(fsys, "proc/"+strconv.Itoa(pid)+"/cgroup")
 	if err != nil {
 		return nil, err
 	}
+	var g *Group
+	if sub, serr := fs.Sub(fsys, root); root != "" && serr == nil {
+		g, err = resolve(sub, cg, mounts, merr)
+		g.root = root
+	} else {
+		g, err = resolve(fsys, cg, mounts, merr)
+	}
+	if g.Pressure == "" && exists(fsys, "proc/pressure/cpu") {
+		g.Pressure = "/proc/pressure/cpu" // read from this /proc (Read)
+	}
+	return g, err
+}
+
+// resolve is Resolve once the process's /proc/PID/cgroup (cg) and the
+// mounts are read; fsys is where the mounts' files are.
+func resolve(fsys fs.FS, cg []byte, mounts []mount, merr error) (*Group, error) {
 	members, perr := parseProcCgroup(cg)
 	g := &Group{}
 	var v2path string
@@ -146,15 +187,21 @@ func Resolve(fsys fs.FS, pid int) (*Group, error) {
 			g.Pressure = "/" + dir + "/cpu.pressure"
 		}
 	}
-	if g.Pressure == "" && exists(fsys, "proc/pressure/cpu") {
-		g.Pressure = "/proc/pressure/cpu"
-	}
+
 	return g, errors.Join(merr, perr)
 }
 
 // Read reads the group's throttling counters and its CPU pressure; a
 // group with no cpu controller has no counters (zero, no error).
 func (g *Group) Read(fsys fs.FS) (Stat, *procnet.Pressure, error) {
+	proc := fsys // /proc is this process's, the cgroups maybe init's
+	if g.root != "" {
+		sub, err := fs.Sub(fsys, g.root)
+		if err != nil {
+			return Stat{}, nil, err
+		}
+		fsys = sub
+	}
 	var st Stat
 	var errs []error
 	if g.statFile != "" {
@@ -166,7 +213,11 @@ func (g *Group) Read(fsys fs.FS) (Stat, *procnet.Pressure, error) {
 	}
 	var psi *procnet.Pressure
 	if g.Pressure != "" {
-		b, err := fs.ReadFile(fsys, strings.TrimPrefix(g.Pressure, "/"))
+		from := fsys
+		if strings.HasPrefix(g.Pressure, "/proc/") {
+			from = proc
+		}
+		b, err := fs.ReadFile(from, strings.TrimPrefix(g.Pressure, "/"))
 		if err == nil {
 			var p procnet.Pressure
 			p, err = procnet.ParsePressure(b)
@@ -272,6 +323,36 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// mountCandidates are the processes whose mount namespace may have the
+// cgroup mounts this one lacks: init, then this process's ancestors.
+func mountCandidates(fsys fs.FS) []int {
+	out := []int{1}
+	pid := "self"
+	for range 8 {
+		b, err := fs.ReadFile(fsys, "proc/"+pid+"/stat")
+		if err != nil {
+			break
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if i < 0 || len(f) < 2 {
+			break
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil || ppid <= 1 {
+			break
+		}
+		out = append(out, ppid)
+		pid = f[1]
+	}
+	return out
+}
+
+func dirExists(fsys fs.FS, name string) bool {
+	st, err := fs.Stat(fsys, name)
+	return err == nil && st.IsDir()
 }
 
 func exists(fsys fs.FS, name string) bool {

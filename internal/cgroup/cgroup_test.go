@@ -28,6 +28,15 @@ func TestResolve(t *testing.T) {
 		stat:     Stat{Periods: 31, Throttled: 31, ThrottledTime: 4822376271},
 		pressure: 28.04,
 	}, {
+		// The same, read from inside `ip netns exec`, whose mount
+		// namespace has a fresh /sys without cgroups: init's are read
+		// through /proc/1/root (proc/self/mountinfo is a real capture).
+		fixture: "netns",
+		want: Group{Version: 1, Path: "/ndtest", Pressure: "/sys/fs/cgroup/unified/cpu.pressure",
+			Limit: &Limit{Path: "/ndtest", Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond, File: "/sys/fs/cgroup/cpu/ndtest/cpu.cfs_quota_us"}},
+		stat:     Stat{Periods: 31, Throttled: 31, ThrottledTime: 4822376271},
+		pressure: 28.04,
+	}, {
 		fixture: "v2",
 		want: Group{Version: 2, Path: "/system.slice/api.service", Pressure: "/sys/fs/cgroup/system.slice/api.service/cpu.pressure",
 			Limit: &Limit{Path: "/system.slice/api.service", Quota: 20 * time.Millisecond, Period: 100 * time.Millisecond, File: "/sys/fs/cgroup/system.slice/api.service/cpu.max"}},

@@ -24,12 +24,17 @@ const (
 	// server's CPUs, as a share of the load's time: less, and the
 	// threads waited for each other, which is the server's own sizing.
 	othersShare = 0.10
+	// waitingLatency is the least share of the load's p50 or p99 spent
+	// waiting for a CPU (the time split): on a busy host every thread
+	// waits a little; the finding is for waits the requests feel.
+	waitingLatency = 0.25
 )
 
 // checkRunQueue finds servers whose threads waited for a CPU (run
 // delay the quota does not explain) ≥ 10 % of their busy time and
 // ≥ 50 ms a second, on CPUs where other processes ran ≥ 10 % of the
-// time: who else takes the CPU, named.
+// time, and whose requests spent ≥ 25 % of their p50 or p99 waiting so
+// (the time split): who else takes the CPU, named.
 func checkRunQueue(in *Input) []report.Finding {
 	r := in.Run
 	if r == nil || r.Load == nil {
@@ -50,6 +55,10 @@ func checkRunQueue(in *Input) []report.Finding {
 		if othersCPU.Seconds() < othersShare*secs {
 			continue
 		}
+		ts := TimeSplit(r)
+		if ts != nil && ts.P50.Share(report.BucketWaiting) < waitingLatency && ts.P99.Share(report.BucketWaiting) < waitingLatency {
+			continue
+		}
 		name := s.Kind + " " + s.Addr
 		ev := []report.Item{
 			{Text: fmt.Sprintf("its %d threads waited, runnable, %s a second for a CPU (run delay the quota does not explain), against %s a second on CPU: %.0f%% of their busy time",
@@ -64,7 +73,7 @@ func checkRunQueue(in *Input) []report.Finding {
 		if c.Pressure > 0 {
 			ev = append(ev, report.Item{Text: fmt.Sprintf("CPU pressure (some) %.0f%% of the time (%s)", 100*c.Pressure.Seconds()/secs, s.CGroup.Pressure), Source: "psi", Window: true})
 		}
-		if ts := TimeSplit(r); ts != nil {
+		if ts != nil {
 			if p50, p99 := ts.P50.Share(report.BucketWaiting), ts.P99.Share(report.BucketWaiting); p50 > 0 || p99 > 0 {
 				ev = append(ev, report.Item{Text: fmt.Sprintf("of the load's p50 %s, ~%s (%.0f%%) was spent waiting for a CPU; of its p99 %s, ~%s (%.0f%%)",
 					report.Dur(ts.P50.Latency), report.Dur(time.Duration(p50*float64(ts.P50.Latency))), 100*p50,

@@ -22,10 +22,10 @@ const minSplitRequests = 20
 // is divided by the requests answered: the time a request spent in
 // those threads (Little's law). What the mean latency holds beyond it
 // was spent outside them: in queues, on the network, on a dependency
-// waited for through epoll. When the threads spent most of their busy
-// time runnable but held, the requests outside them were queued for
+// waited for through epoll. Requests outside the threads queue for
 // them (a Go program's goroutines, an event loop's ready connections):
-// that much of the outside time goes to the same causes.
+// as much of the outside time as the threads' busy time was held
+// runnable (throttled or waiting for a CPU) goes to those causes.
 //
 // The p50 is split as the whole load's time went; the p99 as the time
 // of the seconds the tail came from (those whose own p99 reached the
@@ -79,8 +79,9 @@ func split(b map[string]time.Duration, n uint64, mean, latency time.Duration) re
 	for k, v := range b {
 		shares[k] = in * float64(v) / float64(busy)
 	}
-	if held >= 0.5 && out > 0 {
-		// Requests queued for threads that were themselves held.
+	if held > 0 && out > 0 {
+		// Requests queued for threads that were themselves held: as
+		// much of the outside time as the threads' busy time was held.
 		moved := out * held
 		hw := b[report.BucketThrottled] + b[report.BucketWaiting]
 		shares[report.BucketThrottled] += moved * float64(b[report.BucketThrottled]) / float64(hw)
