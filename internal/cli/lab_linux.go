@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/safepath"
@@ -102,7 +103,10 @@ func labClean(args []string, stdout, stderr io.Writer) error {
 
 // labOptions are lab run's flags.
 type labOptions struct {
-	fixed bool
+	// profileHz is the runs' on-CPU profile frequency (run
+	// --profile-hz); 0 leaves run's default.
+	profileHz int
+	fixed     bool
 	tune  bool
 	stage int
 	keep  bool
@@ -120,6 +124,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
 	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
+	fs.IntVar(&o.profileHz, "profile-hz", 0, "the runs' on-CPU profile of the servers, samples a second on each CPU (run --profile-hz; default run's)")
 	fs.StringVar(&o.out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -131,6 +136,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sc, ok := lab.Lookup(pos[0])
 	if !ok {
 		return badInput("lab run: no scenario %q (netdoctor lab list): %s", pos[0], strings.Join(lab.Names(), ", "))
+	}
+	if o.profileHz < 0 || o.profileHz > cpuprof.MaxHz {
+		return badInput("lab run --profile-hz %d: want 1 to %d (0: run's default)", o.profileHz, cpuprof.MaxHz)
 	}
 	stage := o.stage
 	if stage == 0 {
@@ -169,7 +177,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if o.html == "" {
 		o.html = filepath.Join(o.out, sc.Name+".html")
 	}
-	before := labPhase{sc: sc, stage: stage, agent: o.agent, json: filepath.Join(o.out, "before.json"), bundle: filepath.Join(o.out, "before.bundle.json"), html: o.html}
+	before := labPhase{sc: sc, stage: stage, agent: o.agent, profileHz: o.profileHz, json: filepath.Join(o.out, "before.json"), bundle: filepath.Join(o.out, "before.bundle.json"), html: o.html}
 	if o.tune {
 		before.plan, before.verify = filepath.Join(o.out, "plan.json"), filepath.Join(o.out, "verify.json")
 	}
@@ -180,7 +188,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			to = stage + 1
 		}
 		ext := filepath.Ext(o.html)
-		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, agent: o.agent, json: filepath.Join(o.out, "after.json"), bundle: filepath.Join(o.out, "after.bundle.json"),
+		phases = append(phases, labPhase{sc: sc, stage: to, from: stage, agent: o.agent, profileHz: o.profileHz, json: filepath.Join(o.out, "after.json"), bundle: filepath.Join(o.out, "after.bundle.json"),
 			html: strings.TrimSuffix(o.html, ext) + ".fixed" + ext})
 	}
 	for i, ph := range phases {
@@ -241,6 +249,7 @@ func labReports(name string, stderr io.Writer) (string, error) {
 type labPhase struct {
 	sc          *lab.Scenario
 	stage, from int
+	profileHz   int
 	json, html  string
 	bundle      string // the run's evidence (run --bundle)
 	// plan and verify, when set: plan from the run's report and verify
@@ -295,6 +304,9 @@ func (ph labPhase) run(ctx context.Context, stdout, stderr io.Writer, keep bool)
 	}
 	args := append(append([]string{"run"}, sc.Load...), t.Args...)
 	args = append(args, "--baseline", "1s", "--tail", "1s")
+	if ph.profileHz > 0 {
+		args = append(args, "--profile-hz", strconv.Itoa(ph.profileHz))
+	}
 	if ph.agent {
 		url, tok, _, err := labAgent(ctx, e)
 		if err != nil {
@@ -460,6 +472,9 @@ func (ph labPhase) tune(ctx context.Context, e *lab.Env, t *lab.Target, stdout, 
 	}
 	p.f("\n")
 	args := append(append([]string{"run"}, ph.sc.Load...), t.Args...)
+	if ph.profileHz > 0 {
+		args = append(args, "--profile-hz", strconv.Itoa(ph.profileHz))
+	}
 	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS,
 		"--verify-with", ph.plan, "--json", ph.verify, t.URL)
 	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
