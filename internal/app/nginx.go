@@ -76,6 +76,16 @@ func (o *Observer) nginx(ctx context.Context, s *Server, master procInfo) {
 	seen := map[string]bool{}
 	for _, p := range sum.Passes {
 		u := NginxUpstream{Pass: p.Directive, PassSource: p.Pos.String(), Target: p.Target, Reuse: p.Keepalive, Keepalive: p.UpstreamKeepalive}
+		switch {
+		case p.Directive == "fastcgi_pass":
+			u.KeepConn = &Param{Value: p.KeepConn.Value, Source: p.KeepConn.Pos.String()}
+		case p.Directive == "proxy_pass" && !p.Stream:
+			u.HTTPVersion = &Param{Value: p.HTTPVersion.Value, Source: p.HTTPVersion.Pos.String()}
+			if c := p.Connection; c != nil {
+				u.Connection = &Param{Value: c.Value, Source: c.Pos.String()}
+			}
+			u.ConnectionClose = p.ConnectionClose
+		}
 		if p.Upstream != "" {
 			for _, up := range sum.Upstreams {
 				if up.Name == p.Upstream && !up.Stream {

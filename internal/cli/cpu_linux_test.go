@@ -87,7 +87,7 @@ func TestRunCPUQuota(t *testing.T) {
 	if !strings.Contains(f.Title, "0.2 CPU") || !itemHas(f, "cgroup v1 /"+name+" limits") || !itemHas(f, "cpu.cfs_quota_us 20000, cpu.cfs_period_us 100000") {
 		t.Errorf("finding %s: %+v", f.Title, f.Evidence)
 	}
-	if !strings.HasPrefix(f.Fix[0], "raise the limit") || !strings.Contains(strings.Join(f.Fix, "\n"), "GOMAXPROCS") {
+	if a := f.Actions[0]; a.Kind != report.ActionCommand || !strings.HasSuffix(a.Command, "/"+name+"/cpu.cfs_quota_us") || !strings.Contains(strings.Join(f.Fix, "\n"), "GOMAXPROCS") {
 		t.Errorf("fix %q", f.Fix)
 	}
 	if findActive(r, "app-slow") != nil {

@@ -48,7 +48,8 @@ func Read(r io.Reader) (*Run, error) {
 		}
 		for i, f := range out.Findings {
 			if f.Actions == nil && len(f.Fix) > 0 { // written before actions
-				out.Findings[i].Actions = Actions(f.Fix)
+				out.Findings[i].Actions = Advice(f.Fix...)
+				out.FixesAsText = true
 			}
 		}
 		return out, nil

@@ -13,6 +13,16 @@ import (
 // CPUs that other processes held.
 const RunQueueContention report.FindingID = "run-queue-contention"
 
+var _ = define(Class{ID: RunQueueContention,
+	Critical: true,
+	Delays:   true, Holds: true, Latency: true,
+	Meaning:    "a server's threads wait, runnable, for CPUs that other processes hold",
+	Active:     "in a run, the threads waited for a CPU (run delay the quota does not explain) ≥ 10 % of their busy time and ≥ 50 ms a second, while other processes ran ≥ 10 % of the time on the server's CPUs and the requests spent ≥ 25 % of their p50 or p99 so (warning; critical when they waited longer than they ran)",
+	LatentWhen: "—",
+	Seed:       "a noisy neighbour on the server's CPUs",
+	ReportedBy: "`run`",
+})
+
 // Thresholds of run-queue-contention.
 const (
 	// waitingShare is the least share of the threads' busy time (on CPU
@@ -85,8 +95,9 @@ func checkRunQueue(in *Input) []report.Finding {
 			sev = report.Critical // it waited longer than it ran
 		}
 		out = append(out, report.Finding{ID: RunQueueContention, Severity: sev, Status: report.Active, Subject: name, Side: r.ServerSide(),
+			About:    report.About{Server: s.Kind, Listen: s.Addr},
 			Title:    fmt.Sprintf("Run-queue contention: %s waits for CPUs other processes hold (%.0f%% of its threads' busy time)", name, 100*float64(c.waiting)/float64(busy)),
-			Evidence: ev, Fix: runQueueFix(s, c, r.hostCPUs())})
+			Evidence: ev, Actions: notes(runQueueFix(s, c, r.hostCPUs())...)})
 	}
 	return out
 }

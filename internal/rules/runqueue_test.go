@@ -39,8 +39,8 @@ func TestRunQueue(t *testing.T) {
 			t.Errorf("no evidence with %q:\n%s", e, strings.Join(evidenceTexts(fs[0]), "\n"))
 		}
 	}
-	if fix := strings.Join(fs[0].Fix, "\n"); !strings.Contains(fix, "taskset -a -pc CPULIST 999") || !strings.Contains(fix, "the server may run on 1 of the host's 2 CPUs") {
-		t.Errorf("fix %q", fs[0].Fix)
+	if fix := strings.Join(fixOf(fs[0]), "\n"); !strings.Contains(fix, "taskset -a -pc CPULIST 999") || !strings.Contains(fix, "the server may run on 1 of the host's 2 CPUs") {
+		t.Errorf("fix %q", fixOf(fs[0]))
 	}
 	// A second kind of server, whose neighbours only the profile saw
 	// (the accounting named none): a JVM beside a stress test.

@@ -19,6 +19,16 @@ import (
 // periods and its threads waited, runnable, for the next one.
 const CPUQuotaThrottling report.FindingID = "cpu-quota-throttling"
 
+var _ = define(Class{ID: CPUQuotaThrottling,
+	Critical: true,
+	Delays:   true, Holds: true, Latency: true,
+	Meaning:    "a server's cgroup uses up its CPU quota each period; its threads wait, runnable, for the next one while CPUs may idle",
+	Active:     "in a run, the server's cgroup (v1 `cpu.cfs_quota_us`, v2 `cpu.max`, or an ancestor's) throttled in ≥ 10 % of its periods while its threads waited ≥ 50 ms a second for the quota (warning); critical at ≥ 50 % of periods with the threads held longer than they ran",
+	LatentWhen: "—",
+	Seed:       "a container with a CPU limit (issue 29)",
+	ReportedBy: "`run`",
+})
+
 // Thresholds of cpu-quota-throttling.
 const (
 	// throttledPeriodsShare is the share of the quota's periods that
@@ -84,8 +94,9 @@ func checkThrottle(in *Input) []report.Finding {
 		}
 		ev = append(ev, report.Item{Text: lat, Source: "load", Window: true})
 		out = append(out, report.Finding{ID: CPUQuotaThrottling, Severity: sev, Status: report.Active, Subject: name, Side: r.ServerSide(),
+			About:    report.About{Server: s.Kind, Listen: s.Addr},
 			Title:    fmt.Sprintf("CPU quota throttling: %s is held by its cgroup's limit of %s in %.0f%% of periods", name, strconv.FormatFloat(math.Round(l.CPUs()*100)/100, 'f', -1, 64)+" CPU", 100*share),
-			Evidence: ev, Fix: throttleFix(s, l, demand)})
+			Evidence: ev, Actions: throttleFix(s, l, demand)})
 	}
 	return out
 }
@@ -111,25 +122,24 @@ func quotaFile(g *cgroup.Group) string {
 
 // throttleFix raises or removes the limit, and matches the runtime's
 // parallelism to it.
-func throttleFix(s *app.Server, l cgroup.Limit, demand float64) []string {
+func throttleFix(s *app.Server, l cgroup.Limit, demand float64) []report.Action {
 	// Room for what it wanted, and a fifth more for bursts, in halves
 	// of a CPU.
 	want := math.Ceil(max(demand*1.2, l.CPUs()+0.5)*2) / 2
 	quota := time.Duration(want * float64(l.Period))
 	dir := path.Dir(l.File)
-	var fix []string
-	switch {
-	case strings.HasSuffix(l.File, "cpu.max"):
-		fix = append(fix, fmt.Sprintf("raise the limit to %s CPUs (it wanted %.2f): echo '%d %d' > %s/cpu.max, or remove it: echo 'max %d' > %s/cpu.max",
-			trimCPU(want), demand, quota.Microseconds(), l.Period.Microseconds(), dir, l.Period.Microseconds(), dir))
-	default:
-		fix = append(fix, fmt.Sprintf("raise the limit to %s CPUs (it wanted %.2f): echo %d > %s/cpu.cfs_quota_us, or remove it: echo -1 > %s/cpu.cfs_quota_us",
-			trimCPU(want), demand, quota.Microseconds(), dir, dir))
+	why := fmt.Sprintf("raise the limit to %s CPUs: it wanted %.2f", trimCPU(want), demand)
+	var fix []report.Action
+	if strings.HasSuffix(l.File, "cpu.max") {
+		fix = append(fix, report.Command(fmt.Sprintf("echo '%d %d' > %s/cpu.max", quota.Microseconds(), l.Period.Microseconds(), dir), why),
+			report.Advise(fmt.Sprintf("or remove it: echo 'max %d' > %s/cpu.max", l.Period.Microseconds(), dir)))
+	} else {
+		fix = append(fix, report.Command(fmt.Sprintf("echo %d > %s/cpu.cfs_quota_us", quota.Microseconds(), dir), why),
+			report.Advise(fmt.Sprintf("or remove it: echo -1 > %s/cpu.cfs_quota_us", dir)))
 	}
-	fix = append(fix, fmt.Sprintf("where the group comes from, set it there: systemd `systemctl set-property UNIT CPUQuota=%.0f%%`, Docker `docker update --cpus %s`, Kubernetes resources.limits.cpu %s (or no CPU limit, keeping the request)",
-		100*want, trimCPU(want), trimCPU(want)))
-	fix = append(fix, runtimeFix(s, l)...)
-	return fix
+	fix = append(fix, report.Advise(fmt.Sprintf("where the group comes from, set it there: systemd `systemctl set-property UNIT CPUQuota=%.0f%%`, Docker `docker update --cpus %s`, Kubernetes resources.limits.cpu %s (or no CPU limit, keeping the request)",
+		100*want, trimCPU(want), trimCPU(want))))
+	return append(fix, notes(runtimeFix(s, l)...)...)
 }
 
 // runtimeFix matches the server's parallelism to its quota, by runtime,

@@ -78,11 +78,11 @@ func TestThrottle(t *testing.T) {
 					t.Errorf("no evidence with %q:\n%s", e, strings.Join(evidenceTexts(fs[0]), "\n"))
 				}
 			}
-			if !strings.Contains(strings.Join(fs[0].Fix, "\n"), tc.fix) {
-				t.Errorf("fix %q, want %q", fs[0].Fix, tc.fix)
+			if !strings.Contains(strings.Join(fixOf(fs[0]), "\n"), tc.fix) {
+				t.Errorf("fix %q, want %q", fixOf(fs[0]), tc.fix)
 			}
-			if !strings.HasPrefix(fs[0].Fix[0], "raise the limit to") {
-				t.Errorf("first fix %q", fs[0].Fix[0])
+			if a := fs[0].Actions[0]; a.Kind != report.ActionCommand || !strings.HasPrefix(a.Command, "echo ") || !strings.Contains(a.Note, "raise the limit to 2.5 CPUs: it wanted 1.80") {
+				t.Errorf("first action %+v", a)
 			}
 		})
 	}
@@ -113,7 +113,7 @@ func TestAppSlowFollowsThreads(t *testing.T) {
 	in := cpuRun(s, throttled, map[string]int{app.WaitRunning: 2, app.WaitLock: 2})
 	in.Bundle, in.Side = nil, ""
 	fs := checkAppSlow(in)
-	if len(fs) != 1 || !strings.HasPrefix(fs[0].Fix[0], "the threads wait for their cgroup's CPU quota") {
+	if len(fs) != 1 || !strings.HasPrefix(fixOf(fs[0])[0], "the threads wait for their cgroup's CPU quota") {
 		t.Fatalf("app-slow %+v", fs)
 	}
 	if !hasEvidence(fs[0], "goapi threads' busy time, as the scheduler accounts it: throttled by the CPU quota 8") {

@@ -156,7 +156,7 @@ func stringLit(e ast.Expr) (string, bool) {
 func TestBuildOutsideSet(t *testing.T) {
 	in := readSeed000(t)
 	in.Findings = []report.Finding{{ID: rules.NICDrops, Status: report.Active, Side: "server",
-		Fix: []string{"sysctl -w kernel.core_pattern=|/tmp/evil"}}}
+		Actions: []report.Action{{Kind: report.ActionSysctl, Setting: "kernel.core_pattern", Value: "|/tmp/evil"}}}}
 	h := seed000Host()
 	h.sysctls["netns kernel.core_pattern"] = "core"
 	p := build(t, in, h)
