@@ -107,12 +107,12 @@ type labOptions struct {
 	// --profile-hz); 0 leaves run's default.
 	profileHz int
 	fixed     bool
-	tune  bool
-	stage int
-	keep  bool
-	html  string
-	out   string
-	agent bool
+	tune      bool
+	stage     int
+	keep      bool
+	html      string
+	out       string
+	agent     bool
 }
 
 func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
