@@ -50,8 +50,9 @@ test: deps lint build
 deploy-check:
 	cd deploy && go test -count=1 ./...
 
-# The readers of files a user may be handed — plans, reports, bundles —
-# and of the kernel log as syslog(2) gives it,
+# The readers of files a user may be handed — plans, reports, bundles and
+# the profiles in them — and of the kernel log as syslog(2) gives it and
+# perf's ring-buffer records,
 # fuzzed for FUZZTIME each (about 25 s in all once built). Their seeds and
 # testdata/fuzz corpora run with every go test; here new inputs are
 # tried. A crasher is written to the package's testdata/fuzz/NAME: fix
@@ -64,7 +65,7 @@ deploy-check:
 # fixed in Go 1.27), as one CI run did. 30000 executions take 1 to 11 s
 # a target here (2 600 to 47 000 a second).
 FUZZTIME ?= 30000x
-FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
+FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof \
 	FuzzReadBundle:./internal/run FuzzReadBundle:./internal/cli
 fuzz:
 	@for f in $(FUZZ); do \
