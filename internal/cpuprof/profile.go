@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/pprof/profile"
@@ -293,8 +294,11 @@ func frame(loc *profile.Location) (fn, module string) {
 	if len(loc.Line) > 0 && loc.Line[0].Function != nil && loc.Line[0].Function.Name != "" {
 		return loc.Line[0].Function.Name, module
 	}
-	if module == "" {
+	switch {
+	case module == "":
 		return "[unknown]", module
+	case strings.HasPrefix(module, "["): // [vdso], [anonymous]
+		return module, module
 	}
 	return "[" + baseName(module) + "]", module
 }
