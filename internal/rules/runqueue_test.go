@@ -42,15 +42,23 @@ func TestRunQueue(t *testing.T) {
 	if fix := strings.Join(fixOf(fs[0]), "\n"); !strings.Contains(fix, "taskset -a -pc CPULIST 999") || !strings.Contains(fix, "the server may run on 1 of the host's 2 CPUs") {
 		t.Errorf("fix %q", fixOf(fs[0]))
 	}
+	// Critical: the neighbour held nearly all of the one CPU, and the
+	// threads waited more than twice as long as they ran.
+	s = &app.Server{Role: "front", Kind: "python3", Addr: "0.0.0.0:8080", PIDs: []int{300}}
+	c := contended
+	c.RunDelay, c.OnCPU, c.Others = 1200*time.Millisecond, 300*time.Millisecond, []app.Neighbour{{PID: 999, Comm: "busyloop", OnCPU: 900 * time.Millisecond}}
+	if fs := checkRunQueue(quick(cpuRun(s, c, running))); len(fs) != 1 || fs[0].Severity != report.Critical {
+		t.Errorf("a CPU taken: %+v", fs)
+	}
 	// A second kind of server, whose neighbours only the profile saw
 	// (the accounting named none): a JVM beside a stress test.
 	s = &app.Server{Role: "front", Kind: "java", Addr: "0.0.0.0:8443", PIDs: []int{400}}
-	c := contended
+	c = contended
 	c.Others, c.RunDelay = nil, 700*time.Millisecond
 	in := quick(cpuRun(s, c, running))
 	in.Run.Profile = &cpuprof.Profile{Hz: 99, Duration: 5 * time.Second, Samples: 990, Others: []cpuprof.Other{{PID: 77, Comm: "stress-ng", Samples: 300}}}
 	fs = checkRunQueue(in)
-	if len(fs) != 1 || fs[0].Severity != report.Critical || !hasEvidence(fs[0], "stress-ng (pid 77) 0.61 CPU, from the profile") {
+	if len(fs) != 1 || fs[0].Severity != report.Warning || !hasEvidence(fs[0], "stress-ng (pid 77) 0.61 CPU, from the profile") {
 		t.Fatalf("from the profile: %+v", fs)
 	}
 	// Quiet: threads that wait for each other (no one else ran there);

@@ -81,7 +81,7 @@ func checkThrottle(in *Input) []report.Finding {
 		if c.CPUs > 0 {
 			ev = append(ev, report.Item{Text: fmt.Sprintf("meanwhile %.1f of the %d CPUs it may run on idled: the quota, not the host, held it", c.IdleCPUs, c.CPUs), Source: "/proc/stat", Window: true})
 		}
-		if c.Pressure > 0 {
+		if c.Pressure > 0 && s.CGroup != nil {
 			ev = append(ev, report.Item{Text: fmt.Sprintf("CPU pressure (some) %.0f%% of the time (%s)", 100*c.Pressure.Seconds()/secs, s.CGroup.Pressure), Source: "psi", Window: true})
 		}
 		lat := fmt.Sprintf("a request that arrives while the group is throttled waits up to ~%s for the next period", report.Dur(stall))

@@ -401,6 +401,14 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 			mine = &app.Server{Role: s.Role, Addr: s.Addr, Kind: s.Kind, Master: s.Master, PIDs: s.PIDs, Exe: s.Exe, Config: s.Config, Nginx: s.Nginx, Pool: s.Pool}
 			a.servers = append(a.servers, mine)
 		}
+		// The agent learns a server's cgroup at its first CPU sample,
+		// after the watch opened.
+		if s.CGroup != nil {
+			mine.CGroup = s.CGroup
+		}
+		if mine.Runtime == nil {
+			mine.Runtime = s.Runtime
+		}
 		for _, smp := range s.Samples {
 			if !smp.Time.After(since) {
 				continue
