@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -123,6 +124,19 @@ type Agent struct {
 	probedAt  time.Time
 
 	stats stats
+	// requests counts the requests of every listener's handler.
+	requestsOnce sync.Once
+	requests     *prometheus.CounterVec
+}
+
+// apiRequests is the counter of requests, one for every handler and
+// registry.
+func (a *Agent) apiRequests() *prometheus.CounterVec {
+	a.requestsOnce.Do(func() {
+		a.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netdoctor_agent_api_requests_total",
+			Help: "Requests to the agent, by endpoint and HTTP status."}, []string{"path", "code"})
+	})
+	return a.requests
 }
 
 // stats are the agent's own health, for /metrics and /healthz.
@@ -140,7 +154,7 @@ type stats struct {
 func New(cfg Config) (*Agent, error) {
 	cfg.defaults()
 	a := &Agent{cfg: cfg, active: map[string]time.Time{}, started: time.Now()}
-	src, err := source.NewLocal(collect.Config{NetNS: cfg.NetNS, DNS: true, DNSName: cfg.DNSName, DNSEvery: 1, DNSRepeat: 40, DNSWhen: a.dnsDue, Log: cfg.Log})
+	src, err := source.NewLocal(collect.Config{NetNS: cfg.NetNS, DNS: true, DNSName: cfg.DNSName, DNSEvery: 1, DNSRepeat: 40, DNSWhen: a.dnsDue, Log: cfg.Log, Drops: true})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"debug/buildinfo"
+	"fmt"
 	"os"
 	"path"
 	"strconv"
@@ -92,7 +93,7 @@ func runtimeOf(proc string, p procInfo, kind string) *Runtime {
 		return nil
 	}
 	defer f.Close()
-	bi, err := buildinfo.Read(f)
+	bi, err := readBuildInfo(f)
 	if err != nil {
 		return nil
 	}
@@ -146,4 +147,15 @@ func environ(proc string, pid int, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// readBuildInfo reads a Go program's build information; a malformed
+// binary (another user's data) is an error, never a panic.
+func readBuildInfo(f *os.File) (bi *buildinfo.BuildInfo, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			bi, err = nil, fmt.Errorf("malformed binary: %v", p)
+		}
+	}()
+	return buildinfo.Read(f)
 }

@@ -25,6 +25,9 @@ import (
 // sockets inside a test namespace: with ND_HELPER set it runs that role
 // instead of the tests.
 func TestMain(m *testing.M) {
+	if fakeMain() {
+		os.Exit(0)
+	}
 	switch os.Getenv("ND_HELPER") {
 	case "":
 		// The lab starts netdoctor (its run, its built-in servers) as
@@ -41,6 +44,10 @@ func TestMain(m *testing.M) {
 		helperSockets()
 	case "noaccept":
 		helperNoAccept()
+	case "udprecv":
+		helperUDPRecv()
+	case "udpburst":
+		helperUDPBurst()
 	case "depbackend", "depapi":
 		helperDeps(os.Getenv("ND_HELPER"))
 	case "serve":
@@ -268,6 +275,12 @@ func serveAt(kind, addr string) {
 		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			fmt.Fprintf(w, "%x\n", burnRequest(400000))
 		}))
+		return
+	}
+	if kind == "bulk" {
+		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+		must(err)
+		go serveBulk(ln)
 		return
 	}
 	if kind == "nagle" {

@@ -37,7 +37,20 @@ type function struct {
 // LoadObject reads an ELF file's functions: its .symtab and .dynsym
 // (a stripped C program keeps the latter: its exported functions), or,
 // for a stripped Go program, its .gopclntab.
-func LoadObject(r io.ReaderAt) (*Object, error) {
+//
+// The file is another user's data: a malformed one is an error, never a
+// panic of netdoctor's (debug/elf and debug/gosym trust their input more
+// than a profiler can).
+func LoadObject(r io.ReaderAt) (o *Object, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			o, err = nil, fmt.Errorf("%w: malformed ELF file: %v", ErrParse, p)
+		}
+	}()
+	return loadObject(r)
+}
+
+func loadObject(r io.ReaderAt) (*Object, error) {
 	f, err := elf.NewFile(r)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package symtab
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -102,5 +103,21 @@ func FuzzParse(f *testing.F) {
 		}
 		k, _ := ParseKallsyms(b)
 		k.Lookup(0xffffffff81000000)
+	})
+}
+
+// FuzzLoadObject: the ELF files a profile names are other users' data.
+func FuzzLoadObject(f *testing.F) {
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err == nil && len(exe) > 64<<10 {
+		f.Add(exe[:64<<10])
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := LoadObject(bytes.NewReader(b))
+		if err == nil && o != nil {
+			o.Lookup(0x401000)
+			o.Vaddr(0x1000)
+		}
 	})
 }
