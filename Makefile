@@ -50,8 +50,9 @@ test: deps lint build
 deploy-check:
 	cd deploy && go test -count=1 ./...
 
-# The readers of files a user may be handed — plans, reports, bundles —
-# and of the kernel log as syslog(2) gives it,
+# The readers of files a user may be handed — plans, reports, bundles and
+# the profiles in them — and of the kernel log as syslog(2) gives it and
+# perf's ring-buffer records,
 # fuzzed for FUZZTIME each (about 25 s in all once built). Their seeds and
 # testdata/fuzz corpora run with every go test; here new inputs are
 # tried. A crasher is written to the package's testdata/fuzz/NAME: fix
@@ -65,7 +66,7 @@ deploy-check:
 # a target here (2 600 to 47 000 a second).
 FUZZTIME ?= 30000x
 FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
-	FuzzReadBundle:./internal/run FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx
+	FuzzReadBundle:./internal/run FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof
 fuzz:
 	@for f in $(FUZZ); do \
 		echo "go test -run '^$$' -fuzz '^$${f%%:*}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $${f#*:}"; \

@@ -144,6 +144,8 @@ type stats struct {
 	snapshots, evalErrors, incidents, incidentErrors atomic.Uint64
 	lastSnapshot                                     atomic.Int64 // unix ns
 	lastDuration, lastEval, lastScrape               atomic.Int64 // ns
+	profiles                                         atomic.Uint64
+	lastProfileCPU                                   atomic.Int64 // ns
 }
 
 // New prepares the collectors for cfg.NetNS and the incident directory.
@@ -163,7 +165,7 @@ func New(cfg Config) (*Agent, error) {
 	a.pools = newPools(cfg.NetNS)
 	a.dns = newDNSMetrics()
 	if cfg.Incidents != "" {
-		if a.inc, err = newIncidents(cfg.Incidents, cfg.Before, cfg.After, cfg.IncidentBytes, cfg.Log); err != nil {
+		if a.inc, err = newIncidents(cfg.Incidents, cfg.Before, cfg.After, cfg.IncidentBytes, cfg.Log, a.incidentProfile); err != nil {
 			src.Close()
 			return nil, err
 		}

@@ -440,6 +440,11 @@ func TestIncidents(t *testing.T) {
 	if b.Incident == nil || len(b.Incident.Findings) == 0 || b.Incident.Findings[0].ID != string(rules.AcceptQueueOverflow) {
 		t.Fatalf("incident metadata %+v", b.Incident)
 	}
+	// The agent followed no server: the incident says why it has no
+	// profile of them (TestIncidentProfile has one).
+	if len(b.Incident.Profile) != 0 || !strings.Contains(b.Incident.ProfileError, "follows no server") {
+		t.Errorf("incident profile %q, error %q", b.Incident.Profile, b.Incident.ProfileError)
+	}
 	first, last := b.Snapshots[0].Time, b.Snapshots[len(b.Snapshots)-1].Time
 	at := b.Incident.Time
 	if at.Sub(first) < 5*time.Second || last.Sub(at) < 3*time.Second || at.Before(faultAt) {

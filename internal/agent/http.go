@@ -56,6 +56,7 @@ func (a *Agent) Handler(token []byte) http.Handler {
 	mux.HandleFunc(agentapi.PathFindings, h.auth(h.findings))
 	mux.HandleFunc(agentapi.PathServers, h.auth(h.servers))
 	mux.HandleFunc(agentapi.PathWatch+"{id}", h.auth(h.watch))
+	mux.HandleFunc(agentapi.PathProfile, h.auth(h.profileHandler))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "no such endpoint: see docs/agent.md (API v%d under %s)", agentapi.Version, agentapi.Prefix)
 	})
@@ -141,7 +142,7 @@ func pathLabel(p string) string {
 	case strings.HasPrefix(p, agentapi.PathWatch):
 		return agentapi.PathWatch + "{id}"
 	case p == agentapi.PathMetrics, p == agentapi.PathHealthz, p == agentapi.PathHost, p == agentapi.PathSnapshot,
-		p == agentapi.PathSnapshots, p == agentapi.PathFindings, p == agentapi.PathServers:
+		p == agentapi.PathSnapshots, p == agentapi.PathFindings, p == agentapi.PathServers, p == agentapi.PathProfile:
 		return p
 	}
 	return "other"

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/safepath"
@@ -35,12 +36,18 @@ type incidents struct {
 
 	pending *incident
 	last    map[string]time.Time // finding key: when it last started an incident
+	// profile starts an on-CPU profile of the followed servers for an
+	// incident; nil takes none.
+	profile func() (stop func() *cpuprof.Profile, err error)
 }
 
 type incident struct {
 	at, due time.Time
 	ids     []report.FindingID
 	meta    evidence.Incident
+	// stopProfile ends the incident's profile, due at profileUntil.
+	stopProfile  func() *cpuprof.Profile
+	profileUntil time.Time
 }
 
 // incidentPrefix and incidentSuffix name the files the agent writes and
@@ -50,11 +57,11 @@ const (
 	incidentSuffix = ".bundle.json.gz"
 )
 
-func newIncidents(dir string, before, after time.Duration, maxBytes int64, log *slog.Logger) (*incidents, error) {
+func newIncidents(dir string, before, after time.Duration, maxBytes int64, log *slog.Logger, profile func() (func() *cpuprof.Profile, error)) (*incidents, error) {
 	if err := safepath.PrivateDir(dir); err != nil {
 		return nil, fmt.Errorf("incidents directory: %w", err)
 	}
-	return &incidents{dir: dir, before: before, after: after, maxBytes: maxBytes, log: log, last: map[string]time.Time{}}, nil
+	return &incidents{dir: dir, before: before, after: after, maxBytes: maxBytes, log: log, last: map[string]time.Time{}, profile: profile}, nil
 }
 
 // trigger notes findings that turned active at now.
@@ -73,6 +80,15 @@ func (in *incidents) trigger(now time.Time, turned []report.Finding, during stri
 	}
 	if in.pending == nil {
 		in.pending = &incident{at: now, due: now.Add(in.after), meta: evidence.Incident{Time: now, During: during}}
+		if in.profile != nil {
+			// What the servers did on CPU as it happened.
+			stop, err := in.profile()
+			if err != nil {
+				in.pending.meta.ProfileError = err.Error()
+			} else {
+				in.pending.stopProfile, in.pending.profileUntil = stop, now.Add(min(incidentProfile, in.after))
+			}
+		}
 	}
 	for _, f := range fresh {
 		in.pending.ids = append(in.pending.ids, f.ID)
@@ -88,6 +104,9 @@ func (in *incidents) trigger(now time.Time, turned []report.Finding, during stri
 
 // due writes the pending incident once its "after" has passed.
 func (in *incidents) due(r *ring, host evidence.Host, deps *report.Traced, now time.Time) (int, error) {
+	if p := in.pending; p != nil && p.stopProfile != nil && !now.Before(p.profileUntil) {
+		p.endProfile()
+	}
 	if in.pending == nil || now.Before(in.pending.due) {
 		return 0, nil
 	}
@@ -103,6 +122,7 @@ func (in *incidents) flush(r *ring, host evidence.Host, deps *report.Traced, now
 		return 0, nil
 	}
 	in.pending = nil
+	p.endProfile()
 	if deps != nil {
 		if raw, err := json.Marshal(deps); err == nil {
 			p.meta.Dependencies = raw
@@ -122,6 +142,21 @@ func (in *incidents) flush(r *ring, host evidence.Host, deps *report.Traced, now
 	}
 	in.log.Info("incident written", "path", path, "findings", len(p.ids), "snapshots", len(snaps))
 	return 1, in.rotate(path)
+}
+
+// endProfile stops the incident's profile, if it runs, and keeps it.
+func (p *incident) endProfile() {
+	if p.stopProfile == nil {
+		return
+	}
+	prof := p.stopProfile()
+	p.stopProfile = nil
+	raw, err := json.Marshal(prof)
+	if err != nil {
+		p.meta.ProfileError = err.Error()
+		return
+	}
+	p.meta.Profile = raw
 }
 
 // write creates the incident's file: a new name in the private

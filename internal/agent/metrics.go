@@ -29,12 +29,14 @@ type metrics struct {
 	watchesOpen, lastSnapshotSeconds *prometheus.Desc
 	scrapeSeconds                    *prometheus.Desc
 
-	listenQueue, listenLimit, listenDrops   *prometheus.Desc
-	listenConns, listenUnread               *prometheus.Desc
-	destConns, destPorts, portsAvailable    *prometheus.Desc
-	ctEntries, ctLimit                      *prometheus.Desc
-	ctDrop, ctEarlyDrop, ctInsertFailed     *prometheus.Desc
-	appWorkers, appBusy, appLimit, appWaits *prometheus.Desc
+	listenQueue, listenLimit, listenDrops      *prometheus.Desc
+	listenConns, listenUnread                  *prometheus.Desc
+	destConns, destPorts, portsAvailable       *prometheus.Desc
+	ctEntries, ctLimit                         *prometheus.Desc
+	ctDrop, ctEarlyDrop, ctInsertFailed        *prometheus.Desc
+	appWorkers, appBusy, appLimit, appWaits    *prometheus.Desc
+	appCPU, appQuota, appPeriods, appThrottled *prometheus.Desc
+	appPressure, profiles, profileCPU          *prometheus.Desc
 
 	depConns, depBusy, depRoundTrip, depRoundTrips *prometheus.Desc
 	depTraced, depTraceConns, depTraceCPU          *prometheus.Desc
@@ -84,6 +86,14 @@ func newMetrics(a *Agent) *metrics {
 		appBusy:    d("app_workers_busy", "Workers serving a request: php-fpm's status page when it has one, else the workers not idle in accept/poll.", "app", "listener"),
 		appLimit:   d("app_workers_limit", "The pool's configured maximum of workers (php-fpm pm.max_children), when known.", "app", "listener"),
 		appWaits:   d("app_threads", "Threads of the application's workers by what they wait on: running, idle, lock, file-lock, sleep, network, dns, disk, other.", "app", "listener", "wait"),
+
+		appCPU:       d("app_thread_seconds_total", "Time of the application's worker threads since the agent followed it, by state (schedstat): on_cpu, throttled (runnable, held by the cgroup's CPU quota), waiting (runnable, waiting for a CPU other threads hold), off_cpu (blocked or sleeping).", "app", "listener", "state"),
+		appQuota:     d("app_cpu_quota_cpus", "The CPU quota of the application's cgroup (the tightest from its group to the root), in CPUs: cpu.max or cpu.cfs_quota_us over the period. Absent without a limit.", "app", "listener", "cgroup"),
+		appPeriods:   d("app_cgroup_periods_total", "Quota periods in which the application's limiting cgroup ran, since the agent followed it (cpu.stat nr_periods).", "app", "listener"),
+		appThrottled: d("app_cgroup_throttled_periods_total", "Quota periods in which the application's limiting cgroup used up its quota and was throttled (cpu.stat nr_throttled).", "app", "listener"),
+		appPressure:  d("app_cpu_pressure_seconds_total", "Time at least one task of the application's cgroup (of the host, where the group has no pressure file) was runnable and not running, since the agent followed it (PSI cpu some).", "app", "listener"),
+		profiles:     d("agent_profiles_total", "On-CPU profiles the agent took, on request and on incidents."),
+		profileCPU:   d("agent_profile_cpu_seconds", "CPU time the last on-CPU profile cost the agent: draining its rings and naming its addresses."),
 
 		depConns:      d("dependency_connections", "Connections the application serving a listener held to one destination (a database, cache, backend) that carried requests in the last dependency trace: its pool. The busiest 8 destinations per application.", "app", "listener", "destination", "owner"),
 		depBusy:       d("dependency_busy_ratio", "Share of the last trace each of those connections had a request outstanding, averaged over the pool: near 1, requests wait for a connection.", "app", "listener", "destination", "owner"),
@@ -162,6 +172,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for _, w := range waitClasses {
 			gauge(m.appWaits, float64(v.Sample.Waits[w]), v.App, v.Listener, w)
 		}
+		m.collectCPU(ch, v)
+	}
+	counter(m.profiles, a.stats.profiles.Load())
+	if c := a.stats.lastProfileCPU.Load(); c != 0 {
+		gauge(m.profileCPU, time.Duration(c).Seconds())
 	}
 	m.collectDeps(ch)
 	if d := a.stats.lastScrape.Load(); d != 0 {
@@ -173,6 +188,31 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	counter(m.incidents, a.stats.incidents.Load())
 	counter(m.incidentErrors, a.stats.incidentErrors.Load())
 	gauge(m.watchesOpen, float64(len(a.watches.list())))
+}
+
+// collectCPU writes a followed application's CPU accounting.
+func (m *metrics) collectCPU(ch chan<- prometheus.Metric, v poolView) {
+	counter := func(d *prometheus.Desc, val float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, val, labels...)
+	}
+	if g := v.CGroup; g != nil && g.Limit != nil {
+		ch <- prometheus.MustNewConstMetric(m.appQuota, prometheus.GaugeValue, g.Limit.CPUs(), v.App, v.Listener, g.Limit.Path)
+	}
+	if !v.HasCPU {
+		return
+	}
+	c := v.CPU
+	counter(m.appCPU, c.OnCPU.Seconds(), v.App, v.Listener, "on_cpu")
+	counter(m.appCPU, c.QuotaWait.Seconds(), v.App, v.Listener, "throttled")
+	counter(m.appCPU, c.CPUWait.Seconds(), v.App, v.Listener, "waiting")
+	counter(m.appCPU, c.OffCPU().Seconds(), v.App, v.Listener, "off_cpu")
+	if v.CGroup != nil && v.CGroup.Limit != nil {
+		counter(m.appPeriods, float64(c.Periods), v.App, v.Listener)
+		counter(m.appThrottled, float64(c.Throttled), v.App, v.Listener)
+	}
+	if v.CGroup != nil && v.CGroup.Pressure != "" {
+		counter(m.appPressure, c.Pressure.Seconds(), v.App, v.Listener)
+	}
 }
 
 // collectDeps writes the last dependency trace's series.

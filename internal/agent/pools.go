@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cgroup"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
@@ -87,6 +88,12 @@ type poolView struct {
 	// Limit is the pool's configured maximum (php-fpm pm.max_children),
 	// 0 when unknown.
 	Limit int
+	// CPU is its threads' time since the agent followed it, and
+	// CGroup the group that limits it; HasCPU is false before its
+	// second sample.
+	CPU    app.CPUTotal
+	HasCPU bool
+	CGroup *cgroup.Group
 }
 
 // views returns the latest sample of every followed server, each
@@ -106,7 +113,8 @@ func (p *pools) views(now time.Time, maxAge time.Duration) []poolView {
 				continue
 			}
 			seen[s.Addr] = true
-			v := poolView{App: s.Kind, Listener: s.Addr, Sample: smp}
+			v := poolView{App: s.Kind, Listener: s.Addr, Sample: smp, CGroup: s.CGroup}
+			v.CPU, v.HasCPU = pl.obs.Total(s)
 			if s.Pool != nil {
 				v.Limit = s.Pool.MaxChildren.Value
 			}

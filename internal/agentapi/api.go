@@ -27,6 +27,7 @@ const (
 	PathFindings  = Prefix + "findings"  // GET: the current diagnosis, Findings
 	PathServers   = Prefix + "servers"   // GET ?port=&dns=&dns_after=: a new Watch
 	PathWatch     = Prefix + "watch/"    // GET watch/ID?since=&finish=&load=: Watch
+	PathProfile   = Prefix + "profile"   // GET ?port=&seconds=&hz=&format=: an on-CPU profile of the servers behind port
 	PathMetrics   = "/metrics"
 	PathHealthz   = "/healthz"
 )

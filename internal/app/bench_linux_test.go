@@ -52,3 +52,44 @@ func BenchmarkWaits(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAccountCPU measures one per-second CPU accounting of 64
+// worker processes' threads (a schedstat read each, their affinity, the
+// cgroup's cpu.stat and pressure), next to what an engineer would run
+// for their CPU time and state, `ps -L -o pid,tid,time,stat -p PIDS`:
+//
+//	go test -run - -bench AccountCPU -count 5 ./internal/app
+func BenchmarkAccountCPU(b *testing.B) {
+	var pids []string
+	var ids []int
+	for range 64 {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			b.Skip(err)
+		}
+		b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		ids = append(ids, cmd.Process.Pid)
+		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
+	}
+	o := &Observer{proc: "/proc"}
+	s := &Server{Kind: "sleep", PIDs: ids[:1]}
+	b.Run("netdoctor", func(b *testing.B) {
+		prev := o.readHostCPU(time.Now())
+		for b.Loop() {
+			now := time.Now()
+			host := o.readHostCPU(now)
+			o.accountCPU(s, ids, now, host, prev)
+			prev = host
+		}
+	})
+	b.Run("ps", func(b *testing.B) {
+		if _, err := exec.LookPath("ps"); err != nil {
+			b.Skip(err)
+		}
+		for b.Loop() {
+			if err := exec.Command("ps", "-L", "-o", "pid=,tid=,time=,stat=", "-p", strings.Join(pids, ",")).Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/cgroup"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
@@ -36,6 +37,12 @@ type Server struct {
 	// Deps are the destinations it sent requests to while the load ran,
 	// from its own connections (TraceDeps), busiest first.
 	Deps []Dependency `json:"dependencies,omitempty"`
+	// CGroup is the control group that holds its CPU: its quota and
+	// where its pressure is read (CPU accounting, from the first sample).
+	CGroup *cgroup.Group `json:"cgroup,omitempty"`
+	// Runtime is what runs it (Go, Java, Node…) and the parallelism it
+	// was given, for the advice that matches it to a CPU quota.
+	Runtime *Runtime `json:"runtime,omitempty"`
 	// Notes say what could not be learned, and why.
 	Notes []string `json:"notes,omitempty"`
 
@@ -59,6 +66,9 @@ type Sample struct {
 	// Threads are the workers' threads that carry a name of their own
 	// (threadSamples), for the pools found from their threads.
 	Threads []Thread `json:"threads,omitempty"`
+	// CPU is where the workers' threads' time went since the previous
+	// sample; nil in the first one.
+	CPU *CPU `json:"cpu,omitempty"`
 }
 
 // Observer watches the servers behind one port.
@@ -82,6 +92,14 @@ type Observer struct {
 	// one: only the tracer's goroutine uses them, one at a time.
 	ownNS uint64
 	far   map[string]*farOwner
+
+	// cpuMu guards cpu, each server's CPU accounting between samples;
+	// host is /proc/stat at the last sample and scan the processes' CPU
+	// time at the last neighbour scan (Sample's alone).
+	cpuMu sync.Mutex
+	cpu   map[*Server]*cpuState
+	host  *hostCPU
+	scan  map[int]procTicks
 }
 
 // Discover finds the servers behind port among the listeners of one
@@ -126,6 +144,10 @@ func (o *Observer) server(ctx context.Context, l evidence.Listener, role string,
 		o.nginx(ctx, s, master)
 	case s.Kind == "php-fpm":
 		o.fpm(s, master, l)
+	}
+	s.Runtime = runtimeOf(o.proc, master, s.Kind)
+	if n := s.Nginx; n != nil && s.Runtime != nil {
+		s.Runtime.Parallelism, s.Runtime.Source = n.Workers(), "worker_processes "+n.WorkerProcesses.String()
 	}
 	for _, lg := range s.Logs {
 		lg.Mark()
@@ -208,6 +230,8 @@ func findListener(ls []evidence.Listener, addr string) (evidence.Listener, bool)
 func (o *Observer) Sample(ctx context.Context) {
 	var wg sync.WaitGroup
 	now := time.Now()
+	prevHost := o.host
+	o.host = o.readHostCPU(now)
 	for _, s := range o.servers() {
 		wg.Add(1)
 		go func() {
@@ -221,6 +245,7 @@ func (o *Observer) Sample(ctx context.Context) {
 			if s.Kind != "nginx" && s.Kind != "php-fpm" {
 				smp.Threads = threadSamples(o.proc, workers, s.port)
 			}
+			smp.CPU = o.accountCPU(s, workers, now, o.host, prevHost)
 			if s.status != nil {
 				sctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
 				st, err := s.status(sctx)
@@ -236,6 +261,38 @@ func (o *Observer) Sample(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	o.nameNeighbours()
+}
+
+// nameNeighbours adds to each server's latest sample, when its threads
+// waited for CPUs that never idled, the other processes that ran there.
+func (o *Observer) nameNeighbours() {
+	servers := o.servers()
+	var hit []*Sample
+	skip := map[int]bool{}
+	for _, s := range servers {
+		for _, pid := range o.pids(s) {
+			skip[pid] = true
+		}
+		if n := len(s.Samples); n > 0 && contended(s.Samples[n-1].CPU) {
+			hit = append(hit, &s.Samples[n-1])
+		}
+	}
+	if len(hit) == 0 {
+		o.scan = nil // the next contention starts from a scan of its own
+		return
+	}
+	delta := o.scanOthers()
+	for _, s := range servers {
+		n := len(s.Samples)
+		if n == 0 || !contended(s.Samples[n-1].CPU) {
+			continue
+		}
+		o.cpuMu.Lock()
+		allowed := o.cpu[s].allowed
+		o.cpuMu.Unlock()
+		s.Samples[n-1].CPU.Others = neighbours(delta, skip, allowed)
+	}
 }
 
 // Last is every server's latest sample, for a caller that samples and
@@ -259,6 +316,21 @@ func (o *Observer) Finish() []*Server {
 		}
 	}
 	return o.servers()
+}
+
+// Processes names the server each of the servers' processes (masters
+// and workers, found again at each call) belongs to: "nginx
+// 0.0.0.0:80". A profiler keeps their samples.
+func (o *Observer) Processes() map[int]string {
+	out := map[int]string{}
+	for _, s := range o.servers() {
+		for _, pid := range o.pids(s) {
+			if _, ok := out[pid]; !ok {
+				out[pid] = s.Kind + " " + s.Addr
+			}
+		}
+	}
+	return out
 }
 
 // Current is a copy of Servers, which a dependency trace may grow while

@@ -12,6 +12,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agent"
 	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/collect"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -243,6 +244,9 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if in := b.Incident; in != nil && out.toStdout() == "" {
 		incidentText(stdout, b)
+		if err := incidentProfile(stdout, in); err != nil {
+			return err
+		}
 	}
 	tr, err := incidentDeps(b)
 	if err != nil {
@@ -265,6 +269,28 @@ func incidentDeps(b *evidence.Bundle) (*report.Traced, error) {
 		return nil, badInput("read bundle: the incident's dependencies: %v", err)
 	}
 	return &tr, nil
+}
+
+// incidentProfile prints the on-CPU profile an agent's incident
+// carries, or why it has none.
+func incidentProfile(w io.Writer, in *evidence.Incident) error {
+	if len(in.Profile) == 0 {
+		if in.ProfileError != "" {
+			report.ProfileText(w, nil, in.ProfileError)
+		}
+		return nil
+	}
+	var p cpuprof.Profile
+	if err := json.Unmarshal(in.Profile, &p); err != nil {
+		return badInput("read bundle: the incident's profile: %v", err)
+	}
+	sum, err := cpuprof.Summarize(&p)
+	if err != nil {
+		report.ProfileText(w, nil, "the incident's profile could not be read: "+err.Error())
+		return nil
+	}
+	report.ProfileText(w, sum, "")
+	return nil
 }
 
 // incidentText says why the agent wrote an incident bundle: what turned

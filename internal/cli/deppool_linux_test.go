@@ -23,7 +23,7 @@ func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helper
 	t.Helper()
 	env := []string{"ND_ADDR=" + addr, "ND_BACKEND=" + backend, "ND_POOL=" + n}
 	if kind == "go" {
-		return startHelper(t, e.ServerNS, "httpfront", env...)
+		return startHelper(t, e.ServerNS.Name, "httpfront", env...)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -33,7 +33,7 @@ func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helper
 	if err := os.WriteFile(script, []byte(nodeFront), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", "netns", "exec", e.ServerNS, node, script)
+	cmd := exec.Command("ip", "netns", "exec", e.ServerNS.Name, node, script)
 	cmd.Env = append(os.Environ(), env...)
 	return startReady(t, cmd)
 }
@@ -59,7 +59,7 @@ func TestRunDependencyAnswerParts(t *testing.T) {
 				e := newLab(t)
 				backend, api := e.ServerIP+":7300", e.ServerIP+":8080"
 				nd := map[bool]string{false: "1", true: "0"}[nagle]
-				back := startHelper(t, e.ServerNS, "httpbackend", "ND_ADDR="+backend, "ND_DELAY=20ms", "ND_PARTS=3", "ND_NODELAY="+nd)
+				back := startHelper(t, e.ServerNS.Name, "httpbackend", "ND_ADDR="+backend, "ND_DELAY=20ms", "ND_PARTS=3", "ND_NODELAY="+nd)
 				fr := startFront(t, e, front, api, backend, "4")
 				for attempt := 1; ; attempt++ {
 					problems, saturated := answerParts(t, e, fr, back, backend, api, nagle)
@@ -88,7 +88,7 @@ func answerParts(t *testing.T, e *lab.Env, fr, back *helperProc, backend, api st
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+	_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS.Name+" --baseline 1s --tail 1s http://"+api+"/")
 	n1, m1, err := helperStats(fr)
 	if err != nil {
 		t.Fatal(err)
@@ -159,9 +159,9 @@ func TestRunDependencyRoomy(t *testing.T) {
 		t.Run(front, func(t *testing.T) {
 			e := newLab(t)
 			backend, api := e.ServerIP+":7300", e.ServerIP+":8080"
-			startHelper(t, e.ServerNS, "httpbackend", "ND_ADDR="+backend, "ND_DELAY=0s", "ND_PARTS=3", "ND_NODELAY=1")
+			startHelper(t, e.ServerNS.Name, "httpbackend", "ND_ADDR="+backend, "ND_DELAY=0s", "ND_PARTS=3", "ND_NODELAY=1")
 			startFront(t, e, front, api, backend, "64")
-			_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 3s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+			_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 50 -t 1 -d 3s --timeout 5s --server-netns "+e.ServerNS.Name+" --baseline 1s --tail 1s http://"+api+"/")
 			for _, id := range []report.FindingID{rules.DependencyPoolSaturated, rules.DependencySlow, rules.NagleDelayedACK, rules.WorkerPoolExhausted} {
 				if f := findActive(r, id); f != nil {
 					t.Errorf("%s: %s\n%s", id, f.Title, text)
@@ -199,10 +199,10 @@ func TestRunPoolJVM(t *testing.T) {
 		t.Run(workers+"-workers", func(t *testing.T) {
 			e := newLab(t)
 			api := e.ServerIP + ":8080"
-			cmd := exec.Command("ip", "netns", "exec", e.ServerNS, java, "-Xmx64m", "-cp", dir, "Svc")
+			cmd := exec.Command("ip", "netns", "exec", e.ServerNS.Name, java, "-Xmx64m", "-cp", dir, "Svc")
 			cmd.Env = append(os.Environ(), "ND_ADDR="+api, "ND_WORKERS="+workers, "ND_DELAY_MS=20")
 			startReady(t, cmd)
-			_, r, text := runIn(t, e.ClientNS, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS+" --baseline 1s --tail 1s http://"+api+"/")
+			_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 50 -t 1 -d 4s --timeout 5s --server-netns "+e.ServerNS.Name+" --baseline 1s --tail 1s http://"+api+"/")
 			f := findActive(r, rules.WorkerPoolExhausted)
 			if workers == "64" {
 				if f != nil {

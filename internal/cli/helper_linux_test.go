@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,6 +62,15 @@ func TestMain(m *testing.M) {
 		if d, err := time.ParseDuration(os.Getenv("ND_EXIT_AFTER")); err == nil {
 			time.AfterFunc(d, func() { os.Exit(0) })
 		}
+		fmt.Println("ready")
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	case "spin":
+		// A busy neighbour: one thread on CPU until stdin closes.
+		go func() {
+			runtime.LockOSThread()
+			for x := uint64(1); ; x = x*6364136223846793005 + 1 {
+			}
+		}()
 		fmt.Println("ready")
 		bufio.NewReader(os.Stdin).ReadString('\n')
 	case "runremote":
@@ -261,6 +271,16 @@ func serveAt(kind, addr string) {
 		pause = 20 * time.Millisecond
 	}
 	fd := listenFD(syscall.AF_INET, host, p, backlog)
+	if kind == "burn" {
+		// A CPU-bound server: each request hashes for about 2 ms in
+		// burnRequest, the function its profile must name.
+		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+		must(err)
+		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, "%x\n", burnRequest(400000))
+		}))
+		return
+	}
 	if kind == "bulk" {
 		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
 		must(err)
@@ -285,6 +305,19 @@ func serveAt(kind, addr string) {
 			time.Sleep(pause)
 		}
 	}()
+}
+
+// burnRequest is the CPU a "burn" server spends on a request: a hash
+// over n rounds, never inlined, so that a profile names it.
+//
+//go:noinline
+func burnRequest(n int) uint64 {
+	h := uint64(14695981039346656037)
+	for i := range n {
+		h ^= uint64(i)
+		h *= 1099511628211
+	}
+	return h
 }
 
 // oneConn is a listener that yields one connection, so a slow accept loop

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -102,6 +103,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.Agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.HTML, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
+	fs.IntVar(&o.ProfileHz, "profile-hz", 0, "the runs' on-CPU profile of the servers, samples a second on each CPU (run --profile-hz; default run's)")
 	fs.StringVar(&o.Out, "out", "", "directory for the reports (default "+filepath.Join(os.TempDir(), "netdoctor-reports", "NAME")+")")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
@@ -113,6 +115,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	sc, ok := lab.Lookup(pos[0])
 	if !ok {
 		return badInput("lab run: no scenario %q (netdoctor lab list): %s", pos[0], strings.Join(lab.Names(), ", "))
+	}
+	if o.ProfileHz < 0 || o.ProfileHz > cpuprof.MaxHz {
+		return badInput("lab run --profile-hz %d: want 1 to %d (0: run's default)", o.ProfileHz, cpuprof.MaxHz)
 	}
 	stage := o.Stage
 	if stage == 0 {

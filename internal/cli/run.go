@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/agentapi"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -69,7 +71,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	verify := fs.String("verify-with", "", "measure, apply this tune plan (kernel settings and configuration), measure again with the same load, then roll back")
 	keep := fs.Bool("keep", false, "with --verify-with: keep the changes instead of rolling back")
 	fail := registerFailOn(fs)
-	bundleOut := fs.String("bundle", "", "also write the run's evidence (both sides' snapshots, the load, the servers) to this file, gzip'd if it ends in .gz; `netdoctor diagnose` reads it back")
+	bundleOut := fs.String("bundle", "", "also write the run's evidence (both sides' snapshots, the load, the servers, their on-CPU profile) to this file, gzip'd if it ends in .gz; `netdoctor diagnose` reads it back. The profile is also written beside it in pprof's format (FILE less .gz and .json, plus .pprof) for `go tool pprof`")
+	fs.IntVar(&o.ProfileHz, "profile-hz", cpuprof.DefaultHz, "on-CPU profile of the servers (on this host) during the load, samples a second on each CPU; 0 for none")
 	pos, err := parse(fs, splitShort(args, "ctdnRHms"), stdout)
 	if err != nil {
 		return err
@@ -83,6 +86,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := lo.check(set); err != nil {
 		return err
+	}
+	if o.ProfileHz < 0 || o.ProfileHz > cpuprof.MaxHz {
+		return badInput("--profile-hz %d: want 0 (no profile) to %d", o.ProfileHz, cpuprof.MaxHz)
 	}
 	if o.Baseline < 0 || o.Tail < 0 {
 		return badInput("--baseline and --tail must not be negative")
@@ -152,6 +158,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		if err := writeOut(*bundleOut, stdout, "bundle", gzipped(*bundleOut, indentedJSON(res.Bundle()))); err != nil {
 			return err
 		}
+		if p := res.Profile; p != nil && len(p.PProf) > 0 && *bundleOut != "-" {
+			path := pprofPath(*bundleOut)
+			if err := writeOut(path, stdout, "pprof profile", func(w io.Writer) error { _, err := w.Write(p.PProf); return err }); err != nil {
+				return err
+			}
+			if lo.jsonOut != "-" {
+				fmt.Fprintf(stdout, "On-CPU profile: %s (go tool pprof -http : %s)\n", path, path)
+			}
+		}
 	}
 	for _, s := range r.Sides {
 		if s.Lost != "" {
@@ -159,6 +174,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	return exitFor(r.Findings, *fail)
+}
+
+// pprofPath is where a bundle's profile goes: beside it, its name less
+// .gz and .json, plus .pprof.
+func pprofPath(bundle string) string {
+	p := strings.TrimSuffix(bundle, ".gz")
+	p = strings.TrimSuffix(p, ".json")
+	return p + ".pprof"
 }
 
 // failOn is the --fail-on flag: the least severe active finding that

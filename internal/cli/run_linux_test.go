@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -36,6 +37,11 @@ type runJSON struct {
 		Agent    string `json:"agent"`
 	} `json:"sides"`
 	Servers []*app.Server `json:"servers"`
+	// The servers' CPU: their profile during the load, or why none, and
+	// where the requests' time went.
+	Profile      *cpuprof.Summary  `json:"profile"`
+	ProfileError string            `json:"profile_error"`
+	TimeSplit    *report.TimeSplit `json:"latency_split"`
 }
 
 // runInNetns runs `netdoctor run` inside a fresh namespace against a
@@ -132,6 +138,21 @@ func checkHTML(t *testing.T, page string) {
 	if strings.Contains(string(b), "http://") && strings.Contains(string(b), "<script src") {
 		t.Errorf("the page fetches scripts from the network")
 	}
+	dom := []byte(renderHTML(t, page))
+	canvases := strings.Count(string(dom), "<canvas class=\"chart\" data-series")
+	drawn := regexp.MustCompile(`data-drawn="([1-9][0-9]*)"`).FindAllStringSubmatch(string(dom), -1)
+	if canvases < 3 || len(drawn) != canvases {
+		t.Errorf("%d canvases, %d drawn", canvases, len(drawn))
+	}
+	if !strings.Contains(string(dom), "accept-queue-overflow") {
+		t.Errorf("the page does not show the finding")
+	}
+}
+
+// renderHTML opens a page in headless Chromium, as a phone's screen
+// shows it, and returns the DOM its scripts made.
+func renderHTML(t *testing.T, page string) string {
+	t.Helper()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium not installed (scripts/deps.sh installs it): the page was written but not rendered")
@@ -143,14 +164,7 @@ func checkHTML(t *testing.T, page string) {
 	if err != nil {
 		t.Fatalf("chromium: %v", err)
 	}
-	canvases := strings.Count(string(dom), "<canvas class=\"chart\" data-series")
-	drawn := regexp.MustCompile(`data-drawn="([1-9][0-9]*)"`).FindAllStringSubmatch(string(dom), -1)
-	if canvases < 3 || len(drawn) != canvases {
-		t.Errorf("%d canvases, %d drawn", canvases, len(drawn))
-	}
-	if !strings.Contains(string(dom), "accept-queue-overflow") {
-		t.Errorf("the page does not show the finding")
-	}
+	return string(dom)
 }
 
 // TestRunHealthy: a fast server with the default backlog gets no

@@ -35,6 +35,12 @@ type Incident struct {
 	// connections per destination), kept as JSON because report builds
 	// on this package. diagnose reads them back with the snapshots.
 	Dependencies json.RawMessage `json:"dependencies,omitempty"`
+	// Profile is an on-CPU profile of the servers the agent follows,
+	// taken for a few seconds from the moment of the incident (a
+	// cpuprof.Profile, kept as JSON for the same reason);
+	// ProfileError says why there is none.
+	Profile      json.RawMessage `json:"profile,omitempty"`
+	ProfileError string          `json:"profile_error,omitempty"`
 }
 
 // IncidentFinding is one finding that turned active.

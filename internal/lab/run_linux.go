@@ -41,6 +41,9 @@ type RunOptions struct {
 	// run's HTML report (default in Out; the fixed run's gets .fixed
 	// before the extension).
 	Out, HTML string
+	// ProfileHz is the runs' on-CPU profile frequency (run
+	// --profile-hz); 0 leaves run's default.
+	ProfileHz int
 }
 
 // ExitFindings is netdoctor's exit code for a run with an active
@@ -69,7 +72,7 @@ func Run(ctx context.Context, sc *Scenario, o RunOptions, stdout, stderr io.Writ
 	if o.HTML == "" {
 		o.HTML = filepath.Join(o.Out, sc.Name+".html")
 	}
-	before := phase{sc: sc, stage: stage, agent: o.Agent, json: filepath.Join(o.Out, "before.json"), bundle: filepath.Join(o.Out, "before.bundle.json"), html: o.HTML}
+	before := phase{sc: sc, stage: stage, agent: o.Agent, profileHz: o.ProfileHz, json: filepath.Join(o.Out, "before.json"), bundle: filepath.Join(o.Out, "before.bundle.json"), html: o.HTML}
 	if o.Tune {
 		before.plan, before.verify = filepath.Join(o.Out, "plan.json"), filepath.Join(o.Out, "verify.json")
 	}
@@ -80,7 +83,7 @@ func Run(ctx context.Context, sc *Scenario, o RunOptions, stdout, stderr io.Writ
 			to = stage + 1
 		}
 		ext := filepath.Ext(o.HTML)
-		phases = append(phases, phase{sc: sc, stage: to, from: stage, agent: o.Agent, json: filepath.Join(o.Out, "after.json"), bundle: filepath.Join(o.Out, "after.bundle.json"),
+		phases = append(phases, phase{sc: sc, stage: to, from: stage, agent: o.Agent, profileHz: o.ProfileHz, json: filepath.Join(o.Out, "after.json"), bundle: filepath.Join(o.Out, "after.bundle.json"),
 			html: strings.TrimSuffix(o.HTML, ext) + ".fixed" + ext})
 	}
 	for i, ph := range phases {
@@ -141,6 +144,7 @@ func Reports(name string, stderr io.Writer) (string, error) {
 type phase struct {
 	sc          *Scenario
 	stage, from int
+	profileHz   int
 	json, html  string
 	bundle      string // the run's evidence (run --bundle)
 	// plan and verify, when set: plan from the run's report and verify
@@ -192,6 +196,9 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 	}
 	args := append(append([]string{"run"}, sc.Load...), t.Args...)
 	args = append(args, "--baseline", "1s", "--tail", "1s")
+	if ph.profileHz > 0 {
+		args = append(args, "--profile-hz", strconv.Itoa(ph.profileHz))
+	}
 	if ph.agent {
 		url, tok, _, err := e.StartAgent(ctx)
 		if err != nil {
@@ -296,6 +303,9 @@ func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.W
 	}
 	p.f("\n")
 	args := append(append([]string{"run"}, ph.sc.Load...), t.Args...)
+	if ph.profileHz > 0 {
+		args = append(args, "--profile-hz", strconv.Itoa(ph.profileHz))
+	}
 	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name,
 		"--verify-with", ph.plan, "--json", ph.verify, t.URL)
 	if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {

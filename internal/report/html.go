@@ -14,6 +14,19 @@ var pageHTML string
 //go:embed assets/chart.js
 var chartJS string
 
+// The flame graph's renderer: d3-flame-graph and the d3 modules it
+// needs, vendored from npm by scripts/vendor-flamegraph.sh (licences in
+// assets/flamegraph/LICENSES). Inlined only in a page that has a
+// profile.
+var (
+	//go:embed assets/flamegraph/d3.min.js
+	d3JS string
+	//go:embed assets/flamegraph/d3-flamegraph.min.js
+	flamegraphJS string
+	//go:embed assets/flamegraph.js
+	flameJS string
+)
+
 var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
 
 // Series is one line of a chart: a value per second.
@@ -45,6 +58,29 @@ type Page struct {
 	HostRows [][2]string
 	// Waits are the servers' dependency tables: what each waited on.
 	Waits []WaitTable
+	// TimeSplit is where the requests' time went, in a line.
+	TimeSplit string
+	// CPU are the servers' CPU accounting lines, per server.
+	CPU []CPUBlock
+	// Profile is the on-CPU profile's summary line, its per-server
+	// hottest functions, and Flame its tree as JSON (d3-flame-graph's
+	// input); empty without a profile.
+	Profile     string
+	ProfileTops []ProfileTop
+	Flame       string
+}
+
+// CPUBlock is one server's CPU accounting, as lines.
+type CPUBlock struct {
+	Server string
+	Lines  []string
+}
+
+// ProfileTop is one server's hottest functions in the profile.
+type ProfileTop struct {
+	Server string
+	Lines  []string
+	Rows   [][]string // self, total, function, meaning
 }
 
 // WaitTable is one server's dependency table (the text report's "waits
@@ -93,6 +129,12 @@ func HTML(w io.Writer, p *Page) error {
 		Findings  []findingView
 		DepHeader []string
 		Script    template.JS
-	}{p, views(p.Findings), DepHeader, template.JS(chartJS)}
+		FlameLib  template.JS
+		FlameData template.JS
+	}{Page: p, Findings: views(p.Findings), DepHeader: DepHeader, Script: template.JS(chartJS)}
+	if p.Flame != "" {
+		data.FlameLib = template.JS(d3JS + "\n" + flamegraphJS + "\n" + flameJS)
+		data.FlameData = template.JS(p.Flame)
+	}
 	return pageTmpl.Execute(w, data)
 }

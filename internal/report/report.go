@@ -34,6 +34,9 @@ type Report struct {
 	// Dependencies are the listening servers' outbound connections as
 	// check or the agent traced them; nil when not traced.
 	Dependencies *Traced `json:"dependencies,omitempty"`
+	// TimeSplit is where a run's requests spent their time, from the
+	// servers' CPU accounting (run only).
+	TimeSplit *TimeSplit `json:"latency_split,omitempty"`
 	// FixesAsText: read from a report written before fixes were data,
 	// whose findings' actions are their fix lines as notes (Read). Not
 	// part of the report.
@@ -182,6 +185,9 @@ func Text(w io.Writer, r *Report) error {
 	}
 	p.f("netdoctor %s — %s (%s), kernel %s, %.1fs window\n\n", r.Command, r.Host.Hostname, ns, r.Host.Kernel, r.Window.Seconds)
 	p.f("%s\n", r.Verdict)
+	if r.TimeSplit != nil {
+		p.f("Where the time went: %s\n", r.TimeSplit.Text())
+	}
 	if r.Partial {
 		p.f("(partial evidence: some collectors failed, see the end)\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/load"
 )
 
@@ -26,6 +27,12 @@ type Run struct {
 	// Waits is where requests waited outside the servers' own work: for
 	// a worker of a full pool, in each dependency, on the network.
 	Waits *Waits `json:"waits,omitempty"`
+	// Profile is the servers' on-CPU profile during the load, summed
+	// up; ProfileError says why there is none.
+	Profile      *cpuprof.Summary `json:"profile,omitempty"`
+	ProfileError string           `json:"profile_error,omitempty"`
+	// Flame is the profile's flame graph, for the HTML report only.
+	Flame *cpuprof.Node `json:"-"`
 }
 
 // RunSide is one end of a run: where it was observed, or why not.

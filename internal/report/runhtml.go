@@ -1,8 +1,10 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -57,6 +59,16 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 		{Name: "load connections open", Points: col(func(s load.Second) float64 { return float64(s.OpenConns) })},
 	}})
 	p.Waits = WaitTables(r.Servers)
+	if r.TimeSplit != nil {
+		p.TimeSplit = r.TimeSplit.Text()
+	}
+	from, to := loadSpan(r.Load)
+	for _, s := range r.Servers {
+		if lines := CPULines(s, from, to); len(lines) > 0 {
+			p.CPU = append(p.CPU, CPUBlock{Server: s.Role + " " + s.Kind + " on " + s.Addr, Lines: lines})
+		}
+	}
+	profilePage(p, r)
 	l := r.Load
 	p.LoadRows = [][2]string{
 		{"requests", fmt.Sprint(l.Requests)}, {"requests/s", fmt.Sprintf("%.1f", l.RPS)},
@@ -114,4 +126,32 @@ func StateSeries(tl []load.Second, b *evidence.Bundle, state string) []float64 {
 		}
 	}
 	return out
+}
+
+// profilePage adds the profile's summary, hottest functions and flame
+// graph to the page.
+func profilePage(p *Page, r *Run) {
+	sum := r.Profile
+	if sum == nil || r.Flame == nil {
+		return
+	}
+	b, err := json.Marshal(r.Flame)
+	if err != nil {
+		return
+	}
+	p.Flame = string(b)
+	p.Profile = fmt.Sprintf("%d Hz on each CPU for %s, %d samples, %.0f%% idle; its cost: %.2f%% of a core while sampling, %s of CPU to name the addresses",
+		sum.Hz, Dur(sum.Duration), sum.Samples, 100*sum.IdleShare, 100*sum.Cost.CoreShare, Dur(sum.Cost.Symbolize))
+	for _, s := range sum.Servers {
+		t := ProfileTop{Server: fmt.Sprintf("%s: %d samples (%s of CPU), %.0f%% in the kernel", s.Server, s.Samples, Dur(s.CPU), 100*s.KernelShare)}
+		for _, a := range s.Activities {
+			if a.Share >= 0.02 {
+				t.Lines = append(t.Lines, fmt.Sprintf("%.0f%% %s (%s)", 100*a.Share, a.Kind.Describe(), strings.Join(a.Funcs, ", ")))
+			}
+		}
+		for _, f := range s.Top {
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("%.1f%%", 100*f.Self), fmt.Sprintf("%.1f%%", 100*f.Total), f.Name, f.Meaning.Describe()})
+		}
+		p.ProfileTops = append(p.ProfileTops, t)
+	}
 }

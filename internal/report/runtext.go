@@ -31,7 +31,9 @@ func RunText(w io.Writer, r *Run, latency bool) error {
 			fmt.Fprintf(w, "PARTIAL: the %s side's %s; its findings rest on what came before\n", s.Name, s.Lost)
 		}
 	}
-	writeServers(w, r.Servers)
+	from, to := loadSpan(r.Load)
+	writeServers(w, r.Servers, from, to)
+	ProfileText(w, r.Profile, r.ProfileError)
 	fmt.Fprintf(w, "\nThroughput over time: %s\n", r.Shape.Text)
 	fmt.Fprintf(w, "\nLoad:\n")
 	if err := LoadText(w, r.Load, latency); err != nil {
@@ -59,7 +61,7 @@ func clockText(d time.Duration) string {
 
 // writeServers lists the applications found behind the port: what they
 // are, the limits their configuration sets, and what their logs said.
-func writeServers(w io.Writer, servers []*app.Server) {
+func writeServers(w io.Writer, servers []*app.Server, from, to time.Time) {
 	if len(servers) == 0 {
 		return
 	}
@@ -91,6 +93,9 @@ func writeServers(w io.Writer, servers []*app.Server) {
 			fmt.Fprintf(w, "    php-fpm pool %s: pm %s, pm.max_children %s, listen.backlog %s\n", p.Name, p.PM, p.MaxChildren, p.Backlog)
 		}
 		if line := busyLine(s.Samples); line != "" {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+		for _, line := range CPULines(s, from, to) {
 			fmt.Fprintf(w, "    %s\n", line)
 		}
 		writeDeps(w, s.Deps, "during the load")

@@ -1,11 +1,14 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -89,7 +92,16 @@ func checkAppSlow(in *Input) []report.Finding {
 		subject, about = s.Kind+" "+s.Addr, report.About{Server: s.Kind, Listen: s.Addr}
 		sh, total := waitShares(r.Samples(s))
 		ev = append(ev, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %s", s.Kind, describeWaits(sh, total)), Source: "wchan", Window: true})
-		if len(sh) > 0 && 2*sh[0].n >= total {
+		if item, advice, ok := r.accountedAdvice(s); ok {
+			// What the threads did, as the scheduler accounts it, wins
+			// over the samples of their states: a thread that runs in
+			// short bursts between throttled periods is seen "running"
+			// or on a futex, and neither says why it is slow.
+			ev = append(ev, item)
+			if advice != "" {
+				fix = append(notes(advice), fix...)
+			}
+		} else if len(sh) > 0 && 2*sh[0].n >= total {
 			fix = append(notes(waitFix[sh[0].class]), fix...)
 		}
 	}
@@ -101,6 +113,69 @@ func checkAppSlow(in *Input) []report.Finding {
 	return []report.Finding{{ID: AppSlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 		Title:    fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond)),
 		Evidence: ev, Actions: fix}}
+}
+
+// accountedAdvice reads a server's CPU accounting over the load: what
+// its threads' busy time went to, and the advice for the largest part.
+func (r *Run) accountedAdvice(s *app.Server) (report.Item, string, bool) {
+	one := &Run{Load: r.Load, LoadStart: r.LoadStart, LoadEnd: r.LoadEnd, Servers: []*app.Server{s}, Profile: r.Profile}
+	tl := r.Load.Timeline
+	all := make([]bool, len(tl))
+	for i := range all {
+		all[i] = true
+	}
+	b, _, names := one.threadTime(tl, all)
+	busy := sumBuckets(b)
+	if len(names) == 0 || busy <= 0 {
+		return report.Item{}, "", false
+	}
+	type part struct {
+		bucket string
+		t      time.Duration
+	}
+	var parts []part
+	for k, v := range b {
+		parts = append(parts, part{k, v})
+	}
+	slices.SortFunc(parts, func(a, b part) int { return cmp.Or(cmp.Compare(b.t, a.t), strings.Compare(a.bucket, b.bucket)) })
+	var words []string
+	for _, p := range parts {
+		if share := float64(p.t) / float64(busy); share >= 0.01 {
+			words = append(words, fmt.Sprintf("%s %.0f%%", report.BucketName(p.bucket), 100*share))
+		}
+	}
+	item := report.Item{Text: fmt.Sprintf("%s threads' busy time, as the scheduler accounts it: %s", s.Kind, strings.Join(words, ", ")), Source: "schedstat", Window: true}
+	top := parts[0].bucket
+	switch {
+	case top == report.BucketThrottled:
+		return item, "the threads wait for their cgroup's CPU quota: raise or remove the limit, and match the runtime's threads to it (see cpu.max or cpu.cfs_quota_us)", true
+	case top == report.BucketWaiting:
+		return item, "the threads wait for CPUs other processes hold: move those off the server's CPUs or lower their weight", true
+	case top == report.BucketOnCPU:
+		return item, onCPUAdvice(r, s), true
+	case strings.HasPrefix(top, report.BucketOffCPU):
+		return item, waitFix[strings.TrimPrefix(top, report.BucketOffCPU)], true
+	}
+	return item, "", true
+}
+
+// onCPUAdvice names the server's hottest functions when a profile has
+// them: requests are slow because they take CPU there.
+func onCPUAdvice(r *Run, s *app.Server) string {
+	sum, err := cpuprof.Summarize(r.Profile)
+	if err == nil && sum != nil {
+		for _, ss := range sum.Servers {
+			if ss.Server != s.Kind+" "+s.Addr || len(ss.Top) == 0 {
+				continue
+			}
+			var hot []string
+			for _, f := range ss.Top[:min(3, len(ss.Top))] {
+				hot = append(hot, fmt.Sprintf("%s %.0f%%", f.Name, 100*f.Self))
+			}
+			return "workers are on CPU: make the request cheaper where the profile has it hot: " + strings.Join(hot, ", ")
+		}
+	}
+	return waitFix[app.WaitRunning]
 }
 
 // waitFix is the advice for the wait that dominates busy workers.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
@@ -41,6 +42,11 @@ var _ = define(Class{ID: UpstreamConnectionChurn,
 //
 // The first two make one finding when they see the same destination.
 func checkChurn(in *Input) []report.Finding {
+	return withPortSearch(in, churnFindings(in))
+}
+
+// churnFindings is checkChurn before the profile's evidence.
+func churnFindings(in *Input) []report.Finding {
 	var out []report.Finding
 	if f, ok := kernelChurn(in); ok {
 		f.Side = in.Side
@@ -286,4 +292,55 @@ func busiestTimeWait(b *evidence.Bundle, skip func(string) bool) evidence.Remote
 		}
 	}
 	return best
+}
+
+// connectShare is the least share of a server's on-CPU samples spent
+// setting up outgoing connections (or searching for their local port)
+// that churn cites: below it, connections are not what the CPU goes to.
+const connectShare = 0.02
+
+// withPortSearch adds to each active churn finding what the on-CPU
+// profile saw of its cost, server by server: the share of the samples
+// setting up outgoing connections, and of those the kernel's search for
+// a free local port (seed 000's flame graph, hot in inet_hash_connect,
+// when TIME_WAIT fills the range).
+func withPortSearch(in *Input, out []report.Finding) []report.Finding {
+	if in.Run == nil || in.Run.Profile == nil || !in.ServerSide() {
+		return out
+	}
+	sum, err := cpuprof.Summarize(in.Run.Profile)
+	if err != nil || sum == nil {
+		return out
+	}
+	var items []report.Item
+	for _, s := range sum.Servers {
+		var conn, search *cpuprof.Activity
+		for i, a := range s.Activities {
+			switch a.Kind {
+			case cpuprof.TCPConnect:
+				conn = &s.Activities[i]
+			case cpuprof.PortSearch:
+				search = &s.Activities[i]
+			}
+		}
+		if (conn == nil || conn.Share < connectShare) && (search == nil || search.Share < connectShare) {
+			continue
+		}
+		text := "the on-CPU profile: "
+		if conn != nil {
+			text += fmt.Sprintf("%.0f%% of %s's samples set up outgoing connections (%s)", 100*conn.Share, s.Server, strings.Join(conn.Funcs, ", "))
+			if search != nil {
+				text += fmt.Sprintf(", %.1f%% in the search for a free local port (%s)", 100*search.Share, strings.Join(search.Funcs, ", "))
+			}
+		} else {
+			text += fmt.Sprintf("%.0f%% of %s's samples search for a free local port (%s)", 100*search.Share, s.Server, strings.Join(search.Funcs, ", "))
+		}
+		items = append(items, report.Item{Text: text + ": the cost of a new connection per request", Source: "profile", Window: true})
+	}
+	for i := range out {
+		if out[i].Status == report.Active {
+			out[i].Evidence = append(out[i].Evidence, items...)
+		}
+	}
+	return out
 }

@@ -1,10 +1,14 @@
 package rules
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
+	"github.com/google/pprof/profile"
+
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -215,5 +219,49 @@ func TestLoadOwnConnections(t *testing.T) {
 	}
 	if fs := append(checkChurn(pile("10.0.0.9:5432")), checkPorts(pile("10.0.0.9:5432"))...); len(fs) != 2 {
 		t.Errorf("another remote's pile on the client: %+v, want churn and ports", keys(fs))
+	}
+}
+
+// portSearchProfile is a pprof profile of nginx's workers, a third of
+// whose samples are in the kernel's search for a free local port.
+func portSearchProfile(t *testing.T) *cpuprof.Profile {
+	t.Helper()
+	kmap := &profile.Mapping{ID: 1, File: cpuprof.KernelModule, HasFunctions: true}
+	fn := func(id uint64, name string) *profile.Function { return &profile.Function{ID: id, Name: name} }
+	loc := func(id uint64, f *profile.Function) *profile.Location {
+		return &profile.Location{ID: id, Mapping: kmap, Address: 0xffffffff81000000 + id, Line: []profile.Line{{Function: f}}}
+	}
+	spin, hash, conn, write := fn(1, "native_queued_spin_lock_slowpath"), fn(2, "__inet_hash_connect"), fn(3, "tcp_v4_connect"), fn(4, "tcp_sendmsg")
+	l1, l2, l3, l4 := loc(1, spin), loc(2, hash), loc(3, conn), loc(4, write)
+	labels := map[string][]string{cpuprof.LabelServer: {"nginx 0.0.0.0:80"}}
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		Mapping:    []*profile.Mapping{kmap}, Function: []*profile.Function{spin, hash, conn, write}, Location: []*profile.Location{l1, l2, l3, l4},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{l1, l2, l3}, Value: []int64{30, 30e7}, Label: labels},
+			{Location: []*profile.Location{l4}, Value: []int64{70, 70e7}, Label: labels},
+		},
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return &cpuprof.Profile{Hz: 99, Samples: 100, Kept: 100, PProf: b.Bytes()}
+}
+
+// TestChurnPortSearch: the profile's port search is evidence of the
+// churn that causes it (seed 000 stage 5).
+func TestChurnPortSearch(t *testing.T) {
+	in := serverRun(bundle(nil, raise(5000, "Tcp.ActiveOpens")), nginxProxy(false))
+	in.Run.Profile = portSearchProfile(t)
+	fs := checkChurn(in)
+	if len(fs) == 0 || !hasEvidence(fs[0], "the on-CPU profile: 30% of nginx 0.0.0.0:80's samples set up outgoing connections (tcp_v4_connect), 30.0% in the search for a free local port (__inet_hash_connect)") {
+		t.Fatalf("churn %+v", fs)
+	}
+	// No churn, no word of the profile.
+	in = serverRun(bundle(nil, nil), nginxProxy(true))
+	in.Run.Profile = portSearchProfile(t)
+	if fs := checkChurn(in); len(fs) != 0 {
+		t.Errorf("with reuse: %+v", fs)
 	}
 }

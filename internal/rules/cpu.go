@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -105,7 +106,33 @@ func checkCPU(in *Input) []report.Finding {
 			Source: "/proc/stat", Window: true,
 		})
 	}
+	f.Evidence = append(f.Evidence, hottest(in)...)
 	return []report.Finding{f}
+}
+
+// hottest says, in a run with an on-CPU profile of the servers on this
+// host, where their CPU went: each server's hottest function.
+func hottest(in *Input) []report.Item {
+	if in.Run == nil || in.Run.Profile == nil || !in.ServerSide() {
+		return nil
+	}
+	sum, err := cpuprof.Summarize(in.Run.Profile)
+	if err != nil || sum == nil {
+		return nil
+	}
+	var out []report.Item
+	for _, s := range sum.Servers {
+		if len(s.Top) == 0 || sum.Duration <= 0 {
+			continue
+		}
+		f := s.Top[0]
+		text := fmt.Sprintf("the on-CPU profile: %s used %.2f CPU, %.0f%% of it in %s", s.Server, s.CPU.Seconds()/sum.Duration.Seconds(), 100*f.Self, f.Name)
+		if f.Meaning != "" {
+			text += " (" + f.Meaning.Describe() + ")"
+		}
+		out = append(out, report.Item{Text: text, Source: "profile", Window: true})
+	}
+	return out
 }
 
 const (

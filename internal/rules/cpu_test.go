@@ -199,3 +199,16 @@ func TestCPUTitle(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUHottest: in a run with an on-CPU profile, a saturated host's
+// finding says where the servers' CPU went.
+func TestCPUHottest(t *testing.T) {
+	in := serverRun(bundle(nil, ticks(cpuFull, cpuFull)), nginxProxy(false))
+	in.Run.Profile = portSearchProfile(t)
+	in.Run.Profile.Duration = 2 * time.Second
+	in.Run.Load.Self.CPUSeconds = 0
+	fs := checkCPU(in)
+	if len(fs) != 1 || !hasEvidence(fs[0], "the on-CPU profile: nginx 0.0.0.0:80 used 0.50 CPU, 70% of it in tcp_sendmsg") {
+		t.Fatalf("checkCPU %+v", fs)
+	}
+}

@@ -131,7 +131,8 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 // active in, exactly: not a rule whose watched counters rose on a side
 // without a finding (those are in rose, with the counters), nor one that
 // had nothing to look at (the dependencies when no server's connections
-// were traced, the drop monitor's rules without it).
+// were traced, the drop monitor's rules without it, the CPU rules when no
+// server's threads were accounted).
 func clean(found []report.Finding, r *Run) (clean, rose []string) {
 	active := map[report.FindingID]bool{}
 	for _, f := range found {
@@ -139,9 +140,9 @@ func clean(found []report.Finding, r *Run) (clean, rose []string) {
 			active[f.ID] = true
 		}
 	}
-	deps := traced(r)
+	deps, cpu := traced(r), accounted(r)
 	for _, rule := range Registry {
-		if rule.Scope == Symptom || rule.Checks == "" || rule.Name == "dependency" && !deps {
+		if rule.Scope == Symptom || rule.Checks == "" || rule.Name == "dependency" && !deps || (rule.Name == "throttle" || rule.Name == "runqueue") && !cpu {
 			continue
 		}
 		hit := false
@@ -204,6 +205,19 @@ func watched(r *Run, counters []string) []string {
 		}
 	}
 	return out
+}
+
+// accounted reports whether any server's threads were accounted (CPU
+// time, run delay) during the run.
+func accounted(r *Run) bool {
+	for _, s := range r.Servers {
+		for _, smp := range s.Samples {
+			if smp.CPU != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // traced reports whether the run traced any server's dependencies.

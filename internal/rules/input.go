@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -47,6 +48,10 @@ type Run struct {
 	// Path is the path between the hosts as probed before the load,
 	// nil when it was not.
 	Path *report.PathProbe `json:"path,omitempty"`
+	// Profile is the servers' on-CPU profile during the load, nil when
+	// none was taken; ProfileError says why not.
+	Profile      *cpuprof.Profile `json:"profile,omitempty"`
+	ProfileError string           `json:"profile_error,omitempty"`
 }
 
 // Side is one end of a run with its snapshots, from the quiet baseline

@@ -81,6 +81,8 @@ var Registry = []Rule{
 	{Name: "nagle", Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Checks: "Nagle and delayed ACKs", Check: checkNagle},
 	{Name: "workerpool", Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Checks: "worker pools", Check: checkWorkerPool},
 	{Name: "dependency", Scope: PerRun, IDs: []report.FindingID{DependencyPoolSaturated, DependencySlow}, Checks: "dependencies (databases, caches, backends)", Check: checkDependency, Traced: true},
+	{Name: "throttle", Scope: PerRun, IDs: []report.FindingID{CPUQuotaThrottling}, Checks: "CPU quota throttling", Check: checkThrottle},
+	{Name: "runqueue", Scope: PerRun, IDs: []report.FindingID{RunQueueContention}, Checks: "run-queue contention", Check: checkRunQueue},
 	{Name: "appslow", Scope: Symptom, IDs: []report.FindingID{AppSlow}, Checks: "time held in the application", Check: checkAppSlow},
 	{Name: "distress", Scope: Symptom, IDs: []report.FindingID{UnexplainedDistress}, Checks: "distress no rule explains", Check: checkDistress},
 }

@@ -13,8 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/collect"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
@@ -40,6 +42,10 @@ type Options struct {
 	// NoPathProbe skips the probe of the path through the server agent's
 	// test endpoint before the load (pathProbe).
 	NoPathProbe bool
+	// ProfileHz is the frequency of the on-CPU profile of the servers
+	// during the load, per CPU; 0 takes none. Only servers on this host
+	// are profiled (through an agent: its profile endpoint).
+	ProfileHz int
 	// OnPhase, if set, is called as each timed step begins: "baseline"
 	// and "tail" with their length, "load" with the load's duration (0
 	// when bounded by its requests alone).
@@ -67,7 +73,17 @@ func (res *Result) Report() *report.Run {
 	if b == nil {
 		b = &evidence.Bundle{}
 	}
-	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers, Path: res.Path, Waits: rules.Waits(res.Run)}
+	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers, Path: res.Path, Waits: rules.Waits(res.Run),
+		ProfileError: res.ProfileError}
+	r.TimeSplit = rules.TimeSplit(res.Run)
+	if res.Profile != nil {
+		sum, err := cpuprof.Summarize(res.Profile)
+		if err != nil {
+			r.ProfileError = "the profile could not be read: " + err.Error()
+		}
+		r.Profile = sum
+		r.Flame, _ = cpuprof.Flame(res.Profile)
+	}
 	for _, s := range res.Sides {
 		rs := s.RunSide
 		r.Sides = append(r.Sides, &rs)
@@ -150,7 +166,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	o.phase("load", o.Load.Duration)
 	stopDeps := traceDeps(ctx, apps)
+	stopProfile := profileServers(o, server, apps, ev)
 	lr, lerr := load.Run(ctx, o.Load)
+	stopProfile()
 	stopDeps()
 	resume()
 	ev.LoadEnd = time.Now()
@@ -176,6 +194,31 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 func (o *Options) phase(name string, d time.Duration) {
 	if o.OnPhase != nil {
 		o.OnPhase(name, d)
+	}
+}
+
+// profileServers starts the servers' on-CPU profile, when asked for and
+// they run on this host; stop ends it and hands it to ev.
+func profileServers(o Options, server *side, apps source.Apps, ev *rules.Run) (stop func()) {
+	if o.ProfileHz <= 0 {
+		return func() {}
+	}
+	if server.remote != nil || server.owner().remote != nil {
+		ev.ProfileError = "the server is observed through its agent: its profile is the agent's to take (GET " + agentapi.PathProfile + ")"
+		return func() {}
+	}
+	if apps == nil || len(apps.Processes()) == 0 {
+		ev.ProfileError = "no server found behind the port: nothing to profile"
+		return func() {}
+	}
+	p, done, err := cpuprof.Exclusive(cpuprof.Options{Hz: o.ProfileHz, Servers: apps.Processes})
+	if err != nil {
+		ev.ProfileError = err.Error()
+		return func() {}
+	}
+	return func() {
+		ev.Profile = p.Stop()
+		done()
 	}
 }
 

@@ -408,6 +408,14 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 			mine = &app.Server{Role: s.Role, Addr: s.Addr, Kind: s.Kind, Master: s.Master, PIDs: s.PIDs, Exe: s.Exe, Config: s.Config, Nginx: s.Nginx, Pool: s.Pool}
 			a.servers = append(a.servers, mine)
 		}
+		// The agent learns a server's cgroup at its first CPU sample,
+		// after the watch opened.
+		if s.CGroup != nil {
+			mine.CGroup = s.CGroup
+		}
+		if mine.Runtime == nil {
+			mine.Runtime = s.Runtime
+		}
 		for _, smp := range s.Samples {
 			if !smp.Time.After(since) {
 				continue
@@ -432,6 +440,10 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 // it that the load starts, so that it begins again then, and, when ctx
 // ends, that the load ended. The dependencies come with Finish. An
 // agent that does not trace answers all the same, with none.
+// Processes is empty: the agent's host is another, whose processes the
+// agent profiles itself (GET /api/v1/profile).
+func (a *remoteApps) Processes() map[int]string { return nil }
+
 func (a *remoteApps) TraceDeps(ctx context.Context, _ time.Duration) error {
 	if err := a.loadMark(ctx, "start"); err != nil {
 		return err

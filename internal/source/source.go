@@ -50,6 +50,10 @@ type Apps interface {
 	// on, looking every interval, until ctx ends; the dependencies come
 	// with Finish.
 	TraceDeps(ctx context.Context, interval time.Duration) error
+	// Processes names the server each of the servers' processes on
+	// this host belongs to, for an on-CPU profile to keep their
+	// samples; empty when the servers are observed through an agent.
+	Processes() map[int]string
 }
 
 // Local is a network namespace of this host.

@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/perf"
+)
+
+// TestProfileEndpoint: the agent profiles the servers it follows on
+// request, behind its token: a pprof profile of a busy python server's
+// samples, or its summary; one profile at a time; bad parameters are
+// refused. Its threads' time is in /metrics.
+func TestProfileEndpoint(t *testing.T) {
+	a := newTestAgent(t, Config{})
+	port := followSpinner(t, a)
+	ctx := context.Background()
+	snap, err := a.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(a.Handler([]byte(testToken)))
+	defer hs.Close()
+	if code, _ := get(t, hs, "/api/v1/profile?port=1&seconds=0.2", ""); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d", code)
+	}
+	for _, q := range []string{"port=0", "seconds=100", "hz=5000", "format=svg", "seconds=x"} {
+		if code, body := get(t, hs, "/api/v1/profile?"+q, testToken); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s", q, code, body)
+		}
+	}
+	if code, _ := get(t, hs, "/api/v1/profile?port=1&seconds=0.2", testToken); code != http.StatusNotFound {
+		t.Errorf("a port nothing follows: %d", code)
+	}
+	// One at a time: a second request while the first runs is refused.
+	busy, release, err := cpuprof.Exclusive(cpuprof.Options{Hz: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := get(t, hs, fmt.Sprintf("/api/v1/profile?port=%d&seconds=0.2", port), testToken); code != http.StatusConflict {
+		t.Errorf("while another profile runs: %d", code)
+	}
+	busy.Stop()
+	release()
+
+	code, body := get(t, hs, fmt.Sprintf("/api/v1/profile?port=%d&seconds=1.5&hz=99", port), testToken)
+	if code != http.StatusOK {
+		t.Fatalf("profile: %d %s", code, body)
+	}
+	p, err := profile.ParseData([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, s := range p.Sample {
+		if v := s.Label[cpuprof.LabelServer]; len(v) == 1 && strings.HasPrefix(v[0], "python3 ") {
+			n += s.Value[0]
+		}
+	}
+	if n < 20 {
+		t.Errorf("%d samples of the spinning python server in %d", n, len(p.Sample))
+	}
+	code, body = get(t, hs, fmt.Sprintf("/api/v1/profile?port=%d&seconds=0.5&format=json", port), testToken)
+	var sum cpuprof.Summary
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &sum) != nil || len(sum.Servers) != 1 || sum.Cost.Sampling <= 0 {
+		t.Errorf("json: %d %s", code, body)
+	}
+	// A second sample accounts its threads' time for /metrics.
+	time.Sleep(200 * time.Millisecond)
+	a.pools.sample(ctx, snap.Sockets.Listeners)
+	_, metrics := get(t, hs, "/metrics", "")
+	for _, want := range []string{
+		fmt.Sprintf(`netdoctor_app_thread_seconds_total{app="python3",listener="127.0.0.1:%d",state="on_cpu"}`, port),
+		"netdoctor_agent_profiles_total 2", "netdoctor_agent_profile_cpu_seconds",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+}
+
+// followSpinner starts a python server with a thread spinning on CPU,
+// and has the agent follow it; it skips without root (perf) or python3.
+func followSpinner(t *testing.T, a *Agent) int {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	if s, err := perf.Open(1, []int{0}); err != nil {
+		t.Skip("perf_event_open refused (needs root):", err)
+	} else {
+		s.Close()
+	}
+	srv := exec.Command(py, "-c", "import socket,sys,threading\n"+
+		"def spin():\n  x=0\n  while True: x+=1\n"+
+		"s=socket.socket();s.bind(('127.0.0.1',0));s.listen()\n"+
+		"threading.Thread(target=spin,daemon=True).start()\n"+
+		"print(s.getsockname()[1],flush=True);sys.stdin.read()")
+	stdin, _ := srv.StdinPipe()
+	out, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); srv.Process.Kill(); srv.Wait() })
+	var port int
+	if _, err := fmt.Fscan(out, &port); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := a.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.pools.sample(context.Background(), snap.Sockets.Listeners)
+	if len(a.pools.processes(port)) == 0 {
+		t.Skipf("port %d is not among the %d lowest listening ports the agent follows on this host", port, MaxPools)
+	}
+	return port
+}
+
+// TestIncidentProfile: an incident carries an on-CPU profile of the
+// servers the agent follows, taken from the moment it began, which
+// diagnose reads back.
+func TestIncidentProfile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "incidents")
+	a := newTestAgent(t, Config{Recent: 3 * time.Second, Retain: time.Minute, Incidents: dir, Before: 10 * time.Second, After: 2 * time.Second})
+	followSpinner(t, a)
+	snap := fixture(t).Snapshots[0]
+	start := time.Now()
+	next := feed(t, a, start, []evidence.Snapshot{overflows(snap, 0), overflows(snap, 0)})
+	for i := 1; a.inc.pending == nil && i < 10; i++ {
+		next = feed(t, a, next, []evidence.Snapshot{overflows(snap, uint64(40*i))})
+	}
+	if a.inc.pending == nil {
+		t.Fatal("no incident began")
+	}
+	// The profile runs in real time, the window in the feed's: let it
+	// gather a second before its end comes due.
+	time.Sleep(time.Second)
+	feed(t, a, next, []evidence.Snapshot{overflows(snap, 400), overflows(snap, 400), overflows(snap, 400), overflows(snap, 400)})
+	files := incidentFiles(t, dir)
+	if len(files) == 0 {
+		t.Fatal("no incident written")
+	}
+	b := readIncident(t, files[0])
+	var prof cpuprof.Profile
+	if err := json.Unmarshal(b.Incident.Profile, &prof); err != nil || prof.Hz != incidentHz || prof.Kept == 0 {
+		t.Fatalf("incident profile (%q): %+v, %v", b.Incident.ProfileError, prof, err)
+	}
+	if sum, err := cpuprof.Summarize(&prof); err != nil || len(sum.Servers) == 0 {
+		t.Errorf("summary %+v, %v", sum, err)
+	}
+}

@@ -1,0 +1,153 @@
+package rules
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cgroup"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// fixtureGroup resolves PID 1234's group in one of package cgroup's
+// fixtures (v1: captured on this project's host; v2: in the kernel's
+// format).
+func fixtureGroup(t *testing.T, name string) *cgroup.Group {
+	t.Helper()
+	g, err := cgroup.Resolve(os.DirFS("../cgroup/testdata/"+name), 1234)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// cpuRun is a 5-second run whose server's threads spent each second as
+// c says, with p50 90 ms and p99 400 ms, 100 requests a second.
+func cpuRun(s *app.Server, c app.CPU, waits map[string]int) *Input {
+	b := bundle(nil, idleCPU(0.2))
+	in := serverRun(b, s)
+	start := t0.Add(-time.Second)
+	in.Run.LoadStart, in.Run.LoadEnd = start, start.Add(5*time.Second+100*time.Millisecond)
+	lr := in.Run.Load
+	lr.Requests = 500
+	lr.Latency = load.Latency{Mean: 120 * time.Millisecond, P50: 90 * time.Millisecond, P99: 400 * time.Millisecond}
+	for i := range 5 {
+		at := start.Add(time.Duration(i) * time.Second)
+		lr.Timeline = append(lr.Timeline, load.Second{Index: i, Start: at, Length: time.Second, Requests: 100, P50: 90 * time.Millisecond, P99: 400 * time.Millisecond})
+		cc := c
+		s.Samples = append(s.Samples, app.Sample{Time: at.Add(time.Second), Workers: 1, Waits: waits, CPU: &cc})
+	}
+	return in
+}
+
+// throttled is a second of 2 threads under a 0.2 CPU quota on an idle
+// host, as the v1 capture measured it: 0.2 s on CPU, 1.6 s runnable.
+var throttled = app.CPU{Span: time.Second, Threads: 4, ThreadTime: 4 * time.Second, OnCPU: 200 * time.Millisecond, RunDelay: 1600 * time.Millisecond,
+	CPUs: 2, IdleCPUs: 1.6, Periods: 10, Throttled: 10, ThrottledTime: 1550 * time.Millisecond}
+
+func TestThrottle(t *testing.T) {
+	running := map[string]int{app.WaitRunning: 2, app.WaitLock: 2}
+	for _, tc := range []struct {
+		name, group string
+		rt          *app.Runtime
+		evidence    []string
+		fix         string
+	}{
+		{"v1, Go before 1.25", "v1", &app.Runtime{Name: app.RuntimeGo, Version: "go1.24.2"},
+			[]string{"cgroup v1 /ndtest limits goapi 0.0.0.0:8080 to 0.2 CPU (20ms per 100ms period): cpu.cfs_quota_us 20000, cpu.cfs_period_us 100000",
+				"throttled in 50 of 50 periods (100%)", "wanted 1.80 CPUs", "idled", "of the load's p50 90.00ms"},
+			"Go go1.24.2 sizes GOMAXPROCS to the host's CPUs, not the quota: set GOMAXPROCS=1"},
+		{"v2, a JVM told of 8 processors", "v2", &app.Runtime{Name: app.RuntimeJava, Parallelism: 8, Source: "-XX:ActiveProcessorCount=8", QuotaAware: true},
+			[]string{`cpu.max "20000 100000" (/sys/fs/cgroup/system.slice/api.service/cpu.max)`},
+			"the JVM sizes its GC and pools for 8 processors (-XX:ActiveProcessorCount=8): set -XX:ActiveProcessorCount=1"},
+		{"v2 pod limit, nginx with 4 workers", "v2pod", &app.Runtime{Name: app.RuntimeNginx, Parallelism: 4, Source: "worker_processes 4 (/etc/nginx/nginx.conf:3)"},
+			[]string{"limits goapi 0.0.0.0:8080 to 0.5 CPU", "kubepods-burstable-pod7f3a.slice/cpu.max"},
+			"nginx runs 4 workers (worker_processes 4 (/etc/nginx/nginx.conf:3)) on a quota of 0.5 CPU: worker_processes 1;"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &app.Server{Role: "front", Kind: "goapi", Addr: "0.0.0.0:8080", PIDs: []int{300}, CGroup: fixtureGroup(t, tc.group), Runtime: tc.rt}
+			fs := checkThrottle(cpuRun(s, throttled, running))
+			if len(fs) != 1 || fs[0].ID != CPUQuotaThrottling || fs[0].Severity != report.Critical || fs[0].Subject != "goapi 0.0.0.0:8080" {
+				t.Fatalf("checkThrottle = %+v", fs)
+			}
+			for _, e := range tc.evidence {
+				if !hasEvidence(fs[0], e) {
+					t.Errorf("no evidence with %q:\n%s", e, strings.Join(evidenceTexts(fs[0]), "\n"))
+				}
+			}
+			if !strings.Contains(strings.Join(fixOf(fs[0]), "\n"), tc.fix) {
+				t.Errorf("fix %q, want %q", fixOf(fs[0]), tc.fix)
+			}
+			if a := fs[0].Actions[0]; a.Kind != report.ActionCommand || !strings.HasPrefix(a.Command, "echo ") || !strings.Contains(a.Note, "raise the limit to 2.5 CPUs: it wanted 1.80") {
+				t.Errorf("first action %+v", a)
+			}
+		})
+	}
+	// Quiet: a limited group that never ran out of its quota; a group
+	// without a limit; throttled once in a while.
+	s := &app.Server{Kind: "goapi", Addr: "0.0.0.0:8080", CGroup: fixtureGroup(t, "v2")}
+	calm := throttled
+	calm.Throttled, calm.ThrottledTime, calm.RunDelay = 0, 0, 5*time.Millisecond
+	if fs := checkThrottle(cpuRun(s, calm, running)); fs != nil {
+		t.Errorf("unthrottled: %+v", fs)
+	}
+	rare := throttled
+	rare.Throttled, rare.ThrottledTime, rare.RunDelay = 1, 20*time.Millisecond, 20*time.Millisecond
+	if fs := checkThrottle(cpuRun(s, rare, running)); fs != nil {
+		t.Errorf("throttled once a second: %+v", fs)
+	}
+	s.CGroup = &cgroup.Group{Version: 1, Path: "/"}
+	if fs := checkThrottle(cpuRun(s, throttled, running)); fs != nil {
+		t.Errorf("no limit: %+v", fs)
+	}
+}
+
+// TestAppSlowFollowsThreads: a throttled service's app-slow advice is
+// the quota, not a lock, when the throttle rule did not fire (a quota
+// below its thresholds still dominates the threads' busy time).
+func TestAppSlowFollowsThreads(t *testing.T) {
+	s := &app.Server{Role: "front", Kind: "goapi", Addr: "0.0.0.0:8080", PIDs: []int{300}, CGroup: fixtureGroup(t, "v1"), Runtime: &app.Runtime{Name: app.RuntimeGo}}
+	in := cpuRun(s, throttled, map[string]int{app.WaitRunning: 2, app.WaitLock: 2})
+	in.Bundle, in.Side = nil, ""
+	fs := checkAppSlow(in)
+	if len(fs) != 1 || !strings.HasPrefix(fixOf(fs[0])[0], "the threads wait for their cgroup's CPU quota") {
+		t.Fatalf("app-slow %+v", fs)
+	}
+	if !hasEvidence(fs[0], "goapi threads' busy time, as the scheduler accounts it: throttled by the CPU quota 8") {
+		t.Errorf("evidence %q", evidenceTexts(fs[0]))
+	}
+	in.Found = []report.Finding{{ID: CPUQuotaThrottling, Status: report.Active}}
+	if fs := checkAppSlow(in); fs != nil {
+		t.Errorf("with the throttling finding: %+v", fs)
+	}
+}
+
+func TestTimeSplit(t *testing.T) {
+	s := &app.Server{Kind: "goapi", Addr: "0.0.0.0:8080", Runtime: &app.Runtime{Name: app.RuntimeGo}}
+	ts := TimeSplit(cpuRun(s, throttled, map[string]int{app.WaitRunning: 2, app.WaitLock: 2}).Run)
+	if ts == nil {
+		t.Fatal("no split")
+	}
+	// 1.8 s of busy thread time a second for 100 requests: 18 ms each of
+	// a 120 ms mean; the threads were held 89 % of it, so that much of
+	// the time outside them was queued for them.
+	if got := ts.P50.Share(report.BucketThrottled); got < 0.8 || got > 0.95 {
+		t.Errorf("p50 throttled share %.2f, want most; %s", got, ts.Text())
+	}
+	if ts.P50.Share(report.BucketOutside) <= 0 || ts.PerRequest != 18*time.Millisecond {
+		t.Errorf("split %+v", ts)
+	}
+	if !strings.HasPrefix(ts.Text(), "p50 90.00ms ≈ throttled by the CPU quota") {
+		t.Errorf("text %q", ts.Text())
+	}
+	// A server that hardly works: the time is outside its threads.
+	idle := app.CPU{Span: time.Second, Threads: 2, ThreadTime: 2 * time.Second, OnCPU: 10 * time.Millisecond, CPUs: 2, IdleCPUs: 1.9}
+	s = &app.Server{Kind: "goapi", Addr: "0.0.0.0:8080", Runtime: &app.Runtime{Name: app.RuntimeGo}}
+	ts = TimeSplit(cpuRun(s, idle, map[string]int{app.WaitIdle: 2}).Run)
+	if got := ts.P99.Share(report.BucketOutside); got < 0.99 {
+		t.Errorf("outside share %.3f: %s", got, ts.Text())
+	}
+}
