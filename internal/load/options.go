@@ -38,6 +38,10 @@ type Options struct {
 	// is measured from it, so a stalled server shows up as queueing delay
 	// (coordinated omission corrected, as wrk2 does).
 	Rate float64
+	// Measure, if > 0, is where the measured part of the run begins,
+	// after a warm-up: Result.Measured sums up what ended from then on
+	// (capacity's steps judge their steady state by it).
+	Measure time.Duration
 	// Timeout is the longest a request may take before it counts as a
 	// timeout error and its connection is closed; default 2 s.
 	Timeout time.Duration
