@@ -206,7 +206,9 @@ func (w *worker) maintain(now time.Duration) {
 		}
 		switch c.state {
 		case cClosed:
-			if !w.rate || !w.e.opts.NoKeepAlive { // paced short connections open in dispatch
+			// Paced short connections, and a growing pool's, open
+			// in dispatch.
+			if !w.rate || !w.e.opts.NoKeepAlive && !w.e.opts.Grow {
 				w.open(c, now)
 			}
 		case cConnecting, cWriting, cReading:
@@ -252,14 +254,19 @@ func (w *worker) dispatch(now time.Duration) {
 	}
 }
 
-// free returns a connection ready to carry a paced request.
+// free returns a connection ready to carry a paced request: an idle
+// one, else (short connections, a growing pool) one to open.
 func (w *worker) free() *conn {
+	var closed *conn
 	for _, c := range w.conns[:w.active] {
-		if c.state == cIdle || (w.e.opts.NoKeepAlive && c.state == cClosed) {
+		switch {
+		case c.state == cIdle:
 			return c
+		case c.state == cClosed && closed == nil && (w.e.opts.NoKeepAlive || w.e.opts.Grow):
+			closed = c
 		}
 	}
-	return nil
+	return closed
 }
 
 // open starts a connection in closed-loop mode.

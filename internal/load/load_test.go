@@ -384,3 +384,21 @@ func TestRateQueuedUnsent(t *testing.T) {
 		t.Errorf("measured p99 of every request %v (summary %v), answered p50 %v; ended %d", p, m.LatencyAll.P99, m.Latency.P50, m.Ended())
 	}
 }
+
+// TestRateGrow: an open loop with Grow opens connections as requests
+// need them: at 100 requests/s to a server that takes 20 ms, about two
+// are in flight, far from the 50 allowed, and none waits in the
+// generator.
+func TestRateGrow(t *testing.T) {
+	s := newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		io.WriteString(w, "ok\n")
+	})
+	res := mustRun(t, Options{URL: s.URL, Rate: 100, Connections: 50, Grow: true, Threads: 1, Duration: 2 * time.Second})
+	if res.Requests < 150 || res.Errors.Total() != 0 {
+		t.Fatalf("requests %d, errors %+v", res.Requests, res.Errors)
+	}
+	if res.ConnectionsOpened >= 50 || s.conns.Load() != int64(res.ConnectionsOpened) || res.Queued != 0 || res.Unsent != 0 {
+		t.Errorf("opened %d (server saw %d), queued %d, unsent %d: want the few connections the requests needed", res.ConnectionsOpened, s.conns.Load(), res.Queued, res.Unsent)
+	}
+}

@@ -38,6 +38,13 @@ type Options struct {
 	// is measured from it, so a stalled server shows up as queueing delay
 	// (coordinated omission corrected, as wrk2 does).
 	Rate float64
+	// Grow, with Rate, opens connections as the requests need them, up
+	// to Connections, instead of all of them at the start: a request
+	// due when every open connection is busy opens one more, as a
+	// client's pool grows, and waits in the generator (Result.Queued)
+	// only once Connections are open. Over https:// it is ignored: the
+	// connections are all opened, each pacing its own requests.
+	Grow bool
 	// Measure, if > 0, is where the measured part of the run begins,
 	// after a warm-up: Result.Measured sums up what ended from then on
 	// (capacity's steps judge their steady state by it).
