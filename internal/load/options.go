@@ -144,3 +144,12 @@ func parseTarget(raw string) (target, error) {
 	t.path = u.RequestURI()
 	return t, nil
 }
+
+// ConnectionLimit is the most connections a run can open: the open-file
+// limit, raised to its hard limit, less what the process keeps for
+// itself. A run asked for more opens this many and says the generator
+// was limited (Result.Saturated).
+func ConnectionLimit() int {
+	n, _ := raiseNofile(1 << 30)
+	return n
+}

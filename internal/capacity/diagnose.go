@@ -1,0 +1,129 @@
+package capacity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/run"
+)
+
+// diagRate is the rate the diagnosis runs at: a step that broke the SLO,
+// at least diagAbove × the capacity, so that the queue in front of what
+// limits it grows fast enough to be seen; the highest rate that met the
+// SLO when none broke it.
+func (s *searcher) diagRate() float64 {
+	lo, hi := s.bracket()
+	switch {
+	case s.genLimited || lo == 0:
+		return hi
+	case hi == 0:
+		return lo
+	}
+	return max(hi, diagAbove*lo)
+}
+
+// diagnose runs the diagnosed step as `run` runs, both sides sampled,
+// and reads what limited the capacity from its findings and the
+// resources' headroom.
+func (s *searcher) diagnose(ctx context.Context) (*run.Result, error) {
+	rate := s.diagRate()
+	if rate == 0 {
+		return nil, nil
+	}
+	d := s.step
+	if left := s.deadline.Sub(s.d.now()) - (s.reserve - s.step); left < d {
+		d = left
+	}
+	if d < 2*time.Second {
+		s.note("no time was left for the diagnosis of the step at %s req/s (--max-duration)", report.Rate(rate))
+		return nil, nil
+	}
+	ro := s.o.Run
+	ro.Load = s.o.Load
+	lo := &ro.Load
+	lo.Rate, lo.Grow, lo.Requests, lo.Ramp = rate, true, 0, nil
+	lo.Connections = s.poolFor(rate)
+	lo.Duration, lo.Measure = d, min(s.warm, d/4)
+	lo.OnStart, lo.OnSecond = nil, nil
+	ro.Baseline, ro.Tail = time.Second, time.Second
+	ro.OnPhase = func(name string, pd time.Duration) {
+		s.phase(fmt.Sprintf("diagnosis at %s req/s: %s", report.Rate(rate), name), pd)
+	}
+	start := s.d.now()
+	res, err := s.d.diagnose(ctx, ro)
+	if err != nil {
+		return nil, err
+	}
+	st := judge(s.o.SLO, rate, outcomeOf(res.Load, false))
+	st.Phase, st.Connections, st.Start, st.Warmup = "diagnosis", lo.Connections, start, lo.Measure
+	s.add(st)
+	r := res.Report()
+	s.rep.Diagnosis = r
+	if st.Pass {
+		s.note("the diagnosed step, at %s req/s, met the SLO this time: the knee moves from run to run, and what its diagnosis names is what was fullest", report.Rate(rate))
+	}
+	s.rep.Headroom = rules.Headroom(res.Run, res.Findings)
+	s.rep.LimitedBy = limitedBy(r.Findings, s.rep.Headroom, s.genLimited || len(st.GeneratorLimited) > 0 && !st.Pass, res.Load)
+	return res, nil
+}
+
+// atLimit is the share of its limit from which a resource no finding
+// named is named as what limited the capacity.
+const atLimit = 0.9
+
+// limitedBy picks what limited the capacity from the diagnosed step:
+// when the load generator limited it, that alone (the service's own
+// findings are in the diagnosis, not blamed); else the active findings
+// that explain a broken SLO (failed or slow requests, or a server with
+// no room for more at once), causes before their consequences, as the
+// diagnosis ranks them; else the resources found at their limit.
+func limitedBy(fs []report.Finding, head []report.Headroom, generator bool, lr *load.Result) []report.Limit {
+	out := []report.Limit{}
+	if generator {
+		for _, f := range rules.LoadGen(lr) {
+			out = append(out, report.Limit{Finding: f, Basis: report.BasisGenerator})
+		}
+		if len(out) == 0 && lr != nil {
+			f := report.Finding{ID: report.LoadGeneratorSaturated, Severity: report.Warning, Status: report.Active, Side: report.Client,
+				Title: "The load generator, not the server, limited the search"}
+			for _, why := range lr.SaturatedBy {
+				f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "load", Window: true})
+			}
+			out = append(out, report.Limit{Finding: f, Basis: report.BasisGenerator})
+		}
+		return out
+	}
+	for _, f := range fs {
+		c := rules.ClassOf(f.ID)
+		if f.Status != report.Active || f.CausedBy != "" || f.ID == report.LoadGeneratorSaturated {
+			continue
+		}
+		if f.Severity == report.Info || !(c.Errors || c.Delays || c.AtCapacity) {
+			continue
+		}
+		out = append(out, report.Limit{Finding: f, Basis: report.BasisFinding})
+	}
+	// What explains it, the unexplained distress aside: it says what
+	// was checked, and the headroom may name what was full.
+	named := false
+	for _, l := range out {
+		named = named || l.ID != rules.UnexplainedDistress
+	}
+	if named {
+		return out
+	}
+	for _, h := range head {
+		if h.Share < atLimit || h.Finding == "" {
+			continue
+		}
+		f := report.Finding{ID: h.Finding, Severity: report.Warning, Status: report.Active, Side: h.Side, Subject: h.Subject,
+			Title:    fmt.Sprintf("%s %s at %s of its limit", h.Resource, h.Subject, report.Percent(h.Share)),
+			Evidence: []report.Item{{Text: h.Text, Source: "headroom", Window: true}}}
+		out = append(out, report.Limit{Finding: f, Basis: report.BasisHeadroom})
+	}
+	return out
+}
