@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
@@ -75,12 +76,17 @@ func (s *searcher) diagnose(ctx context.Context) (*run.Result, error) {
 // named is named as what limited the capacity.
 const atLimit = 0.9
 
-// limitedBy picks what limited the capacity from the diagnosed step:
-// when the load generator limited it, that alone (the service's own
-// findings are in the diagnosis, not blamed); else the active findings
-// that explain a broken SLO (failed or slow requests, or a server with
-// no room for more at once), causes before their consequences, as the
-// diagnosis ranks them; else the resources found at their limit.
+// limitedBy picks what limited the capacity from the diagnosed step.
+// When the load generator limited it, that alone: the service's own
+// findings are in the diagnosis, and nothing of its is blamed. Else, in
+// order: the active findings that account for failed requests, as the
+// diagnosis ranks them; what had no room for more requests at once (a
+// full pool, a full accept queue: the findings, and the resources the
+// headroom found full with requests waiting though no rule named them);
+// the other findings that explain a slow or failing load (a busy CPU);
+// and, when nothing else does, the unexplained distress, and the other
+// resources found at their limit. Consequences are left out: their
+// causes are listed.
 func limitedBy(fs []report.Finding, head []report.Headroom, generator bool, lr *load.Result) []report.Limit {
 	out := []report.Limit{}
 	if generator {
@@ -97,33 +103,50 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator bool, lr *
 		}
 		return out
 	}
+	var failing, full, slow, unexplained []report.Limit
 	for _, f := range fs {
 		c := rules.ClassOf(f.ID)
-		if f.Status != report.Active || f.CausedBy != "" || f.ID == report.LoadGeneratorSaturated {
+		if f.Status != report.Active || f.CausedBy != "" || f.ID == report.LoadGeneratorSaturated || f.Severity == report.Info {
 			continue
 		}
-		if f.Severity == report.Info || !(c.Errors || c.Delays || c.AtCapacity) {
-			continue
+		l := report.Limit{Finding: f, Basis: report.BasisFinding}
+		switch {
+		case f.ID == rules.UnexplainedDistress:
+			unexplained = append(unexplained, l)
+		case f.Failed > 0 && c.Errors:
+			failing = append(failing, l)
+		case c.AtCapacity:
+			full = append(full, l)
+		case c.Errors || c.Delays:
+			slow = append(slow, l)
 		}
-		out = append(out, report.Limit{Finding: f, Basis: report.BasisFinding})
 	}
-	// What explains it, the unexplained distress aside: it says what
-	// was checked, and the headroom may name what was full.
-	named := false
-	for _, l := range out {
-		named = named || l.ID != rules.UnexplainedDistress
+	named := func(id report.FindingID) bool {
+		for _, l := range append(append(slices.Clone(failing), full...), slow...) {
+			if l.ID == id {
+				return true
+			}
+		}
+		return false
 	}
-	if named {
-		return out
-	}
+	var rest []report.Limit
 	for _, h := range head {
-		if h.Share < atLimit || h.Finding == "" {
+		if h.Share < atLimit || h.Finding == "" || named(h.Finding) {
 			continue
 		}
 		f := report.Finding{ID: h.Finding, Severity: report.Warning, Status: report.Active, Side: h.Side, Subject: h.Subject,
 			Title:    fmt.Sprintf("%s %s at %s of its limit", h.Resource, h.Subject, report.Percent(h.Share)),
 			Evidence: []report.Item{{Text: h.Text, Source: "headroom", Window: true}}}
-		out = append(out, report.Limit{Finding: f, Basis: report.BasisHeadroom})
+		l := report.Limit{Finding: f, Basis: report.BasisHeadroom}
+		if rules.ClassOf(h.Finding).AtCapacity {
+			full = append(full, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	out = append(append(append(out, failing...), full...), slow...)
+	if len(out) == 0 {
+		out = append(append(out, unexplained...), rest...)
 	}
 	return out
 }

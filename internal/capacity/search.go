@@ -52,6 +52,13 @@ type Result struct {
 	Diagnosis *run.Result
 }
 
+// Verified is capacity --verify-with's outcome: both searches, and the
+// diagnosed runs for their pages.
+type Verified struct {
+	Report        *report.CapacityVerify
+	Before, After *Result
+}
+
 // ErrBudget reports a --max-duration too short to search in.
 var ErrBudget = errors.New("time budget too short")
 

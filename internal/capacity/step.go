@@ -78,8 +78,15 @@ func judge(slo report.SLO, rate float64, o outcome) report.Step {
 		s.Broke = append(s.Broke, "no request ended")
 		return s
 	}
-	if fail := 1 - s.SuccessShare; fail > slo.MaxErrorShare {
-		s.Broke = append(s.Broke, fmt.Sprintf("%s of the requests failed > %s", report.Percent(fail), report.Percent(slo.MaxErrorShare)))
+	// Failed: errors and unsuccessful responses, of the requests that
+	// were sent; those never sent are the queue's (below).
+	if sent := o.answered + o.failed; sent > 0 {
+		if fail := float64(s.Errors) / float64(sent); fail > slo.MaxErrorShare {
+			s.Broke = append(s.Broke, fmt.Sprintf("%s of the requests failed > %s", report.Percent(fail), report.Percent(slo.MaxErrorShare)))
+		}
+	}
+	if o.unsent > 0 && float64(o.unsent) > slo.MaxErrorShare*float64(n) {
+		s.Broke = append(s.Broke, fmt.Sprintf("%d requests still waited for a free connection at the end", o.unsent))
 	}
 	for _, ob := range slo.Objectives {
 		if v := o.percentile(ob.Percentile); v > ob.Bound {

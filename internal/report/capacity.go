@@ -261,11 +261,11 @@ func CapacityText(w io.Writer, c *Capacity) error {
 // StepsTable writes the steps: each rate's goodput, success share and
 // latency percentiles, and whether it met the SLO.
 func StepsTable(w io.Writer, c *Capacity) error {
+	// The verdict, last, is no column: it is as long as it needs.
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	cols := StepColumns(c)
-	fmt.Fprintf(tw, "%s\t\n", strings.Join(cols, "\t"))
+	fmt.Fprintf(tw, "%s\n", strings.Join(StepColumns(c), "\t"))
 	for _, s := range c.Steps {
-		fmt.Fprintf(tw, "%s\t\n", strings.Join(StepRow(c, s), "\t"))
+		fmt.Fprintf(tw, "%s\n", strings.Join(StepRow(c, s), "\t"))
 	}
 	return tw.Flush()
 }
@@ -274,9 +274,13 @@ func StepsTable(w io.Writer, c *Capacity) error {
 func StepColumns(c *Capacity) []string {
 	cols := []string{"#", "phase", "rate/s", "conns", "goodput/s", "success"}
 	for _, p := range stepPercentiles(c) {
-		cols = append(cols, Objective{Percentile: p}.Name())
+		if p == 100 {
+			cols = append(cols, "max")
+		} else {
+			cols = append(cols, Objective{Percentile: p}.Name())
+		}
 	}
-	return append(cols, "SLO")
+	return append(cols, "  SLO")
 }
 
 // StepRow is one step as the table shows it.
@@ -294,12 +298,12 @@ func StepRow(c *Capacity, s Step) []string {
 			row = append(row, "-")
 		}
 	}
-	verdict := "met"
+	verdict := "  met"
 	switch {
 	case s.Phase == "probe":
-		verdict = "(closed loop)"
+		verdict = "  (closed loop)"
 	case !s.Pass:
-		verdict = "broke: " + strings.Join(s.Broke, "; ")
+		verdict = "  broke: " + strings.Join(s.Broke, "; ")
 	}
 	if s.Collapsed {
 		verdict += " (collapsed: stopped early)"
