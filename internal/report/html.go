@@ -65,7 +65,7 @@ type Page struct {
 	Charts                               []Chart
 	// ChartsTitle heads the charts: "Per second" when empty.
 	ChartsTitle string
-	LoadRows                             [][2]string
+	LoadRows    [][2]string
 	// RowsTitle heads LoadRows: "Load" when empty.
 	RowsTitle string
 	// HostRows are a check's or a diagnosis's host picture (CheckPage).
