@@ -47,7 +47,8 @@ func (s *searcher) diagnose(ctx context.Context) (*run.Result, error) {
 	ro.Load = s.o.Load
 	lo := &ro.Load
 	lo.Rate, lo.Grow, lo.Requests, lo.Ramp = rate, true, 0, nil
-	lo.Connections = s.poolFor(rate)
+	var capped bool
+	lo.Connections, capped = s.poolFor(rate)
 	lo.Duration, lo.Measure = d, min(s.warm, d/4)
 	lo.OnStart, lo.OnSecond = nil, nil
 	ro.Baseline, ro.Tail = time.Second, time.Second
@@ -59,7 +60,11 @@ func (s *searcher) diagnose(ctx context.Context) (*run.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := judge(s.o.SLO, rate, outcomeOf(res.Load, false))
+	out := outcomeOf(res.Load, false)
+	if capped && out.queued > 0 {
+		out.saturated = append(out.saturated, fmt.Sprintf("%d requests waited in the load generator for one of its %d connections (%s)", out.queued, lo.Connections, s.capWhy()))
+	}
+	st := judge(s.o.SLO, rate, out)
 	st.Phase, st.Connections, st.Start, st.Warmup = "diagnosis", lo.Connections, start, lo.Measure
 	s.add(st)
 	r := res.Report()
@@ -68,7 +73,11 @@ func (s *searcher) diagnose(ctx context.Context) (*run.Result, error) {
 		s.note("the diagnosed step, at %s req/s, met the SLO this time: the knee moves from run to run, and what its diagnosis names is what was fullest", report.Rate(rate))
 	}
 	s.rep.Headroom = rules.Headroom(res.Run, res.Findings)
-	s.rep.LimitedBy = limitedBy(r.Findings, s.rep.Headroom, s.genLimited || len(st.GeneratorLimited) > 0 && !st.Pass, res.Load)
+	var generator []string
+	if s.genLimited || len(st.GeneratorLimited) > 0 && !st.Pass {
+		generator = s.generatorReasons()
+	}
+	s.rep.LimitedBy = limitedBy(r.Findings, s.rep.Headroom, generator)
 	return res, nil
 }
 
@@ -87,18 +96,10 @@ const atLimit = 0.9
 // and, when nothing else does, the unexplained distress, and the other
 // resources found at their limit. Consequences are left out: their
 // causes are listed.
-func limitedBy(fs []report.Finding, head []report.Headroom, generator bool, lr *load.Result) []report.Limit {
+func limitedBy(fs []report.Finding, head []report.Headroom, generator []string) []report.Limit {
 	out := []report.Limit{}
-	if generator {
-		for _, f := range rules.LoadGen(lr) {
-			out = append(out, report.Limit{Finding: f, Basis: report.BasisGenerator})
-		}
-		if len(out) == 0 && lr != nil {
-			f := report.Finding{ID: report.LoadGeneratorSaturated, Severity: report.Warning, Status: report.Active, Side: report.Client,
-				Title: "The load generator, not the server, limited the search"}
-			for _, why := range lr.SaturatedBy {
-				f.Evidence = append(f.Evidence, report.Item{Text: why, Source: "load", Window: true})
-			}
+	if len(generator) > 0 {
+		for _, f := range rules.LoadGen(&load.Result{Saturated: true, SaturatedBy: generator}) {
 			out = append(out, report.Limit{Finding: f, Basis: report.BasisGenerator})
 		}
 		return out
@@ -147,6 +148,24 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator bool, lr *
 	out = append(append(append(out, failing...), full...), slow...)
 	if len(out) == 0 {
 		out = append(append(out, unexplained...), rest...)
+	}
+	return out
+}
+
+// generatorReasons are why the load generator limited the steps that
+// broke the SLO above the capacity, each said once.
+func (s *searcher) generatorReasons() []string {
+	_, hi := s.bracket()
+	var out []string
+	for _, st := range s.rep.Steps {
+		if st.Pass || st.Rate < hi {
+			continue
+		}
+		for _, why := range st.GeneratorLimited {
+			if !slices.Contains(out, why) {
+				out = append(out, why)
+			}
+		}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
@@ -210,10 +211,19 @@ func (s *searcher) note(format string, args ...any) {
 // every request in flight while the latency stays within twice the
 // SLO's longest bound (Little's law), so that the generator's pool is
 // never what breaks a step the service would meet; the pool opens them
-// only as requests need them (load.Options.Grow).
-func (s *searcher) poolFor(rate float64) int {
-	n := int(math.Ceil(rate*2*maxBound(s.o.SLO).Seconds())) + 2*max(s.o.Load.Threads, 1)
-	return max(1, min(n, s.limit))
+// only as requests need them (load.Options.Grow). -c, or the open-file
+// limit, may hold it lower: capped says so.
+func (s *searcher) poolFor(rate float64) (n int, capped bool) {
+	want := int(math.Ceil(rate*2*maxBound(s.o.SLO).Seconds())) + 2*max(s.o.Load.Threads, 1)
+	return max(1, min(want, s.limit)), want > s.limit
+}
+
+// capWhy says what holds the steps' connections below what a rate needs.
+func (s *searcher) capWhy() string {
+	if s.o.Load.Connections > 0 && s.o.Load.Connections == s.limit {
+		return "-c " + strconv.Itoa(s.limit)
+	}
+	return "the open-file limit"
 }
 
 // probe runs the closed loop that says where to start: its goodput at
@@ -333,7 +343,8 @@ func (s *searcher) limitedAt(rate float64) bool {
 func (s *searcher) runStep(ctx context.Context, rate float64, phase string) report.Step {
 	lo := s.o.Load
 	lo.Rate, lo.Grow, lo.Requests, lo.Ramp = rate, true, 0, nil
-	lo.Connections = s.poolFor(rate)
+	var capped bool
+	lo.Connections, capped = s.poolFor(rate)
 	lo.Duration, lo.Measure = s.step, s.warm
 	lo.OnStart, lo.OnSecond = nil, nil
 	s.phase(fmt.Sprintf("step %d: %s req/s", len(s.rep.Steps)+1, report.Rate(rate)), s.step)
@@ -346,6 +357,11 @@ func (s *searcher) runStep(ctx context.Context, rate float64, phase string) repo
 	if err != nil {
 		st = report.Step{Rate: rate, Broke: []string{err.Error()}}
 	} else {
+		if capped && out.queued > 0 {
+			// Requests waited for one of the few connections allowed:
+			// the generator's pool, not the service, held them.
+			out.saturated = append(out.saturated, fmt.Sprintf("%d requests waited in the load generator for one of its %d connections (%s)", out.queued, lo.Connections, s.capWhy()))
+		}
 		st = judge(s.o.SLO, rate, out)
 	}
 	st.Phase, st.Connections, st.Start, st.Warmup = phase, lo.Connections, start, s.warm
@@ -386,6 +402,9 @@ func (s *searcher) finish() {
 	lo, hi := s.bracket()
 	c.CapacityRPS, c.Bracket = lo, report.Bracket{Pass: lo, Fail: hi}
 	c.GeneratorLimited = s.genLimited
+	if s.genLimited && len(c.LimitedBy) == 0 {
+		c.LimitedBy = limitedBy(nil, nil, s.generatorReasons())
+	}
 	c.Noise = s.noise(lo)
 	var what string
 	switch {

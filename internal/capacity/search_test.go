@@ -62,6 +62,17 @@ func (m *model) outcome(o load.Options) outcome {
 		lat += time.Duration(queue / m.capacity * float64(time.Second))
 		ended = m.capacity
 	}
+	if o.Rate > 0 && float64(o.Connections) < rate*m.service.Seconds() {
+		// Too few connections for the requests in flight: they
+		// wait in the generator, and end as fast as the few carry
+		// them.
+		ended = min(ended, float64(o.Connections)/m.service.Seconds())
+		lat += time.Duration((rate - ended) * o.Duration.Seconds() / ended * float64(time.Second))
+		n := uint64(ended * secs)
+		return outcome{seconds: secs, answered: n, good: n, queued: n, opened: uint64(o.Connections), percentile: func(p float64) time.Duration {
+			return time.Duration(float64(lat) * p / 100)
+		}}
+	}
 	if rate == m.flaky && m.runs[rate] == 1 {
 		lat = 10 * time.Second
 	}
@@ -211,5 +222,19 @@ func TestSearchMaxRate(t *testing.T) {
 	c := searchModel(t, m, Options{MaxRate: 1000})
 	if c.CapacityRPS != 1000 || c.Bracket.Fail != 0 || !strings.HasPrefix(c.Verdict, "AT LEAST 1000") {
 		t.Errorf("capacity %.0f, bracket %+v, verdict %q", c.CapacityRPS, c.Bracket, c.Verdict)
+	}
+}
+
+// TestSearchFewConnections: with -c 2, the generator's two connections
+// carry 40 requests/s of 50 ms: above, requests wait in the generator,
+// which is said, and the service is not blamed.
+func TestSearchFewConnections(t *testing.T) {
+	m := newModel(80, 50*time.Millisecond)
+	c := searchModel(t, m, Options{Load: load.Options{Connections: 2}, SLO: mustSLO(t, "p99<=250ms")})
+	if !c.GeneratorLimited || c.CapacityRPS == 0 || c.CapacityRPS > 40 || !strings.HasPrefix(c.Verdict, "AT LEAST") {
+		t.Fatalf("generator limited %v, capacity %.1f, verdict %q", c.GeneratorLimited, c.CapacityRPS, c.Verdict)
+	}
+	if len(c.LimitedBy) != 1 || c.LimitedBy[0].Basis != report.BasisGenerator || !strings.Contains(c.LimitedBy[0].Evidence[0].Text, "for one of its 2 connections (-c 2)") {
+		t.Errorf("limited by %+v", c.LimitedBy)
 	}
 }

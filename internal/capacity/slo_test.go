@@ -123,15 +123,14 @@ func TestLimitedBy(t *testing.T) {
 		{Resource: "cpu", Subject: "server host", Share: 0.95, Finding: rules.CPUSaturated, Active: true},
 		{Resource: "conntrack", Subject: "nf_conntrack server", Share: 0.3, Finding: rules.ConntrackTableFull},
 	}
-	if got := ids(limitedBy(fs, head, false, nil)); got != "conntrack-table-full/finding worker-pool-exhausted/headroom cpu-saturated/finding" {
+	if got := ids(limitedBy(fs, head, nil)); got != "conntrack-table-full/finding worker-pool-exhausted/headroom cpu-saturated/finding" {
 		t.Errorf("limited by %s", got)
 	}
 	only := []report.Finding{f(rules.UnexplainedDistress, report.Critical, 0, "")}
-	if got := ids(limitedBy(only, head[1:], false, nil)); got != "unexplained-distress/finding cpu-saturated/headroom" {
+	if got := ids(limitedBy(only, head[1:], nil)); got != "unexplained-distress/finding cpu-saturated/headroom" {
 		t.Errorf("unexplained: limited by %s", got)
 	}
-	lr := &load.Result{Saturated: true, SaturatedBy: []string{"thread 0 was on CPU 97% of the run"}}
-	if got := ids(limitedBy(fs, head, true, lr)); got != "load-generator-saturated/load-generator" {
+	if got := ids(limitedBy(fs, head, []string{"thread 0 was on CPU 97% of the run"})); got != "load-generator-saturated/load-generator" {
 		t.Errorf("generator: limited by %s", got)
 	}
 }
