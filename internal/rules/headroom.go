@@ -46,6 +46,7 @@ func Headroom(r *Run, found []report.Finding) []report.Headroom {
 		}
 	}
 	seen := map[*evidence.Bundle]bool{}
+	hosts := map[string]bool{} // the CPUs are a host's: one entry for two namespaces of it
 	for _, side := range r.Sides {
 		if !side.Observed || side.Bundle == nil || seen[side.Bundle] {
 			continue
@@ -57,6 +58,15 @@ func Headroom(r *Run, found []report.Finding) []report.Headroom {
 			name = r.ServerSide()
 		}
 		for _, h := range sideHeadroom(r, w, name) {
+			if h.Resource == "cpu" && w.Host.BootID != "" {
+				if hosts[w.Host.BootID] {
+					continue
+				}
+				hosts[w.Host.BootID] = true
+				if name == report.Client || name == report.Local {
+					h.Subject = "client's host (the load generator's too)"
+				}
+			}
 			add(h)
 		}
 	}
@@ -154,8 +164,8 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 		if cpus <= 0 {
 			cpus = 1
 		}
-		out = append(out, report.Headroom{Resource: "cpu", Subject: where + " host", Side: side, Used: busy * cpus, Limit: cpus, Unit: "CPUs", Finding: CPUSaturated,
-			Text: fmt.Sprintf("%.0f %% busy of %d CPUs over the load (all of the host's work, the load generator's too when it runs there)", 100*busy, int(cpus))})
+		out = append(out, report.Headroom{Resource: "cpu", Subject: where + "'s host", Side: side, Used: busy * cpus, Limit: cpus, Unit: "CPUs", Finding: CPUSaturated,
+			Text: fmt.Sprintf("%.0f %% busy of %d CPUs over the load: all of the host's work", 100*busy, int(cpus))})
 	}
 	last := &w.Snapshots[len(w.Snapshots)-1]
 	if ct := last.Conntrack; ct != nil && ct.Max > 0 {
@@ -189,7 +199,7 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 		out = append(out, queues[addr])
 	}
 	if lo, hi, ok := portRange(last); ok {
-		if rem := busiestRemote(w, nil); rem.Ephemeral > 0 {
+		if rem := busiestRemote(w, nil); rem.Ephemeral > 1 {
 			n := hi - lo + 1
 			out = append(out, report.Headroom{Resource: "ports", Subject: where + " → " + rem.Addr, Side: side, Used: float64(rem.Ephemeral), Limit: float64(n), Unit: "ports", Finding: EphemeralPortExhaustion,
 				Text: fmt.Sprintf("%d local ports of ip_local_port_range's %d (%d–%d) held towards %s at most (%d ESTABLISHED, %d TIME_WAIT)", rem.Ephemeral, n, lo, hi, rem.Addr, rem.Established, rem.TimeWait)})
