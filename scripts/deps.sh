@@ -42,6 +42,9 @@ command -v wrk >/dev/null || need+=(wrk)
 # Debian's php-fpm package is the release's version (8.2 in 12, 8.4 in 13).
 compgen -G '/usr/sbin/php-fpm*' >/dev/null || PATH="$PATH:/usr/sbin" command -v php-fpm >/dev/null || need+=(php-fpm)
 PATH="$PATH:/usr/sbin:/sbin" command -v nft >/dev/null || need+=(nftables)   # conntrack faults in run tests
+# iptables-nft: the firewall rules the drop tests read back in iptables'
+# syntax (Debian's iptables is nft-backed).
+PATH="$PATH:/usr/sbin:/sbin" command -v iptables-nft >/dev/null || need+=(iptables)
 # The lab's other real servers and tools (netdoctor lab, its tests):
 # dnsmasq's binary without its service, redis, nginx's Lua module with
 # the Lua redis client (seed 004), hping3 for the SYN flood.

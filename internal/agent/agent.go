@@ -152,7 +152,7 @@ type stats struct {
 func New(cfg Config) (*Agent, error) {
 	cfg.defaults()
 	a := &Agent{cfg: cfg, active: map[string]time.Time{}, started: time.Now()}
-	src, err := source.NewLocal(collect.Config{NetNS: cfg.NetNS, DNS: true, DNSName: cfg.DNSName, DNSEvery: 1, DNSRepeat: 40, DNSWhen: a.dnsDue, Log: cfg.Log})
+	src, err := source.NewLocal(collect.Config{NetNS: cfg.NetNS, DNS: true, DNSName: cfg.DNSName, DNSEvery: 1, DNSRepeat: 40, DNSWhen: a.dnsDue, Log: cfg.Log, Drops: true})
 	if err != nil {
 		return nil, err
 	}

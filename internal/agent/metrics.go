@@ -38,6 +38,9 @@ type metrics struct {
 
 	depConns, depBusy, depRoundTrip, depRoundTrips *prometheus.Desc
 	depTraced, depTraceConns, depTraceCPU          *prometheus.Desc
+
+	drops, dropMonitorUp, dropsSeen, dropsOverflow *prometheus.Desc
+	retransSegs, socketDrops, firewallPackets      *prometheus.Desc
 }
 
 func newMetrics(a *Agent) *metrics {
@@ -89,6 +92,14 @@ func newMetrics(a *Agent) *metrics {
 		depTraced:     d("agent_dependency_trace_timestamp_seconds", "When the last dependency trace (a burst of 3 s every --dependency-every) ended, as a Unix time."),
 		depTraceConns: d("agent_dependency_trace_connections", "Outbound connections the last dependency trace followed."),
 		depTraceCPU:   d("agent_dependency_trace_cpu_seconds", "CPU time the last dependency trace took."),
+
+		drops:           d("drops_total", "Packets the kernel freed as dropped in the observed namespace, by drop reason (SKB_DROP_REASON_* named from the kernel's BTF) and protocol, since the agent's drop monitor started.", "reason", "proto"),
+		dropMonitorUp:   d("drop_monitor_up", "1 when the drop monitor (BPF on skb:kfree_skb) counts, 0 when it cannot run here (the agent's log and the snapshots' drops.unavailable say why)."),
+		dropsSeen:       d("drop_monitor_seen_total", "Drops the monitor saw on the whole host, every namespace."),
+		dropsOverflow:   d("drop_monitor_overflow_total", "Drops the monitor could not attribute to a reason and place: its bounded table was full."),
+		retransSegs:     d("retransmitted_segments_total", "TCP segments the observed namespace retransmitted, by local address (the 64 flows that retransmitted most, merged by local address), since the drop monitor started.", "local"),
+		socketDrops:     d("socket_drops_total", "Packets a UDP or TCP socket dropped itself (sock_diag SK_MEMINFO_DROPS: its receive buffer full, its backlog full), by local address: the 64 sockets that dropped most, merged by address.", "local", "proto", "process"),
+		firewallPackets: d("firewall_rule_packets_total", "Packets counted by an nftables (or iptables-nft) rule that drops, rejects or limits, at most 256 rules.", "family", "table", "chain", "rule"),
 	}
 }
 
@@ -236,6 +247,7 @@ func (m *metrics) collectSnapshot(ch chan<- prometheus.Metric, s *evidence.Snaps
 			gauge(m.portsAvailable, float64(hi-lo+1))
 		}
 	}
+	m.collectDrops(ch, s)
 	if ct := s.Conntrack; ct != nil {
 		gauge(m.ctEntries, float64(ct.Count))
 		if ct.Max > 0 {
@@ -245,6 +257,74 @@ func (m *metrics) collectSnapshot(ch chan<- prometheus.Metric, s *evidence.Snaps
 			counter(m.ctDrop, ct.Stats["drop"])
 			counter(m.ctEarlyDrop, ct.Stats["early_drop"])
 			counter(m.ctInsertFailed, ct.Stats["insert_failed"])
+		}
+	}
+}
+
+// collectDrops writes the drop monitor's, the sockets' and the
+// firewall's drops. Labels stay bounded: reasons are the kernel's enum,
+// rows and rules are bounded in the snapshot.
+func (m *metrics) collectDrops(ch chan<- prometheus.Metric, s *evidence.Snapshot) {
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	if d := s.Drops; d != nil {
+		up := 0.0
+		if d.Unavailable == "" {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.dropMonitorUp, prometheus.GaugeValue, up)
+		if up == 1 {
+			counter(m.dropsSeen, d.Seen)
+			counter(m.dropsOverflow, d.Overflow)
+			sum := map[[2]string]uint64{}
+			var keys [][2]string
+			for _, c := range d.Counts {
+				k := [2]string{c.Reason, c.Proto}
+				if _, ok := sum[k]; !ok {
+					keys = append(keys, k)
+				}
+				sum[k] += c.Packets
+			}
+			for _, k := range keys {
+				counter(m.drops, sum[k], k[:]...)
+			}
+			re := map[string]uint64{}
+			var locals []string
+			for _, r := range d.Retrans {
+				if _, ok := re[r.Local]; !ok {
+					locals = append(locals, r.Local)
+				}
+				re[r.Local] += r.Segments
+			}
+			for _, l := range locals {
+				counter(m.retransSegs, re[l], l)
+			}
+		}
+	}
+	if sk := s.Sockets; sk != nil {
+		sum := map[[3]string]uint64{}
+		var keys [][3]string
+		for _, d := range sk.Drops {
+			k := [3]string{d.Local, d.Proto, d.Process}
+			if _, ok := sum[k]; !ok {
+				keys = append(keys, k)
+			}
+			sum[k] += d.Drops
+		}
+		for _, k := range keys {
+			counter(m.socketDrops, sum[k], k[:]...)
+		}
+	}
+	if fw := s.Firewall; fw != nil {
+		seen := map[[4]string]bool{}
+		for _, r := range fw.Rules {
+			k := [4]string{r.Family, r.Table, r.Chain, r.Text}
+			if !r.Counted || seen[k] {
+				continue
+			}
+			seen[k] = true
+			counter(m.firewallPackets, r.Packets, k[:]...)
 		}
 	}
 }

@@ -155,3 +155,59 @@ func TestMetricsPools(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsDrops: the drop monitor's counts by reason and protocol,
+// its own health, the sockets that dropped and the firewall's rules,
+// with bounded labels; the monitor's absence is a 0, not a silence.
+func TestMetricsDrops(t *testing.T) {
+	a := newTestAgent(t, Config{Recent: 3 * time.Second})
+	srv := httptest.NewServer(a.Handler([]byte(testToken)))
+	defer srv.Close()
+	s := fixture(t).Snapshots[0]
+	s.Drops = &evidence.Drops{Since: time.Now(), Seen: 900, Overflow: 2,
+		Counts: []evidence.Drop{
+			{Reason: "NETFILTER_DROP", Location: "nft_do_chain", Proto: "tcp", Iface: "eth0", Packets: 350},
+			{Reason: "NETFILTER_DROP", Location: "nf_hook_slow", Proto: "tcp", Iface: "eth1", Packets: 50},
+			{Reason: "SOCKET_RCVBUFF", Location: "udp_queue_rcv_one_skb", Proto: "udp", Packets: 7},
+		},
+		Retrans: []evidence.Retrans{{Local: "10.0.0.1:80", Remote: "10.0.0.2:4000", Segments: 9}, {Local: "10.0.0.1:80", Remote: "10.0.0.2:4002", Segments: 1}}}
+	s.Sockets = &evidence.Sockets{TCP: map[string]int{}, Listeners: []evidence.Listener{},
+		Drops: []evidence.SocketDrops{{Proto: "udp", Local: "0.0.0.0:5000", Inode: 1, Drops: 1800, Process: "python3"}}}
+	s.Firewall = &evidence.Firewall{Rules: []evidence.FirewallRule{
+		{Family: "ip", Table: "filter", Chain: "INPUT", Text: "tcp dport 80 drop", Verdict: "drop", Counted: true, Packets: 400},
+		{Family: "inet", Table: "t", Chain: "in", Text: "udp dport 9 drop", Verdict: "drop"},
+	}}
+	feed(t, a, time.Now().Add(-time.Second), []evidence.Snapshot{s})
+	_, m := get(t, srv, agentapi.PathMetrics, testToken)
+	for _, want := range []string{
+		`netdoctor_drops_total{proto="tcp",reason="NETFILTER_DROP"} 400`,
+		`netdoctor_drops_total{proto="udp",reason="SOCKET_RCVBUFF"} 7`,
+		`netdoctor_drop_monitor_up 1`,
+		`netdoctor_drop_monitor_seen_total 900`,
+		`netdoctor_drop_monitor_overflow_total 2`,
+		`netdoctor_retransmitted_segments_total{local="10.0.0.1:80"} 10`,
+		`netdoctor_socket_drops_total{local="0.0.0.0:5000",process="python3",proto="udp"} 1800`,
+		`netdoctor_firewall_rule_packets_total{chain="INPUT",family="ip",rule="tcp dport 80 drop",table="filter"} 400`,
+	} {
+		if !strings.Contains(m, want+"\n") {
+			name, _, _ := strings.Cut(want, "{")
+			name, _, _ = strings.Cut(name, " ")
+			t.Errorf("/metrics lacks %s; has:\n%s", want, grep(m, name))
+		}
+	}
+	if strings.Contains(m, `rule="udp dport 9 drop"`) {
+		t.Errorf("a rule without a counter has no series")
+	}
+	s.Drops = &evidence.Drops{Unavailable: "not root"}
+	feed(t, a, time.Now(), []evidence.Snapshot{s})
+	if _, m = get(t, srv, agentapi.PathMetrics, testToken); !strings.Contains(m, "netdoctor_drop_monitor_up 0\n") || strings.Contains(m, "netdoctor_drops_total{") {
+		t.Errorf("without the monitor:\n%s", grep(m, "drop"))
+	}
+	problems, err := testutil.GatherAndLint(a.registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}

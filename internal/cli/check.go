@@ -44,7 +44,7 @@ func (o *sourceOpts) source(dnsEvery int) (*source.Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	return source.NewLocal(collect.Config{NetNS: ns, DNS: !o.noDNS, DNSName: o.dnsName, DNSEvery: dnsEvery, DNSRepeat: 10})
+	return source.NewLocal(collect.Config{NetNS: ns, DNS: !o.noDNS, DNSName: o.dnsName, DNSEvery: dnsEvery, DNSRepeat: 10, Drops: true})
 }
 
 func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 		helperSockets()
 	case "noaccept":
 		helperNoAccept()
+	case "udprecv":
+		helperUDPRecv()
+	case "udpburst":
+		helperUDPBurst()
 	case "depbackend", "depapi":
 		helperDeps(os.Getenv("ND_HELPER"))
 	case "serve":
@@ -253,6 +257,12 @@ func serveAt(kind, addr string) {
 		pause = 20 * time.Millisecond
 	}
 	fd := listenFD(syscall.AF_INET, host, p, backlog)
+	if kind == "bulk" {
+		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+		must(err)
+		go serveBulk(ln)
+		return
+	}
 	if kind == "nagle" {
 		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
 		must(err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/dropmon"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/netns"
@@ -49,6 +50,11 @@ type Config struct {
 	// DNSDelay holds the first probe until this long after New: run
 	// probes during its load, not in the quiet baseline before it.
 	DNSDelay time.Duration
+	// Drops asks for the kernel's drop reasons: the process's drop
+	// monitor (dropmon.Shared) is started with the first Snapshotter
+	// that asks and closed with the last, and each snapshot reads the
+	// namespace's counts from it, or says why there are none.
+	Drops bool
 	// Proc overrides the procfs root (tests).
 	Proc *procnet.Proc
 	// Sys overrides the sysfs root, os.DirFS("/sys") (tests).
@@ -62,6 +68,8 @@ type Snapshotter struct {
 	Host       evidence.Host
 	collectors []Collector
 	kmsg       *kmsgCollector
+	// release gives the drop monitor back.
+	release func()
 }
 
 // New prepares the collectors for cfg.NetNS. It fails only
@@ -88,12 +96,28 @@ func New(cfg Config) (*Snapshotter, error) {
 		return nil, err
 	}
 	s.kmsg = newKmsg()
-	s.collectors = Default(cfg, p, s.Host.NetNSInode, s.kmsg)
+	var dm dropSource
+	if cfg.Drops {
+		m, release, err := dropmon.Shared()
+		if err != nil {
+			dm.why = dropmon.Why(err)
+			cfg.Log.Info("drop reasons unavailable; the rules use the kernel's counters", "why", err)
+		} else {
+			dm.m, s.release = m, release
+		}
+	}
+	s.collectors = Default(cfg, p, s.Host.NetNSInode, s.kmsg, dm)
 	return s, nil
 }
 
-// Close releases the kernel log reader.
-func (s *Snapshotter) Close() { s.kmsg.close() }
+// Close releases the kernel log reader and the drop monitor.
+func (s *Snapshotter) Close() {
+	s.kmsg.close()
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
+}
 
 // Snapshot runs every collector once. It never fails: each collector's
 // outcome is in the snapshot's Status.

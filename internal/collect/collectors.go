@@ -2,11 +2,17 @@ package collect
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/dropmon"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/nftables"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
@@ -34,6 +40,7 @@ var Sysctls = []string{
 	"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem", "net.ipv4.tcp_moderate_rcvbuf",
 	"net.ipv4.tcp_low_latency", "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_max_orphans",
 	"net.ipv4.tcp_congestion_control", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat",
+	"net.ipv4.tcp_mtu_probing",
 	"net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets", "net.netfilter.nf_conntrack_count",
 	"net.netfilter.nf_conntrack_tcp_timeout_established", "net.netfilter.nf_conntrack_tcp_timeout_time_wait",
 	"net.netfilter.nf_conntrack_tcp_timeout_close_wait", "net.netfilter.nf_conntrack_udp_timeout",
@@ -43,14 +50,17 @@ var Sysctls = []string{
 }
 
 // Default returns the collectors in the order they must run.
-func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector) []Collector {
+func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dropSource) []Collector {
 	own := newOwners("/proc", nsInode)
-	return []Collector{
+	cs := []Collector{
 		funcCollector{"counters", func(_ context.Context, s *evidence.Snapshot) error {
 			m, err := p.Counters()
 			s.Counters = m
 			return partialIf(len(m) > 0, err)
 		}},
+		// The firewall's counters next to the kernel's: a rule's
+		// drops and the counters they move are of one moment.
+		funcCollector{"firewall", firewall},
 		funcCollector{"sockstat", func(_ context.Context, s *evidence.Snapshot) error {
 			m, err := p.Sockstat()
 			s.Sockstat = m
@@ -86,6 +96,94 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector) []Col
 		funcCollector{"kmsg", k.collect},
 		newResolver(cfg),
 	}
+	if cfg.Drops {
+		// Next to the counters: the kernel's counts and the monitor's
+		// of one moment.
+		cs = slices.Insert(cs, 1, Collector(funcCollector{"drops", func(_ context.Context, s *evidence.Snapshot) error {
+			return dm.read(nsInode, s)
+		}}))
+	}
+	return cs
+}
+
+// firewall reads the namespace's rules that discard or limit packets,
+// with their counters; nothing when it has none.
+func firewall(_ context.Context, s *evidence.Snapshot) error {
+	fw, err := nftables.Read()
+	if errors.Is(err, nftables.ErrUnavailable) {
+		s.Firewall = &evidence.Firewall{Unavailable: err.Error()}
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if fw != nil && (len(fw.Rules) > 0 || err != nil) {
+		s.Firewall = fw
+	}
+	if err != nil && fw != nil {
+		return partial{err}
+	}
+	return err
+}
+
+// dropSource is the drop monitor a Snapshotter reads, or why it has
+// none.
+type dropSource struct {
+	m   *dropmon.Monitor
+	why string
+}
+
+// read reads the drop monitor's counts for the namespace, or says why
+// there are none.
+func (d dropSource) read(nsInode uint64, s *evidence.Snapshot) error {
+	if d.m == nil {
+		s.Drops = &evidence.Drops{Unavailable: d.why}
+		return fmt.Errorf("%w: %s", ErrUnavailable, d.why)
+	}
+	s.Drops = d.m.Namespace(nsInode)
+	if s.Drops.Unavailable != "" {
+		return errors.New(s.Drops.Unavailable)
+	}
+	flowInfo(s.Drops.Retrans)
+	if s.Drops.Overflow > 0 {
+		// Counted, not attributed: the report says the evidence is
+		// partial rather than let a reason look smaller than it is.
+		return partial{fmt.Errorf("%d drops since the monitor started could not be attributed to a reason and place: its table was full", s.Drops.Overflow)}
+	}
+	return nil
+}
+
+// flowInfos is how many retransmitting flows get their tcp_info read.
+const flowInfos = 8
+
+// flowInfo reads, for the flows that retransmitted most, what TCP
+// believes of their path now (its MTU, its segment size): one exact
+// sock_diag lookup each, on the namespace's thread.
+func flowInfo(fs []evidence.Retrans) {
+	n := min(len(fs), flowInfos)
+	if n == 0 {
+		return
+	}
+	ids := make([]sockdiag.SockID, 0, n)
+	idx := make([]int, 0, n)
+	for i := range n {
+		l, err1 := netip.ParseAddrPort(fs[i].Local)
+		r, err2 := netip.ParseAddrPort(fs[i].Remote)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		ids = append(ids, sockdiag.SockID{Local: l, Remote: r})
+		idx = append(idx, i)
+	}
+	q, err := sockdiag.NewQuerier()
+	if err != nil {
+		return
+	}
+	defer q.Close()
+	_ = q.Query(ids, func(i int, _ *sockdiag.InetDiagMsg, t *sockdiag.TCPInfo) {
+		if t == nil {
+			return
+		}
+		f := &fs[idx[i]]
+		f.Open, f.PMTU, f.SndMSS, f.Lost = true, t.PMTU, t.SndMSS, t.Lost
+	})
 }
 
 // partialIf turns err into a partial-data error when data came with it.
@@ -133,6 +231,21 @@ func sockets(s *evidence.Snapshot, own *owners) error {
 		l.PIDs = found[l.Inode]
 		if len(l.PIDs) > 0 {
 			l.Process = comm(l.PIDs[0])
+		}
+	}
+	if len(socks.Drops) > 0 {
+		// Rare (a socket that dropped): its owners are looked up after.
+		inodes := make([]uint64, 0, len(socks.Drops))
+		for _, d := range socks.Drops {
+			inodes = append(inodes, d.Inode)
+		}
+		found := own.lookup(inodes, s.Time)
+		for i := range socks.Drops {
+			d := &socks.Drops[i]
+			d.PIDs = found[d.Inode]
+			if len(d.PIDs) > 0 {
+				d.Process = comm(d.PIDs[0])
+			}
 		}
 	}
 	if err != nil {

@@ -108,6 +108,165 @@ type Snapshot struct {
 	Processes  []Process   `json:"processes,omitempty"`
 	Kmsg       []KernelMsg `json:"kmsg,omitempty"`
 	Resolver   *Resolver   `json:"resolver,omitempty"`
+	// Drops is what the kernel's drop monitor counted for the namespace:
+	// every packet freed as dropped, by reason and place, and every TCP
+	// retransmission by flow. Nil when no monitor was asked for.
+	Drops *Drops `json:"drops,omitempty"`
+	// Firewall is the namespace's nftables rules (iptables-nft's among
+	// them) that drop, reject or rate-limit, with their counters.
+	Firewall *Firewall `json:"firewall,omitempty"`
+}
+
+// Drops is the drop monitor's count for one namespace, cumulative since
+// Since: a rule takes the difference between two snapshots, key by key
+// (a key absent from the first counts from 0).
+type Drops struct {
+	// Since is when the monitor started counting.
+	Since time.Time `json:"since"`
+	// Unavailable says why there are no counts (not root, lockdown, no
+	// BTF, a kernel without the tracepoints): the rules then run on the
+	// kernel's counters alone.
+	Unavailable string `json:"unavailable,omitempty"`
+	// Counts are the namespace's drops, one per (reason, place, protocol,
+	// port, interface), the busiest MaxDrops.
+	Counts []Drop `json:"counts,omitempty"`
+	// Elsewhere are drops in the host's other namespaces (a router
+	// between the two ends of a run, a container's), the busiest
+	// MaxDrops, with the namespace named.
+	Elsewhere []Drop `json:"elsewhere,omitempty"`
+	// Retrans are the namespace's TCP retransmissions per flow, the
+	// busiest MaxRetransFlows.
+	Retrans []Retrans `json:"retrans,omitempty"`
+	// Seen counts every drop the monitor saw on the host; Overflow those
+	// it could not attribute because its table was full (their reason
+	// and place are lost, not their number). RetransOverflow likewise.
+	Seen            uint64 `json:"seen"`
+	Overflow        uint64 `json:"overflow,omitempty"`
+	RetransOverflow uint64 `json:"retrans_overflow,omitempty"`
+}
+
+// MaxDrops bounds Drops.Counts and Drops.Elsewhere; MaxRetransFlows
+// bounds Drops.Retrans.
+const (
+	MaxDrops        = 64
+	MaxRetransFlows = 64
+)
+
+// Drop counts the packets one reason dropped at one place.
+type Drop struct {
+	// Reason is the kernel's SKB_DROP_REASON_* without its prefix
+	// ("NETFILTER_DROP", "SOCKET_RCVBUFF"), named from the running
+	// kernel's BTF; "reason N" when the kernel names none.
+	Reason string `json:"reason"`
+	// Location is the kernel function that freed the packet
+	// ("nft_do_chain", "__dev_queue_xmit"), from /proc/kallsyms.
+	Location string `json:"location,omitempty"`
+	// Proto is "tcp", "udp", "icmp", "icmpv6", "sctp", another IP
+	// protocol's number, the link protocol when not IP ("ipv4" for an
+	// unread IP header, "arp", "0x88cc"), or "" for no protocol at all
+	// (a unix socket's buffers).
+	Proto string `json:"proto,omitempty"`
+	// Iface is the device the packet was on: arriving, or leaving.
+	Iface string `json:"iface,omitempty"`
+	// NetNS and NetNSName name the namespace of a drop elsewhere.
+	NetNS     uint64 `json:"netns,omitempty"`
+	NetNSName string `json:"netns_name,omitempty"`
+	// Packets and Bytes are exact.
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+	// Ports are the ports some of them went to, the busiest first (at
+	// most MaxDropPorts): best effort, as the kernel's table of ports
+	// forgets the ones hit least recently.
+	Ports []DropPort `json:"ports,omitempty"`
+}
+
+// MaxDropPorts bounds Drop.Ports.
+const MaxDropPorts = 4
+
+// DropPort is the share of a Drop that went to one port.
+type DropPort struct {
+	// Port is the local socket's port when Socket, else the packet's
+	// service port: its destination port, or its source port (Source)
+	// when only that one is below 32768, where ephemeral ports begin (a
+	// server's reply, leaving or passing through).
+	Port    int    `json:"port"`
+	Socket  bool   `json:"socket,omitempty"`
+	Source  bool   `json:"source,omitempty"`
+	Packets uint64 `json:"packets"`
+}
+
+// Key is what identifies a Drop across snapshots.
+func (d Drop) Key() DropKey {
+	return DropKey{d.Reason, d.Location, d.Proto, d.Iface, d.NetNS}
+}
+
+// DropKey identifies a Drop across snapshots.
+type DropKey struct {
+	Reason, Location, Proto, Iface string
+	NetNS                          uint64
+}
+
+// Retrans counts one TCP flow's retransmissions.
+type Retrans struct {
+	Local  string `json:"local"`  // "10.0.0.1:80"
+	Remote string `json:"remote"` // "10.0.0.2:41312"
+	// Segments are the retransmitted skbs, Bytes their payload; Full
+	// those of at least MSS bytes (a path that loses only full-size
+	// segments drops what is above its MTU).
+	Segments uint64 `json:"segments"`
+	Bytes    uint64 `json:"bytes"`
+	Full     uint64 `json:"full"`
+	MaxLen   uint32 `json:"max_len"`
+	// MSS is the flow's mss_cache at its last retransmission.
+	MSS uint32 `json:"mss"`
+	// Open says the connection was still there when sampled, with what
+	// tcp_info said of it then: the path MTU TCP believes, the segment
+	// size it sends, and the segments it counts lost.
+	Open   bool   `json:"open,omitempty"`
+	PMTU   uint32 `json:"pmtu,omitempty"`
+	SndMSS uint32 `json:"snd_mss,omitempty"`
+	Lost   uint32 `json:"lost,omitempty"`
+}
+
+// Firewall is a namespace's nftables rules that can discard a packet.
+type Firewall struct {
+	// Unavailable says why the rules could not be read.
+	Unavailable string         `json:"unavailable,omitempty"`
+	Rules       []FirewallRule `json:"rules,omitempty"`
+	// Truncated counts rules left out beyond MaxFirewallRules.
+	Truncated int `json:"truncated,omitempty"`
+}
+
+// MaxFirewallRules bounds Firewall.Rules.
+const MaxFirewallRules = 256
+
+// FirewallRule is one nftables rule that drops, rejects or rate-limits,
+// or a base chain whose policy drops.
+type FirewallRule struct {
+	Family string `json:"family"` // "ip", "ip6", "inet", "bridge", "arp", "netdev"
+	Table  string `json:"table"`
+	Chain  string `json:"chain"`
+	// Hook is the base chain's hook ("input", "forward"…), "" for a
+	// regular chain jumped to.
+	Hook   string `json:"hook,omitempty"`
+	Handle uint64 `json:"handle,omitempty"`
+	// Text is the rule as nft prints it ("tcp dport 80 ct state new
+	// limit rate over 10/second drop"); for a policy, "policy drop".
+	Text string `json:"text"`
+	// Iptables is the rule in iptables syntax when iptables-nft made it
+	// ("-A INPUT -p tcp --dport 80 -j DROP").
+	Iptables string `json:"iptables,omitempty"`
+	// Verdict is what the rule does to the packets it matches: "drop",
+	// "reject", or "accept" or "" for a rate limit in front of one.
+	Verdict string `json:"verdict,omitempty"`
+	// Limit is the rule's rate limit ("10/second burst 5"), Over when
+	// it matches above the rate (nft "limit rate over").
+	Limit string `json:"limit,omitempty"`
+	Over  bool   `json:"over,omitempty"`
+	// Counted is true when the rule has a counter: Packets and Bytes.
+	Counted bool   `json:"counted,omitempty"`
+	Packets uint64 `json:"packets,omitempty"`
+	Bytes   uint64 `json:"bytes,omitempty"`
 }
 
 // Softnet is one CPU's line of /proc/net/softnet_stat.
@@ -245,6 +404,35 @@ type Sockets struct {
 	// Note says what was estimated rather than dumped, e.g. ESTABLISHED
 	// taken from Tcp.CurrEstab when there were too many to list cheaply.
 	Note string `json:"note,omitempty"`
+	// Drops are the UDP and TCP sockets (listeners aside: their drops
+	// are Listener.Drops) whose own drop counter is above 0, the most
+	// drops first, at most MaxSocketDrops.
+	Drops []SocketDrops `json:"drops,omitempty"`
+}
+
+// MaxSocketDrops bounds Sockets.Drops.
+const MaxSocketDrops = 64
+
+// SocketDrops is one socket that dropped packets: sk_drops
+// (SK_MEMINFO_DROPS), raised for each datagram or segment it could not
+// take — its receive buffer full (a UDP receiver's SO_RCVBUF), its
+// backlog full while the application held it, memory pressure.
+type SocketDrops struct {
+	Proto  string `json:"proto"` // "udp", "udp6", "tcp", "tcp6"
+	Local  string `json:"local"`
+	Remote string `json:"remote,omitempty"` // a connected socket's peer
+	Inode  uint64 `json:"inode"`
+	// Drops is the socket's counter since it was created.
+	Drops uint64 `json:"drops"`
+	// RcvBuf is its receive buffer's limit (SO_RCVBUF as the kernel
+	// doubled it), RmemAlloc the bytes it held when sampled, RecvQ the
+	// data waiting to be read.
+	RcvBuf    uint32 `json:"rcvbuf"`
+	RmemAlloc uint32 `json:"rmem_alloc"`
+	RecvQ     uint32 `json:"recv_q,omitempty"`
+	// PIDs owning it, lowest first, and the first one's command name.
+	PIDs    []int  `json:"pids,omitempty"`
+	Process string `json:"process,omitempty"`
 }
 
 // MaxRemotes bounds Sockets.Remotes.

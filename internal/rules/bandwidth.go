@@ -103,6 +103,7 @@ func checkBandwidth(in *Input) []report.Finding {
 			if it, ok := pathBandwidthItem(in); ok {
 				f.Evidence = append(f.Evidence, it)
 			}
+			f.Evidence = append(f.Evidence, dropItemsOn(in, f.Subject, "QDISC_DROP")...)
 			out = append(out, f)
 		}
 	}

@@ -1,12 +1,16 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // SocketBufferLimit: socket buffers hit their limits.
@@ -21,6 +25,11 @@ var _ = define(Class{ID: SocketBufferLimit,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+// bufferCounters are the kernel's counters of data dropped for lack of
+// buffer or memory.
+var bufferCounters = []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
+	"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"}
+
 // checkBuffers finds data dropped because socket buffers or TCP's global
 // memory limit ran out.
 func checkBuffers(in *Input) []report.Finding {
@@ -30,8 +39,7 @@ func checkBuffers(in *Input) []report.Finding {
 		return nil
 	}
 	var items []report.Item
-	for _, c := range []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
-		"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"} {
+	for _, c := range bufferCounters {
 		if it, d := counterItem(w, c); d > 0 {
 			items = append(items, it)
 		}
@@ -42,9 +50,21 @@ func checkBuffers(in *Input) []report.Finding {
 			break
 		}
 	}
-	if len(items) == 0 {
+	socks := socketDropsIn(w)
+	if len(items) == 0 && len(socks) == 0 {
 		return nil
 	}
+	// The sockets themselves first: which one drops, whose it is, and
+	// its buffer.
+	var sockItems []report.Item
+	for i, sd := range socks {
+		if i == 3 {
+			break
+		}
+		sockItems = append(sockItems, report.Item{Text: socketDropText(sd, w), Source: "sockdiag", Window: true})
+	}
+	items = append(sockItems, items...)
+	items = append(items, dropItems(in, "SOCKET_RCVBUFF", "SOCKET_BACKLOG", "PROTO_MEM", "TCP_OFOMERGE", "TCP_OFO_QUEUE_PRUNE")...)
 	last := w.Last
 	if mem, ok := last.Sockstat["TCP.mem"]; ok {
 		if f := strings.Fields(last.Sysctls["net.ipv4.tcp_mem"]); len(f) == 3 {
@@ -55,13 +75,113 @@ func checkBuffers(in *Input) []report.Finding {
 		"a receiver that reads too slowly fills its buffer: find the slow reader first (Recv-Q in `ss -tn`)",
 		"size tcp_rmem/tcp_wmem maxima by bandwidth × RTT and keep autotuning on (tcp_moderate_rcvbuf=1); do not set fixed SO_RCVBUF in applications",
 	)
-	if v := last.Sysctls["net.core.rmem_max"]; v != "" {
+	title := "Data dropped for lack of socket buffer or TCP memory"
+	subject := ""
+	var about report.About
+	if len(socks) > 0 && strings.HasPrefix(socks[0].Proto, "udp") {
+		// A datagram receiver: its own buffer is the knob.
+		sd := socks[0]
+		title = fmt.Sprintf("%s drops datagrams: its receive buffer (%s) is full", receiverName(sd), kib(sd.RcvBuf))
+		subject = sd.Local
+		fix = udpFix(b, w, sd)
+	} else if v := last.Sysctls["net.core.rmem_max"]; v != "" {
 		if n, _ := strconv.Atoi(v); n < 4<<20 {
 			a := sysctlFix(b, "net.core.rmem_max", strconv.Itoa(16<<20))
 			fix = append(fix, a.Worded("UDP receivers: "+a.Command+" and a larger SO_RCVBUF in the application"))
 		}
 	}
-	return []report.Finding{{ID: SocketBufferLimit, Severity: report.Warning, Status: report.Active,
-		Title:    "Data dropped for lack of socket buffer or TCP memory",
-		Evidence: items, Actions: fix}}
+	if len(socks) > 0 && !strings.HasPrefix(socks[0].Proto, "udp") {
+		subject = socks[0].Local
+		fix = append([]report.Action{report.Advise(fmt.Sprintf("%s dropped what it could not queue: its application reads too slowly, or its buffer (%s) is too small for its bandwidth × RTT", receiverName(socks[0]), kib(socks[0].RcvBuf)))}, fix...)
+	}
+	if len(socks) > 0 {
+		about = report.About{Listen: socks[0].Local, Server: socks[0].Process}
+		if len(socks[0].PIDs) > 0 {
+			about.PID = socks[0].PIDs[0]
+		}
+	}
+	return []report.Finding{{ID: SocketBufferLimit, Severity: report.Warning, Status: report.Active, Subject: subject, About: about,
+		Title: title, Evidence: items, Actions: fix}}
+}
+
+// sockDrops is a socket whose drop counter rose in the window.
+type sockDrops struct {
+	evidence.SocketDrops
+	rose uint64
+}
+
+// socketDropsIn are the sockets whose own drop counter rose in the
+// window, most first. A socket absent from the first snapshot's list
+// had dropped nothing then (the list holds every socket that had, up to
+// its bound): all of its drops are the window's.
+func socketDropsIn(w evidence.Window) []sockDrops {
+	if w.Last.Sockets == nil || w.First.Sockets == nil {
+		return nil
+	}
+	before := map[uint64]uint64{}
+	for _, d := range w.First.Sockets.Drops {
+		before[d.Inode] = d.Drops
+	}
+	var out []sockDrops
+	for _, d := range w.Last.Sockets.Drops {
+		if was := before[d.Inode]; d.Drops > was {
+			out = append(out, sockDrops{d, d.Drops - was})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b sockDrops) int { return cmp.Compare(b.rose, a.rose) })
+	return out
+}
+
+// receiverName names a socket with its owner: "UDP receiver python3
+// (pid 4242) on 0.0.0.0:5000".
+func receiverName(sd sockDrops) string {
+	kind := "TCP connection"
+	if strings.HasPrefix(sd.Proto, "udp") {
+		kind = "UDP receiver"
+	}
+	owner := ""
+	if sd.Process != "" && len(sd.PIDs) > 0 {
+		owner = fmt.Sprintf(" %s (pid %d)", sd.Process, sd.PIDs[0])
+	}
+	s := kind + owner + " on " + sd.Local
+	if sd.Remote != "" && kind == "TCP connection" {
+		s += " from " + sd.Remote
+	}
+	return s
+}
+
+// socketDropText is the evidence of one socket's drops.
+func socketDropText(sd sockDrops, w evidence.Window) string {
+	t := fmt.Sprintf("%s: %d dropped in %s (%.1f/s) by the socket itself (sk_drops); its receive buffer takes %s (SO_RCVBUF as the kernel counts it, twice what was asked)",
+		receiverName(sd), sd.rose, round(w), float64(sd.rose)/max(w.Duration().Seconds(), 0.001), kib(sd.RcvBuf))
+	if sd.RmemAlloc > 0 {
+		t += fmt.Sprintf(" and held %s when sampled", kib(sd.RmemAlloc))
+		if sd.RcvBuf > 0 && uint64(sd.RmemAlloc)*10 >= uint64(sd.RcvBuf)*9 {
+			t += ": full"
+		}
+	}
+	return t
+}
+
+func kib(n uint32) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+}
+
+// udpFix is the fix for one datagram receiver: a bigger SO_RCVBUF, and
+// net.core.rmem_max high enough for the kernel to grant it, sized on
+// what arrives (datagrams received and dropped a second).
+func udpFix(b *evidence.Bundle, w evidence.Window, sd sockDrops) []report.Action {
+	in := w.Rate("Udp.InDatagrams") + w.Rate("Udp6.InDatagrams") + w.Rate("Udp.RcvbufErrors") + w.Rate("Udp6.RcvbufErrors")
+	in = max(in, float64(sd.rose)/max(w.Duration().Seconds(), 0.001))
+	want := sizing.RcvBuf(in)
+	fix := []report.Action{report.Advise(fmt.Sprintf("give %s a receive buffer of %d bytes: setsockopt(SO_RCVBUF, %d) where it opens the socket (%s); the kernel grants at most net.core.rmem_max (SO_RCVBUFFORCE ignores it, as root)",
+		receiverName(sd), want, want, sizing.RcvBufWhy(in)))}
+	if cur, ok := SysctlInt(w.Last, "net.core.rmem_max"); !ok || cur < int64(want) {
+		fix = append(fix, sysctlFix(b, "net.core.rmem_max", strconv.Itoa(want)))
+	}
+	fix = append(fix, report.Advise("and read faster: more reader threads or sockets (SO_REUSEPORT spreads datagrams over them), less work per datagram before the next recvmsg(); a buffer only absorbs bursts"))
+	return fix
 }

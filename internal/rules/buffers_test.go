@@ -68,6 +68,51 @@ func buffersCases() []ruleCase {
 			name:   "one snapshot",
 			bundle: single(kmsgs("out-of-socket-memory", oomMsg)),
 		},
+		{
+			name:   "a UDP receiver's own drops, named with its process and buffer",
+			bundle: bundle(sockDropsOf(udpReceiver(100)), all(sockDropsOf(udpReceiver(3700)), raise(3600, "Udp.RcvbufErrors"))),
+			want: []want{{ID: SocketBufferLimit, Status: report.Active, Severity: report.Warning, Subject: "0.0.0.0:5000",
+				Evidence: []string{"UDP receiver python3 (pid 4242) on 0.0.0.0:5000: 3600 dropped in 1s (3600.0/s)", "its receive buffer takes 4.5 KiB", "held 4.5 KiB when sampled: full", "Udp.RcvbufErrors +3600"}}},
+		},
+		{
+			name:   "a socket's drops before the window are not the window's",
+			bundle: bundle(sockDropsOf(udpReceiver(3700)), sockDropsOf(udpReceiver(3700))),
+		},
+		{
+			name:   "a socket that began dropping within the window",
+			bundle: bundle(nil, sockDropsOf(udpReceiver(50))),
+			want: []want{{ID: SocketBufferLimit, Status: report.Active, Severity: report.Warning, Subject: "0.0.0.0:5000",
+				Evidence: []string{"50 dropped in 1s"}}},
+		},
+	}
+}
+
+// udpReceiver is a python3 UDP receiver with a 4.5 KiB buffer that has
+// dropped n datagrams.
+func udpReceiver(n uint64) evidence.SocketDrops {
+	return evidence.SocketDrops{Proto: "udp", Local: "0.0.0.0:5000", Inode: 77, Drops: n, RcvBuf: 4608, RmemAlloc: 4608, PIDs: []int{4242}, Process: "python3"}
+}
+
+func sockDropsOf(ds ...evidence.SocketDrops) func(*evidence.Snapshot) {
+	return func(s *evidence.Snapshot) { s.Sockets.Drops = ds }
+}
+
+// TestUDPReceiverFix: the socket's own buffer, sized on what arrives,
+// and rmem_max raised to let the kernel grant it.
+func TestUDPReceiverFix(t *testing.T) {
+	b := inNetNS(bundle(all(sockDropsOf(udpReceiver(100)), raise(0, "Udp.InDatagrams")), all(sockDropsOf(udpReceiver(18100)), raise(18000, "Udp.RcvbufErrors"), raise(2000, "Udp.InDatagrams"))), "srv")
+	f := checkBuffers(on(b))[0]
+	if f.Title != "UDP receiver python3 (pid 4242) on 0.0.0.0:5000 drops datagrams: its receive buffer (4.5 KiB) is full" {
+		t.Errorf("title %q", f.Title)
+	}
+	// 20000 datagrams/s × 0.2 s × 2 KiB = 8.2 MB → 8 MiB.
+	for _, want := range []string{"setsockopt(SO_RCVBUF, 8388608)", "sysctl -w net.core.rmem_max=8388608", "20000 datagrams/s arriving", "SO_REUSEPORT"} {
+		if !hasFix(f, want) {
+			t.Errorf("fix lacks %q: %q", want, f.Fix)
+		}
+	}
+	if hasFix(f, "ip netns exec srv sysctl -w net.core.rmem_max") {
+		t.Errorf("rmem_max is the host's: %q", f.Fix)
 	}
 }
 

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -33,6 +36,16 @@ func CheckHost(b *evidence.Bundle, t *report.Traced) []report.Finding {
 	fs := append(Check(b), CheckTraced(t, b)...)
 	if len(fs) == 0 {
 		return nil
+	}
+	if b == nil {
+		return relate(fs)
+	}
+	if w, ok := b.Window(); ok {
+		for i := range fs {
+			if fs[i].ID == PacketLoss && fs[i].Status == report.Active {
+				dropLoss(fs, &fs[i], w)
+			}
+		}
 	}
 	return relate(fs)
 }
@@ -103,36 +116,91 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 	}
 	for _, rule := range Registry {
 		if rule.Scope == Symptom {
-			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: clean(out, traced(r))})...)
+			cl, rose := clean(out, r)
+			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: cl, Rose: rose})...)
 		}
 	}
 	tieShape(out, shape)
+	lossCauses(out, r)
 	out = relate(out)
 	explain(out, r.Load, r.Port)
 	return rank(out, r.Load), shape
 }
 
 // clean lists what the registry's rules looked at and found nothing
-// active in; the dependencies only when traced (a run that saw no
-// server's connections looked at none).
-func clean(found []report.Finding, deps bool) []string {
+// active in, exactly: not a rule whose watched counters rose on a side
+// without a finding (those are in rose, with the counters), nor one that
+// had nothing to look at (the dependencies when no server's connections
+// were traced, the drop monitor's rules without it).
+func clean(found []report.Finding, r *Run) (clean, rose []string) {
 	active := map[report.FindingID]bool{}
 	for _, f := range found {
 		if f.Status == report.Active {
 			active[f.ID] = true
 		}
 	}
-	var out []string
-	for _, r := range Registry {
-		if r.Scope == Symptom || r.Checks == "" || r.Name == "dependency" && !deps {
+	deps := traced(r)
+	for _, rule := range Registry {
+		if rule.Scope == Symptom || rule.Checks == "" || rule.Name == "dependency" && !deps {
 			continue
 		}
 		hit := false
-		for _, id := range r.IDs {
+		for _, id := range rule.IDs {
 			hit = hit || active[id]
 		}
-		if !hit {
-			out = append(out, r.Checks)
+		if hit {
+			continue
+		}
+		if rule.Looks != nil && !looked(r, rule.Looks) {
+			continue
+		}
+		if moved := watched(r, rule.Watches); len(moved) > 0 {
+			rose = append(rose, rule.Checks+" ("+strings.Join(moved, ", ")+")")
+			continue
+		}
+		clean = append(clean, rule.Checks)
+	}
+	return clean, rose
+}
+
+// looked reports whether any observed side's window had what a rule
+// reads.
+func looked(r *Run, looks func(*evidence.Snapshot) bool) bool {
+	for _, s := range r.Sides {
+		if !s.Observed || s.Bundle == nil {
+			continue
+		}
+		for i := range r.Window(s).Snapshots {
+			if looks(&r.Window(s).Snapshots[i]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// watched says which of the counters rose on which observed side, in
+// the load's window: "TcpExt.TCPSynRetrans +593 on the client".
+func watched(r *Run, counters []string) []string {
+	var out []string
+	seen := map[*evidence.Bundle]bool{}
+	for _, s := range r.Sides {
+		if !s.Observed || s.Bundle == nil || seen[s.Bundle] {
+			continue
+		}
+		seen[s.Bundle] = true
+		w, ok := r.Window(s).Window()
+		if !ok {
+			continue
+		}
+		name := string(s.Name)
+		if s.SameAs != "" {
+			name = string(report.Local)
+		}
+		for _, c := range counters {
+			if d, _ := w.Counter(c); d > 0 {
+				out = append(out, fmt.Sprintf("%s +%d on the %s side", c, d, name))
+			}
 		}
 	}
 	return out

@@ -79,6 +79,9 @@ func checkDistress(in *Input) []report.Finding {
 	if len(in.Clean) > 0 {
 		f.Evidence = append(f.Evidence, report.Item{Text: "checked and found nothing active: " + strings.Join(in.Clean, ", "), Source: "netdoctor"})
 	}
+	if len(in.Rose) > 0 {
+		f.Evidence = append(f.Evidence, report.Item{Text: "rose, below what makes a finding: " + strings.Join(in.Rose, "; "), Source: "netdoctor", Window: true})
+	}
 	if w := workersText(r); w != "" {
 		f.Evidence = append(f.Evidence, report.Item{Text: w, Source: "wchan", Window: true})
 	}

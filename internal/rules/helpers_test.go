@@ -347,6 +347,8 @@ var tables = []table{
 	{"checkSysctls", checkSysctls, sysctlCases},
 	{"checkCPU", checkCPU, cpuCases},
 	{"checkBuffers", checkBuffers, buffersCases},
+	{"checkDrops", checkDrops, dropsCases},
+	{"checkPMTU", checkPMTU, pmtuCases},
 }
 
 // on is the input of a rule that reads one namespace's bundle, as check

@@ -28,8 +28,10 @@ type Input struct {
 	// rules.
 	Shape report.Shape
 	// Clean is, for Symptom rules, what the other rules looked at and
-	// found nothing active in (their Checks).
+	// found nothing active in (their Checks); Rose what they looked at
+	// that rose without reaching a finding, with the counters.
 	Clean []string
+	Rose  []string
 }
 
 // Run is everything a run observed; `run --bundle` writes it and

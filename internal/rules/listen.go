@@ -65,7 +65,15 @@ func checkListen(in *Input) []report.Finding {
 	}
 	full := fullListeners(b)
 	if overflows > 0 || len(full) > 0 {
-		out = append(out, acceptOverflow(b, w, full, somaxconn, overflows, burst, p99))
+		f := acceptOverflow(b, w, full, somaxconn, overflows, burst, p99)
+		// The drop monitor sees the handshakes' last ACKs the full queue
+		// dropped; the SYNs it drops are consumed without a reason, so
+		// its count is a part of ListenOverflows, never all of it.
+		if items := dropItems(in, "TCP_LISTEN_OVERFLOW"); len(items) > 0 {
+			f.Evidence = append(f.Evidence, items...)
+			f.Evidence = append(f.Evidence, report.Item{Text: "the drop monitor counts only the handshakes' final ACKs a full queue dropped; the SYNs it refused are freed without a drop reason: TcpExt.ListenOverflows counts both", Source: dropSource})
+		}
+		out = append(out, f)
 	} else if last.Sockets != nil {
 		for _, l := range last.Sockets.Listeners {
 			// Another service's small backlog is not a run's business.

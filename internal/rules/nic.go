@@ -71,6 +71,7 @@ func checkNIC(in *Input) []report.Finding {
 	if dropped > 0 {
 		backlog, known := SysctlInt(w.Last, "net.core.netdev_max_backlog")
 		items := []report.Item{{Text: fmt.Sprintf("softnet_stat dropped +%d in %s", dropped, round(w)), Source: "/proc/net/softnet_stat", Window: true}}
+		items = append(items, dropItems(in, "CPU_BACKLOG")...)
 		if known {
 			items = append(items, settingItem("net.core.netdev_max_backlog", fmt.Sprint(backlog)))
 		} else {

@@ -1,6 +1,9 @@
 package rules
 
-import "github.com/netdoctor/netdoctor/internal/report"
+import (
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
 
 // Scope says what evidence a rule reads, and so when it runs.
 type Scope int
@@ -39,23 +42,40 @@ type Rule struct {
 	// check and the agent trace under the host's own traffic
 	// (CheckTraced), so the agent can make its findings.
 	Traced bool
+	// Watches are the counters the rule judges: one that rose in a
+	// run's window without a finding is reported as such, never as
+	// checked and found clean.
+	Watches []string
+	// Looks says whether a snapshot holds what the rule reads (nil:
+	// always): a rule that had nothing to read checked nothing.
+	Looks func(*evidence.Snapshot) bool
 }
 
 // Registry is every rule, in the order they run.
 var Registry = []Rule{
-	{Name: "listen", Scope: PerSide, IDs: []report.FindingID{AcceptQueueOverflow, SynQueueOverflow}, Checks: "accept and SYN queues", Check: checkListen},
+	{Name: "listen", Scope: PerSide, IDs: []report.FindingID{AcceptQueueOverflow, SynQueueOverflow}, Checks: "accept and SYN queues", Check: checkListen,
+		Watches: []string{"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPReqQFullDrop", "TcpExt.TCPReqQFullDoCookies"}},
 	{Name: "conntrack", Scope: PerSide, IDs: []report.FindingID{ConntrackTableFull}, Checks: "connection tracking", Check: checkConntrack},
 	{Name: "ports", Scope: PerSide, IDs: []report.FindingID{EphemeralPortExhaustion}, Checks: "local ports", Check: checkPorts},
 	{Name: "churn", Scope: PerSide, IDs: []report.FindingID{UpstreamConnectionChurn}, Checks: "connections per request to upstreams", Check: checkChurn},
-	{Name: "timewait", Scope: PerSide, IDs: []report.FindingID{TimewaitBucketOverflow}, Checks: "the TIME_WAIT table", Check: checkTimeWait},
-	{Name: "loss", Scope: PerSide, IDs: []report.FindingID{PacketLoss}, Checks: "retransmissions", Check: checkLoss},
+	{Name: "timewait", Scope: PerSide, IDs: []report.FindingID{TimewaitBucketOverflow}, Checks: "the TIME_WAIT table", Check: checkTimeWait,
+		Watches: []string{"TcpExt.TCPTimeWaitOverflow"}},
+	{Name: "loss", Scope: PerSide, IDs: []report.FindingID{PacketLoss}, Checks: "retransmissions", Check: checkLoss,
+		Watches: []string{"Tcp.RetransSegs", "TcpExt.TCPSynRetrans"}},
 	{Name: "nic", Scope: PerSide, IDs: []report.FindingID{NICDrops}, Checks: "interface and softnet drops", Check: checkNIC},
 	{Name: "fd", Scope: PerSide, IDs: []report.FindingID{FDLimit}, Checks: "file descriptors", Check: checkFD},
 	{Name: "dns", Scope: PerSide, IDs: []report.FindingID{DNSMisconfigured, DNSSlow, ReverseDNSLookup}, Checks: "name lookups", Check: checkDNS},
 	{Name: "sysctl", Scope: PerSide, IDs: []report.FindingID{RiskySysctl}, Checks: "risky settings", Check: checkSysctls},
 	{Name: "cpu", Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Checks: "CPU", Check: checkCPU},
-	{Name: "buffers", Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Checks: "socket memory", Check: checkBuffers},
+	{Name: "buffers", Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Checks: "socket memory", Check: checkBuffers,
+		Watches: bufferCounters},
 	{Name: "bandwidth", Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Checks: "bandwidth and shapers", Check: checkBandwidth},
+	{Name: "drops", Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,
+		Looks: func(s *evidence.Snapshot) bool {
+			return s.Firewall != nil || s.Drops != nil && s.Drops.Unavailable == ""
+		}},
+	{Name: "pmtu", Scope: PerSide, IDs: []report.FindingID{PathMTUBlackhole}, Checks: "the path MTU", Check: checkPMTU,
+		Looks: func(s *evidence.Snapshot) bool { return s.Drops != nil && s.Drops.Unavailable == "" }},
 	{Name: "neighbour", Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Checks: "the neighbour table", Check: checkNeighbour},
 	{Name: "loadgen", Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Checks: "the load generator", Check: checkLoadGen},
 	{Name: "nagle", Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Checks: "Nagle and delayed ACKs", Check: checkNagle},

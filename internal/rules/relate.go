@@ -23,6 +23,23 @@ func relate(fs []report.Finding) []report.Finding {
 	for i := range causeOf {
 		causeOf[i] = -1
 	}
+	// A step before may have named a finding's cause already (a
+	// client's retransmissions are what the server's full accept queue
+	// dropped: lossCauses): link it to that finding.
+	for j := range fs {
+		if fs[j].CausedBy == "" {
+			continue
+		}
+		for i := range fs {
+			if i != j && fs[i].ID == fs[j].CausedBy && fs[i].Subject == fs[j].CauseSubject && fs[i].Status == report.Active && !causes(causeOf, j, i) {
+				link(fs, causeOf, i, j)
+				break
+			}
+		}
+		if causeOf[j] < 0 {
+			fs[j].CausedBy, fs[j].CauseSubject = "", ""
+		}
+	}
 	for i := range fs {
 		c := fs[i]
 		if c.Status != report.Active {

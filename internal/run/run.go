@@ -234,7 +234,7 @@ func sides(ctx context.Context, o Options, sawDNS *atomic.Bool) (server, client 
 	// server's resolver is probed without --dns too, as soon as its
 	// workers are seen waiting in a lookup: then it is in the request
 	// path, and its loss and latency are what the requests wait for.
-	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSRepeat: 40, DNSDelay: o.Baseline + 500*time.Millisecond}
+	cfg := collect.Config{DNS: o.DNS, DNSEvery: 1 << 30, DNSRepeat: 40, DNSDelay: o.Baseline + 500*time.Millisecond, Drops: true}
 	srvCfg := cfg
 	srvCfg.DNS, srvCfg.DNSWhen = true, func() bool { return o.DNS || sawDNS.Load() }
 	local := o.ServerAgent == nil && o.ServerNetNS.Own() && localTarget(o.Load.URL)

@@ -169,3 +169,31 @@ func Workers(inflight, current int) (want, spare int) {
 	spare = max(PoolSpareMin, inflight/8)
 	return max(inflight+spare, 2*current), spare
 }
+
+// Receive buffers of a datagram socket.
+const (
+	// RcvBufHold is how long a receiver may stall (a GC pause, a busy
+	// moment) with its buffer still taking what arrives.
+	RcvBufHold = 0.2 // seconds
+	// DatagramTruesize is what one small datagram costs a receive
+	// buffer: the kernel charges the whole skb (its truesize, 768 bytes
+	// to 2 KiB), not the payload.
+	DatagramTruesize = 2048
+	MinRcvBuf        = 4 << 20
+	MaxRcvBuf        = 64 << 20
+)
+
+// RcvBuf is the receive buffer (SO_RCVBUF, and net.core.rmem_max to
+// allow it) a socket needs to hold RcvBufHold of what arrives at
+// perSec datagrams a second: a power of two, between MinRcvBuf and
+// MaxRcvBuf.
+func RcvBuf(perSec float64) int {
+	want := int(math.Ceil(perSec * RcvBufHold * DatagramTruesize))
+	return clamp(NextPow2(max(want, MinRcvBuf)), MinRcvBuf, MaxRcvBuf)
+}
+
+// RcvBufWhy says how RcvBuf came out.
+func RcvBufWhy(perSec float64) string {
+	return fmt.Sprintf("%.0f datagrams/s arriving × %.1f s of stall × %d bytes each in the kernel's accounting, at least %d MiB, a power of two",
+		perSec, RcvBufHold, DatagramTruesize, MinRcvBuf>>20)
+}

@@ -20,15 +20,19 @@ const (
 	listenBits = uint32(1 << stateListen)
 	estabBits  = uint32(1 << stateEstablished)
 	closeWait  = 8
-	// listenExt asks for INET_DIAG_SKMEMINFO on listeners only: its
-	// SK_MEMINFO_DROPS is the listener's sk_drops, the per-socket share
-	// of TcpExt.ListenDrops. The few listeners make it cheap; on the
-	// established dump it would cost per socket for nothing.
+	// listenExt asks for INET_DIAG_SKMEMINFO: its SK_MEMINFO_DROPS is
+	// the socket's sk_drops — a listener's share of
+	// TcpExt.ListenDrops, a UDP receiver's full buffer, a TCP
+	// connection's dropped segments — with its buffer's size. Asked of
+	// every dump: 40 bytes a socket more, 8–22 % more time for the dump
+	// of 4000–8000 sockets (BenchmarkEstablishedDump: ~0.1 µs a socket).
 	listenExt = uint8(1 << (inetDiagSKMemInfo - 1))
+	memExt    = listenExt
 )
 
 type dump struct {
 	name string
+	udp  bool
 	typ  uint16
 	req  []byte
 	c    *conn
@@ -75,13 +79,18 @@ func Collect(o Options) (*evidence.Sockets, error) {
 	if skipEstab {
 		states &^= estabBits
 	}
-	rest := []*dump{{name: "tcp", typ: tcpDiagGetSock, req: compatRequest(states, 0)}}
+	rest := []*dump{{name: "tcp", typ: tcpDiagGetSock, req: compatRequest(states, memExt)}}
 	if !compat {
 		rest = []*dump{
-			{name: "tcp4", typ: sockDiagByFamily, req: inetRequest(afInet, states, 0)},
-			{name: "tcp6", typ: sockDiagByFamily, req: inetRequest(afInet6, states, 0)},
+			{name: "tcp4", typ: sockDiagByFamily, req: inetRequest(afInet, states, memExt)},
+			{name: "tcp6", typ: sockDiagByFamily, req: inetRequest(afInet6, states, memExt)},
 		}
 	}
+	// UDP sockets, for the drops of each (a receiver whose buffer is
+	// full); a kernel without UDP diag (CONFIG_INET_UDP_DIAG) has none.
+	rest = append(rest,
+		&dump{name: "udp4", typ: sockDiagByFamily, req: inetProtoRequest(afInet, unix.IPPROTO_UDP, ^uint32(0), memExt), udp: true},
+		&dump{name: "udp6", typ: sockDiagByFamily, req: inetProtoRequest(afInet6, unix.IPPROTO_UDP, ^uint32(0), memExt), udp: true})
 	for _, d := range rest {
 		d.sum.PortLow, d.sum.PortHigh = o.PortLow, o.PortHigh
 		d.sum.listenPorts = total.listenPorts
@@ -150,7 +159,11 @@ func (d *dump) run() error {
 		if err := DecodeInetDiagMsg(p, &m); err != nil {
 			return err
 		}
-		d.sum.AddInet(&m)
+		if d.udp {
+			d.sum.AddUDP(&m)
+		} else {
+			d.sum.AddInet(&m)
+		}
 		return nil
 	})
 }

@@ -87,9 +87,14 @@ func (c *conn) receive(fn func(payload []byte) error) error {
 // the dumps of the many non-listening sockets ask for none: the fixed
 // message carries all netdoctor needs of them.
 func inetRequest(family uint8, states uint32, ext uint8) []byte {
+	return inetProtoRequest(family, unix.IPPROTO_TCP, states, ext)
+}
+
+// inetProtoRequest is inetRequest for another protocol (UDP).
+func inetProtoRequest(family, proto uint8, states uint32, ext uint8) []byte {
 	b := make([]byte, 56)
 	b[0] = family
-	b[1] = unix.IPPROTO_TCP
+	b[1] = proto
 	b[2] = ext
 	binary.NativeEndian.PutUint32(b[4:], states)
 	return b

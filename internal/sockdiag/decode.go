@@ -51,6 +51,10 @@ type InetDiagMsg struct {
 	// only when the request asked for it; HasDrops says it was there.
 	Drops    uint32
 	HasDrops bool
+	// RcvBuf and RmemAlloc are the receive buffer's limit and what it
+	// holds (SK_MEMINFO_RCVBUF, SK_MEMINFO_RMEM_ALLOC), from the same
+	// attribute.
+	RcvBuf, RmemAlloc uint32
 }
 
 // inetDiagMsgLen is sizeof(struct inet_diag_msg).
@@ -61,6 +65,8 @@ const inetDiagMsgLen = 72
 const (
 	inetDiagSKMemInfo = 7 // INET_DIAG_SKMEMINFO (4 is INET_DIAG_CONG): u32[SK_MEMINFO_VARS]
 	skMemInfoDrops    = 8 // SK_MEMINFO_DROPS, the ninth u32 (Linux 3.19+)
+	skMemInfoRmem     = 0 // SK_MEMINFO_RMEM_ALLOC
+	skMemInfoRcvBuf   = 1 // SK_MEMINFO_RCVBUF
 )
 
 // DecodeInetDiagMsg fills m from the payload of one SOCK_DIAG_BY_FAMILY
@@ -84,9 +90,13 @@ func DecodeInetDiagMsg(b []byte, m *InetDiagMsg) error {
 	m.WQueue = binary.NativeEndian.Uint32(b[60:])
 	m.UID = binary.NativeEndian.Uint32(b[64:])
 	m.Inode = binary.NativeEndian.Uint32(b[68:])
-	m.Drops, m.HasDrops = 0, false
+	m.Drops, m.HasDrops, m.RcvBuf, m.RmemAlloc = 0, false, 0, 0
 	if len(b) > inetDiagMsgLen {
 		_ = walkAttrs(b[inetDiagMsgLen:], func(typ uint16, v []byte) {
+			if typ == inetDiagSKMemInfo && len(v) >= 4*(skMemInfoRcvBuf+1) {
+				m.RmemAlloc = binary.NativeEndian.Uint32(v[4*skMemInfoRmem:])
+				m.RcvBuf = binary.NativeEndian.Uint32(v[4*skMemInfoRcvBuf:])
+			}
 			// Kernels older than 3.19 send fewer entries, without
 			// SK_MEMINFO_DROPS: then there is no value, not a zero.
 			if typ == inetDiagSKMemInfo && len(v) >= 4*(skMemInfoDrops+1) {

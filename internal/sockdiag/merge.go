@@ -7,6 +7,7 @@ func (s *Summary) merge(o *Summary) {
 		s.unix[i] += o.unix[i]
 	}
 	s.listeners = append(s.listeners, o.listeners...)
+	s.drops = append(s.drops, o.drops...)
 	if o.listenPorts != nil {
 		if s.listenPorts == nil {
 			s.listenPorts = new([65536 / 64]uint64)

@@ -52,6 +52,8 @@ type Summary struct {
 	listeners   []evidence.Listener
 	// inbound counts, per listening port, its accepted connections.
 	inbound map[uint16]*inboundCount
+	// drops are the non-listening sockets whose drop counter is above 0.
+	drops []evidence.SocketDrops
 }
 
 type inboundCount struct {
@@ -62,6 +64,9 @@ type inboundCount struct {
 func (s *Summary) AddInet(m *InetDiagMsg) {
 	if int(m.State) < numStates {
 		s.tcp[m.State]++
+	}
+	if m.HasDrops && m.Drops > 0 && m.State != stateListen {
+		s.addDrops(m, "tcp")
 	}
 	if m.State == stateListen {
 		s.listeners = append(s.listeners, listener(m))
@@ -98,6 +103,26 @@ func (s *Summary) AddInet(m *InetDiagMsg) {
 	if s.PortLow != 0 && m.SPort >= s.PortLow && m.SPort <= s.PortHigh {
 		c.ephemeral++
 	}
+}
+
+// AddUDP keeps a UDP socket that dropped datagrams; the others are not
+// counted.
+func (s *Summary) AddUDP(m *InetDiagMsg) {
+	if m.HasDrops && m.Drops > 0 {
+		s.addDrops(m, "udp")
+	}
+}
+
+func (s *Summary) addDrops(m *InetDiagMsg, proto string) {
+	if m.Family == afInet6 {
+		proto += "6"
+	}
+	d := evidence.SocketDrops{Proto: proto, Local: endpoint(m.Family, m.Src, m.SPort), Inode: uint64(m.Inode),
+		Drops: uint64(m.Drops), RcvBuf: m.RcvBuf, RmemAlloc: m.RmemAlloc, RecvQ: m.RQueue}
+	if m.DPort != 0 {
+		d.Remote = endpoint(m.Family, m.Dst, m.DPort)
+	}
+	s.drops = append(s.drops, d)
 }
 
 // addInbound counts a connection on a listening port: a worker pool's
@@ -189,6 +214,13 @@ func (s *Summary) Sockets() *evidence.Sockets {
 	})
 	if len(out.Remotes) > evidence.MaxRemotes {
 		out.Remotes = out.Remotes[:evidence.MaxRemotes]
+	}
+	if len(s.drops) > 0 {
+		out.Drops = slices.Clone(s.drops)
+		slices.SortFunc(out.Drops, func(a, b evidence.SocketDrops) int {
+			return cmp.Or(cmp.Compare(b.Drops, a.Drops), cmp.Compare(a.Local, b.Local), cmp.Compare(a.Inode, b.Inode))
+		})
+		out.Drops = out.Drops[:min(len(out.Drops), evidence.MaxSocketDrops)]
 	}
 	return out
 }

@@ -42,11 +42,21 @@ type TCPInfo struct {
 	// BusyTime is the time in microseconds the connection had data in
 	// flight or waiting to be sent (Linux 4.10+).
 	BusyTime uint64
+	// SndMSS is the segment size it sends, PMTU the path MTU it
+	// believes, AdvMSS the MSS it announced; Lost the segments it
+	// believes lost now and TotalRetrans all it retransmitted.
+	SndMSS, PMTU, AdvMSS uint32
+	Lost, TotalRetrans   uint32
 }
 
 // Offsets in struct tcp_info, and the size at which each field first
 // appeared.
 const (
+	tiSndMSS       = 16
+	tiLost         = 32
+	tiPMTU         = 60
+	tiAdvMSS       = 84
+	tiTotalRetrans = 100
 	tiLastDataSent = 44
 	tiLastDataRecv = 52
 	tiLastAckRecv  = 56
@@ -96,6 +106,8 @@ func DecodeTCPInfo(b []byte, t *TCPInfo) error {
 	t.DataSegsIn, t.DataSegsOut = u32(tiDataSegsIn), u32(tiDataSegsOut)
 	t.MinRTT = u32(tiMinRTT)
 	t.BusyTime = u64(tiBusyTime)
+	t.SndMSS, t.PMTU, t.AdvMSS = u32(tiSndMSS), u32(tiPMTU), u32(tiAdvMSS)
+	t.Lost, t.TotalRetrans = u32(tiLost), u32(tiTotalRetrans)
 	return nil
 }
 

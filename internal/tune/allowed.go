@@ -48,6 +48,7 @@ var allowedSettings = []allowedSetting{
 	{Name: "net.ipv4.tcp_tw_recycle", Values: []string{"0"}, Why: "the advice table's value"},
 	{Name: "net.ipv4.tcp_low_latency", Values: []string{"0"}, Why: "the advice table's value"},
 	{Name: "net.ipv4.tcp_moderate_rcvbuf", Values: []string{"1"}, Why: "the advice table's value"},
+	{Name: "net.ipv4.tcp_mtu_probing", Values: []string{"1"}, Why: "a path MTU black hole: probe the path's MTU when full-size segments go unanswered"},
 	// The advice table proposes the default 7200 when it is below 60,
 	// which it calls harmful; nothing else.
 	{Name: "net.ipv4.tcp_keepalive_time", Values: []string{"7200"}, Why: "the kernel's default, which the advice table restores when the setting is below 60"},
@@ -61,7 +62,7 @@ var allowedSettings = []allowedSetting{
 	{Name: "net.ipv6.neigh.default.gc_thresh2", Min: 1 << 12, Max: 1 << 19, Why: "half of gc_thresh3"},
 	{Name: "net.ipv6.neigh.default.gc_thresh3", Min: 1 << 13, Max: 1 << 20, Why: "sizing.Neighbour's floor to 1M entries (~500 MiB)"},
 	{Name: "net.core.netdev_max_backlog", Min: 1000, Max: 1 << 18, Why: "the kernel's default to 256k packets per CPU"},
-	{Name: "net.core.rmem_max", Min: 4 << 20, Max: 64 << 20, Why: "4 MiB, below which buffers' rule proposes 16 MiB, to 64 MiB"},
+	{Name: "net.core.rmem_max", Min: 4 << 20, Max: sizing.MaxRcvBuf, Why: "4 MiB, below which buffers' rule proposes 16 MiB (sizing.RcvBuf's floor), to 64 MiB"},
 	{Name: "fs.file-max", Min: 8192, Max: 1 << 40, Why: "a limit, not memory: only ever raised"},
 }
 

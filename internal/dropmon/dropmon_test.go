@@ -1,0 +1,131 @@
+package dropmon
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
+
+func TestReasons(t *testing.T) {
+	r := newReasons(map[string]uint64{
+		"SKB_DROP_REASON_NOT_SPECIFIED": 2, "SKB_DROP_REASON_NO_SOCKET": 3, "SKB_DROP_REASON_NETFILTER_DROP": 12,
+		"SKB_DROP_REASON_MAX": 130, "SKB_DROP_REASON_SUBSYS_MASK": 0xffff0000, "OTHER": 7,
+	})
+	for v, want := range map[uint32]string{
+		3: "NO_SOCKET", 12: "NETFILTER_DROP", 130: "reason 130", 7: "reason 7",
+		3<<16 | 5: "subsystem 3 reason 5",
+	} {
+		if got := r.Name(v); got != want {
+			t.Errorf("Name(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestNearest(t *testing.T) {
+	for _, file := range []string{"testdata/kallsyms", "testdata/kallsyms.odd"} {
+		f, err := os.Open(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := nearest(f, []uint64{0xffffffff820331c0 + 0x91, 0xffffffff81f62a50, 0xffffffff81e62cf0 + 0x700, 0x1000, 0xffffffffc0201010})
+		f.Close()
+		want := []string{"tcp_v4_rcv", "nft_do_chain", "__dev_queue_xmit", "", "ftrace_trampoline"}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s: (-want +got)\n%s", file, d)
+		}
+	}
+}
+
+func TestSymbolsCache(t *testing.T) {
+	opens := 0
+	s := symbols{names: map[uint64]string{}, open: func() (io.ReadCloser, error) {
+		opens++
+		return io.NopCloser(strings.NewReader("ffffffff81000000 T a\nffffffff81000100 t b\n")), nil
+	}}
+	s.resolve([]uint64{0xffffffff81000010, 0xffffffff81000110})
+	s.resolve([]uint64{0xffffffff81000010, 0})
+	if opens != 1 {
+		t.Errorf("kallsyms read %d times for addresses already named", opens)
+	}
+	if a, b := s.name(0xffffffff81000010), s.name(0xffffffff81000110); a != "a" || b != "b" {
+		t.Errorf("names %q %q, want a b", a, b)
+	}
+}
+
+func TestParseLockdown(t *testing.T) {
+	for in, want := range map[string]string{"[none] integrity confidentiality\n": "none", "none [confidentiality]": "confidentiality", "": "", "none": ""} {
+		if got := parseLockdown(in); got != want {
+			t.Errorf("parseLockdown(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNamespace(t *testing.T) {
+	c := &Counts{
+		Stats: [statMax]uint64{statDrops: 100, statDropsOverflow: 2},
+		Drops: []RawDrop{
+			{NetNS: 7, Name: "NETFILTER_DROP", Func: "nft_do_chain", Ethertype: 0x0800, IPProto: 6, Iface: "veth0", Packets: 50, Bytes: 3000},
+			{NetNS: 7, Name: "SOCKET_CLOSE", Func: "unix_release_sock", Packets: 3},
+			{NetNS: 9, Name: "PKT_TOO_BIG", Func: "ip_forward", Ethertype: 0x0800, IPProto: 6, Iface: "r0", Packets: 40},
+			// Two call sites of one function: one place.
+			{NetNS: 7, Name: "NOT_SPECIFIED", Func: "ip6_mc_input", Location: 1, Ethertype: 0x86dd, IPProto: 58, Iface: "veth0", Packets: 2},
+			{NetNS: 7, Name: "NOT_SPECIFIED", Func: "ip6_mc_input", Location: 2, Ethertype: 0x86dd, IPProto: 58, Iface: "veth0", Packets: 1},
+		},
+		Ports: []RawDrop{
+			{NetNS: 7, Name: "NETFILTER_DROP", Func: "nft_do_chain", Ethertype: 0x0800, IPProto: 6, Iface: "veth0", Port: 80, Packets: 45},
+			{NetNS: 7, Name: "NETFILTER_DROP", Func: "nft_do_chain", Ethertype: 0x0800, IPProto: 6, Iface: "veth0", Port: 443, Socket: true, Packets: 5},
+		},
+		Flows: []RawFlow{
+			{NetNS: 7, Family: 2, Sport: 80, Dport: 40000, Saddr: [16]byte{10, 0, 0, 2}, Daddr: [16]byte{10, 0, 0, 1}, Skbs: 9, Full: 9, MaxLen: 1448, MSS: 1448},
+			{NetNS: 9, Family: 10, Sport: 1, Dport: 2, Skbs: 1},
+		},
+	}
+	got := c.Namespace(7, map[uint64]string{9: "router"})
+	want := &evidence.Drops{Seen: 100, Overflow: 2,
+		Counts: []evidence.Drop{
+			{Reason: "NETFILTER_DROP", Location: "nft_do_chain", Proto: "tcp", Iface: "veth0", Packets: 50, Bytes: 3000,
+				Ports: []evidence.DropPort{{Port: 80, Packets: 45}, {Port: 443, Socket: true, Packets: 5}}},
+			{Reason: "NOT_SPECIFIED", Location: "ip6_mc_input", Proto: "icmpv6", Iface: "veth0", Packets: 3},
+			{Reason: "SOCKET_CLOSE", Location: "unix_release_sock", Packets: 3},
+		},
+		Elsewhere: []evidence.Drop{{Reason: "PKT_TOO_BIG", Location: "ip_forward", Proto: "tcp", Iface: "r0", NetNS: 9, NetNSName: "router", Packets: 40}},
+		Retrans:   []evidence.Retrans{{Local: "10.0.0.2:80", Remote: "10.0.0.1:40000", Segments: 9, Full: 9, MaxLen: 1448, MSS: 1448}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got)\n%s", d)
+	}
+}
+
+func TestProto(t *testing.T) {
+	for _, c := range []struct {
+		eth  uint16
+		ip   uint8
+		want string
+	}{{0x0800, 6, "tcp"}, {0x86dd, 17, "udp"}, {0x86dd, 58, "icmpv6"}, {0x0800, 0, "ipv4"}, {0x0800, 47, "ip proto 47"}, {0x0806, 0, "arp"}, {0, 0, ""}, {0x88cc, 0, "0x88cc"}} {
+		if got := proto(c.eth, c.ip); got != c.want {
+			t.Errorf("proto(%#x, %d) = %q, want %q", c.eth, c.ip, got, c.want)
+		}
+	}
+}
+
+// FuzzNearest: /proc/kallsyms is parsed line by line; any bytes name
+// each address or leave it unnamed, never panic.
+func FuzzNearest(f *testing.F) {
+	for _, file := range []string{"testdata/kallsyms", "testdata/kallsyms.odd"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, uint64(0xffffffff820331c0))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, addr uint64) {
+		if got := nearest(strings.NewReader(string(b)), []uint64{addr}); len(got) != 1 {
+			t.Fatalf("%d names for one address", len(got))
+		}
+	})
+}

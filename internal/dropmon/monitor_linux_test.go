@@ -1,0 +1,154 @@
+package dropmon
+
+import (
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/netdoctor/netdoctor/internal/netns"
+)
+
+// start starts the monitor or skips the test when this host cannot run
+// it, saying why.
+func start(t *testing.T) *Monitor {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the drop monitor needs root")
+	}
+	m, err := Start()
+	var u *Unavailable
+	if errors.As(err, &u) {
+		t.Skipf("drop monitor unavailable here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// TestMonitorCountsNoSocket sends UDP datagrams to a port nothing
+// listens on: the kernel drops each with NO_SOCKET on lo, and the
+// monitor counts them under this namespace with that port.
+func TestMonitorCountsNoSocket(t *testing.T) {
+	m := start(t)
+	ino, err := netns.Inode("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A port bound then closed is free for the test's few milliseconds.
+	l, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to := l.LocalAddr().(*net.UDPAddr)
+	l.Close()
+	// Unconnected: an ICMP port unreachable does not fail the next send.
+	c, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 20
+	for range n {
+		if _, err := c.WriteTo([]byte("x"), to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d := m.Namespace(ino)
+		if d.Unavailable != "" {
+			t.Fatal(d.Unavailable)
+		}
+		var got, port uint64
+		for _, x := range d.Counts {
+			if x.Reason != "NO_SOCKET" || x.Proto != "udp" {
+				continue
+			}
+			got += x.Packets
+			if x.Iface != "lo" {
+				t.Errorf("NO_SOCKET on %q, want lo", x.Iface)
+			}
+			if x.Location == "" {
+				t.Errorf("NO_SOCKET's location not named")
+			}
+			for _, p := range x.Ports {
+				if p.Port == to.Port && !p.Socket {
+					port += p.Packets
+				}
+			}
+		}
+		if port >= n {
+			if d.Seen < got {
+				t.Errorf("the monitor saw %d drops, counted %d", d.Seen, got)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d NO_SOCKET drops to udp port %d counted (%d udp NO_SOCKET in all): %+v", port, n, to.Port, got, d.Counts)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSharedClosesWithTheLast: one monitor for every caller; the last
+// release detaches it: its programs are gone from the kernel, and a
+// release called twice changes nothing.
+func TestSharedClosesWithTheLast(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the drop monitor needs root")
+	}
+	a, releaseA, err := Shared()
+	var u *Unavailable
+	if errors.As(err, &u) {
+		t.Skipf("drop monitor unavailable here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, releaseB, err := Shared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("two monitors in one process")
+	}
+	var ids []ebpf.ProgramID
+	for _, p := range a.coll.Programs {
+		info, err := p.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := info.ID()
+		ids = append(ids, id)
+	}
+	releaseA()
+	releaseA()
+	if a.coll == nil {
+		t.Fatal("closed while another caller holds it")
+	}
+	releaseB()
+	if a.coll != nil || len(a.links) != 0 {
+		t.Fatal("the last release did not close it")
+	}
+	// The kernel frees a program after an RCU grace period: poll.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, id := range ids {
+		for {
+			p, err := ebpf.NewProgramFromID(id)
+			if err != nil {
+				break
+			}
+			p.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("program %d still loaded 10 s after the last release", id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

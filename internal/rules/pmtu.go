@@ -1,0 +1,215 @@
+package rules
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// PathMTUBlackhole: a path drops the packets above its MTU, and the
+// ICMP "fragmentation needed" (ICMPv6 "packet too big") that would tell
+// the sender to send smaller ones never arrives: full-size segments are
+// retransmitted until the connection gives up, while small ones pass.
+const PathMTUBlackhole report.FindingID = "path-mtu-blackhole"
+
+var _ = define(Class{ID: PathMTUBlackhole,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true, Fails: FailsConnections,
+	Meaning:    "a path drops the packets above its MTU and the ICMP that would say so never arrives: full-size segments are retransmitted while small ones pass",
+	Active:     "≥ 10 retransmissions, ≥ 95 % of each flow's and ≥ 90 % of all full-size, none fast, fewer ICMP unreachables than a tenth of them (critical); `PKT_TOO_BIG` drops here (warning)",
+	LatentWhen: "none",
+	Seed:       "—",
+	ReportedBy: "`check`, `diagnose`, `run`",
+})
+
+// minFullRetrans is how many full-size retransmissions a black hole
+// needs: a handful are any path's losses.
+const minFullRetrans = 10
+
+// flowRetrans is a flow's retransmissions in the window.
+type flowRetrans struct {
+	evidence.Retrans
+}
+
+// retransIn are the flows that retransmitted in the window, most first.
+func retransIn(w evidence.Window) []flowRetrans {
+	a, b := w.First.Drops, w.Last.Drops
+	if a == nil || b == nil || b.Unavailable != "" || !a.Since.Equal(b.Since) {
+		return nil
+	}
+	before := map[string]evidence.Retrans{}
+	for _, r := range a.Retrans {
+		before[r.Local+" "+r.Remote] = r
+	}
+	var out []flowRetrans
+	for _, r := range b.Retrans {
+		f := before[r.Local+" "+r.Remote]
+		if r.Segments <= f.Segments {
+			continue
+		}
+		n := r
+		n.Segments -= f.Segments
+		n.Bytes -= min(f.Bytes, r.Bytes)
+		n.Full -= min(f.Full, r.Full)
+		out = append(out, flowRetrans{n})
+	}
+	slices.SortStableFunc(out, func(a, b flowRetrans) int { return cmp.Compare(b.Segments, a.Segments) })
+	return out
+}
+
+// checkPMTU finds a path MTU black hole from the flows whose
+// retransmissions are all full-size, the ICMP that never came, and the
+// drop monitor's PKT_TOO_BIG where the packets died (here, or in a
+// namespace between the two ends of a run).
+func checkPMTU(in *Input) []report.Finding {
+	b := in.Bundle
+	w, ok := b.Window()
+	if !ok {
+		return nil
+	}
+	here, elsewhere, haveMonitor := dropsIn(w)
+	if !haveMonitor {
+		return nil // the segments' sizes are the monitor's
+	}
+	tooBig := withReason(here, "PKT_TOO_BIG")
+	var away []drop
+	// Drops elsewhere are named once, from the server's side when it is
+	// observed (both sides' snapshots hold them).
+	if in.Run != nil && (in.Side != report.Client || in.Run.Server() == nil) {
+		if p, err := strconv.Atoi(in.Run.Port); err == nil {
+			for _, d := range withReason(elsewhere, "PKT_TOO_BIG") {
+				if onPort(d, p) || len(d.Ports) == 0 {
+					away = append(away, d)
+				}
+			}
+		}
+	}
+	var full, segs uint64
+	var flows []flowRetrans
+	for _, f := range retransIn(w) {
+		segs += f.Segments
+		if f.MSS > 0 && f.Full*100 >= f.Segments*95 {
+			full += f.Full
+			flows = append(flows, f)
+		}
+	}
+	icmp, _ := w.Counter("IcmpMsg.InType3")
+	icmp6, _ := w.Counter("Icmp6.InPktTooBigs")
+	// No full-size segment crosses a black hole, so none is ever
+	// acknowledged out of order: its retransmissions are timeouts and
+	// probes, never fast retransmits (a queue that drops some of them,
+	// as a full qdisc does, leaves the others to trigger those).
+	fast, _ := w.Counter("TcpExt.TCPFastRetrans")
+	// Nor do they die here for another reason: a local queue or
+	// firewall that dropped them is their place.
+	var local uint64
+	for _, d := range here {
+		if !stray[d.Reason] && d.Reason != "PKT_TOO_BIG" {
+			local += d.Packets
+		}
+	}
+	blackhole := full >= minFullRetrans && full*100 >= segs*90 && (icmp+icmp6)*10 < full && fast*10 < full && local*2 < full
+	dropsHere := blamed(total(tooBig), w)
+	dropsAway := blamed(total(away), w)
+	if !blackhole && !dropsHere && !dropsAway {
+		return nil
+	}
+	f := report.Finding{ID: PathMTUBlackhole, Severity: report.Critical, Status: report.Active}
+	switch {
+	case blackhole:
+		top := flows[0]
+		remote := hostOf(top.Remote)
+		f.Subject = remote
+		f.Title = fmt.Sprintf("Path MTU black hole towards %s: every retransmission is a full-size segment (MSS %d), and no ICMP \"fragmentation needed\" arrived", remote, top.MSS)
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("%d of %d segments retransmitted in %s were full-size (at least the MSS), over %d connection(s): the path loses what is large and lets the rest through",
+			full, segs, round(w), len(flows)), Source: dropSource, Window: true})
+		for i, fl := range flows {
+			if i == 3 {
+				break
+			}
+			t := fmt.Sprintf("%s → %s: %d retransmissions, all of %d bytes or more (MSS %d)", fl.Local, fl.Remote, fl.Segments, fl.MSS, fl.MSS)
+			if fl.Open && fl.PMTU > 0 {
+				t += fmt.Sprintf("; TCP believes the path's MTU is %d (tcp_info pmtu, segments of %d bytes)", fl.PMTU, fl.SndMSS)
+			}
+			f.Evidence = append(f.Evidence, report.Item{Text: t, Source: dropSource, Window: true})
+		}
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("fast retransmits: %d (TcpExt.TCPFastRetrans), the rest timeouts and probes: no full-size segment was acknowledged out of order, none crossed", fast), Source: "TcpExt.TCPFastRetrans", Window: true})
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("ICMP \"destination unreachable\" received in the window: %d (IcmpMsg.InType3; \"fragmentation needed\" is one of them), ICMPv6 \"packet too big\": %d: the path's router never told the sender its MTU, or a firewall dropped what it said", icmp, icmp6), Source: "IcmpMsg.InType3", Window: true})
+	case dropsHere:
+		f.Subject = "PKT_TOO_BIG"
+		f.Severity = report.Warning
+		f.Title = fmt.Sprintf("Packets larger than the next hop's MTU are dropped here: %d in %s", total(tooBig), round(w))
+		out, _ := w.Counter("IcmpMsg.OutType3")
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("ICMP \"destination unreachable\" sent in the window: %d (IcmpMsg.OutType3): each dropped packet should have told its sender the MTU; if a firewall on the way drops it, the sender's connection stalls", out), Source: "IcmpMsg.OutType3", Window: true})
+	default:
+		d := away[0]
+		f.Subject = "netns " + nsLabel(d)
+		f.Title = fmt.Sprintf("The run's large packets die in network namespace %s: %d dropped as larger than the next hop's MTU", nsLabel(d), total(away))
+	}
+	for i, d := range tooBig {
+		if i == 3 {
+			break
+		}
+		f.Evidence = append(f.Evidence, report.Item{Text: dropText(d, w) + ": larger than the MTU of the next hop", Source: dropSource, Window: true})
+	}
+	for i, d := range away {
+		if i == 3 {
+			break
+		}
+		f.Evidence = append(f.Evidence, report.Item{Text: dropText(d, w) + ": larger than the MTU of the next hop, in the namespace the packets cross", Source: dropSource, Window: true})
+	}
+	f.Evidence = append(f.Evidence, mtuItems(w.Last)...)
+	f.Actions = pmtuFix(b, away)
+	return []report.Finding{f}
+}
+
+// hostOf is an address without its port.
+func hostOf(addrPort string) string {
+	if i := strings.LastIndexByte(addrPort, ':'); i > 0 {
+		return strings.Trim(addrPort[:i], "[]")
+	}
+	return addrPort
+}
+
+// mtuItems are the namespace's interfaces' MTUs and the probing setting.
+func mtuItems(s *evidence.Snapshot) []report.Item {
+	var ifs []string
+	for _, i := range s.Interfaces {
+		if i.Name != "lo" && i.MTU > 0 {
+			ifs = append(ifs, fmt.Sprintf("%s %d", i.Name, i.MTU))
+		}
+	}
+	var out []report.Item
+	if len(ifs) > 0 {
+		out = append(out, report.Item{Text: "interface MTUs here: " + strings.Join(ifs, ", "), Source: "interfaces"})
+	}
+	if v, ok := s.Sysctls["net.ipv4.tcp_mtu_probing"]; ok {
+		out = append(out, settingItem("net.ipv4.tcp_mtu_probing", v))
+	}
+	return out
+}
+
+// pmtuFix names the three ways out: the sender probes for the MTU
+// itself, the router clamps the MSS of the connections it forwards, the
+// firewalls let the ICMP through.
+func pmtuFix(b *evidence.Bundle, away []drop) []report.Action {
+	fix := []report.Action{sysctlFix(b, "net.ipv4.tcp_mtu_probing", "1").Because("on the sender, this side, for what it sends: it probes the path's MTU when full-size segments go unanswered instead of waiting for ICMP")}
+	router := "on the router whose next hop has the smaller MTU"
+	prefix := ""
+	if len(away) > 0 {
+		router = "on the router (network namespace " + nsLabel(away[0]) + ")"
+		if away[0].NetNSName != "" {
+			prefix = netns.Parse(away[0].NetNSName).ExecPrefix()
+		}
+	}
+	fix = append(fix, notes(
+		router+", clamp the MSS of the connections it forwards to the route's MTU: `"+prefix+"nft add rule inet filter forward tcp flags syn tcp option maxseg size set rt mtu` (iptables: `-t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu`)",
+		"let ICMP \"fragmentation needed\" (type 3 code 4) and ICMPv6 \"packet too big\" through every firewall on the path: path MTU discovery depends on them")...)
+	return fix
+}
