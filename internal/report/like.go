@@ -69,3 +69,20 @@ func Percent(v float64) string {
 func points(x, y float64) string {
 	return fmt.Sprintf("%+.1f pts", 100*(y-x))
 }
+
+// EveryRequest is the line a load's text adds when some requests
+// failed: the latency of every request, the success share and the
+// goodput, with none of the words wrk's lines are found by; "" when all
+// succeeded or the result predates the latency of every request.
+func EveryRequest(r *load.Result) string {
+	if r.LatencyAll == nil || r.Errors.Total()+r.Unsent == 0 && r.Good() == r.Requests {
+		return ""
+	}
+	l := r.LatencyAll
+	s := fmt.Sprintf("Every request, failed ones at the time they failed: p50 %s, p99 %s, max %s; success %s, goodput %.0f/s",
+		Dur(l.P50), Dur(l.P99), Dur(l.Max), Percent(r.SuccessShare()), r.Goodput())
+	if r.Unsent > 0 {
+		s += fmt.Sprintf(" (%d never sent: every connection busy)", r.Unsent)
+	}
+	return s
+}
