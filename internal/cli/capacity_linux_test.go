@@ -226,5 +226,3 @@ func limitIDs(c *report.Capacity) string {
 	}
 	return strings.Join(s, "; ")
 }
-
-
