@@ -109,6 +109,9 @@ type labOptions struct {
 	html  string
 	out   string
 	agent bool
+	// capacity bounds, with tune, the capacity search before → after
+	// the plan; 0 skips it.
+	capacity time.Duration
 }
 
 func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -117,6 +120,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
 	fs.IntVar(&o.stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
 	fs.BoolVar(&o.tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
+	durationVar(fs, &o.capacity, "capacity", 90*time.Second, "with --tune: then search the capacity before → after netdoctor's plan (capacity --verify-with) within this time; 0 skips it")
 	fs.BoolVar(&o.agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
 	fs.BoolVar(&o.keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.html, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
@@ -170,8 +174,14 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.html = filepath.Join(o.out, sc.Name+".html")
 	}
 	before := labPhase{sc: sc, stage: stage, agent: o.agent, json: filepath.Join(o.out, "before.json"), bundle: filepath.Join(o.out, "before.bundle.json"), html: o.html}
+	if o.capacity < 0 || o.capacity > 0 && o.capacity < 30*time.Second {
+		return badInput("lab run --capacity %v: 0 to skip it, or at least 30s (two searches and the plan's apply)", o.capacity)
+	}
 	if o.tune {
 		before.plan, before.verify = filepath.Join(o.out, "plan.json"), filepath.Join(o.out, "verify.json")
+		if o.capacity > 0 {
+			before.capacity, before.capacityFor = filepath.Join(o.out, "capacity.json"), o.capacity
+		}
 	}
 	phases := []labPhase{before}
 	if o.fixed {
@@ -211,6 +221,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if o.tune {
 		p.f("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
+		if before.capacity != "" {
+			p.f("  capacity (before, after): %s, %s and %s\n", before.capacity, before.capacityHTML(), afterPath(before.capacityHTML()))
+		}
 	}
 	return p.err
 }
@@ -244,8 +257,11 @@ type labPhase struct {
 	json, html  string
 	bundle      string // the run's evidence (run --bundle)
 	// plan and verify, when set: plan from the run's report and verify
-	// the plan in the same lab.
+	// the plan in the same lab; capacity, when set, the capacity before
+	// → after the plan, searched within capacityFor.
 	plan, verify string
+	capacity     string
+	capacityFor  time.Duration
 	// agent: the server's side through an agent in its namespace.
 	agent bool
 }
@@ -465,5 +481,21 @@ func (ph labPhase) tune(ctx context.Context, e *lab.Env, t *lab.Target, stdout, 
 	if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
 		return err
 	}
+	if ph.capacity != "" {
+		// How much it takes within its SLO, before and after the same
+		// plan: the capacity search with its diagnosis, twice.
+		p.f("\nCapacity before → after the plan (within p99<=500ms, errors<=0.1%%; %v at most):\n\n", ph.capacityFor)
+		args := append([]string{"capacity"}, t.Args...)
+		args = append(args, "--server-netns", e.ServerNS, "--verify-with", ph.plan, "--max-duration", ph.capacityFor.String(),
+			"--json", ph.capacity, "--html", ph.capacityHTML(), t.URL)
+		if err := labNetdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
+			return err
+		}
+	}
 	return p.err
+}
+
+// capacityHTML is the capacity search's page, beside its JSON.
+func (ph labPhase) capacityHTML() string {
+	return strings.TrimSuffix(ph.capacity, ".json") + ".html"
 }
