@@ -235,7 +235,7 @@ func CapacityText(w io.Writer, c *Capacity) error {
 		}
 		p.f("\nHeadroom%s, fullest first:\n", at)
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "  resource\tsubject\tuse of its limit\t\n")
+		fmt.Fprintf(tw, "  resource\tsubject\tused\tof its limit\n")
 		for _, h := range c.Headroom {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", h.Resource, h.Subject, Percent(h.Share), h.Text)
 		}
