@@ -15,7 +15,7 @@ func sampleCapacity() *Capacity {
 			Latency: []Quantile{{50, p99 / 2}, {90, p99 * 9 / 10}, {99, p99}, {99.9, p99}, {100, p99}}}
 	}
 	return &Capacity{Version: Version, Command: "capacity", URL: "http://10.0.0.2:8080/", SLO: slo,
-		Verdict: "CAPACITY: 80.3 req/s within p99<=250ms, errors<=0.1% (met at 80.3, broken at 82.1 req/s); limited by worker-pool-exhausted (python3 10.0.0.2:8080)",
+		Verdict:     "CAPACITY: 80.3 req/s within p99<=250ms, errors<=0.1% (met at 80.3, broken at 82.1 req/s); limited by worker-pool-exhausted (python3 10.0.0.2:8080)",
 		CapacityRPS: 80.3, Bracket: Bracket{Pass: 80.3, Fail: 82.1},
 		Steps: []Step{step(1, "probe", 0, 78.6, 150*time.Millisecond, true), step(2, "search", 55, 55, 65*time.Millisecond, true),
 			step(3, "search", 82.1, 79.5, 300*time.Millisecond, false, "p99 300.00ms > 250.00ms"), step(4, "search", 80.3, 79.4, 90*time.Millisecond, true),
