@@ -44,6 +44,7 @@ func commands() []command {
 		{"diagnose", "run the rules on a saved bundle", runDiagnose},
 		{"load", "HTTP load generator with wrk's flags, open-loop -R, HDR latency, per-second timeline", runLoad},
 		{"run", "load a service while sampling client and server every second, then diagnose the load window", runRun},
+		{"capacity", "find the highest request rate a service answers within its SLO, and what limits it there", runCapacity},
 		{"agent", "serve this host's evidence, and a diagnosis that runs all the time, over HTTP (for run --server-agent, check --agent, Prometheus)", runAgent},
 		{"rules", "print Prometheus alerting rules for the agent's findings (--format prometheusrule for the operator)", runRules},
 		{"lab", "seed cases rebuilt in network namespaces with real servers: list, run NAME [--fixed], clean", runLabCmd},

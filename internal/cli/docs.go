@@ -42,6 +42,8 @@ var commandDocs = []commandDoc{
 		Examples: []string{"netdoctor load -c 100 -t 2 -d 10s http://127.0.0.1:8080/", "netdoctor load -R 5000 -d 30s --json - http://127.0.0.1:8080/ | jq .latency"}},
 	{Path: "run", Args: "URL", Summary: "Load a service while sampling client and server every second, then diagnose the load window: every root cause with its evidence and fix.",
 		Examples: []string{"netdoctor run -c 200 -d 10s http://127.0.0.1/", "ip netns exec client netdoctor run --server-netns server http://10.0.0.2/", "netdoctor run --server-agent http://10.0.0.2:9120 --token-file agent.token http://10.0.0.2/"}},
+	{Path: "capacity", Args: "URL", Summary: "Find the highest request rate a service answers within its SLO (an open-loop search), what limited it there and how far the other resources were from their limits.",
+		Examples: []string{"netdoctor capacity --slo 'p99<=100ms' http://127.0.0.1:8080/", "ip netns exec client netdoctor capacity --server-netns server --slo 'p99<=250ms' --html cap.html http://10.0.0.2/", "netdoctor capacity --verify-with plan.json --max-duration 4m --json cap.json http://127.0.0.1/"}},
 	{Path: "agent", Summary: "Serve this host's evidence, and a diagnosis that runs all the time, over HTTP: for run --server-agent, check --agent and Prometheus.",
 		Examples: []string{"netdoctor agent", "netdoctor agent --listen 0.0.0.0:9120 --token-file /etc/netdoctor/agent.token --incidents /var/lib/netdoctor/incidents"}},
 	{Path: "rules", Summary: "Print Prometheus alerting rules for the agent's findings: one alert per finding, and per latent risk.",

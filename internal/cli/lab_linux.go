@@ -100,6 +100,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.Fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
 	fs.IntVar(&o.Stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
 	fs.BoolVar(&o.Tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
+	durationVar(fs, &o.Capacity, "capacity", 90*time.Second, "with --tune: then search the capacity before → after netdoctor's plan (capacity --verify-with) within this time; 0 skips it")
 	fs.BoolVar(&o.Agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.HTML, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
@@ -118,6 +119,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if o.ProfileHz < 0 || o.ProfileHz > cpuprof.MaxHz {
 		return badInput("lab run --profile-hz %d: want 1 to %d (0: run's default)", o.ProfileHz, cpuprof.MaxHz)
+	}
+	if o.Capacity < 0 || o.Capacity > 0 && o.Capacity < 30*time.Second {
+		return badInput("lab run --capacity %v: 0 to skip it, or at least 30s (two searches and the plan's apply)", o.Capacity)
 	}
 	stage := o.Stage
 	if stage == 0 {

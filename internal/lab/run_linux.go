@@ -44,6 +44,9 @@ type RunOptions struct {
 	// ProfileHz is the runs' on-CPU profile frequency (run
 	// --profile-hz); 0 leaves run's default.
 	ProfileHz int
+	// Capacity bounds, with Tune, the capacity search before → after
+	// the plan (capacity --verify-with); 0 skips it.
+	Capacity time.Duration
 }
 
 // ExitFindings is netdoctor's exit code for a run with an active
@@ -75,6 +78,9 @@ func Run(ctx context.Context, sc *Scenario, o RunOptions, stdout, stderr io.Writ
 	before := phase{sc: sc, stage: stage, agent: o.Agent, profileHz: o.ProfileHz, json: filepath.Join(o.Out, "before.json"), bundle: filepath.Join(o.Out, "before.bundle.json"), html: o.HTML}
 	if o.Tune {
 		before.plan, before.verify = filepath.Join(o.Out, "plan.json"), filepath.Join(o.Out, "verify.json")
+		if o.Capacity > 0 {
+			before.capacity, before.capacityFor = filepath.Join(o.Out, "capacity.json"), o.Capacity
+		}
 	}
 	phases := []phase{before}
 	if o.Fixed {
@@ -114,6 +120,10 @@ func Run(ctx context.Context, sc *Scenario, o RunOptions, stdout, stderr io.Writ
 	}
 	if o.Tune {
 		p.f("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
+		if before.capacity != "" {
+			html := before.capacityHTML()
+			p.f("  capacity (before, after): %s, %s and %s\n", before.capacity, html, strings.TrimSuffix(html, ".html")+".after.html")
+		}
 	}
 	return p.err
 }
@@ -152,6 +162,16 @@ type phase struct {
 	plan, verify string
 	// agent: the server's side through an agent in its namespace.
 	agent bool
+	// capacity, when set with plan: the capacity before → after the
+	// plan, searched within capacityFor.
+	capacity    string
+	capacityFor time.Duration
+}
+
+// capacityHTML is the capacity search's page, beside its JSON (the
+// after search's is NAME.after.html, as capacity --verify-with writes).
+func (ph phase) capacityHTML() string {
+	return strings.TrimSuffix(ph.capacity, ".json") + ".html"
 }
 
 func (ph phase) label() string {
@@ -310,6 +330,17 @@ func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.W
 		"--verify-with", ph.plan, "--json", ph.verify, t.URL)
 	if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
 		return err
+	}
+	if ph.capacity != "" {
+		// How much it takes within its SLO, before and after the same
+		// plan: the capacity search with its diagnosis, twice.
+		p.f("\nCapacity before → after the plan (within p99<=500ms, errors<=0.1%%; %v at most):\n\n", ph.capacityFor)
+		args := append([]string{"capacity"}, t.Args...)
+		args = append(args, "--server-netns", e.ServerNS.Name, "--verify-with", ph.plan, "--max-duration", ph.capacityFor.String(),
+			"--json", ph.capacity, "--html", ph.capacityHTML(), t.URL)
+		if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
+			return err
+		}
 	}
 	return p.err
 }

@@ -208,8 +208,12 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
+	from := time.Duration(-1)
+	if o.Measure > 0 {
+		from = o.Measure
+	}
 	for range o.Threads {
-		e.threads = append(e.threads, newThreadStats())
+		e.threads = append(e.threads, newThreadStats(from))
 	}
 	// Each event loop keeps its P through epoll_wait; leave one for the
 	// timeline, timers and whatever else the program runs meanwhile.
@@ -286,14 +290,36 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 // fill sums the threads into the result and judges the generator itself.
 func (e *engine) fill(res *Result, elapsed time.Duration, busy []float64, cpu float64, agg *aggregator) {
 	run := hdrhistogram.New(histMin, histMax, histSig)
+	all := hdrhistogram.New(histMin, histMax, histSig)
+	var m *Window
+	var mrun, mall *hdrhistogram.Histogram
+	if o := e.opts.Measure; o > 0 && o < elapsed {
+		m = &Window{From: o, Seconds: (elapsed - o).Seconds(), Status: map[string]uint64{}}
+		mrun, mall = hdrhistogram.New(histMin, histMax, histSig), hdrhistogram.New(histMin, histMax, histSig)
+	}
 	res.Status = map[string]uint64{}
 	res.ErrorCauses = map[string]uint64{}
 	for _, t := range e.threads {
 		t.mu.Lock()
 		run.Merge(t.run)
+		all.Merge(t.all)
 		res.Requests += t.total.requests
 		res.Bytes += t.total.bytes
 		res.Errors.add(t.total.errors)
+		res.Queued += t.queued
+		res.Unsent += t.total.unsent
+		if m != nil {
+			mrun.Merge(t.mrun)
+			mall.Merge(t.mall)
+			m.Requests += t.measured.requests
+			m.Errors.add(t.measured.errors)
+			m.Unsent += t.measured.unsent
+			for c := 1; c <= 5; c++ {
+				if n := t.measured.status[c]; n > 0 {
+					m.Status[strconv.Itoa(c)+"xx"] += n
+				}
+			}
+		}
 		for c := 1; c <= 5; c++ {
 			if n := t.total.status[c]; n > 0 {
 				res.Status[strconv.Itoa(c)+"xx"] += n
@@ -313,6 +339,14 @@ func (e *engine) fill(res *Result, elapsed time.Duration, busy []float64, cpu fl
 	}
 	e.hist = run
 	res.Latency = latencyOf(run)
+	if all.TotalCount() > 0 {
+		la := latencyOf(all)
+		res.LatencyAll = &la
+	}
+	if m != nil {
+		m.Latency, m.LatencyAll, m.all = latencyOf(mrun), latencyOf(mall), mall
+		res.Measured = m
+	}
 	res.LatencySpread = spreadOf(run)
 	for _, p := range []float64{50, 75, 90, 99, 99.9, 99.99, 100} {
 		res.Percentiles = append(res.Percentiles, Percentile{p, us(run.ValueAtPercentile(p))})

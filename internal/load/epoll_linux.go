@@ -51,10 +51,12 @@ type worker struct {
 	salen  uintptr
 	family int
 	// Open-loop pacing: the next intended send time and the gap between
-	// this thread's requests.
+	// this thread's requests; starved while requests due found every
+	// connection busy, until the thread catches up.
 	rate     bool
 	next     time.Duration
 	interval time.Duration
+	starved  bool
 	// A script's Lua state, and the connections in state cDelayed with
 	// the earliest end of their delays.
 	lt       *luaThread
@@ -117,7 +119,7 @@ func (e *engine) runWorker(id int) float64 {
 	cpu0 := threadCPU()
 	w, err := e.newWorker(id)
 	if err != nil {
-		e.threads[id].fail(errConn, "epoll: "+err.Error())
+		e.threads[id].fail(errConn, "epoll: "+err.Error(), -1, 0)
 		return 0
 	}
 	defer w.close()
@@ -134,6 +136,9 @@ func (e *engine) runWorker(id int) float64 {
 		wait := 10 * time.Millisecond
 		if w.rate {
 			w.dispatch(now)
+			if w.next > now {
+				w.starved = false
+			}
 			wait = min(wait, max(w.next-now, 0))
 		}
 		if w.delays > 0 {
@@ -141,7 +146,7 @@ func (e *engine) runWorker(id int) float64 {
 		}
 		n, err := epollWait(w.ep, w.events, int((wait+time.Millisecond-1)/time.Millisecond))
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			w.stats.fail(errRead, "epoll: "+err.Error())
+			w.stats.fail(errRead, "epoll: "+err.Error(), -1, w.now())
 			break
 		}
 		now = w.now()
@@ -149,11 +154,36 @@ func (e *engine) runWorker(id int) float64 {
 			w.handle(&w.events[i], now)
 		}
 	}
+	w.unsent()
 	if s := time.Since(e.start).Seconds(); s > 0 {
 		return (threadCPU() - cpu0) / s
 	}
 	return 0
 }
+
+// unsent counts the open-loop requests that were due by the end of the
+// run and never sent: every connection was busy until then.
+func (w *worker) unsent() {
+	// Only a thread still starved at the end left requests waiting for a
+	// connection; others are behind by a loop's wake-up at most. A -n
+	// budget spent or a script's stop is no request left unsent.
+	if !w.rate || !w.starved || w.e.opts.Requests > 0 || w.lt != nil && w.lt.stopped.Load() {
+		return
+	}
+	end := w.now()
+	if !w.e.end.IsZero() {
+		end = min(end, w.e.end.Sub(w.e.start))
+	}
+	for n := 0; w.next <= end && n < maxUnsent; n++ {
+		w.stats.unsent(w.next, end)
+		w.next += w.interval
+	}
+}
+
+// maxUnsent bounds the requests counted unsent per thread: a rate far
+// beyond what the server answers leaves a long tail, and each is a
+// histogram entry.
+const maxUnsent = 1 << 20
 
 func (w *worker) close() {
 	for _, c := range w.conns {
@@ -176,7 +206,9 @@ func (w *worker) maintain(now time.Duration) {
 		}
 		switch c.state {
 		case cClosed:
-			if !w.rate || !w.e.opts.NoKeepAlive { // paced short connections open in dispatch
+			// Paced short connections, and a growing pool's, open
+			// in dispatch.
+			if !w.rate || !w.e.opts.NoKeepAlive && !w.e.opts.Grow {
 				w.open(c, now)
 			}
 		case cConnecting, cWriting, cReading:
@@ -199,6 +231,9 @@ func (w *worker) dispatch(now time.Duration) {
 	for w.next <= now {
 		c := w.free()
 		if c == nil {
+			// Every connection is busy: the requests due wait here,
+			// in the generator (Result.Queued).
+			w.starved = true
 			return
 		}
 		if !w.e.take() {
@@ -206,6 +241,9 @@ func (w *worker) dispatch(now time.Duration) {
 		}
 		origin := w.next
 		w.next += w.interval
+		if w.starved {
+			w.stats.waited(1)
+		}
 		if c.state == cClosed {
 			c.reserved = true
 			w.connect(c, origin)
@@ -216,14 +254,19 @@ func (w *worker) dispatch(now time.Duration) {
 	}
 }
 
-// free returns a connection ready to carry a paced request.
+// free returns a connection ready to carry a paced request: an idle
+// one, else (short connections, a growing pool) one to open.
 func (w *worker) free() *conn {
+	var closed *conn
 	for _, c := range w.conns[:w.active] {
-		if c.state == cIdle || (w.e.opts.NoKeepAlive && c.state == cClosed) {
+		switch {
+		case c.state == cIdle:
 			return c
+		case c.state == cClosed && closed == nil && (w.e.opts.NoKeepAlive || w.e.opts.Grow):
+			closed = c
 		}
 	}
-	return nil
+	return closed
 }
 
 // open starts a connection in closed-loop mode.
@@ -275,7 +318,8 @@ func (w *worker) connect(c *conn, origin time.Duration) {
 
 func (w *worker) connectFailed(c *conn, err error) {
 	c.state = cClosed
-	w.stats.fail(errConn, connectCause(err))
+	now := w.now()
+	w.stats.fail(errConn, connectCause(err), now-c.start, now)
 	w.settle(c)
 }
 
@@ -511,7 +555,7 @@ func (w *worker) response(c *conn) bool {
 
 // complete records a response and starts what follows it on c.
 func (w *worker) complete(c *conn, now time.Duration, extra bool) {
-	w.stats.record(now-c.start, c.p.status(), c.rbytes)
+	w.stats.record(now-c.start, now, c.p.status(), c.rbytes)
 	if !w.response(c) {
 		return
 	}
@@ -538,7 +582,8 @@ func (w *worker) complete(c *conn, now time.Duration, extra bool) {
 
 // failReq counts a failed request and replaces its connection.
 func (w *worker) failReq(c *conn, class int, cause string) {
-	w.stats.fail(class, cause)
+	now := w.now()
+	w.stats.fail(class, cause, now-c.start, now)
 	w.settle(c)
 	w.drop(c)
 	c.state = cClosed

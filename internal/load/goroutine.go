@@ -127,6 +127,11 @@ func (g *goConn) loop() {
 			}
 			origin = next
 			next += interval
+			if now-origin > interval {
+				// Due while this connection was still busy: it
+				// waited in the generator (Result.Queued).
+				g.st.waited(1)
+			}
 		} else if g.lt != nil && g.lt.delay != nil && !delayed {
 			if !g.delay() {
 				return
@@ -139,14 +144,15 @@ func (g *goConn) loop() {
 			continue
 		}
 		delayed = false
+		g.start = origin
 		if !g.connect() {
 			continue
 		}
-		g.start = origin
 		keep, class, cause := g.roundTrip()
 		e.settle()
 		if class != stNone {
-			g.st.fail(class, cause)
+			at := time.Since(e.start)
+			g.st.fail(class, cause, at-g.start, at)
 		}
 		if !keep || class != stNone || e.opts.NoKeepAlive {
 			g.close()
@@ -164,7 +170,8 @@ func (g *goConn) connect() bool {
 	c, err := g.dial(ctx, g.addr)
 	cancel()
 	if err != nil {
-		g.st.fail(errConn, tlsCause(err))
+		at := time.Since(g.e.start)
+		g.st.fail(errConn, tlsCause(err), at-g.start, at)
 		g.e.settle()
 		time.Sleep(10 * time.Millisecond)
 		return false
@@ -285,7 +292,8 @@ func (g *goConn) roundTrip() (keep bool, class int, cause string) {
 // finish records the last response of a request and hands it to the
 // script; clean says no bytes followed it.
 func (g *goConn) finish(read uint64, clean bool) (bool, int, string) {
-	g.st.record(time.Since(g.e.start)-g.start, g.p.status(), read)
+	at := time.Since(g.e.start)
+	g.st.record(at-g.start, at, g.p.status(), read)
 	if err := g.response(); err != nil {
 		return g.scriptFailed(err)
 	}

@@ -324,3 +324,81 @@ func TestReqPerSec(t *testing.T) {
 		t.Errorf("latency spread %+v over %d requests", l, res.Requests)
 	}
 }
+
+// TestLatencyAll: three requests in four are never answered and time
+// out. The answered requests' latency hides them; the latency of every
+// request counts each timeout at the time it timed out, and the success
+// share counts them failed.
+func TestLatencyAll(t *testing.T) {
+	var n atomic.Int64
+	url := fault(t, func(c net.Conn) {
+		for readRequest(c) {
+			if n.Add(1)%4 != 0 {
+				readRequest(c) // never answered: the client times out and closes
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+		}
+	})
+	const timeout = 300 * time.Millisecond
+	res := mustRun(t, Options{URL: url, Connections: 4, Threads: 1, Duration: 1500 * time.Millisecond, Timeout: timeout})
+	if res.Requests == 0 || res.Errors.Timeout == 0 || res.LatencyAll == nil {
+		t.Fatalf("requests %d, errors %+v, latency_all %v: want answers and timeouts", res.Requests, res.Errors, res.LatencyAll)
+	}
+	if res.Latency.Max >= timeout {
+		t.Errorf("answered requests' max %v: none can take the timeout", res.Latency.Max)
+	}
+	if res.LatencyAll.P50 < timeout || res.LatencyAll.Max < res.LatencyAll.P50 || res.LatencyAll.Min > res.Latency.Min {
+		t.Errorf("every request's latency %+v: want p50 at least the timeout %v (3 in 4 timed out), min the answered ones' %v", *res.LatencyAll, timeout, res.Latency.Min)
+	}
+	if s := res.SuccessShare(); s <= 0 || s >= 0.5 {
+		t.Errorf("success share %.2f: want about a quarter (%d answered, %d timed out)", s, res.Requests, res.Errors.Timeout)
+	}
+}
+
+// TestRateQueuedUnsent: an open loop at 50 requests/s on one connection
+// to a server that takes 100 ms a request: most requests wait in the
+// generator for the connection (Queued), those still waiting at the end
+// are Unsent and failed in the success share, and the measured part
+// after the warm-up counts only what ended in it.
+func TestRateQueuedUnsent(t *testing.T) {
+	s := newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(w, "ok\n")
+	})
+	res := mustRun(t, Options{URL: s.URL, Rate: 50, Connections: 1, Threads: 1, Duration: 1500 * time.Millisecond, Measure: 500 * time.Millisecond, Timeout: 5 * time.Second})
+	if res.Queued == 0 || res.Unsent == 0 {
+		t.Errorf("queued %d, unsent %d: want requests waiting for the one connection", res.Queued, res.Unsent)
+	}
+	if share := res.SuccessShare(); share >= 0.5 || float64(res.Good())/float64(res.Good()+res.Unsent) != share {
+		t.Errorf("success share %.2f with %d answered and %d never sent", share, res.Good(), res.Unsent)
+	}
+	m := res.Measured
+	if m == nil {
+		t.Fatal("no measured part")
+	}
+	if m.Requests == 0 || m.Requests >= res.Requests || m.Unsent != res.Unsent || m.Seconds <= 0.9 || m.Seconds > res.DurationS {
+		t.Errorf("measured %+v of %d responses, %d unsent, %.2f s", *m, res.Requests, res.Unsent, res.DurationS)
+	}
+	if p := m.Percentile(99); p != m.LatencyAll.P99 || p < m.Latency.P50 || m.Ended() != m.Requests+m.Unsent {
+		t.Errorf("measured p99 of every request %v (summary %v), answered p50 %v; ended %d", p, m.LatencyAll.P99, m.Latency.P50, m.Ended())
+	}
+}
+
+// TestRateGrow: an open loop with Grow opens connections as requests
+// need them: at 100 requests/s to a server that takes 20 ms, about two
+// are in flight, far from the 50 allowed, and none waits in the
+// generator.
+func TestRateGrow(t *testing.T) {
+	s := newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		io.WriteString(w, "ok\n")
+	})
+	res := mustRun(t, Options{URL: s.URL, Rate: 100, Connections: 50, Grow: true, Threads: 1, Duration: 2 * time.Second})
+	if res.Requests < 150 || res.Errors.Total() != 0 {
+		t.Fatalf("requests %d, errors %+v", res.Requests, res.Errors)
+	}
+	if res.ConnectionsOpened >= 50 || s.conns.Load() != int64(res.ConnectionsOpened) || res.Queued != 0 || res.Unsent != 0 {
+		t.Errorf("opened %d (server saw %d), queued %d, unsent %d: want the few connections the requests needed", res.ConnectionsOpened, s.conns.Load(), res.Queued, res.Unsent)
+	}
+}

@@ -38,6 +38,17 @@ type Options struct {
 	// is measured from it, so a stalled server shows up as queueing delay
 	// (coordinated omission corrected, as wrk2 does).
 	Rate float64
+	// Grow, with Rate, opens connections as the requests need them, up
+	// to Connections, instead of all of them at the start: a request
+	// due when every open connection is busy opens one more, as a
+	// client's pool grows, and waits in the generator (Result.Queued)
+	// only once Connections are open. Over https:// it is ignored: the
+	// connections are all opened, each pacing its own requests.
+	Grow bool
+	// Measure, if > 0, is where the measured part of the run begins,
+	// after a warm-up: Result.Measured sums up what ended from then on
+	// (capacity's steps judge their steady state by it).
+	Measure time.Duration
 	// Timeout is the longest a request may take before it counts as a
 	// timeout error and its connection is closed; default 2 s.
 	Timeout time.Duration
@@ -132,4 +143,13 @@ func parseTarget(raw string) (target, error) {
 	t.host = u.Host
 	t.path = u.RequestURI()
 	return t, nil
+}
+
+// ConnectionLimit is the most connections a run can open: the open-file
+// limit, raised to its hard limit, less what the process keeps for
+// itself. A run asked for more opens this many and says the generator
+// was limited (Result.Saturated).
+func ConnectionLimit() int {
+	n, _ := raiseNofile(1 << 30)
+	return n
 }

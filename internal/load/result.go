@@ -1,6 +1,10 @@
 package load
 
-import "time"
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
 
 // Errors counts failed requests in wrk's classes.
 type Errors struct {
@@ -88,6 +92,13 @@ type Result struct {
 	RPS         float64 `json:"rps"`
 	BytesPerSec float64 `json:"bytes_per_sec"`
 	Latency     Latency `json:"latency"`
+	// LatencyAll is the latency of every request, answered or failed:
+	// a failed one counts at the time it failed or timed out, and in
+	// open loop one never sent (Unsent) at its age when the run ended.
+	// It is what the service's users waited, where Latency is the
+	// answered requests' alone: a run whose slow requests time out has
+	// a fast Latency. Nil in results written before it.
+	LatencyAll *Latency `json:"latency_all,omitempty"`
 	// Percentiles holds the distribution for --latency: percentile → ns.
 	Percentiles []Percentile `json:"percentiles"`
 	Errors      Errors       `json:"errors"`
@@ -96,6 +107,14 @@ type Result struct {
 	ErrorCauses map[string]uint64 `json:"error_causes,omitempty"`
 	// Status counts responses by class, "2xx" … "5xx".
 	Status map[string]uint64 `json:"status"`
+	// Queued counts the open-loop requests that found every connection
+	// busy when they were due and waited in the load generator for one;
+	// Unsent those still waiting when the run ended (counted neither as
+	// responses nor as errors).
+	Queued uint64 `json:"queued,omitempty"`
+	Unsent uint64 `json:"unsent,omitempty"`
+	// Measured is the part of the run after Options.Measure, when set.
+	Measured *Window `json:"measured,omitempty"`
 	// ConnectionsOpened counts TCP connections established.
 	ConnectionsOpened uint64   `json:"connections_opened"`
 	Timeline          []Second `json:"timeline"`
@@ -134,4 +153,59 @@ type Spread struct {
 type Percentile struct {
 	Percentile float64       `json:"percentile"`
 	Latency    time.Duration `json:"latency_ns"`
+}
+
+// Window is the measured part of a run (Options.Measure): what ended
+// from From on, over Seconds.
+type Window struct {
+	From    time.Duration `json:"from_ns"`
+	Seconds float64       `json:"seconds"`
+	// Requests counts the responses, Status them by class.
+	Requests uint64            `json:"requests"`
+	Status   map[string]uint64 `json:"status_classes"`
+	Errors   Errors            `json:"errors"`
+	Unsent   uint64            `json:"unsent,omitempty"`
+	// Latency is the responses'; LatencyAll every request's, as
+	// Result.LatencyAll.
+	Latency    Latency `json:"latency"`
+	LatencyAll Latency `json:"latency_all"`
+	all        *hdrhistogram.Histogram
+}
+
+// Percentile is the latency of every request in the window at
+// percentile p (0 < p <= 100), answered or failed; zero when nothing
+// ended in it or the window was read back from JSON.
+func (w *Window) Percentile(p float64) time.Duration {
+	if w.all == nil || w.all.TotalCount() == 0 {
+		return 0
+	}
+	return us(w.all.ValueAtPercentile(p))
+}
+
+// Ended counts the requests that ended in the window: answered, failed,
+// or never sent.
+func (w *Window) Ended() uint64 { return w.Requests + w.Errors.Total() + w.Unsent }
+
+// Good counts the window's successful responses: 2xx and 3xx.
+func (w *Window) Good() uint64 { return w.Status["2xx"] + w.Status["3xx"] }
+
+// Good counts the successful responses: 2xx and 3xx.
+func (r *Result) Good() uint64 { return r.Status["2xx"] + r.Status["3xx"] }
+
+// Goodput is the successful responses per second.
+func (r *Result) Goodput() float64 {
+	if r.DurationS <= 0 {
+		return 0
+	}
+	return float64(r.Good()) / r.DurationS
+}
+
+// SuccessShare is the share of the requests that ended (answered, failed
+// or, in open loop, never sent) that succeeded; 0 when none ended.
+func (r *Result) SuccessShare() float64 {
+	n := r.Requests + r.Errors.Total() + r.Unsent
+	if n == 0 {
+		return 0
+	}
+	return float64(r.Good()) / float64(n)
 }

@@ -27,6 +27,7 @@ type secStats struct {
 	errors          Errors
 	status          [6]uint64
 	hist            *hdrhistogram.Histogram
+	unsent          uint64 // (totals only) open-loop requests never sent
 }
 
 func newSecStats() *secStats {
@@ -44,19 +45,35 @@ func (s *secStats) reset() {
 // one each second under mu; everything else is also guarded by mu, which
 // is uncontended on the event-loop path.
 type threadStats struct {
-	mu     sync.Mutex
-	cur    *secStats
-	spare  *secStats
-	run    *hdrhistogram.Histogram
-	total  secStats
-	causes map[string]uint64
-	opened uint64
-	open   atomic.Int64 // connections open now
+	mu    sync.Mutex
+	cur   *secStats
+	spare *secStats
+	// run holds the responses' latencies; all every request's, answered
+	// or failed, each at the time it ended (Result.LatencyAll).
+	run, all *hdrhistogram.Histogram
+	total    secStats
+	causes   map[string]uint64
+	opened   uint64
+	open     atomic.Int64 // connections open now
+	// queued counts open-loop requests that found every connection busy
+	// when due and waited in the generator for one.
+	queued uint64
+	// from is where the measured part begins (Options.Measure), since
+	// the start; measured counts what ended from then on, its latencies
+	// in mrun and mall. from < 0: no measured part.
+	from       time.Duration
+	measured   secStats
+	mrun, mall *hdrhistogram.Histogram
 }
 
-func newThreadStats() *threadStats {
-	return &threadStats{cur: newSecStats(), spare: newSecStats(),
-		run: hdrhistogram.New(histMin, histMax, histSig), causes: map[string]uint64{}}
+func newThreadStats(from time.Duration) *threadStats {
+	t := &threadStats{cur: newSecStats(), spare: newSecStats(),
+		run: hdrhistogram.New(histMin, histMax, histSig), all: hdrhistogram.New(histMin, histMax, histSig),
+		causes: map[string]uint64{}, from: from}
+	if from >= 0 {
+		t.mrun, t.mall = hdrhistogram.New(histMin, histMax, histSig), hdrhistogram.New(histMin, histMax, histSig)
+	}
+	return t
 }
 
 func micros(d time.Duration) int64 {
@@ -70,8 +87,9 @@ func micros(d time.Duration) int64 {
 	return us
 }
 
-// record counts one completed response.
-func (t *threadStats) record(lat time.Duration, status int, bytes uint64) {
+// record counts one completed response of latency lat, ended at at
+// (since the start).
+func (t *threadStats) record(lat, at time.Duration, status int, bytes uint64) {
 	us := micros(lat)
 	class := status / 100
 	if class < 1 || class > 5 {
@@ -87,6 +105,15 @@ func (t *threadStats) record(lat time.Duration, status int, bytes uint64) {
 	t.total.bytes += bytes
 	t.total.status[class]++
 	t.run.RecordValue(us)
+	t.all.RecordValue(us)
+	if t.from >= 0 && at >= t.from {
+		m := &t.measured
+		m.requests++
+		m.bytes += bytes
+		m.status[class]++
+		t.mrun.RecordValue(us)
+		t.mall.RecordValue(us)
+	}
 	t.mu.Unlock()
 }
 
@@ -107,10 +134,19 @@ func (t *threadStats) count(status int, bytes uint64) {
 	t.mu.Unlock()
 }
 
-// fail counts one failed request in class with its cause.
-func (t *threadStats) fail(class int, cause string) {
+// fail counts one failed request in class with its cause. lat is how
+// long the request took until it failed, from its origin (its intended
+// send time in open loop), and at when it failed, since the start; a
+// negative lat is a failure that was no request's (the thread's own
+// epoll), counted without a latency.
+func (t *threadStats) fail(class int, cause string, lat, at time.Duration) {
 	t.mu.Lock()
-	for _, e := range []*Errors{&t.cur.errors, &t.total.errors} {
+	errs := []*Errors{&t.cur.errors, &t.total.errors}
+	measured := t.from >= 0 && at >= t.from
+	if measured {
+		errs = append(errs, &t.measured.errors)
+	}
+	for _, e := range errs {
 		switch class {
 		case errConn:
 			e.Connect++
@@ -123,6 +159,35 @@ func (t *threadStats) fail(class int, cause string) {
 		}
 	}
 	t.causes[cause]++
+	if lat >= 0 {
+		us := micros(lat)
+		t.all.RecordValue(us)
+		if measured {
+			t.mall.RecordValue(us)
+		}
+	}
+	t.mu.Unlock()
+}
+
+// unsent counts an open-loop request that was due at origin and still
+// waiting for a connection when the run ended at end: it is in the
+// latencies of every request at its age then, a lower bound.
+func (t *threadStats) unsent(origin, end time.Duration) {
+	us := micros(end - origin)
+	t.mu.Lock()
+	t.total.unsent++
+	t.all.RecordValue(us)
+	if t.from >= 0 && end >= t.from {
+		t.measured.unsent++
+		t.mall.RecordValue(us)
+	}
+	t.mu.Unlock()
+}
+
+// waited counts n open-loop requests that waited for a free connection.
+func (t *threadStats) waited(n uint64) {
+	t.mu.Lock()
+	t.queued += n
 	t.mu.Unlock()
 }
 

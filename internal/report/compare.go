@@ -67,12 +67,17 @@ func compareLoad(w io.Writer, la, lb *load.Result) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	row := func(name, x, y, change string) { fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", name, x, y, change) }
 	row("", "before", "after", "change")
-	row("requests/s", fmt.Sprintf("%.0f", la.RPS), fmt.Sprintf("%.0f", lb.RPS), ratio(la.RPS, lb.RPS))
-	for _, q := range []struct {
-		name string
-		x, y time.Duration
-	}{{"p50", la.Latency.P50, lb.Latency.P50}, {"p99", la.Latency.P99, lb.Latency.P99}, {"max", la.Latency.Max, lb.Latency.Max}} {
-		row("latency "+q.name, Dur(q.x), Dur(q.y), ratio(float64(q.x), float64(q.y)))
+	for _, r := range LikeWithLike(la, lb) {
+		row(r.Name, r.Before, r.After, r.Change)
+	}
+	row("requests/s, answered", fmt.Sprintf("%.0f", la.RPS), fmt.Sprintf("%.0f", lb.RPS), ratio(la.RPS, lb.RPS))
+	if la.LatencyAll != nil && lb.LatencyAll != nil {
+		for _, q := range []struct {
+			name string
+			x, y time.Duration
+		}{{"p50", la.Latency.P50, lb.Latency.P50}, {"p99", la.Latency.P99, lb.Latency.P99}} {
+			row("latency "+q.name+", answered only", Dur(q.x), Dur(q.y), ratio(float64(q.x), float64(q.y)))
+		}
 	}
 	for _, e := range []struct {
 		name string

@@ -27,6 +27,12 @@ var (
 	flameJS string
 )
 
+// xyChartJS draws the charts against a rate (Chart.X), inlined only in
+// pages that have one.
+//
+//go:embed assets/xychart.js
+var xyChartJS string
+
 var pageTmpl = template.Must(template.New("page").Parse(pageHTML))
 
 // Series is one line of a chart: a value per second.
@@ -35,10 +41,14 @@ type Series struct {
 	Points []float64 `json:"points"`
 }
 
-// Chart is one chart of the page.
+// Chart is one chart of the page. Its points are a second apart, or,
+// when X is set, at X's values (in XUnit): capacity's rate-vs-latency
+// curve.
 type Chart struct {
 	Title  string
 	Series []Series
+	X      []float64
+	XUnit  string
 }
 
 // JSON is the chart's data for the page's script.
@@ -47,13 +57,30 @@ func (c Chart) JSON() (string, error) {
 	return string(b), err
 }
 
+// XJSON is the chart's X values for the page's script.
+func (c Chart) XJSON() (string, error) {
+	b, err := json.Marshal(c.X)
+	return string(b), err
+}
+
+// Table is a table of the page: a header and rows of cells.
+type Table struct {
+	Title, Note string
+	Header      []string
+	Rows        [][]string
+}
+
 // Page is everything the HTML report shows.
 type Page struct {
 	Command, Target, Host, When, Verdict string
 	Bad                                  bool
 	Findings                             []Finding
 	Charts                               []Chart
-	LoadRows                             [][2]string
+	// ChartsTitle heads the charts: "Per second" when empty.
+	ChartsTitle string
+	LoadRows    [][2]string
+	// RowsTitle heads LoadRows: "Load" when empty.
+	RowsTitle string
 	// HostRows are a check's or a diagnosis's host picture (CheckPage).
 	HostRows [][2]string
 	// Waits are the servers' dependency tables: what each waited on.
@@ -68,6 +95,9 @@ type Page struct {
 	Profile     string
 	ProfileTops []ProfileTop
 	Flame       string
+	// Tables are tables of their own, after the charts (capacity's
+	// steps and headroom).
+	Tables []Table
 }
 
 // CPUBlock is one server's CPU accounting, as lines.
@@ -131,10 +161,16 @@ func HTML(w io.Writer, p *Page) error {
 		Script    template.JS
 		FlameLib  template.JS
 		FlameData template.JS
+		XYScript  template.JS
 	}{Page: p, Findings: views(p.Findings), DepHeader: DepHeader, Script: template.JS(chartJS)}
 	if p.Flame != "" {
 		data.FlameLib = template.JS(d3JS + "\n" + flamegraphJS + "\n" + flameJS)
 		data.FlameData = template.JS(p.Flame)
+	}
+	for _, c := range p.Charts {
+		if c.X != nil {
+			data.XYScript = template.JS(xyChartJS)
+		}
 	}
 	return pageTmpl.Execute(w, data)
 }

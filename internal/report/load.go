@@ -62,6 +62,9 @@ func LoadText(w io.Writer, r *load.Result, latency bool) error {
 		p.f("  Socket errors: connect %d, read %d, write %d, timeout %d\n", e.Connect, e.Read, e.Write, e.Timeout)
 		p.f("  Error causes: %s\n", causes(r.ErrorCauses))
 	}
+	if line := EveryRequest(r); line != "" {
+		p.f("  %s\n", line)
+	}
 	p.f("  Status: %s\n", Statuses(r.Status))
 	if n := r.Requests - r.Status["2xx"] - r.Status["3xx"]; n > 0 {
 		p.f("  Non-2xx or 3xx responses: %d\n", n)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
 )
@@ -48,17 +47,16 @@ func VerifyText(w io.Writer, before, after *Run, vs []Verdict) error {
 			return f(r.Load)
 		}
 	}
-	row("requests/s", lr(func(l *load.Result) string { return fmt.Sprintf("%.0f", l.RPS) }))
-	lat := func(f func(*load.Result) time.Duration) func(*load.Result) string {
-		return func(l *load.Result) string {
-			if l.Requests == 0 {
-				return "-"
+	if before.Load != nil && after.Load != nil {
+		// Like with like first: goodput, success share, and the
+		// latency of every request, failed ones included.
+		for _, r := range LikeWithLike(before.Load, after.Load) {
+			if !strings.HasPrefix(r.Name, "latency max") {
+				fmt.Fprintf(tw, "  %s\t%s\t→ %s\n", r.Name, r.Before, r.After)
 			}
-			return Dur(f(l))
 		}
 	}
-	row("p50", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P50 })))
-	row("p99", lr(lat(func(l *load.Result) time.Duration { return l.Latency.P99 })))
+	row("requests/s, answered", lr(func(l *load.Result) string { return fmt.Sprintf("%.0f", l.RPS) }))
 	row("errors", lr(func(l *load.Result) string {
 		e := l.Errors
 		return fmt.Sprintf("connect %d, read %d, write %d, timeout %d", e.Connect, e.Read, e.Write, e.Timeout)

@@ -79,6 +79,9 @@ func WrkText(w io.Writer, r *load.Result, latency bool) error {
 	if len(pcs) > 0 && r.Requests > 0 {
 		p.f("Percentiles: %s\n", strings.Join(pcs, ", "))
 	}
+	if line := EveryRequest(r); line != "" {
+		p.f("%s\n", line)
+	}
 	p.f("Status: %s\n", Statuses(r.Status))
 	if r.Errors.Total() > 0 {
 		p.f("Errors by cause: %s\n", causes(r.ErrorCauses))

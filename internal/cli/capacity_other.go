@@ -1,0 +1,15 @@
+//go:build !linux
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/netdoctor/netdoctor/internal/capacity"
+)
+
+func capacityVerify(context.Context, capacity.Options, string, string, string, float64, io.Writer, io.Writer, io.Writer) error {
+	return errors.New("capacity --verify-with needs Linux: a plan writes /proc/sys and reloads Linux services")
+}

@@ -1,0 +1,246 @@
+package rules
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// Headroom is how far each resource a run's requests need was from its
+// limit during the load, fullest first: the servers' worker pools and
+// their pools to what they depend on, the listeners' accept queues, the
+// CPUs, the conntrack table, the local ports towards the busiest
+// destination, the interfaces' bandwidth, the servers' descriptors.
+// capacity reports it for the step it diagnosed, so that beside what
+// limited the capacity a reader sees what would limit it next. Each
+// entry names the finding that reports its resource at the limit, and
+// whether found holds it active.
+func Headroom(r *Run, found []report.Finding) []report.Headroom {
+	if r == nil {
+		return []report.Headroom{}
+	}
+	out := []report.Headroom{}
+	add := func(h report.Headroom) {
+		if h.Limit > 0 {
+			h.Share = h.Used / h.Limit
+			out = append(out, h)
+		}
+	}
+	b := r.serverBundle()
+	for _, s := range r.Servers {
+		if h, ok := poolHeadroom(r, s, b); ok {
+			add(h)
+		}
+		for _, d := range s.Deps {
+			if d.Conns == 0 || d.Busy <= 0 {
+				continue
+			}
+			add(report.Headroom{Resource: "dependency-pool", Subject: s.Kind + " → " + depName(&d), Side: r.ServerSide(),
+				Used: d.Busy * float64(d.Conns), Limit: float64(d.Conns), Unit: "connections", Finding: DependencyPoolSaturated,
+				Text: fmt.Sprintf("%d connections from %s, each with a request outstanding %.0f %% of the time", d.Conns, s.Kind, 100*d.Busy)})
+		}
+	}
+	seen := map[*evidence.Bundle]bool{}
+	hosts := map[string]bool{} // the CPUs are a host's: one entry for two namespaces of it
+	for _, side := range r.Sides {
+		if !side.Observed || side.Bundle == nil || seen[side.Bundle] {
+			continue
+		}
+		seen[side.Bundle] = true
+		w := r.Window(side)
+		name := side.Name
+		if side.Name == report.Server {
+			name = r.ServerSide()
+		}
+		for _, h := range sideHeadroom(r, w, name) {
+			if h.Resource == "cpu" && w.Host.BootID != "" {
+				if hosts[w.Host.BootID] {
+					continue
+				}
+				hosts[w.Host.BootID] = true
+				if name == report.Client || name == report.Local {
+					h.Subject = "client's host (the load generator's too)"
+				}
+			}
+			add(h)
+		}
+	}
+	for i := range out {
+		for _, f := range found {
+			if f.ID == out[i].Finding && f.Status == report.Active && (f.Side == "" || out[i].Side == "" || f.Side == out[i].Side) {
+				out[i].Active = true
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b report.Headroom) int {
+		return cmp.Or(cmp.Compare(b.Share, a.Share), cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Subject, b.Subject))
+	})
+	return out
+}
+
+// poolHeadroom is a server's worker pool against its size: php-fpm's
+// busy workers against pm.max_children; any other server's busy threads
+// (those in a sleep, on a peer, a lookup or the disk) against the most
+// that were busy at once, when requests waited unread for them (the
+// pool was full), else against all its threads.
+func poolHeadroom(r *Run, s *app.Server, b *evidence.Bundle) (report.Headroom, bool) {
+	smps := r.Samples(s)
+	if len(smps) == 0 {
+		return report.Headroom{}, false
+	}
+	h := report.Headroom{Resource: "worker-pool", Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(), Unit: "workers", Finding: WorkerPoolExhausted}
+	if p := s.Pool; p != nil && p.MaxChildren.Value > 0 {
+		var sum, peak int
+		for _, smp := range smps {
+			busy := smp.Workers - smp.Waits[app.WaitIdle]
+			if smp.Workers == 0 && smp.Pool != nil {
+				busy = smp.Pool.Active - 1
+			}
+			sum += busy
+			peak = max(peak, busy)
+		}
+		h.Subject = "php-fpm pool " + p.Name
+		h.Used, h.Limit = float64(sum)/float64(len(smps)), float64(p.MaxChildren.Value)
+		h.Text = fmt.Sprintf("%.1f of pm.max_children %d workers busy on average, %d at most", h.Used, p.MaxChildren.Value, peak)
+		return h, true
+	}
+	if s.Nginx != nil {
+		return report.Headroom{}, false // nginx's workers are event loops: its limits are connections (worker_connections)
+	}
+	busy := make([]int, len(smps))
+	sum, threads := 0, 0
+	for i, smp := range smps {
+		for c, k := range smp.Waits {
+			if parallel[c] || c == app.WaitRunning {
+				busy[i] += k
+			}
+		}
+		n := 0
+		for _, k := range smp.Waits {
+			n += k
+		}
+		threads = max(threads, n)
+		sum += busy[i]
+	}
+	sorted := slices.Clone(busy)
+	slices.Sort(sorted)
+	pool := sorted[len(sorted)-1]
+	if len(sorted) > 1 {
+		pool = sorted[len(sorted)-2] // one sample's thread passing through is not the pool
+	}
+	mean := float64(sum) / float64(len(smps))
+	if pool == 0 || threads == 0 {
+		return report.Headroom{}, false
+	}
+	queued, peak := 0, 0
+	if b != nil {
+		queued, peak = queuedRequests(r, b, s.Addr)
+	}
+	h.Used = mean
+	if queued >= 2 {
+		h.Limit = float64(pool)
+		h.Text = fmt.Sprintf("%.1f of %d worker threads busy on average while up to %d requests waited unread for one (%d sampled seconds): the pool was full", mean, pool, peak, queued)
+	} else {
+		h.Limit = float64(threads)
+		h.Text = fmt.Sprintf("%.1f of %d threads busy on average, %d at most; no request waited unread for one", mean, threads, pool)
+	}
+	return h, true
+}
+
+// sideHeadroom is one side's kernel resources over the load window.
+func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroom {
+	if w == nil || len(w.Snapshots) == 0 {
+		return nil
+	}
+	var out []report.Headroom
+	where := string(side)
+	if busy, ok := hostBusy(w, r.LoadStart, r.LoadEnd); ok {
+		cpus := float64(w.Host.CPUs)
+		if cpus <= 0 {
+			cpus = 1
+		}
+		out = append(out, report.Headroom{Resource: "cpu", Subject: where + "'s host", Side: side, Used: busy * cpus, Limit: cpus, Unit: "CPUs", Finding: CPUSaturated,
+			Text: fmt.Sprintf("%.0f %% busy of %d CPUs over the load: all of the host's work", 100*busy, int(cpus))})
+	}
+	last := &w.Snapshots[len(w.Snapshots)-1]
+	if ct := last.Conntrack; ct != nil && ct.Max > 0 {
+		peak := ct.Count
+		for _, s := range w.Snapshots {
+			if s.Conntrack != nil {
+				peak = max(peak, s.Conntrack.Count)
+			}
+		}
+		out = append(out, report.Headroom{Resource: "conntrack", Subject: "nf_conntrack " + where, Side: side, Used: float64(peak), Limit: float64(ct.Max), Unit: "entries", Finding: ConntrackTableFull,
+			Text: fmt.Sprintf("%d of nf_conntrack_max %d entries at most", peak, ct.Max)})
+	}
+	// The accept queues of the listeners the run's requests reached.
+	queues := map[string]report.Headroom{}
+	for _, s := range w.Snapshots {
+		if s.Sockets == nil || s.Time.Before(r.LoadStart) {
+			continue
+		}
+		for _, l := range s.Sockets.Listeners {
+			if l.Proto == "unix" || l.SendQ == 0 || !r.Serves(l.Addr) {
+				continue
+			}
+			h, ok := queues[l.Addr]
+			if !ok || float64(l.RecvQ) > h.Used {
+				queues[l.Addr] = report.Headroom{Resource: "accept-queue", Subject: l.Addr, Side: side, Used: float64(l.RecvQ), Limit: float64(l.SendQ), Unit: "connections", Finding: AcceptQueueOverflow,
+					Text: fmt.Sprintf("%d connections waited to be accepted at most, of a backlog of %d", l.RecvQ, l.SendQ)}
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(queues)) {
+		out = append(out, queues[addr])
+	}
+	if lo, hi, ok := portRange(last); ok {
+		if rem := busiestRemote(w, nil); rem.Ephemeral > 1 {
+			n := hi - lo + 1
+			out = append(out, report.Headroom{Resource: "ports", Subject: where + " → " + rem.Addr, Side: side, Used: float64(rem.Ephemeral), Limit: float64(n), Unit: "ports", Finding: EphemeralPortExhaustion,
+				Text: fmt.Sprintf("%d local ports of ip_local_port_range's %d (%d–%d) held towards %s at most (%d ESTABLISHED, %d TIME_WAIT)", rem.Ephemeral, n, lo, hi, rem.Addr, rem.Established, rem.TimeWait)})
+		}
+	}
+	for i := range last.Interfaces {
+		for _, l := range limits(&last.Interfaces[i]) {
+			u := measure(w, l)
+			if u.totalTime <= 0 || l.bytesPerSec <= 0 {
+				continue
+			}
+			out = append(out, report.Headroom{Resource: "bandwidth", Subject: l.iface + " " + l.dir, Side: side, Used: u.peak * 8, Limit: l.bytesPerSec * 8, Unit: "bit/s", Finding: BandwidthSaturated,
+				Text: fmt.Sprintf("%s at most in a second, against the %s", bitrate(u.peak), limitName(l))})
+		}
+	}
+	if side != report.Client {
+		for _, p := range last.Processes {
+			if p.NofileSoft == 0 || p.OpenFDs == 0 || !serves(r, p.PID) {
+				continue
+			}
+			peak := p.OpenFDs
+			for _, s := range w.Snapshots {
+				for _, q := range s.Processes {
+					if q.PID == p.PID {
+						peak = max(peak, q.OpenFDs)
+					}
+				}
+			}
+			out = append(out, report.Headroom{Resource: "fds", Subject: fmt.Sprintf("%s (pid %d)", p.Comm, p.PID), Side: side, Used: float64(peak), Limit: float64(p.NofileSoft), Unit: "descriptors", Finding: FDLimit,
+				Text: fmt.Sprintf("%d open descriptors at most, of its RLIMIT_NOFILE %d", peak, p.NofileSoft)})
+		}
+	}
+	return out
+}
+
+// serves reports whether pid is one of the run's servers' processes.
+func serves(r *Run, pid int) bool {
+	for _, s := range r.Servers {
+		if s.Master == pid || slices.Contains(s.PIDs, pid) {
+			return true
+		}
+	}
+	return false
+}
