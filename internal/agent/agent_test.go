@@ -15,6 +15,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -296,17 +297,23 @@ func TestSnapshotsWindow(t *testing.T) {
 		t.Errorf("read %d snapshots one window after another, want all 101", got)
 	}
 
-	// Nothing new: the request waits for the next snapshot.
+	// Nothing new: the request waits for the next snapshot, and is
+	// answered when it comes, not when the wait ends.
+	added := make(chan struct{})
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		defer close(added)
+		if !poll.Wait(time.Minute, func() bool { return longPolls() == 1 }) {
+			return
+		}
 		s := snap
 		s.Time = last.Add(time.Second)
 		a.ring.add(s)
 	}()
 	start := time.Now()
-	w = read(last, "5s")
-	if len(w.Snapshots) != 1 || time.Since(start) > 4*time.Second {
-		t.Errorf("long poll: %d snapshots after %v; want the new one, at once", len(w.Snapshots), time.Since(start))
+	w = read(last, "30s")
+	<-added
+	if len(w.Snapshots) != 1 || time.Since(start) >= 30*time.Second {
+		t.Errorf("long poll: %d snapshots after %v; want the new one, before the wait ended", len(w.Snapshots), time.Since(start))
 	}
 	start = time.Now()
 	w = read(last.Add(time.Second), "200ms")
