@@ -403,6 +403,11 @@ func TestIncidents(t *testing.T) {
 	if fi, _ := os.Stat(files[0]); fi.Mode().Perm() != 0o600 {
 		t.Errorf("incident file mode %v, want 0600", fi.Mode())
 	}
+	// Written aside and linked under its name once complete: nothing
+	// else left behind.
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("incidents directory holds %d entries, want the incident alone: %v", len(ents), ents)
+	}
 	b := readIncident(t, files[0])
 	if b.Incident == nil || len(b.Incident.Findings) == 0 || b.Incident.Findings[0].ID != string(rules.AcceptQueueOverflow) {
 		t.Fatalf("incident metadata %+v", b.Incident)

@@ -16,6 +16,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -28,8 +29,10 @@ func checkDeps(t *testing.T, e *lab.Env, api string, clients int) (*report.Repor
 	if clients > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		traffic{clients: clients, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
-		time.Sleep(500 * time.Millisecond) // the traffic is production's: already there
+		sent := traffic{clients: clients, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
+		// The traffic is production's: already there, every client
+		// answered at least once.
+		poll.True(t, time.Minute, "the clients' first answers", func() bool { return sent.ok.Load() >= int64(clients) })
 	}
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := runCLI(t, "check", "--netns", e.ServerNS, "--window", "3s", "--no-dns", "--json", out)

@@ -261,7 +261,9 @@ func TestLoadWrkFlags(t *testing.T) {
 	if hdr.Load() != "yes" {
 		t.Errorf("--header not sent: X-Wrk %q", hdr.Load())
 	}
-	if took < time.Second || took > 3*time.Second {
+	// A second: not a millisecond, nor a minute (30 s however busy the
+	// machine).
+	if took < time.Second || took > 30*time.Second {
 		t.Errorf("--duration 1 took %v, want a second", took)
 	}
 }

@@ -21,8 +21,15 @@ const Every = 10 * time.Millisecond
 // was seen instead.
 func Until(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
+	UntilEvery(t, timeout, Every, cond)
+}
+
+// UntilEvery is Until asking every interval: for a server that limits
+// how often it may be asked (the agent answers 20 requests a second).
+func UntilEvery(t testing.TB, timeout, every time.Duration, cond func() error) {
+	t.Helper()
 	var err error
-	if !Wait(timeout, func() bool { err = cond(); return err == nil }) {
+	if !WaitEvery(timeout, every, func() bool { err = cond(); return err == nil }) {
 		t.Fatalf("not within %v: %v", timeout, err)
 	}
 }
@@ -40,6 +47,11 @@ func True(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 // held: for the helpers that report a failure their own way, and for
 // goroutines other than the test's, which must not fail it.
 func Wait(timeout time.Duration, cond func() bool) bool {
+	return WaitEvery(timeout, Every, cond)
+}
+
+// WaitEvery is Wait asking every interval.
+func WaitEvery(timeout, every time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {
@@ -48,6 +60,6 @@ func Wait(timeout time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return cond()
 		}
-		time.Sleep(Every)
+		time.Sleep(every)
 	}
 }
