@@ -196,20 +196,18 @@ func TestAgentDependency(t *testing.T) {
 	backend := e.ServerIP + ":7300"
 	want := `netdoctor_dependency_round_trip_seconds{app="cli.test",destination="` + backend + `",listener="` + api + `",owner="cli.test"} `
 	var body string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	poll.WaitEvery(time.Minute, agentEvery, func() bool {
 		req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 		resp, err := client.Do(req)
 		if err != nil {
-			continue
+			return false
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		body = string(b)
-		if strings.Contains(body, want) && strings.Contains(body, `netdoctor_finding_active{id="dependency-pool-saturated"`) {
-			break
-		}
-	}
+		return strings.Contains(body, want) && strings.Contains(body, `netdoctor_finding_active{id="dependency-pool-saturated"`)
+	})
 	var rt float64
 	for _, line := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(line, want); ok {

@@ -304,7 +304,7 @@ func serveAt(kind, addr string) {
 				return
 			}
 			go http.Serve(&oneConn{c: c}, h)
-			time.Sleep(pause)
+			time.Sleep(pause) // the slow accept loop under test
 		}
 	}()
 }
