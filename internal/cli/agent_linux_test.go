@@ -104,10 +104,12 @@ func TestAgentIncident(t *testing.T) {
 		url, tok, dir := incidentAgent(t, e)
 		// The worker hangs: the queue fills and overflows as clients
 		// keep connecting.
-		workers := app.Children(p.Cmd.Process.Pid)
-		if len(workers) == 0 {
-			t.Fatalf("no nginx worker under pid %d", p.Cmd.Process.Pid)
-		}
+		// Once forked: the master listens before it starts its worker.
+		var workers []int
+		poll.True(t, time.Minute, "an nginx worker under the master", func() bool {
+			workers = app.Children(p.Cmd.Process.Pid)
+			return len(workers) > 0
+		})
 		for _, w := range workers {
 			syscall.Kill(w, syscall.SIGSTOP)
 		}
