@@ -85,6 +85,7 @@ func TestRunAgentKilled(t *testing.T) {
 // server: a listener that never accepts, and a real nginx whose worker
 // hangs (stopped).
 func TestAgentIncident(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	t.Run("never-accepts", func(t *testing.T) {
 		e := newLab(t)
 		mustExec(t, "ip", "netns", "exec", e.ServerNS, "sysctl", "-qw", "net.core.somaxconn=8")
@@ -224,6 +225,7 @@ func (s *syncBuffer) String() string {
 // --agent reaches it when told the CA, and refuses a certificate it
 // cannot verify. The agent stops cleanly when asked to.
 func TestAgentTLS(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	dir := t.TempDir()
 	cert, key := selfSigned(t, dir)
 	tok := filepath.Join(dir, "token")

@@ -66,6 +66,7 @@ func TestCheckNetnsReportsSocketsExactly(t *testing.T) {
 // accepts; connections overflowing it during the window must show as an active
 // accept-queue overflow naming the listener, its backlog and the counter.
 func TestCheckAcceptQueueOverflow(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	ns := testNetns(t)
 	mustExec(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.core.somaxconn=8")
 	h := startHelper(t, ns, "noaccept")

@@ -194,13 +194,15 @@ func testNetns(t *testing.T) string {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs ip(8) from iproute2 to create network namespaces")
 	}
-	name := fmt.Sprintf("ndtest-%d-%d", os.Getpid(), time.Now().UnixNano()%100000)
+	name := fmt.Sprintf("ndtest-%d-%d", os.Getpid(), netnsTurn.Add(1))
 	mustExec(t, "ip", "netns", "add", name)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
 	mustExec(t, "ip", "-n", name, "link", "set", "lo", "up")
 	mustExec(t, "ip", "-n", name, "addr", "add", "127.0.0.2/8", "dev", "lo")
 	return name
 }
+
+var netnsTurn atomic.Int64
 
 func mustExec(t *testing.T, args ...string) {
 	t.Helper()

@@ -240,6 +240,7 @@ func resetEach(l net.Listener) {
 
 // TestLoadWrkFlags: wrk's long flags and bare-number durations.
 func TestLoadWrkFlags(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	var hdr atomic.Value
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hdr.Store(r.Header.Get("X-Wrk"))
@@ -299,6 +300,7 @@ func TestWrkDurationFlag(t *testing.T) {
 // TestLoadJSONStdout: with --json - stdout is the JSON alone, and the
 // text goes to stderr.
 func TestLoadJSONStdout(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	s := wrkServer(t)
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), []string{"load", "-d", "2", "-c", "2", "-t", "1", "--json", "-", s.URL}, &stdout, &stderr)

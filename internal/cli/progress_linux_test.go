@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,8 +70,7 @@ func openPty(t *testing.T) (master *syncBuffer, term *os.File) {
 // the master read, marks left out.
 func settle(t *testing.T, master *syncBuffer, term *os.File) string {
 	t.Helper()
-	settles++
-	mark := fmt.Sprintf("{settled %d}", settles)
+	mark := fmt.Sprintf("{settled %d}", settles.Add(1))
 	if _, err := term.WriteString(mark); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func settle(t *testing.T, master *syncBuffer, term *os.File) string {
 }
 
 var (
-	settles  int
+	settles  atomic.Int64
 	settleRe = regexp.MustCompile(`\{settled \d+\}`)
 )
 
@@ -101,6 +101,7 @@ func checkClocks(t *testing.T, out string) {
 // up to the duration and no further, and the line is cleared at the end;
 // a timed step counts up to its length, then says finishing.
 func TestProgressTerminal(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	master, term := openPty(t)
 	if !isTerminal(term) {
 		t.Fatalf("a pseudo-terminal not taken for a terminal")
@@ -150,6 +151,7 @@ func TestProgressTerminal(t *testing.T) {
 
 // TestProgressPipe: nothing but the report when stderr is a pipe.
 func TestProgressPipe(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -172,6 +174,7 @@ func TestProgressPipe(t *testing.T) {
 // TestProgressRunPhases: netdoctor run shows its baseline, load and
 // tail on a terminal, none past its length.
 func TestProgressRunPhases(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	master, term := openPty(t)
 	s := wrkServer(t)
 	var stdout bytes.Buffer
