@@ -23,13 +23,6 @@ import (
 // requests a second it answers.
 const agentEvery = 250 * time.Millisecond
 
-// waitConns waits until namespace ns holds at least n established TCP
-// connections on local port port: a load or a client has started.
-func waitConns(t *testing.T, ns string, port, n int) {
-	t.Helper()
-	poll.Until(t, time.Minute, func() error { return connsAtLeast(ns, port, n) })
-}
-
 // connsAtLeast says why namespace ns does not hold n established TCP
 // connections on local port port, or nil when it does.
 func connsAtLeast(ns string, port, n int) error {
