@@ -75,9 +75,10 @@ test-measuring:
 	go test -count=1 -p 1 -timeout 45m -run '$(MEASURING)' ./...
 
 # The tests that wait on processes, sockets and timers, TIMED's packages
-# but for the measuring ones, STRESS_ROUNDS times in a row with every CPU
-# kept busy by a busy loop (root tests need root; run under the machine's
-# lock where others share it: flock /tmp/nd-root.lock make stress).
+# but for the measuring ones, STRESS_ROUNDS times in a row with four busy
+# loops per CPU in their session (scripts/stress-test.sh; root tests need
+# root; where others share the machine, under its lock:
+# flock /tmp/nd-root.lock make stress).
 TIMED = ./internal/agent ./internal/app ./internal/cli ./internal/collect ./internal/kmsg ./internal/lab \
 	./internal/layer ./internal/load/... ./internal/nginx ./internal/phpfpm ./internal/resolver \
 	./internal/sockdiag ./internal/source ./internal/tune
