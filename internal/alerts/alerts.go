@@ -13,7 +13,6 @@ package alerts
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -41,13 +40,18 @@ const (
 	ForHealth = 15 * time.Minute
 )
 
-// forNoisy are findings whose counters rise on many busy, healthy hosts
-// now and then (an interface drop, a busy CPU): they fire only when the
-// condition lasts.
-var forNoisy = map[report.FindingID]time.Duration{
-	rules.NICDrops:     30 * time.Minute,
-	rules.CPUSaturated: 30 * time.Minute,
-	rules.PacketLoss:   15 * time.Minute,
+// Hold is how long a finding is active before its alert fires: its
+// class's hold when it has one (findings whose counters rise now and then
+// on busy, healthy hosts fire only when the condition lasts), else
+// ForCritical for one that can be critical, ForWarning for the others.
+func Hold(c rules.Class) time.Duration {
+	switch {
+	case c.Hold != 0:
+		return c.Hold
+	case c.Critical:
+		return ForCritical
+	}
+	return ForWarning
 }
 
 // Options shape the rules.
@@ -103,14 +107,8 @@ func Groups(o Options) []Group {
 	active := Group{Name: "netdoctor-findings"}
 	latent := Group{Name: "netdoctor-latent"}
 	for _, id := range ids {
-		c := rules.Classes[id]
-		d := ForWarning
-		if c.Critical {
-			d = ForCritical
-		}
-		if n, ok := forNoisy[id]; ok {
-			d = n
-		}
+		c := rules.ClassOf(id)
+		d := Hold(c)
 		active.Rules = append(active.Rules, Rule{
 			Alert:  AlertName(id, false),
 			Expr:   fmt.Sprintf(`netdoctor_finding_active{id=%q} == 1`, id),
@@ -252,11 +250,10 @@ func Write(w io.Writer, o Options, operator bool, ns string) error {
 // IDs lists the finding IDs with an alert, sorted.
 func IDs() []report.FindingID {
 	var ids []report.FindingID
-	for id := range rules.Classes {
-		if rules.Continuous(id) {
-			ids = append(ids, id)
+	for _, c := range rules.Classes() {
+		if rules.Continuous(c.ID) {
+			ids = append(ids, c.ID)
 		}
 	}
-	slices.Sort(ids)
 	return ids
 }

@@ -80,7 +80,8 @@ func TestAlerts(t *testing.T) {
 			}
 		}
 	}
-	for id, c := range rules.Classes {
+	for _, c := range rules.Classes() {
+		id := c.ID
 		a, hasActive := byName[AlertName(id, false)]
 		l, hasLatent := byName[AlertName(id, true)]
 		if hasActive != rules.Continuous(id) {
@@ -91,9 +92,9 @@ func TestAlerts(t *testing.T) {
 		}
 		if hasActive {
 			d, _ := time.ParseDuration(a.For)
-			_, noisy := forNoisy[id]
-			if c.Critical && d > ForCritical && !noisy || d < ForCritical {
-				t.Errorf("%s: for %s (critical %v)", id, a.For, c.Critical)
+			noisy := c.Hold != 0
+			if c.Critical && d > ForCritical && !noisy || d < ForCritical || noisy && d != c.Hold {
+				t.Errorf("%s: for %s (critical %v, hold %v)", id, a.For, c.Critical, c.Hold)
 			}
 		}
 		if hasLatent && (l.For != "1h" || l.Labels["status"] != "latent") {

@@ -54,9 +54,29 @@ type NginxUpstream struct {
 	Keepalive int    `json:"keepalive"`
 	// Reuse says whether requests may reuse a connection: keepalive in
 	// the block plus fastcgi_keep_conn on, or proxy_http_version 1.1
-	// with the Connection header cleared. Why says what is missing.
+	// with the Connection header cleared. Why says what is missing, for
+	// a person; the fields below say it for code.
 	Reuse bool   `json:"reuse"`
 	Why   string `json:"why,omitempty"`
+	// The pass's own switches as nginx has them in effect there, each
+	// with its source ("default": not set): fastcgi_keep_conn for a
+	// fastcgi_pass, proxy_http_version for a proxy_pass; nil for other
+	// passes.
+	KeepConn    *Param `json:"keep_conn,omitempty"`
+	HTTPVersion *Param `json:"http_version,omitempty"`
+	// Connection is a proxy_pass's proxy_set_header Connection, nil when
+	// none is set; ConnectionClose reports that nginx sends "Connection:
+	// close" to a request without Upgrade (no header set, or one that
+	// says close), which keeps no connection open.
+	Connection      *Param `json:"connection,omitempty"`
+	ConnectionClose bool   `json:"connection_close,omitempty"`
+}
+
+// Param is a directive's value as written and where: "file:line", or
+// "default" when the configuration leaves it to nginx.
+type Param struct {
+	Value  string `json:"value"`
+	Source string `json:"source"`
 }
 
 // PoolInfo is what the rules need of a php-fpm pool.

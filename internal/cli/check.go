@@ -13,6 +13,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agent"
 	"github.com/netdoctor/netdoctor/internal/app"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
@@ -339,7 +340,10 @@ func readBundle(path string) (*evidence.Bundle, error) {
 // decodeBundle decodes the bundle at path from r (FuzzReadBundle).
 func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
 	var b evidence.Bundle
-	if err := json.NewDecoder(r).Decode(&b); err != nil {
+	if err := json.NewDecoder(capped.Reader(r, capped.Bundle, "bundle")).Decode(&b); err != nil {
+		if errors.Is(err, capped.ErrTooLarge) {
+			return nil, badInput("read bundle %s: %v", path, err)
+		}
 		return nil, badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
 	}
 	if b.Version < 1 || b.Version > evidence.BundleVersion {
@@ -362,7 +366,7 @@ func bundleKind(path string) (string, error) {
 	var top struct {
 		Kind string `json:"kind"`
 	}
-	if err := json.NewDecoder(f).Decode(&top); err != nil {
+	if err := json.NewDecoder(capped.Reader(f, capped.Bundle, "bundle")).Decode(&top); err != nil {
 		return "", badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
 	}
 	return top.Kind, nil

@@ -337,6 +337,9 @@ type KernelMsg struct {
 	// rules use these to keep other namespaces' messages out.
 	NetNS uint64 `json:"netns,omitempty"`
 	Port  int    `json:"port,omitempty"`
+	// Family is the table a neighbour table overflow names: "ipv4" or
+	// "ipv6".
+	Family string `json:"family,omitempty"`
 }
 
 // Resolver is the DNS configuration and a probe of each nameserver.

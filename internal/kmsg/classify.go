@@ -39,6 +39,9 @@ type Class struct {
 	NetNS uint64
 	// Suppressed is N in "N callbacks suppressed".
 	Suppressed int
+	// Family is the table a neighbour table overflow names: "ipv4"
+	// (arp_cache) or "ipv6" (ndisc_cache).
+	Family string
 }
 
 // pattern maps lower-cased substrings of a message to a class name. A
@@ -112,6 +115,15 @@ func Classify(text string) Class {
 		c.Addr, c.Port = parsePort(wordAfter(lower, "on port "))
 	case ClassRatelimitSuppressed:
 		c.Suppressed = suppressed(lower)
+	case ClassNeighbourTableOverflow:
+		// "neighbour: arp_cache: neighbor table overflow!"; the table's
+		// name is its family's.
+		switch {
+		case strings.Contains(lower, "ndisc_cache"):
+			c.Family = "ipv6"
+		case strings.Contains(lower, "arp_cache"):
+			c.Family = "ipv4"
+		}
 	case ClassTxTimeout:
 		if !strings.Contains(lower, "timed out") {
 			c.Name = ""

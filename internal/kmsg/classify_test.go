@@ -51,8 +51,8 @@ func TestClassify(t *testing.T) {
 		{"TCP: too many orphaned sockets", Class{Name: "too-many-orphans"}},
 		{"TCP: too many of orphaned sockets", Class{Name: "too-many-orphans"}},
 		{"VFS: file-max limit 1000 reached", Class{Name: "file-max"}},
-		{"neighbour: arp_cache: neighbor table overflow!", Class{Name: "neighbour-table-overflow"}},
-		{"neighbour: ndisc_cache: neighbor table overflow!", Class{Name: "neighbour-table-overflow"}},
+		{"neighbour: arp_cache: neighbor table overflow!", Class{Name: "neighbour-table-overflow", Family: "ipv4"}},
+		{"neighbour: ndisc_cache: neighbor table overflow!", Class{Name: "neighbour-table-overflow", Family: "ipv6"}},
 		{"Neighbour table overflow.", Class{Name: "neighbour-table-overflow"}},
 		{
 			"ip_local_port_range: prefer different parity for start/end values.",

@@ -33,6 +33,9 @@ func passLines(passes []Pass) []string {
 			} else {
 				l += fmt.Sprintf(" connection=%q@%s", p.Connection.Value, strings.TrimPrefix(p.Connection.Pos.String(), appDir))
 			}
+			if p.ConnectionClose {
+				l += " close"
+			}
 		}
 		if p.Directive == "fastcgi_pass" {
 			l += fmt.Sprintf(" keep_conn=%s@%s", p.KeepConn.Value, strings.TrimPrefix(p.KeepConn.Pos.String(), appDir))
@@ -104,10 +107,10 @@ func TestSummaryApp(t *testing.T) {
 	wantPasses := []string{
 		`conf.d/api.conf:7 "/v1/" proxy_pass -> backend upstream=backend keepalive=32 http=1.1@conf.d/api.conf:8 connection=""@conf.d/api.conf:9: true`,
 		// The http level's proxy_set_header X-Forwarded-For has no Connection.
-		`conf.d/api.conf:13 "/legacy/" proxy_pass -> legacy upstream=legacy keepalive=0 http=1.0@default connection=none: false`,
+		`conf.d/api.conf:13 "/legacy/" proxy_pass -> legacy upstream=legacy keepalive=0 http=1.0@default connection=none close: false`,
 		// $connection_upgrade is "close" for a request without Upgrade.
-		`conf.d/api.conf:17 "/ws/" proxy_pass -> backend upstream=backend keepalive=32 http=1.1@conf.d/api.conf:18 connection="$connection_upgrade"@conf.d/api.conf:20: false`,
-		`conf.d/api.conf:25 "/stream/" proxy_pass -> 127.0.0.1:9100 http=1.0@default connection=none: false`,
+		`conf.d/api.conf:17 "/ws/" proxy_pass -> backend upstream=backend keepalive=32 http=1.1@conf.d/api.conf:18 connection="$connection_upgrade"@conf.d/api.conf:20 close: false`,
+		`conf.d/api.conf:25 "/stream/" proxy_pass -> 127.0.0.1:9100 http=1.0@default connection=none close: false`,
 		`conf.d/php.conf:11 "~ \\.php$" fastcgi_pass -> php upstream=php keepalive=8 keep_conn=on@conf.d/php.conf:12: true`,
 		`conf.d/php.conf:18 "/status" fastcgi_pass -> unix:/run/php/php-fpm.sock keep_conn=off@default: false`,
 		`conf.d/php.conf:22 "/grpc" grpc_pass -> backend upstream=backend keepalive=32: true`,
@@ -115,7 +118,7 @@ func TestSummaryApp(t *testing.T) {
 		// The server's settings reach its locations ...
 		`conf.d/zz-inherit.conf:9 "/" proxy_pass -> backend upstream=backend keepalive=32 http=1.1@conf.d/zz-inherit.conf:4 connection=""@conf.d/zz-inherit.conf:5: true`,
 		// ... but one proxy_set_header drops all the inherited ones ...
-		`conf.d/zz-inherit.conf:14 "/override/" proxy_pass -> backend upstream=backend keepalive=32 http=1.1@conf.d/zz-inherit.conf:4 connection=none: false`,
+		`conf.d/zz-inherit.conf:14 "/override/" proxy_pass -> backend upstream=backend keepalive=32 http=1.1@conf.d/zz-inherit.conf:4 connection=none close: false`,
 		// ... and they pass through a location into one nested in it;
 		// upstream names match without regard to case.
 		`conf.d/zz-inherit.conf:19 "/nested/deeper/" proxy_pass -> backend upstream=backend keepalive=32 http=1.1@conf.d/zz-inherit.conf:4 connection=""@conf.d/zz-inherit.conf:5: true`,
@@ -223,7 +226,7 @@ http {
 		Listens:            []Listen{{Scope: sc, HostPort: "0.0.0.0:80", Backlog: -1}},
 		Passes: []Pass{
 			{Scope: inLocation(sc, "/"), Directive: "proxy_pass", Arg: "http://127.0.0.1:8080", Target: "127.0.0.1:8080",
-				HTTPVersion: Setting{Value: "1.0", N: -1}, Pos: Pos{"/etc/nginx/nginx.conf", 5}},
+				HTTPVersion: Setting{Value: "1.0", N: -1}, ConnectionClose: true, Pos: Pos{"/etc/nginx/nginx.conf", 5}},
 			{Scope: inLocation(sc, "/fcgi"), Directive: "fastcgi_pass", Arg: "127.0.0.1:9000", Target: "127.0.0.1:9000",
 				KeepConn: Setting{Value: "off", N: -1}, Pos: Pos{"/etc/nginx/nginx.conf", 6}},
 		},
@@ -287,15 +290,15 @@ http {
 	wantPasses := []string{
 		`n.conf:10 "/a" proxy_pass -> up upstream=up keepalive=4 http=1.1@n.conf:4 connection=""@n.conf:5: true`,
 		// An if block takes its location's settings.
-		`n.conf:17 "/b" proxy_pass -> up upstream=up keepalive=4 http=1.1@n.conf:4 connection=none: false`,
-		`n.conf:22 "/c" proxy_pass -> up upstream=up keepalive=4 http=1.1@n.conf:4 connection="close"@n.conf:21: false`,
+		`n.conf:17 "/b" proxy_pass -> up upstream=up keepalive=4 http=1.1@n.conf:4 connection=none close: false`,
+		`n.conf:22 "/c" proxy_pass -> up upstream=up keepalive=4 http=1.1@n.conf:4 connection="close"@n.conf:21 close: false`,
 		// With a port the name is a host, not the upstream.
 		`n.conf:26 "/d" proxy_pass -> up:8080 http=1.1@n.conf:4 connection="keep-alive"@n.conf:25: false`,
-		`n.conf:30 "/e" proxy_pass -> up upstream=up keepalive=4 http=1.1@n.conf:4 connection="$conn_default_close"@n.conf:29: false`,
+		`n.conf:30 "/e" proxy_pass -> up upstream=up keepalive=4 http=1.1@n.conf:4 connection="$conn_default_close"@n.conf:29 close: false`,
 		// A map on another variable cannot be decided: taken as not close.
 		`n.conf:34 "/f" proxy_pass -> http://$backend http=1.1@n.conf:4 connection="$conn_other"@n.conf:33: false`,
 		`n.conf:37 "/g" proxy_pass -> unix:/run/app.sock http=1.1@n.conf:4 connection=""@n.conf:5: false`,
-		`n.conf:41 "/h" proxy_pass -> other:443 http=1.1@n.conf:4 connection="$conn_default_close"@n.conf:40: false`,
+		`n.conf:41 "/h" proxy_pass -> other:443 http=1.1@n.conf:4 connection="$conn_default_close"@n.conf:40 close: false`,
 	}
 	if diff := cmp.Diff(wantPasses, passLines(s.Passes)); diff != "" {
 		t.Errorf("Passes mismatch (-want +got):\n%s", diff)

@@ -178,7 +178,11 @@ type Pass struct {
 	// "close"); for fastcgi_pass, KeepConn is on. uwsgi and scgi always
 	// close; grpc_pass needs only the upstream's keepalive.
 	Keepalive bool
-	Pos       Pos
+	// ConnectionClose reports, for a proxy_pass in http, that nginx sends
+	// "Connection: close" to a request without Upgrade: no Connection
+	// header is set, or the one set is "close" for it.
+	ConnectionClose bool
+	Pos             Pos
 }
 
 // Header is a proxy_set_header in effect.
@@ -217,12 +221,15 @@ func (w *walker) resolvePass(p *Pass) {
 			}
 		}
 	}
+	if p.Directive == "proxy_pass" && !p.Stream {
+		p.ConnectionClose = p.Connection == nil || w.closes(p.Connection.Value)
+	}
 	if p.UpstreamKeepalive == 0 || p.Stream {
 		return
 	}
 	switch p.Directive {
 	case "proxy_pass":
-		p.Keepalive = p.HTTPVersion.Value == "1.1" && p.Connection != nil && !w.closes(p.Connection.Value)
+		p.Keepalive = p.HTTPVersion.Value == "1.1" && !p.ConnectionClose
 	case "fastcgi_pass":
 		p.Keepalive = strings.EqualFold(p.KeepConn.Value, "on")
 	case "grpc_pass":

@@ -55,13 +55,19 @@ type Finding struct {
 	// Subject names what the finding is about when a rule can fire more
 	// than once: a listener, a sysctl, a nameserver, an interface.
 	Subject string `json:"subject,omitempty"`
+	// About is the subject as data: the parts of it that code reads
+	// (relate, tune), so that no one cuts Subject's words apart.
+	About About `json:"about,omitzero"`
 	// Side says where it was observed in a run; empty for check and
 	// diagnose.
-	Side     Side     `json:"side,omitempty"`
-	Evidence []Item   `json:"evidence"`
-	Fix      []string `json:"fix"`
-	// Actions are the fix lines as a script reads them (Actions): what
-	// to run, where, and how to keep it.
+	Side     Side   `json:"side,omitempty"`
+	Evidence []Item `json:"evidence"`
+	// Fix is the fix as a person reads it, rendered from Actions
+	// (Render) when a report is made (New, NewLoad); a report read back
+	// keeps its own. Rules never set it, and no code parses it.
+	Fix []string `json:"fix"`
+	// Actions are the fix as data, the one source of Fix: what to run or
+	// change, where, and how to keep it. Rules make them (Action).
 	Actions []Action `json:"actions,omitempty"`
 	// CausedBy names the finding this one is a consequence of, so a
 	// report leads with the cause: TIME_WAIT piling up and local ports
@@ -77,6 +83,28 @@ type Finding struct {
 	// for, as Explains says: what orders a run's causes, most harmful
 	// first. It is not part of the report.
 	Failed uint64 `json:"-"`
+}
+
+// About is what a finding is about, as data. Only the parts that apply
+// are set: a listener's address; a server's kind, its listen address
+// and the pool; the addresses it connects to; a process; a setting.
+type About struct {
+	// Server is the kind of server: "nginx", "php-fpm", or a process's
+	// name.
+	Server string `json:"server,omitempty"`
+	// Listen is the address the listener, server or pool listens on
+	// ("10.0.0.1:80", "unix:/run/php/fpm.sock").
+	Listen string `json:"listen,omitempty"`
+	// Pool is a php-fpm pool's name.
+	Pool string `json:"pool,omitempty"`
+	// Remotes are the addresses it connects to: an upstream's servers,
+	// the dependency a server waits on.
+	Remotes []string `json:"remotes,omitempty"`
+	// PID is the process it is about.
+	PID int `json:"pid,omitempty"`
+	// Setting is the kernel setting or configuration directive it is
+	// about: "net.core.somaxconn", "fs.file-max", "worker_connections".
+	Setting string `json:"setting,omitempty"`
 }
 
 // Hurts reports an active critical finding: what makes a command exit 1.

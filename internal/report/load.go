@@ -29,6 +29,7 @@ func NewLoad(res *load.Result, findings []Finding) *Load {
 	if findings == nil {
 		findings = []Finding{}
 	}
+	render(findings)
 	return &Load{Version: Version, Command: "load", Findings: findings, Result: res}
 }
 

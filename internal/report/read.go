@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/netdoctor/netdoctor/internal/capped"
 )
 
 // KindError is a JSON document that is not a report this netdoctor
@@ -23,7 +25,7 @@ func (e *KindError) Error() string {
 // command says which it was. A report written before reports had a
 // status gets the one its verdict says (OutcomeOf).
 func Read(r io.Reader) (*Run, error) {
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(capped.Reader(r, capped.Report, "report"))
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +50,8 @@ func Read(r io.Reader) (*Run, error) {
 		}
 		for i, f := range out.Findings {
 			if f.Actions == nil && len(f.Fix) > 0 { // written before actions
-				out.Findings[i].Actions = Actions(f.Fix)
+				out.Findings[i].Actions = Advice(f.Fix...)
+				out.FixesAsText = true
 			}
 		}
 		return out, nil

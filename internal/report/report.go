@@ -34,6 +34,10 @@ type Report struct {
 	// Dependencies are the listening servers' outbound connections as
 	// check or the agent traced them; nil when not traced.
 	Dependencies *Traced `json:"dependencies,omitempty"`
+	// FixesAsText: read from a report written before fixes were data,
+	// whose findings' actions are their fix lines as notes (Read). Not
+	// part of the report.
+	FixesAsText bool `json:"-"`
 }
 
 // WindowInfo is the span the findings rest on.
@@ -65,9 +69,7 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 	if r.Findings == nil {
 		r.Findings = []Finding{}
 	}
-	for i := range r.Findings {
-		r.Findings[i].Actions = Actions(r.Findings[i].Fix)
-	}
+	render(r.Findings)
 	if n := len(b.Snapshots); n > 0 {
 		first, last := &b.Snapshots[0], &b.Snapshots[n-1]
 		r.Window = WindowInfo{Start: first.Time, End: last.Time, Seconds: last.Time.Sub(first.Time).Seconds(), Snapshots: n}
@@ -101,6 +103,14 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 	}
 	r.Verdict, r.Status = verdict(r.Findings, len(b.Snapshots))
 	return r
+}
+
+// render writes each finding's fix from its actions: the one place the
+// lines a person reads are made.
+func render(fs []Finding) {
+	for i := range fs {
+		fs[i].Fix = Render(fs[i].Actions)
+	}
 }
 
 // worstStatus keeps, per collector, its worst state over all snapshots.

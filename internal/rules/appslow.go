@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -12,6 +11,16 @@ import (
 
 // AppSlow: the application holds requests while the CPU idles.
 const AppSlow report.FindingID = "app-slow"
+
+var _ = define(Class{ID: AppSlow,
+	Delays: true, Holds: true,
+	Blocks:     true,
+	Meaning:    "the server holds requests while CPU and network are idle (locks, sleeps, slow backends)",
+	Active:     "load p50 ≥ 30 ms, server CPU < 70 % busy, and no other active cause of latency (warning)",
+	LatentWhen: "—",
+	Seed:       "003 (log lock)",
+	ReportedBy: "`run`",
+})
 
 // appSlowLatency is the median below which a response is not called slow:
 // a hello-world through nginx and php-fpm answers in about a millisecond,
@@ -36,20 +45,19 @@ func checkAppSlow(in *Input) []report.Finding {
 	// why: when netdoctor observes that dependency and its workers
 	// block, the why is theirs (nginx waits on php-fpm, whose workers
 	// wait on a file lock), and this finding goes on about them.
-	var waitedOn []string
+	var waitedOn []report.About
 	for _, f := range found {
 		if f.Status != report.Active {
 			continue
 		}
-		switch f.ID {
-		case DependencyPoolSaturated, DependencySlow:
-			if strings.Contains(f.Subject, " → ") {
-				waitedOn = append(waitedOn, f.Subject)
+		switch c := ClassOf(f.ID); {
+		case c.Waits:
+			if len(f.About.Remotes) > 0 {
+				waitedOn = append(waitedOn, f.About)
 				continue
 			}
 			return nil
-		case WorkerPoolExhausted, NagleDelayedACK, CPUSaturated, ConntrackTableFull,
-			SynQueueOverflow, PacketLoss, BandwidthSaturated, LoadGeneratorSaturated:
+		case c.Latency:
 			return nil // a cause of latency already named
 		}
 	}
@@ -75,14 +83,14 @@ func checkAppSlow(in *Input) []report.Finding {
 		{Text: fmt.Sprintf("responses took p50 %s, p99 %s over %d requests", lr.Latency.P50.Round(time.Millisecond/10), lr.Latency.P99.Round(time.Millisecond/10), lr.Requests), Source: "load", Window: true},
 		{Text: fmt.Sprintf("server CPU %.0f%% busy, and no queue overflowed nor packet dropped", 100*busy), Source: "/proc/stat", Window: true},
 	}
-	subject := ""
-	fix := []string{"profile where requests wait off-CPU: `perf trace -s -p PID`, bcc's `offcputime -p PID`, or the runtime's own (thread dumps, php-fpm slowlog with request_slowlog_timeout)"}
+	subject, about := "", report.About{}
+	fix := notes("profile where requests wait off-CPU: `perf trace -s -p PID`, bcc's `offcputime -p PID`, or the runtime's own (thread dumps, php-fpm slowlog with request_slowlog_timeout)")
 	if s != nil {
-		subject = s.Kind + " " + s.Addr
+		subject, about = s.Kind+" "+s.Addr, report.About{Server: s.Kind, Listen: s.Addr}
 		sh, total := waitShares(r.Samples(s))
 		ev = append(ev, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %s", s.Kind, describeWaits(sh, total)), Source: "wchan", Window: true})
 		if len(sh) > 0 && 2*sh[0].n >= total {
-			fix = append([]string{waitFix[sh[0].class]}, fix...)
+			fix = append(notes(waitFix[sh[0].class]), fix...)
 		}
 	}
 	for _, sv := range r.Servers {
@@ -90,9 +98,9 @@ func checkAppSlow(in *Input) []report.Finding {
 			ev = append(ev, report.Item{Text: item, Source: "log", Window: true})
 		}
 	}
-	return []report.Finding{{ID: AppSlow, Severity: report.Warning, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+	return []report.Finding{{ID: AppSlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 		Title:    fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond)),
-		Evidence: ev, Fix: fix}}
+		Evidence: ev, Actions: fix}}
 }
 
 // waitFix is the advice for the wait that dominates busy workers.
@@ -108,15 +116,14 @@ var waitFix = map[string]string{
 }
 
 // waitedOnServer is the observed server, with workers seen blocking on
-// a wait that names a cause, that a dependency finding's server waits on (subjects "kind addr →
-// dependency"), the innermost when they chain: one that does not wait on
-// another in turn.
-func waitedOnServer(r *Run, subjects []string) *app.Server {
+// a wait that names a cause, that a dependency finding's server waits on
+// (abouts: the servers that wait, at Listen, and their dependency), the
+// innermost when they chain: one that does not wait on another in turn.
+func waitedOnServer(r *Run, abouts []report.About) *app.Server {
 	var waiting, waitedOn []string
-	for _, sub := range subjects {
-		from, to, _ := strings.Cut(sub, " → ")
-		waiting = append(waiting, from[strings.LastIndexByte(from, ' ')+1:])
-		waitedOn = append(waitedOn, to)
+	for _, a := range abouts {
+		waiting = append(waiting, a.Listen)
+		waitedOn = append(waitedOn, a.Remotes[0])
 	}
 	var found *app.Server
 	for _, c := range r.Servers {

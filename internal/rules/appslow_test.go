@@ -50,8 +50,8 @@ func TestAppSlow(t *testing.T) {
 		if len(fs) != 1 || fs[0].ID != AppSlow || fs[0].Subject != tc.kind+" 0.0.0.0:8080" || fs[0].Side != report.Server {
 			t.Fatalf("%s: checkAppSlow = %+v", tc.kind, fs)
 		}
-		if !strings.HasPrefix(fs[0].Fix[0], tc.fix) {
-			t.Errorf("%s: fix %q, want it to start with %q", tc.kind, fs[0].Fix[0], tc.fix)
+		if !strings.HasPrefix(fixOf(fs[0])[0], tc.fix) {
+			t.Errorf("%s: fix %q, want it to start with %q", tc.kind, fixOf(fs[0])[0], tc.fix)
 		}
 		if !hasEvidence(fs[0], "server CPU 10% busy") {
 			t.Errorf("%s: evidence %q", tc.kind, evidenceTexts(fs[0]))
@@ -76,17 +76,18 @@ func TestAppSlow(t *testing.T) {
 	in.Run.Servers[0].Addr = "127.0.0.1:9000"
 	nginx := &app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", PIDs: []int{200}}
 	in.Run.Servers = append([]*app.Server{nginx}, in.Run.Servers...)
-	in.Found = []report.Finding{{ID: DependencySlow, Status: report.Active, Subject: "nginx 0.0.0.0:80 → 127.0.0.1:9000"}}
+	in.Found = []report.Finding{{ID: DependencySlow, Status: report.Active, Subject: "nginx 0.0.0.0:80 → 127.0.0.1:9000",
+		About: report.About{Server: "nginx", Listen: "0.0.0.0:80", Remotes: []string{"127.0.0.1:9000"}}}}
 	if fs := checkAppSlow(in); len(fs) != 1 || fs[0].Subject != "php-fpm 127.0.0.1:9000" {
 		t.Errorf("waiting on an observed php-fpm: %+v", fs)
 	}
-	in.Found[0].Subject = "nginx 0.0.0.0:80 → 10.0.0.9:5432"
+	in.Found[0].Subject, in.Found[0].About.Remotes = "nginx 0.0.0.0:80 → 10.0.0.9:5432", []string{"10.0.0.9:5432"}
 	if fs := checkAppSlow(in); fs != nil {
 		t.Errorf("waiting on a dependency not observed: %+v", fs)
 	}
 	// A Go backend's threads park on futexes whether its goroutines work
 	// or not: that names no cause.
-	in.Found[0].Subject = "nginx 0.0.0.0:80 → 127.0.0.1:9000"
+	in.Found[0].Subject, in.Found[0].About.Remotes = "nginx 0.0.0.0:80 → 127.0.0.1:9000", []string{"127.0.0.1:9000"}
 	for i := range in.Run.Servers[1].Samples {
 		in.Run.Servers[1].Samples[i].Waits = map[string]int{app.WaitLock: 5, app.WaitIdle: 3}
 	}

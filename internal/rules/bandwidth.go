@@ -17,6 +17,16 @@ import (
 // BandwidthSaturated: a link or a shaper is full.
 const BandwidthSaturated report.FindingID = "bandwidth-saturated"
 
+var _ = define(Class{ID: BandwidthSaturated,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true,
+	Meaning:    "a link or shaper is at its rate; queues add latency and drop",
+	Active:     "for ≥ 3 s of the window, an interface sent at ≥ 90 % of a tbf rate or an htb class's ceil, or sent or received at ≥ 90 % of its link speed (warning); critical when the queue in front of it dropped or held a standing backlog",
+	LatentWhen: "none",
+	Seed:       "001 §1 (`%ifutil`)",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // Thresholds of bandwidth-saturated. A rate counts as saturated at 90 %
 // of its limit: TCP through a shaper settles at 95–100 % of its rate, and
 // Ethernet counters, which leave out preamble, gap and FCS, read about
@@ -135,7 +145,7 @@ func bandwidthFinding(b *evidence.Bundle, ifc *evidence.Interface) (report.Findi
 		}
 		f.Evidence = append(f.Evidence, confItem(h.l))
 	}
-	f.Fix = bandwidthFix(b, top.l)
+	f.Actions = notes(bandwidthFix(b, top.l)...)
 	return f, true
 }
 

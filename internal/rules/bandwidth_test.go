@@ -307,7 +307,7 @@ func TestBandwidthFindingsShape(t *testing.T) {
 				t.Errorf("%s: no static item naming the limit: %+v", tc.name, f.Evidence)
 			}
 			if !hasFix(f, "ip -s link show dev "+f.Subject) || (strings.Contains(f.Title, " sent ") && !hasFix(f, "tc -s qdisc show dev "+f.Subject)) {
-				t.Errorf("%s: fix does not say how to confirm: %q", tc.name, f.Fix)
+				t.Errorf("%s: fix does not say how to confirm: %q", tc.name, fixOf(f))
 			}
 		}
 	}
@@ -354,7 +354,7 @@ func TestBandwidthFix(t *testing.T) {
 		}
 		for _, w := range tt.want {
 			if !hasFix(got[0], w) {
-				t.Errorf("%s: no fix line contains %q:\n%s", tt.name, w, strings.Join(got[0].Fix, "\n"))
+				t.Errorf("%s: no fix line contains %q:\n%s", tt.name, w, strings.Join(fixOf(got[0]), "\n"))
 			}
 		}
 	}

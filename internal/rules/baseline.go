@@ -50,7 +50,7 @@ func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side rep
 		if !counted || !background {
 			continue
 		}
-		if connFailed(lr) && dropsConnections[f.ID] {
+		if connFailed(lr) && ClassOf(f.ID).Drops {
 			f.Evidence = append(f.Evidence, report.Item{
 				Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: something besides the load drives them, and the load's connections failed with them", bw.Duration().Seconds()),
 				Source: "baseline", Window: true,
@@ -66,10 +66,6 @@ func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side rep
 		}
 	}
 }
-
-// dropsConnections are findings whose counters count connections or
-// packets the kernel dropped.
-var dropsConnections = map[report.FindingID]bool{SynQueueOverflow: true, AcceptQueueOverflow: true, ConntrackTableFull: true}
 
 // connFailed reports a load whose connects failed or timed out for at
 // least a tenth of its attempts.

@@ -12,6 +12,15 @@ import (
 // SocketBufferLimit: socket buffers hit their limits.
 const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
+var _ = define(Class{ID: SocketBufferLimit,
+	Errors: true, Delays: true,
+	Meaning:    "data dropped because a socket buffer or TCP's global memory limit ran out",
+	Active:     "a buffer or memory counter rose, or an \"out of memory\" / \"too many orphaned sockets\" kernel message (warning)",
+	LatentWhen: "none",
+	Seed:       "004 (buffer sysctls), 001 §2",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // checkBuffers finds data dropped because socket buffers or TCP's global
 // memory limit ran out.
 func checkBuffers(in *Input) []report.Finding {
@@ -42,16 +51,17 @@ func checkBuffers(in *Input) []report.Finding {
 			items = append(items, report.Item{Text: fmt.Sprintf("TCP memory %d pages; tcp_mem (min pressure max) = %s", mem, last.Sysctls["net.ipv4.tcp_mem"]), Source: "sockstat", Window: true})
 		}
 	}
-	fix := []string{
+	fix := notes(
 		"a receiver that reads too slowly fills its buffer: find the slow reader first (Recv-Q in `ss -tn`)",
 		"size tcp_rmem/tcp_wmem maxima by bandwidth × RTT and keep autotuning on (tcp_moderate_rcvbuf=1); do not set fixed SO_RCVBUF in applications",
-	}
+	)
 	if v := last.Sysctls["net.core.rmem_max"]; v != "" {
 		if n, _ := strconv.Atoi(v); n < 4<<20 {
-			fix = append(fix, "UDP receivers: "+sysctlFix(b, "net.core.rmem_max", strconv.Itoa(16<<20))[0]+" and a larger SO_RCVBUF in the application")
+			a := sysctlFix(b, "net.core.rmem_max", strconv.Itoa(16<<20))
+			fix = append(fix, a.Worded("UDP receivers: "+a.Command+" and a larger SO_RCVBUF in the application"))
 		}
 	}
 	return []report.Finding{{ID: SocketBufferLimit, Severity: report.Warning, Status: report.Active,
 		Title:    "Data dropped for lack of socket buffer or TCP memory",
-		Evidence: items, Fix: fix}}
+		Evidence: items, Actions: fix}}
 }

@@ -94,8 +94,8 @@ func TestBuffersRmemFix(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("rmem_max %q: checkBuffers(on()) = %v, want one finding", tt.rmemMax, keys(got))
 		}
-		if g := hasFix(got[0], sysctlFix(b, "net.core.rmem_max", "16777216")[0]); g != tt.want {
-			t.Errorf("rmem_max %q: fix raises rmem_max = %v, want %v; fix %q", tt.rmemMax, g, tt.want, got[0].Fix)
+		if g := hasFix(got[0], sysctlFix(b, "net.core.rmem_max", "16777216").Lines[0]); g != tt.want {
+			t.Errorf("rmem_max %q: fix raises rmem_max = %v, want %v; fix %q", tt.rmemMax, g, tt.want, fixOf(got[0]))
 		}
 	}
 }

@@ -2,17 +2,28 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // UpstreamConnectionChurn: a server opens a new connection per request to its upstream.
 const UpstreamConnectionChurn report.FindingID = "upstream-connection-churn"
+
+var _ = define(Class{ID: UpstreamConnectionChurn,
+	Critical: true,
+	Errors:   true, Fails: Fails5xx,
+	Consequences: []Consequence{{ID: EphemeralPortExhaustion, At: OwnRemotes}, {ID: TimewaitBucketOverflow}},
+	Meaning:      "a new connection per request to one upstream: TIME_WAIT piles up, ports and CPU are spent on connection setup",
+	Active:       "≥ 1000 and ≥ a quarter of the range in TIME_WAIT to one remote, with `Tcp.ActiveOpens` ≥ 50/s (warning; critical at ≥ half the range); in a run, an nginx upstream without reuse, or any server opening ≥ 0.5 connections per request (closed by FIN or by reset) or holding a run-out range in TIME_WAIT (warning; critical with nginx's \"Cannot assign\" lines)",
+	LatentWhen:   "none",
+	Seed:         "000 stages 4–5, 004",
+	ReportedBy:   "`check`, `diagnose`, `run`",
+})
 
 // checkChurn finds a server that opens a new connection for each
 // request to its upstream (seeds 000 and 004), from three kinds of
@@ -88,9 +99,9 @@ func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered 
 		sev = report.Critical
 	}
 	f := report.Finding{ID: UpstreamConnectionChurn, Severity: sev, Status: report.Active, Side: r.ServerSide(),
-		Subject:  strings.Join(u.Servers, ","),
+		Subject: strings.Join(u.Servers, ","), About: report.About{Server: s.Kind, Listen: s.Addr, Remotes: u.Servers},
 		Title:    fmt.Sprintf("nginx opens a new connection per request to upstream %s", u.Target),
-		Evidence: ev, Fix: reuseFix(r.serverBundle(), u, r.Load.Connections, s.Nginx.Workers())}
+		Evidence: ev, Actions: reuseFix(r.serverBundle(), u, r.Load.Connections, s.Nginx.Workers())}
 	if n > 0 {
 		// Each failed connect is one 502 the client saw.
 		f.Explains = shareText(uint64(n), r.Load.Status["5xx"], "5xx responses (nginx could not connect upstream)", failures(r.Load))
@@ -169,12 +180,12 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 	if c.attempts > c.rate+1 && exhausted(in) {
 		ev = append(ev, report.Item{Text: fmt.Sprintf("%.0f connects a second were attempted (one per request), %.0f got a port", c.attempts, c.rate), Source: "load", Window: true})
 	}
-	return report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr,
+	return report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr, About: report.About{Remotes: []string{r.Addr}},
 		Title: title, Evidence: ev,
-		Fix: []string{
-			"keep connections to " + r.Addr + " open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client; Go: one http.Client, bodies read to the end; haproxy: `http-reuse always` without `option httpclose`), or nginx `upstream { keepalive N; }` when nginx itself proxies (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + ")",
+		Actions: notes(
+			"keep connections to "+r.Addr+" open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client; Go: one http.Client, bodies read to the end; haproxy: `http-reuse always` without `option httpclose`), or nginx `upstream { keepalive N; }` when nginx itself proxies (N: each worker's share of the requests in flight, "+fmt.Sprint(sizing.MinKeepalive)+"–"+fmt.Sprint(sizing.MaxKeepalive)+")",
 			hold,
-		}}, true
+		)}, true
 }
 
 // upsert adds f, or, when the kernel's evidence already made the same
@@ -182,7 +193,7 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 // it so that one finding carries all the evidence.
 func upsert(fs []report.Finding, f report.Finding) []report.Finding {
 	for i, k := range fs {
-		if k.ID == f.ID && k.Status == report.Active && k.Side == f.Side && (k.Subject == "" || strings.Contains(f.Subject, k.Subject)) {
+		if k.ID == f.ID && k.Status == report.Active && k.Side == f.Side && (len(k.About.Remotes) == 0 || slices.Contains(f.About.Remotes, k.About.Remotes[0])) {
 			f.Evidence = append(f.Evidence, k.Evidence...)
 			if report.MoreSevere(k.Severity, f.Severity) {
 				f.Severity = k.Severity
@@ -215,16 +226,16 @@ func kernelChurn(in *Input) (report.Finding, bool) {
 		return report.Finding{}, false
 	}
 	it, _ := counterItem(w, "Tcp.ActiveOpens")
-	f := report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr,
+	f := report.Finding{ID: UpstreamConnectionChurn, Severity: report.Warning, Status: report.Active, Subject: r.Addr, About: report.About{Remotes: []string{r.Addr}},
 		Title: fmt.Sprintf("A new connection per request to %s: %d in TIME_WAIT, %.0f new connections/s", r.Addr, r.TimeWait, rate),
 		Evidence: []report.Item{
 			{Text: fmt.Sprintf("%d TIME_WAIT and %d ESTABLISHED connections to %s", r.TimeWait, r.Established, r.Addr), Source: "sockdiag", Window: true},
 			it,
 		},
-		Fix: []string{
-			"keep connections to " + r.Addr + " alive and reuse them: nginx `upstream { server " + r.Addr + "; keepalive N; }` (N: each worker's share of the requests in flight, " + fmt.Sprint(sizing.MinKeepalive) + "–" + fmt.Sprint(sizing.MaxKeepalive) + "; `netdoctor run` sizes it) plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` (or `fastcgi_keep_conn on;`); a connection pool in the client library",
+		Actions: notes(
+			"keep connections to "+r.Addr+" alive and reuse them: nginx `upstream { server "+r.Addr+"; keepalive N; }` (N: each worker's share of the requests in flight, "+fmt.Sprint(sizing.MinKeepalive)+"–"+fmt.Sprint(sizing.MaxKeepalive)+"; `netdoctor run` sizes it) plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` (or `fastcgi_keep_conn on;`); a connection pool in the client library",
 			"TIME_WAIT itself is cheap (about 200 bytes each); do not shorten it with tcp_fin_timeout (that is FIN_WAIT_2) or tcp_tw_recycle (removed in 4.12)",
-		},
+		),
 	}
 	if r.TimeWait >= size/2 {
 		f.Severity = report.Critical
@@ -236,27 +247,28 @@ func kernelChurn(in *Input) (report.Finding, bool) {
 // its pool sized as tune plan sizes it: each worker's share of the
 // requests in flight. b, the server's snapshots, says where tcp_tw_reuse
 // is set.
-func reuseFix(b *evidence.Bundle, u app.NginxUpstream, inflight, workers int) []string {
-	var fix []string
+func reuseFix(b *evidence.Bundle, u app.NginxUpstream, inflight, workers int) []report.Action {
+	var fix []report.Action
 	k, why := sizing.Keepalive(inflight, workers), sizing.KeepaliveWhy(inflight, workers)
+	keepalive := fmt.Sprintf("keepalive %d;", k)
 	if u.Block == "" {
-		fix = append(fix, fmt.Sprintf("define an upstream block for %s with `keepalive %d;` (%s) and point %s (%s) at it", u.Target, k, why, u.Pass, u.PassSource))
+		fix = append(fix, edit("nginx", u.PassSource, fmt.Sprintf("define an upstream block for %s with `%s` (%s) and point %s (%s) at it", u.Target, keepalive, why, u.Pass, u.PassSource), keepalive))
 	} else if u.Keepalive == 0 {
-		fix = append(fix, fmt.Sprintf("add `keepalive %d;` to upstream %s (%s): %s", k, u.Target, u.Block, why))
+		fix = append(fix, edit("nginx", u.Block, fmt.Sprintf("add `%s` to upstream %s (%s): %s", keepalive, u.Target, u.Block, why), keepalive))
 	}
 	switch u.Pass {
 	case "fastcgi_pass":
-		fix = append(fix, fmt.Sprintf("add `fastcgi_keep_conn on;` next to fastcgi_pass (%s)", u.PassSource))
+		fix = append(fix, edit("nginx", u.PassSource, fmt.Sprintf("add `fastcgi_keep_conn on;` next to fastcgi_pass (%s)", u.PassSource), "fastcgi_keep_conn on;"))
 	case "proxy_pass":
-		fix = append(fix, fmt.Sprintf("add `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` next to proxy_pass (%s)", u.PassSource))
+		fix = append(fix, edit("nginx", u.PassSource, fmt.Sprintf("add `proxy_http_version 1.1;` and `proxy_set_header Connection \"\";` next to proxy_pass (%s)", u.PassSource),
+			"proxy_http_version 1.1;", `proxy_set_header Connection "";`))
 	}
-	prefix := ""
-	if b != nil {
-		prefix = netns.Parse(b.Host.NetNS).ExecPrefix()
+	if b == nil {
+		b = &evidence.Bundle{}
 	}
-	fix = append(fix, "until then, on this kernel: `"+prefix+"sysctl -w net.ipv4.tcp_tw_reuse=1` lets new connections reuse TIME_WAIT ports (the default 2 does so for loopback only); to keep it: "+
-		strings.TrimPrefix(persistFix(prefix, "net.ipv4.tcp_tw_reuse", "1"), "persist: "))
-	return fix
+	tw := sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")
+	return append(fix, tw.Worded("until then, on this kernel: `"+tw.Command+"` lets new connections reuse TIME_WAIT ports (the default 2 does so for loopback only); to keep it: "+
+		keepFix(b, "net.ipv4.tcp_tw_reuse", "1")))
 }
 
 // busiestTimeWait is the remote with the most TIME_WAIT in any snapshot,

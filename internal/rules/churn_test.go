@@ -160,7 +160,7 @@ func TestChurnMerged(t *testing.T) {
 		}
 	}
 	if !hasFix(f, "add `keepalive 32;` to upstream backend") {
-		t.Errorf("fix %q", f.Fix)
+		t.Errorf("fix %q", fixOf(f))
 	}
 }
 

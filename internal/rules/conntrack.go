@@ -13,6 +13,16 @@ import (
 // ConntrackTableFull: the connection-tracking table dropped new flows, or is close to it.
 const ConntrackTableFull report.FindingID = "conntrack-table-full"
 
+var _ = define(Class{ID: ConntrackTableFull,
+	Critical: true, Latent: true,
+	Errors: true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
+	Meaning:    "the netfilter connection-tracking table is full and new flows are dropped",
+	Active:     "conntrack `drop`, `early_drop` or `insert_failed` rose, or a \"table full\" kernel message (critical)",
+	LatentWhen: "peak `nf_conntrack_count` ≥ 80 % of `nf_conntrack_max` (warning)",
+	Seed:       "000 stage 1, 002, 001 §8",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // checkConntrack finds a connection-tracking table that drops new flows
 // (seed 000 stage 1, seed 002) or is close to doing so.
 func checkConntrack(in *Input) []report.Finding {
@@ -56,12 +66,12 @@ func checkConntrack(in *Input) []report.Finding {
 		level.Window = true
 		f := report.Finding{ID: ConntrackTableFull, Severity: report.Critical, Status: report.Active,
 			Title:    "Connection tracking table full: new connections are dropped",
-			Evidence: append(items, level), Fix: conntrackFix(b, ct, max(peak, ct.Max))}
+			Evidence: append(items, level), Actions: conntrackFix(b, ct, max(peak, ct.Max))}
 		return []report.Finding{f}
 	case fill >= 0.8:
 		return []report.Finding{{ID: ConntrackTableFull, Severity: report.Warning, Status: report.Latent,
 			Title:    fmt.Sprintf("Connection tracking table %.0f%% full: it will drop new connections when it fills", 100*fill),
-			Evidence: []report.Item{level}, Fix: conntrackFix(b, ct, peak)}}
+			Evidence: []report.Item{level}, Actions: conntrackFix(b, ct, peak)}}
 	}
 	return nil
 }
@@ -69,7 +79,7 @@ func checkConntrack(in *Input) []report.Finding {
 // conntrackFix sizes the table as tune plan does, from the connections
 // the window saw opened and accepted (tune's plan may count fewer: those
 // to local upstreams it keeps open) and the most entries seen.
-func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []string {
+func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []report.Action {
 	rate := 0.0
 	if w, ok := b.Window(); ok {
 		rate = w.Rate("Tcp.ActiveOpens") + w.Rate("Tcp.PassiveOpens")
@@ -80,21 +90,21 @@ func conntrackFix(b *evidence.Bundle, ct *evidence.Conntrack, peak uint64) []str
 	}
 	want, need := sizing.Conntrack(rate, tw, peak, ct.Buckets)
 	v := strconv.FormatUint(want, 10)
-	fix := []string{
-		"sysctl -w net.netfilter.nf_conntrack_max=" + v + "  (global: set it in the initial namespace)",
-		persistFix("", "net.netfilter.nf_conntrack_max", v),
-		"echo " + v + " > /sys/module/nf_conntrack/parameters/hashsize  (grow the hash with the table, or chains get long)",
+	fix := append([]report.Action{
+		sysctlFix(b, "net.netfilter.nf_conntrack_max", v).Because("global: set it in the initial namespace"),
+		report.Command("echo "+v+" > /sys/module/nf_conntrack/parameters/hashsize", "grow the hash with the table, or chains get long"),
+	}, notes(
 		"for high-rate stateless traffic, skip tracking: nft add rule inet raw prerouting tcp dport <port> notrack (and the output direction)",
 		"entries in TIME_WAIT last net.netfilter.nf_conntrack_tcp_timeout_time_wait (120 s); reusing connections cuts their number",
-	}
+	)...)
 	seen := fmt.Sprintf("%d seen", peak)
 	if peak >= ct.Max {
 		seen += " (the table was full)"
 	}
-	fix = append(fix, fmt.Sprintf("why %s: %.0f new connections/s × %.0f s in TIME_WAIT × %.2f = %d entries, twice the %s, whichever is more, rounded up to a power of two; at least the hash's %d buckets and %d. This counts every connection opened and accepted; `netdoctor tune plan` counts one entry for a connection between two local sockets and none for upstream connections its plan keeps open, so it may propose less",
-		v, rate, tw, sizing.Margin, need, seen, ct.Buckets, sizing.MinConntrackMax))
+	fix = append(fix, report.Advise(fmt.Sprintf("why %s: %.0f new connections/s × %.0f s in TIME_WAIT × %.2f = %d entries, twice the %s, whichever is more, rounded up to a power of two; at least the hash's %d buckets and %d. This counts every connection opened and accepted; `netdoctor tune plan` counts one entry for a connection between two local sockets and none for upstream connections its plan keeps open, so it may propose less",
+		v, rate, tw, sizing.Margin, need, seen, ct.Buckets, sizing.MinConntrackMax)))
 	if b.Host.NetNS != "" {
-		fix = append(fix, "note: nf_conntrack_max is shared by every namespace and read-only inside "+b.Host.NetNS)
+		fix = append(fix, report.Advise("note: nf_conntrack_max is shared by every namespace and read-only inside "+b.Host.NetNS))
 	}
 	return fix
 }

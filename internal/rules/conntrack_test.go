@@ -227,7 +227,7 @@ func TestConntrackFix(t *testing.T) {
 			}
 			for _, w := range tt.want {
 				if !hasFix(got[0], w) {
-					t.Errorf("checkConntrack(on()) fix lacks %q; got %q", w, got[0].Fix)
+					t.Errorf("checkConntrack(on()) fix lacks %q; got %q", w, fixOf(got[0]))
 				}
 			}
 		})

@@ -11,6 +11,16 @@ import (
 // CPUSaturated: the CPUs are busy.
 const CPUSaturated report.FindingID = "cpu-saturated"
 
+var _ = define(Class{ID: CPUSaturated,
+	Delays: true, Holds: true, Latency: true,
+	Hold:       30 * time.Minute,
+	Meaning:    "CPUs have no idle time left; other numbers are then symptoms",
+	Active:     "a CPU ≥ 90 % busy over the window (warning)",
+	LatentWhen: "none",
+	Seed:       "000 stage 5",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // checkCPU finds CPUs with no idle time left in the window. A saturated
 // CPU makes every other number a symptom, so this is reported first among
 // equals; a single saturated CPU among idle ones usually means interrupts
@@ -78,10 +88,10 @@ func checkCPU(in *Input) []report.Finding {
 		}
 	}
 	f := report.Finding{ID: CPUSaturated, Severity: report.Warning, Status: report.Active, Evidence: items,
-		Fix: []string{
+		Actions: notes(
 			"see where the time goes: `perf top` or `perf record -a -g` (sy and si: kernel networking; us: the application)",
 			"high softirq on one CPU: spread receive work (RSS queues, RPS `/sys/class/net/<if>/queues/rx-*/rps_cpus`, irqbalance)",
-		}}
+		)}
 	// Saturation is a warning, not critical: it explains other findings
 	// but is not by itself a network fault.
 	if busy == total {

@@ -15,8 +15,29 @@ import (
 // queue for one.
 const DependencyPoolSaturated report.FindingID = "dependency-pool-saturated"
 
+var _ = define(Class{ID: DependencyPoolSaturated,
+	Critical: true,
+	Delays:   true, Holds: true,
+	Blocks: true, Waits: true, AtCapacity: true,
+	Meaning:    "a server's few connections to a dependency (database, cache, backend) are busy all the time; requests queue for a connection",
+	Active:     "in a run, a server's connections to one destination had a request outstanding ≥ 80 % of the time while the load's p50 was ≥ 3 × the dependency's time per request and ≥ 30 ms; without a load (`check`, the agent), ≥ 85 % over ≥ 50 round trips (critical)",
+	LatentWhen: "—",
+	Seed:       "any small client pool (the issue's API with 4 connections)",
+	ReportedBy: "`run`, `check`, agent",
+})
+
 // DependencySlow: most of a request's time is a dependency's answer.
 const DependencySlow report.FindingID = "dependency-slow"
+
+var _ = define(Class{ID: DependencySlow,
+	Delays: true, Holds: true,
+	Blocks: true, Waits: true,
+	Meaning:    "most of a request's time is spent waiting for a dependency's answers",
+	Active:     "in a run, the dependency's time per request (round trips per request × time per round trip) ≥ half the p50, p50 ≥ 30 ms; without a load, ≥ 100 ms per round trip on a pool ≥ 25 % busy; or a busy pipelined/multiplexed connection whose time cannot be measured (warning)",
+	LatentWhen: "—",
+	Seed:       "a slow backend behind a roomy pool",
+	ReportedBy: "`run`, `check`, agent",
+})
 
 // Thresholds of the dependency rule.
 const (
@@ -71,17 +92,18 @@ func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpu
 	}
 	who := depName(d)
 	subject := s.Kind + " " + s.Addr + " → " + d.Addr
+	about := report.About{Server: s.Kind, Listen: s.Addr, Remotes: []string{d.Addr}}
 	table := report.Item{Text: depRow(d), Source: "sock_diag tcp_info", Window: true}
 	if d.Multiplexed() {
 		if d.Busy < depShare || !cpuOK || cpu >= 0.7 {
 			return report.Finding{}, false
 		}
-		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 			Title: fmt.Sprintf("%s %s waits on %s over %d connections with several requests outstanding on each: the time per request cannot be measured from its connections", s.Kind, s.Addr, who, d.Conns),
 			Evidence: []report.Item{table,
 				{Text: fmt.Sprintf("in %.0f%% of the busy samples another request went out before the previous answer came (pipelined or multiplexed): round trips and pool size are not estimated", 100*d.Pipelined), Source: "sock_diag tcp_info", Window: true},
 				latencyItem(lr)},
-			Fix: []string{"measure the dependency's own latency (its slow log, its metrics, a client-side histogram): on a multiplexed connection only the client knows which answer belongs to which request"}}, true
+			Actions: notes("measure the dependency's own latency (its slow log, its metrics, a client-side histogram): on a multiplexed connection only the client knows which answer belongs to which request")}, true
 	}
 	perReq := d.RoundTripsPerSec / rate
 	depTime := time.Duration(perReq * float64(d.RoundTrip))
@@ -103,24 +125,24 @@ func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpu
 	}
 	switch {
 	case d.Busy >= depBusy && q >= depQueue:
-		return report.Finding{ID: DependencyPoolSaturated, Severity: report.Critical, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+		return report.Finding{ID: DependencyPoolSaturated, Severity: report.Critical, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 			Title: fmt.Sprintf("%s %s waits on %s: %d connections, each busy ~%.0f %%, ~%s per round trip → at most ~%.0f req/s; the p50 is %.0f × that: requests queue for a connection",
 				s.Kind, s.Addr, who, d.Conns, 100*d.Busy, ms(d.RoundTrip), maxRate, q),
-			Evidence: ev, Fix: depPoolFix(r, d, who, cpu, cpuOK, rate, depTime)}, true
+			Evidence: ev, Actions: depPoolFix(r, d, who, cpu, cpuOK, rate, depTime)}, true
 	case float64(depTime) >= depShare*float64(p50):
-		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, Side: r.ServerSide(),
+		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
 			Title: fmt.Sprintf("%s %s waits on %s: ~%s per round trip, %.1f per request, %.0f%% of the p50 %s",
 				s.Kind, s.Addr, who, ms(d.RoundTrip), perReq, 100*float64(depTime)/float64(p50), ms(p50)),
-			Evidence: ev, Fix: []string{
+			Evidence: ev, Actions: notes(
 				fmt.Sprintf("the time is %s's: diagnose it (its own findings in this report when netdoctor observes it, else its slow log and metrics)", who),
-				"or ask it less: cache its answers, batch or pipeline the round trips a request makes"}}, true
+				"or ask it less: cache its answers, batch or pipeline the round trips a request makes")}, true
 	}
 	return report.Finding{}, false
 }
 
 // biggerPool begins the advice to grow a client's pool, poolKnobs says
-// where pools are sized; relate replaces that advice (notBigger) when
-// the dependency is itself at capacity.
+// where pools are sized; relate replaces that advice (notBigger), which
+// biggerPoolFix tags, when the dependency is itself at capacity.
 const (
 	biggerPool = "a bigger pool"
 	poolKnobs  = "where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size)"
@@ -128,7 +150,7 @@ const (
 
 // depPoolFix says which side to change: a bigger pool only when the
 // dependency has room for more requests at once.
-func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []string {
+func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []report.Action {
 	want := int(math.Ceil(float64(r.Load.Connections) * float64(depTime) / float64(r.Load.Latency.P50) * depQueue))
 	want = max(want, 2*d.Conns)
 	if c := r.Load.Connections; c > 0 {
@@ -146,13 +168,19 @@ func depPoolFix(r *Run, d *app.Dependency, who string, cpu float64, cpuOK bool, 
 			spare, why = false, fmt.Sprintf("up to %d requests waited unread in its connections, in %d sampled seconds", peak, secs)
 		}
 	}
-	var fix []string
+	first := report.Advise(fmt.Sprintf("not a bigger pool: %s has no spare capacity (%s); make it faster or give it more workers first (its own findings, its slow log)", who, why))
 	if spare {
-		fix = append(fix, fmt.Sprintf(biggerPool+": from %d to about %d connections, "+poolKnobs+"; %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
-	} else {
-		fix = append(fix, fmt.Sprintf("not a bigger pool: %s has no spare capacity (%s); make it faster or give it more workers first (its own findings, its slow log)", who, why))
+		first = biggerPoolFix(fmt.Sprintf(biggerPool+": from %d to about %d connections, "+poolKnobs+"; %s has room for more requests at once (the CPU was %.0f%% busy and its threads mostly waited)", d.Conns, want, who, 100*cpu))
 	}
-	return append(fix, "or ask it less: cache its answers, batch or pipeline the round trips each request makes")
+	return []report.Action{first, report.Advise("or ask it less: cache its answers, batch or pipeline the round trips each request makes")}
+}
+
+// biggerPoolFix is the advice to grow a client's pool, tagged so that
+// relate finds it.
+func biggerPoolFix(text string) report.Action {
+	a := report.Advise(text)
+	a.Tag = report.TagBiggerPool
+	return a
 }
 
 // depServer is the run's server listening at the dependency's address.

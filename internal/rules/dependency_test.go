@@ -62,7 +62,7 @@ func TestDependency(t *testing.T) {
 				t.Fatalf("findings %+v, want one %s", fs, tc.id)
 			}
 			if !strings.Contains(fs[0].Title, tc.title) || !hasFix(fs[0], tc.fix) {
-				t.Errorf("title %q fix %q", fs[0].Title, fs[0].Fix)
+				t.Errorf("title %q fix %q", fs[0].Title, fixOf(fs[0]))
 			}
 			if !hasEvidence(fs[0], "10.0.0.1:7300 (backend (pid 77)): 4 connections") {
 				t.Errorf("evidence %q", evidenceTexts(fs[0]))

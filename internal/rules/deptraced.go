@@ -65,6 +65,7 @@ func tracedFinding(t *report.Traced, b *evidence.Bundle, s *app.Server, d *app.D
 	}
 	who := depName(d)
 	subject := s.Kind + " " + s.Addr + " → " + d.Addr
+	about := report.About{Server: s.Kind, Listen: s.Addr, Remotes: []string{d.Addr}}
 	table := report.Item{Text: depRow(d), Source: "sock_diag tcp_info", Window: true}
 	traced := report.Item{Text: fmt.Sprintf("its %d connections looked at every %d ms for %.1fs under the host's own traffic (no load): %.0f round trips", d.Conns, t.IntervalMS, d.Seconds, d.RoundTripsPerSec*d.Seconds), Source: "sock_diag tcp_info", Window: true}
 	ev := []report.Item{table, traced}
@@ -77,31 +78,31 @@ func tracedFinding(t *report.Traced, b *evidence.Bundle, s *app.Server, d *app.D
 		if d.Busy < tracedBusy {
 			return report.Finding{}, false
 		}
-		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject,
+		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about,
 			Title:    fmt.Sprintf("%s %s waits on %s over %d connections, busy %.0f %% with several requests outstanding on each: the time per request and the pool's capacity cannot be measured from its connections", s.Kind, s.Addr, who, d.Conns, 100*d.Busy),
 			Evidence: append(ev, report.Item{Text: fmt.Sprintf("in %.0f%% of the busy samples another request went out before the previous answer came (pipelined or multiplexed): round trips and pool size are not estimated", 100*d.Pipelined), Source: "sock_diag tcp_info", Window: true}),
-			Fix:      []string{"measure the dependency's own latency (its slow log, its metrics, a client-side histogram): on a multiplexed connection only the client knows which answer belongs to which request"}}, true
+			Actions:  notes("measure the dependency's own latency (its slow log, its metrics, a client-side histogram): on a multiplexed connection only the client knows which answer belongs to which request")}, true
 	}
 	switch {
 	case d.Busy >= tracedBusy && d.RoundTrip >= tracedMinRoundTrip:
 		maxRate := d.MaxRoundTripsPerSec()
-		fix := []string{fmt.Sprintf(biggerPool+", about twice the %d connections, "+poolKnobs+", when %s has room for more requests at once (its CPU and its workers not busy); otherwise make it faster first (its own findings, its slow log)", d.Conns, who),
-			"or ask it less: cache its answers, batch or pipeline the round trips each request makes",
-			"to measure what the waiting costs the server's requests: netdoctor run against the server"}
+		first := biggerPoolFix(fmt.Sprintf(biggerPool+", about twice the %d connections, "+poolKnobs+", when %s has room for more requests at once (its CPU and its workers not busy); otherwise make it faster first (its own findings, its slow log)", d.Conns, who))
 		if cpuOK && cpu >= 0.7 {
-			fix[0] = fmt.Sprintf("not a bigger pool yet: the host's CPU is %.0f%% busy, %s may have no spare capacity; make it faster first (its own findings, its slow log)", 100*cpu, who)
+			first = report.Advise(fmt.Sprintf("not a bigger pool yet: the host's CPU is %.0f%% busy, %s may have no spare capacity; make it faster first (its own findings, its slow log)", 100*cpu, who))
 		}
-		return report.Finding{ID: DependencyPoolSaturated, Severity: report.Critical, Status: report.Active, Subject: subject,
+		fix := append([]report.Action{first}, notes("or ask it less: cache its answers, batch or pipeline the round trips each request makes",
+			"to measure what the waiting costs the server's requests: netdoctor run against the server")...)
+		return report.Finding{ID: DependencyPoolSaturated, Severity: report.Critical, Status: report.Active, Subject: subject, About: about,
 			Title: fmt.Sprintf("%s %s waits on %s: %d connections, each busy ~%.0f %%, ~%s per round trip → at most ~%.0f req/s through this pool; requests wait for a connection",
 				s.Kind, s.Addr, who, d.Conns, 100*d.Busy, ms(d.RoundTrip), maxRate),
-			Evidence: ev, Fix: fix}, true
+			Evidence: ev, Actions: fix}, true
 	case d.RoundTrip >= tracedSlow && d.Busy >= tracedSlowBusy:
-		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject,
+		return report.Finding{ID: DependencySlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about,
 			Title: fmt.Sprintf("%s %s waits on %s: ~%s per round trip, %.0f round trips/s, its %d connections busy ~%.0f %%",
 				s.Kind, s.Addr, who, ms(d.RoundTrip), d.RoundTripsPerSec, d.Conns, 100*d.Busy),
-			Evidence: ev, Fix: []string{
+			Evidence: ev, Actions: notes(
 				fmt.Sprintf("the time is %s's: diagnose it (netdoctor check where it runs, its slow log and metrics)", who),
-				"or ask it less: cache its answers, batch or pipeline the round trips a request makes"}}, true
+				"or ask it less: cache its answers, batch or pipeline the round trips a request makes")}, true
 	}
 	return report.Finding{}, false
 }

@@ -81,8 +81,8 @@ func TestCheckHostChain(t *testing.T) {
 			t.Fatalf("mid busy %.2f: findings %+v, want the API's saturated pool", midBusy, fs)
 		}
 		if midBusy < tracedBusy {
-			if m != nil || api.CausedBy != "" || !strings.HasPrefix(api.Fix[0], "a bigger pool") {
-				t.Errorf("mid not saturated: mid finding %+v, API caused by %q, fix %q", m, api.CausedBy, api.Fix)
+			if m != nil || api.CausedBy != "" || !strings.HasPrefix(fixOf(*api)[0], "a bigger pool") {
+				t.Errorf("mid not saturated: mid finding %+v, API caused by %q, fix %q", m, api.CausedBy, fixOf(*api))
 			}
 			continue
 		}
@@ -92,8 +92,8 @@ func TestCheckHostChain(t *testing.T) {
 		if api.CausedBy != DependencyPoolSaturated || api.CauseSubject != m.Subject {
 			t.Errorf("API caused by %q %q, want %q", api.CausedBy, api.CauseSubject, m.Subject)
 		}
-		if !strings.HasPrefix(api.Fix[0], "not a bigger pool: 10.0.0.1:7400 is itself at capacity") || !strings.HasPrefix(m.Fix[0], "a bigger pool") {
-			t.Errorf("fixes: API %q, mid %q", api.Fix[0], m.Fix[0])
+		if !strings.HasPrefix(fixOf(*api)[0], "not a bigger pool: 10.0.0.1:7400 is itself at capacity") || !strings.HasPrefix(fixOf(*m)[0], "a bigger pool") {
+			t.Errorf("fixes: API %q, mid %q", fixOf(*api)[0], fixOf(*m)[0])
 		}
 	}
 	if CheckHost(nil, nil) != nil {

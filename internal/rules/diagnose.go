@@ -34,7 +34,7 @@ func CheckHost(b *evidence.Bundle, t *report.Traced) []report.Finding {
 	if len(fs) == 0 {
 		return nil
 	}
-	return relate(fs, nil)
+	return relate(fs)
 }
 
 // Diagnose runs every rule over a run, then the steps that look across
@@ -107,7 +107,7 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 		}
 	}
 	tieShape(out, shape)
-	out = relate(out, poolAddrs(r))
+	out = relate(out)
 	explain(out, r.Load, r.Port)
 	return rank(out, r.Load), shape
 }
@@ -136,21 +136,6 @@ func clean(found []report.Finding, deps bool) []string {
 		}
 	}
 	return out
-}
-
-// poolAddrs maps each worker pool finding's subject to the address its
-// pool listens on, so that relate blames an overflow on the pool only
-// when it is the pool's own socket.
-func poolAddrs(r *Run) map[string]string {
-	pools := map[string]string{}
-	for _, s := range r.Servers {
-		if s.Pool != nil {
-			pools["php-fpm pool "+s.Pool.Name] = s.Addr
-		} else {
-			pools[s.Kind+" "+s.Addr] = s.Addr // threadPool's subject
-		}
-	}
-	return pools
 }
 
 // traced reports whether the run traced any server's dependencies.

@@ -15,27 +15,32 @@ import (
 // explains.
 const UnexplainedDistress = report.UnexplainedDistress
 
+var _ = define(Class{ID: UnexplainedDistress,
+	Critical:   true,
+	Meaning:    "the load shows distress that no other finding explains: netdoctor does not call it healthy",
+	Active:     "errors or timeouts (≥ 10, or ≥ 0.1 %), ≥ 1 % 5xx, a slow tail (p99 ≥ 1 s, or ≥ 100 ms and ≥ 10 × p50), a whole second without a response, a saw-tooth or a step down to under half that no counter moved with, or ≥ 5 connections left in CLOSE_WAIT on the server's port, with no active finding that explains that symptom (critical)",
+	LatentWhen: "—",
+	Seed:       "any fault no rule covers",
+	ReportedBy: "`run`",
+})
+
 // symptom is one way the load shows distress, and what can explain it.
 type symptom struct {
 	text string
-	// by are the findings that explain it when active.
-	by map[report.FindingID]bool
+	// by says which findings explain it when active, from their class.
+	by func(Class) bool
 }
 
-// explainsErrors are the findings whose faults fail requests: refused,
-// reset, timed out or answered 5xx.
-var explainsErrors = map[report.FindingID]bool{
-	AcceptQueueOverflow: true, SynQueueOverflow: true, ConntrackTableFull: true, EphemeralPortExhaustion: true,
-	UpstreamConnectionChurn: true, WorkerPoolExhausted: true, FDLimit: true, DNSMisconfigured: true,
-	PacketLoss: true, NICDrops: true, SocketBufferLimit: true, NeighbourTableOverflow: true,
-	LoadGeneratorSaturated: true, BandwidthSaturated: true,
-}
-
-// explainsStuck are the findings that leave a server holding connections
-// its clients closed: its workers are busy elsewhere.
-var explainsStuck = map[report.FindingID]bool{
-	AppSlow: true, DependencyPoolSaturated: true, DependencySlow: true, WorkerPoolExhausted: true, DNSSlow: true, ReverseDNSLookup: true, FDLimit: true, CPUSaturated: true,
-}
+// What explains each kind of distress: failed requests are explained by
+// what fails or delays them (a request that waits long enough times
+// out), 5xx by what fails them, a slow tail by what delays them,
+// connections left in CLOSE_WAIT by what holds the server's workers.
+var (
+	byErrors = func(c Class) bool { return c.Errors || c.Delays }
+	by5xx    = func(c Class) bool { return c.Errors }
+	bySlow   = func(c Class) bool { return c.Delays }
+	byStuck  = func(c Class) bool { return c.Holds }
+)
 
 // checkDistress is the last rule: when the load itself shows distress —
 // requests failing, a slow tail, throughput collapsing, connections left
@@ -51,7 +56,7 @@ func checkDistress(in *Input) []report.Finding {
 	for _, s := range symptoms(in) {
 		explained := false
 		for _, f := range in.Found {
-			if f.Status == report.Active && s.by[f.ID] && !cookiesOnly(f) {
+			if c := ClassOf(f.ID); f.Status == report.Active && s.by(c) && c.counts(f) {
 				explained = true
 			}
 		}
@@ -77,7 +82,7 @@ func checkDistress(in *Input) []report.Finding {
 	if w := workersText(r); w != "" {
 		f.Evidence = append(f.Evidence, report.Item{Text: w, Source: "wchan", Window: true})
 	}
-	f.Fix = nextMeasurements(r)
+	f.Actions = notes(nextMeasurements(r)...)
 	return []report.Finding{f}
 }
 
@@ -88,33 +93,22 @@ func symptoms(in *Input) []symptom {
 	tried := lr.Requests + lr.Errors.Total()
 	if e := lr.Errors.Total(); e > 0 && (e >= 10 || 1000*e >= tried) {
 		out = append(out, symptom{fmt.Sprintf("%d of %d requests failed (connect %d, read %d, write %d, timeout %d)",
-			e, tried, lr.Errors.Connect, lr.Errors.Read, lr.Errors.Write, lr.Errors.Timeout), union(explainsErrors, delays)})
+			e, tried, lr.Errors.Connect, lr.Errors.Read, lr.Errors.Write, lr.Errors.Timeout), byErrors})
 	}
 	if n := lr.Status["5xx"]; n > 0 && 100*n >= lr.Requests {
-		out = append(out, symptom{fmt.Sprintf("%d of %d responses were 5xx", n, lr.Requests), explainsErrors})
+		out = append(out, symptom{fmt.Sprintf("%d of %d responses were 5xx", n, lr.Requests), by5xx})
 	}
 	if l := lr.Latency; lr.Requests > 0 && (l.P99 >= time.Second || (l.P99 >= 100*time.Millisecond && l.P99 >= 10*l.P50)) {
-		out = append(out, symptom{fmt.Sprintf("a slow tail: p99 %v against a p50 of %v (max %v)", l.P99.Round(time.Millisecond), l.P50.Round(time.Millisecond/10), l.Max.Round(time.Millisecond)), delays})
+		out = append(out, symptom{fmt.Sprintf("a slow tail: p99 %v against a p50 of %v (max %v)", l.P99.Round(time.Millisecond), l.P50.Round(time.Millisecond/10), l.Max.Round(time.Millisecond)), bySlow})
 	}
 	if s := stalls(lr.Timeline); s > 0 {
-		out = append(out, symptom{fmt.Sprintf("throughput fell to nothing for %d whole second(s) while connections were open", s), union(explainsErrors, delays)})
+		out = append(out, symptom{fmt.Sprintf("throughput fell to nothing for %d whole second(s) while connections were open", s), byErrors})
 	}
 	if sh := in.Shape; (sh.Pattern == "saw-tooth" || sh.Pattern == "step" && steppedDown(lr.Timeline, sh)) && len(sh.MovedWith) == 0 {
-		out = append(out, symptom{sh.Text, union(explainsErrors, delays)})
+		out = append(out, symptom{sh.Text, byErrors})
 	}
 	if n := stuck(in); n >= 5 {
-		out = append(out, symptom{fmt.Sprintf("%d connections were left in CLOSE_WAIT on the server's port after the load: the server had not yet closed connections its client closed, busy or stuck elsewhere", n), explainsStuck})
-	}
-	return out
-}
-
-func union(a, b map[report.FindingID]bool) map[report.FindingID]bool {
-	out := make(map[report.FindingID]bool, len(a)+len(b))
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
+		out = append(out, symptom{fmt.Sprintf("%d connections were left in CLOSE_WAIT on the server's port after the load: the server had not yet closed connections its client closed, busy or stuck elsewhere", n), byStuck})
 	}
 	return out
 }

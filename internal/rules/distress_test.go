@@ -55,7 +55,7 @@ func TestDistress(t *testing.T) {
 				t.Errorf("evidence:\n%s", strings.Join(evidenceTexts(fs[0]), "\n"))
 			}
 			if !hasFix(fs[0], "offcputime") {
-				t.Errorf("no next measurement: %q", fs[0].Fix)
+				t.Errorf("no next measurement: %q", fixOf(fs[0]))
 			}
 		})
 	}

@@ -20,6 +20,37 @@ const (
 	ReverseDNSLookup report.FindingID = "reverse-dns-lookup" // reverse (PTR) lookups hang
 )
 
+var _ = define(Class{ID: DNSMisconfigured,
+	Critical:   true,
+	Errors:     true,
+	Meaning:    "name lookups cannot work: no nameserver configured, or none answers",
+	Active:     "resolv.conf lists no nameserver, or every A probe failed (critical)",
+	LatentWhen: "none",
+	Seed:       "001 §4",
+	ReportedBy: "`check`, `diagnose`",
+})
+
+var _ = define(Class{ID: DNSSlow,
+	Delays: true, Holds: true,
+	Consequences: []Consequence{{ID: WorkerPoolExhausted}, {ID: AppSlow}},
+	Meaning:      "lookups answer, but slowly or only from some nameservers",
+	Active:       "an A probe took ≥ 100 ms, or some A probes failed while others answered (warning)",
+	LatentWhen:   "none",
+	Seed:         "001 §4",
+	ReportedBy:   "`check`, `diagnose`",
+})
+
+var _ = define(Class{ID: ReverseDNSLookup,
+	Latent: true,
+	Delays: true, Holds: true,
+	Consequences: []Consequence{{ID: WorkerPoolExhausted}, {ID: AppSlow}},
+	Meaning:      "reverse (PTR) lookups hang; anything that resolves client addresses stalls per connection",
+	Active:       "none",
+	LatentWhen:   "a PTR probe failed or took ≥ 100 ms (warning)",
+	Seed:         "001 §5",
+	ReportedBy:   "`check`, `diagnose`",
+})
+
 // slowDNS is the lookup time above which every uncached name costs a
 // request noticeable latency; a cache on the host answers in under 1 ms.
 const slowDNS = 100 * time.Millisecond
@@ -51,7 +82,7 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 		return []report.Finding{{ID: DNSMisconfigured, Severity: report.Critical, Status: report.Active,
 			Title:    "No nameserver configured: every name lookup fails",
 			Evidence: []report.Item{{Text: r.ConfPath + " lists no nameserver", Source: "resolver", Window: true}},
-			Fix:      []string{"add `nameserver <address>` to " + r.ConfPath + " (a local cache such as dnsmasq or systemd-resolved answers repeated names in under 1 ms)"}}}
+			Actions:  notes("add `nameserver <address>` to " + r.ConfPath + " (a local cache such as dnsmasq or systemd-resolved answers repeated names in under 1 ms)")}}
 	}
 	if len(r.Probes) == 0 {
 		return nil
@@ -115,7 +146,7 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 		out = append(out, report.Finding{ID: DNSMisconfigured, Severity: report.Critical, Status: report.Active,
 			Title:    "No configured nameserver answers: name lookups fail",
 			Evidence: append(failItems, conf),
-			Fix:      []string{"point " + r.ConfPath + " at a reachable resolver, or run a local cache (dnsmasq) that forwards to one"}})
+			Actions:  notes("point " + r.ConfPath + " at a reachable resolver, or run a local cache (dnsmasq) that forwards to one")})
 	} else if aFail > 0 {
 		slowItems = append(slowItems, failItems...)
 	}
@@ -123,16 +154,16 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 		f := report.Finding{ID: DNSSlow, Severity: report.Warning, Status: report.Active,
 			Title:    "Name lookups are slow or fail on some nameservers: each uncached lookup adds this delay (glibc waits 5 s per unanswered try)",
 			Evidence: append(slowItems, conf),
-			Fix: []string{
+			Actions: notes(
 				"run a local cache (dnsmasq, systemd-resolved, nscd) so repeated names cost under 1 ms",
-				"list the nearest, healthy resolver first in " + r.ConfPath + "; `options timeout:1 attempts:2 rotate` bounds the stall",
-			}}
+				"list the nearest, healthy resolver first in "+r.ConfPath+"; `options timeout:1 attempts:2 rotate` bounds the stall",
+			)}
 		if lost > 0 && sent > 0 {
 			loss := float64(lost) / float64(sent)
 			timeout, attempts := resolverOptions(r.Options)
 			f.Title = fmt.Sprintf("The resolver loses %.0f%% of queries: each lost one stalls a name lookup %d s (glibc's timeout)", 100*loss, timeout)
 			f.Evidence = append(f.Evidence, report.Item{Text: stallText(loss, timeout, attempts, len(r.Nameservers), r.Options), Source: "resolver"})
-			f.Fix = append(f.Fix, "find where the queries are lost: the resolver's own capacity and rate limits, a firewall or conntrack table on the way (`nstat -az Udp`, `conntrack -S` on the resolver's host)")
+			f.Actions = append(f.Actions, report.Advise("find where the queries are lost: the resolver's own capacity and rate limits, a firewall or conntrack table on the way (`nstat -az Udp`, `conntrack -S` on the resolver's host)"))
 		}
 		out = append(out, f)
 	}
@@ -140,10 +171,10 @@ func resolverFindings(b *evidence.Bundle) []report.Finding {
 		out = append(out, report.Finding{ID: ReverseDNSLookup, Severity: report.Warning, Status: report.Latent,
 			Title:    "Reverse (PTR) lookups hang: any program that resolves client addresses (logging, access control, ping, ssh) stalls per connection",
 			Evidence: ptrItems,
-			Fix: []string{
+			Actions: notes(
 				"turn off reverse lookups in the hot path: nginx has none by default; Apache `HostnameLookups Off`; sshd `UseDNS no`; use `ping -n`, `ss -n`, `netstat -n`",
 				"make the resolver answer PTR for private ranges locally (dnsmasq `bogus-priv`, unbound `local-zone`)",
-			}})
+			)})
 	}
 	return out
 }
@@ -334,9 +365,9 @@ func inPath(in *Input, fs []report.Finding) []report.Finding {
 	return append(fs, report.Finding{ID: DNSSlow, Severity: report.Warning, Status: report.Active,
 		Title:    fmt.Sprintf("%s waits on name lookups in the request path (%.0f%% of its busy workers' time)", who.Kind, pct),
 		Evidence: []report.Item{item},
-		Fix: []string{
-			"measure the resolver: `netdoctor run --dns …` or `netdoctor check` probe each nameserver of " + conf + " repeatedly (loss, latency)",
+		Actions: notes(
+			"measure the resolver: `netdoctor run --dns …` or `netdoctor check` probe each nameserver of "+conf+" repeatedly (loss, latency)",
 			"run a local cache (dnsmasq, systemd-resolved, nscd) so repeated names cost under 1 ms, and resolve backends once at start rather than per request",
-			"`options timeout:1 attempts:2 rotate` in " + conf + " bounds what one lost query costs (5 s by default)",
-		}})
+			"`options timeout:1 attempts:2 rotate` in "+conf+" bounds what one lost query costs (5 s by default)",
+		)})
 }

@@ -14,6 +14,16 @@ import (
 // FDLimit: a process (or the host) is at or near its open-file limit.
 const FDLimit report.FindingID = "fd-limit"
 
+var _ = define(Class{ID: FDLimit,
+	Critical: true, Latent: true,
+	Errors: true, Delays: true, Holds: true, Fails: FailsConnections,
+	Meaning:    "a process (or the host) is out of file descriptors; `accept()` fails with EMFILE and connections wait in the accept queue",
+	Active:     "a process at ≥ 95 % of its soft `RLIMIT_NOFILE` (critical) or ≥ 80 % (warning); host at ≥ 80 % of `fs.file-max` (critical)",
+	LatentWhen: "a listener's process has a soft limit ≤ 1024 (info)",
+	Seed:       "004",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // checkFD finds processes at or near their open-file limit (seeds 004
 // and the fd-limit fault: accept4() fails with EMFILE, connections wait in
 // the accept queue), and a host near fs.file-max.
@@ -47,21 +57,22 @@ func kernelFD(b *evidence.Bundle) []report.Finding {
 		}
 		use := float64(p.OpenFDs) / float64(p.NofileSoft)
 		item := report.Item{Text: fmt.Sprintf("%s pid %d (%s): %d open files, limit %d (soft) / %d (hard)", p.Comm, p.PID, p.Role, p.OpenFDs, p.NofileSoft, p.NofileHard), Source: "process", Window: true}
-		fix := []string{
+		fix := notes(
 			fmt.Sprintf("raise the limit where %s is started: systemd `LimitNOFILE=65535` in its unit, or `ulimit -n 65535` in its start script (a login shell's ulimit does not reach services)", p.Comm),
 			"nginx: `worker_rlimit_nofile 65535;` with `worker_connections` below it (each proxied request uses two descriptors)",
-		}
+		)
+		about := report.About{PID: p.PID}
 		switch {
 		case use >= 0.95:
-			out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Subject: strconv.Itoa(p.PID),
-				Title: fmt.Sprintf("%s (pid %d) is out of file descriptors: new connections cannot be accepted", p.Comm, p.PID), Evidence: []report.Item{item}, Fix: fix})
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Subject: strconv.Itoa(p.PID), About: about,
+				Title: fmt.Sprintf("%s (pid %d) is out of file descriptors: new connections cannot be accepted", p.Comm, p.PID), Evidence: []report.Item{item}, Actions: fix})
 		case use >= 0.8:
-			out = append(out, report.Finding{ID: FDLimit, Severity: report.Warning, Status: report.Active, Subject: strconv.Itoa(p.PID),
-				Title: fmt.Sprintf("%s (pid %d) uses %.0f%% of its file descriptor limit", p.Comm, p.PID, 100*use), Evidence: []report.Item{item}, Fix: fix})
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Warning, Status: report.Active, Subject: strconv.Itoa(p.PID), About: about,
+				Title: fmt.Sprintf("%s (pid %d) uses %.0f%% of its file descriptor limit", p.Comm, p.PID, 100*use), Evidence: []report.Item{item}, Actions: fix})
 		case p.NofileSoft <= 1024 && strings.HasPrefix(p.Role, "listener"):
 			item.Window = false
-			out = append(out, report.Finding{ID: FDLimit, Severity: report.Info, Status: report.Latent, Subject: strconv.Itoa(p.PID),
-				Title: fmt.Sprintf("%s (pid %d) serves connections with a limit of %d open files", p.Comm, p.PID, p.NofileSoft), Evidence: []report.Item{item}, Fix: fix})
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Info, Status: report.Latent, Subject: strconv.Itoa(p.PID), About: about,
+				Title: fmt.Sprintf("%s (pid %d) serves connections with a limit of %d open files", p.Comm, p.PID, p.NofileSoft), Evidence: []report.Item{item}, Actions: fix})
 		}
 	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
@@ -69,10 +80,10 @@ func kernelFD(b *evidence.Bundle) []report.Finding {
 		used, _ := strconv.ParseFloat(f[0], 64)
 		max, _ := strconv.ParseFloat(f[2], 64)
 		if max > 0 && used/max >= 0.8 {
-			out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Subject: "fs.file-max",
+			out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Subject: "fs.file-max", About: report.About{Setting: "fs.file-max"},
 				Title:    fmt.Sprintf("The host has %.0f%% of fs.file-max open", 100*used/max),
 				Evidence: []report.Item{{Text: fmt.Sprintf("fs.file-nr: %s allocated of %s", f[0], f[2]), Source: "sysctl", Window: true}},
-				Fix:      sysctlFix(b, "fs.file-max", strconv.FormatFloat(max*4, 'f', 0, 64))})
+				Actions:  []report.Action{sysctlFix(b, "fs.file-max", strconv.FormatFloat(max*4, 'f', 0, 64))}})
 		}
 	}
 	return out
@@ -90,20 +101,20 @@ func fdLogged(in *Input, out []report.Finding) []report.Finding {
 			continue
 		}
 		logged := report.Item{Text: item, Source: "log", Window: true}
-		var fix []string
+		var fix []report.Action
 		switch {
 		case s.Nginx != nil:
 			nf := s.Nginx.WorkerRlimitNofile
-			fix = []string{fmt.Sprintf("set `worker_rlimit_nofile 65535;` (%s) — at least twice worker_connections %s, since a proxied request holds two descriptors; then nginx -s reload",
-				where(nf.Source, "in the main context of "+s.Config), s.Nginx.WorkerConnections)}
+			fix = []report.Action{edit("nginx", nf.Source, fmt.Sprintf("set `worker_rlimit_nofile 65535;` (%s) — at least twice worker_connections %s, since a proxied request holds two descriptors; then nginx -s reload",
+				where(nf.Source, "in the main context of "+s.Config), s.Nginx.WorkerConnections), "worker_rlimit_nofile 65535;")}
 		case s.Pool != nil:
-			fix = []string{fmt.Sprintf("raise rlimit_files = %s for pool %s, then reload php-fpm", s.Pool.RlimitFiles, s.Pool.Name)}
+			fix = notes(fmt.Sprintf("raise rlimit_files = %s for pool %s, then reload php-fpm", s.Pool.RlimitFiles, s.Pool.Name))
 		}
 		merged := false
 		for i, f := range out {
-			if f.ID == FDLimit && f.Status == report.Active && ownedBy(f.Subject, s) {
+			if f.ID == FDLimit && f.Status == report.Active && f.About.PID != 0 && slices.Contains(s.PIDs, f.About.PID) {
 				out[i].Evidence = append([]report.Item{logged}, f.Evidence...)
-				out[i].Fix = append(slices.Clone(fix), f.Fix...)
+				out[i].Actions = append(slices.Clone(fix), f.Actions...)
 				out[i].Severity = report.Critical
 				merged = true
 			}
@@ -112,18 +123,12 @@ func fdLogged(in *Input, out []report.Finding) []report.Finding {
 			continue
 		}
 		if len(fix) == 0 {
-			fix = []string{"raise the process's RLIMIT_NOFILE (ulimit -n, systemd LimitNOFILE=) and check for descriptor leaks"}
+			fix = notes("raise the process's RLIMIT_NOFILE (ulimit -n, systemd LimitNOFILE=) and check for descriptor leaks")
 		}
 		out = append(out, report.Finding{ID: FDLimit, Severity: report.Critical, Status: report.Active, Side: in.Run.ServerSide(),
-			Subject:  strconv.Itoa(s.PIDs[0]),
+			Subject: strconv.Itoa(s.PIDs[0]), About: report.About{Server: s.Kind, Listen: s.Addr, PID: s.PIDs[0]},
 			Title:    fmt.Sprintf("%s ran out of file descriptors: accept() failed with EMFILE", s.Kind),
-			Evidence: []report.Item{logged}, Fix: fix})
+			Evidence: []report.Item{logged}, Actions: fix})
 	}
 	return out
-}
-
-// ownedBy reports whether a finding's subject is one of a server's PIDs.
-func ownedBy(subject string, s *app.Server) bool {
-	pid, err := strconv.Atoi(subject)
-	return err == nil && slices.Contains(s.PIDs, pid)
 }

@@ -140,8 +140,8 @@ func TestFileMaxFix(t *testing.T) {
 	if len(got) != 1 {
 		t.Fatalf("checkFD(on()) = %v, want one finding", keys(got))
 	}
-	want := sysctlFix(bundle(nil, nil), "fs.file-max", "4000000")
-	if diff := cmp.Diff(want, got[0].Fix); diff != "" {
+	want := sysctlFix(bundle(nil, nil), "fs.file-max", "4000000").Lines
+	if diff := cmp.Diff(want, fixOf(got[0])); diff != "" {
 		t.Errorf("checkFD(on()) fix mismatch (-want +got):\n%s", diff)
 	}
 }

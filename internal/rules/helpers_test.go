@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -208,7 +209,7 @@ func listeners(ls ...evidence.Listener) func(*evidence.Snapshot) {
 func kmsgs(class string, texts ...string) func(*evidence.Snapshot) {
 	return func(s *evidence.Snapshot) {
 		for _, t := range texts {
-			s.Kmsg = append(s.Kmsg, evidence.KernelMsg{Time: s.Time, Priority: 4, Text: t, Class: class})
+			s.Kmsg = append(s.Kmsg, evidence.KernelMsg{Time: s.Time, Priority: 4, Text: t, Class: class, Family: kmsg.Classify(t).Family})
 		}
 	}
 }
@@ -285,7 +286,7 @@ func evidenceTexts(f report.Finding) []string {
 
 // hasFix reports whether one of f's fix lines contains s.
 func hasFix(f report.Finding, s string) bool {
-	for _, l := range f.Fix {
+	for _, l := range fixOf(f) {
 		if strings.Contains(l, s) {
 			return true
 		}
@@ -313,7 +314,7 @@ func runCases(t *testing.T, name string, check func(*Input) []report.Finding, ca
 				if len(got[i].Evidence) == 0 {
 					t.Errorf("%s() finding %s has no evidence", name, got[i].ID)
 				}
-				if len(got[i].Fix) == 0 {
+				if len(fixOf(got[i])) == 0 {
 					t.Errorf("%s() finding %s has no fix", name, got[i].ID)
 				}
 				if got[i].Title == "" {
@@ -351,3 +352,6 @@ var tables = []table{
 // on is the input of a rule that reads one namespace's bundle, as check
 // and diagnose give it.
 func on(b *evidence.Bundle) *Input { return &Input{Bundle: b} }
+
+// fixOf is a finding's fix as a report renders it from its actions.
+func fixOf(f report.Finding) []string { return report.Render(f.Actions) }

@@ -17,6 +17,27 @@ const (
 	SynQueueOverflow    report.FindingID = "syn-queue-overflow"    // half-open connections overflowed the SYN queue
 )
 
+var _ = define(Class{ID: AcceptQueueOverflow,
+	Critical: true, Latent: true,
+	Errors: true, Delays: true, Drops: true, Fails: FailsAtFront,
+	Blocks: true, AtCapacity: true,
+	Meaning:    "the application accepts connections more slowly than they arrive; the kernel drops the completed handshakes it cannot queue",
+	Active:     "`TcpExt.ListenOverflows` rose, or a listener sample had Recv-Q ≥ Send-Q (critical)",
+	LatentWhen: "a TCP listener's effective backlog (Send-Q) is below 100 (warning)",
+	Seed:       "000 stage 3, 003",
+	ReportedBy: "`check`, `diagnose`",
+})
+
+var _ = define(Class{ID: SynQueueOverflow,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsAtFront, OnlyWhen: report.Critical,
+	Meaning:    "half-open connection requests overflow the listener's SYN queue (flood or tiny backlog)",
+	Active:     "`TcpExt.TCPReqQFullDrop` rose (critical); only `TcpExt.TCPReqQFullDoCookies` rose or a \"SYN flooding\" kernel message (warning)",
+	LatentWhen: "none",
+	Seed:       "001 §6, 004",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // tinyBacklog is the effective backlog below which a listener cannot
 // absorb a burst of connections: seed 003 broke at 50, seed 000 at 10.
 const tinyBacklog = 100
@@ -159,24 +180,22 @@ func Backlog(b *evidence.Bundle, burst int, p99 float64) (want int, why string) 
 }
 
 // BacklogFix is the advice for l's queue, sized by Backlog.
-func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) []string {
+func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) []report.Action {
 	n, why := Backlog(b, burst, p99)
 	want := int64(n)
-	var fix []string
+	var fix []report.Action
 	if somaxconn > 0 && somaxconn < want {
-		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10))...)
+		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10)))
 	}
-	fix = append(fix, "why "+strconv.FormatInt(want, 10)+": the queue must hold "+why)
+	fix = append(fix, report.Advise("why "+strconv.FormatInt(want, 10)+": the queue must hold "+why))
 	if l.Proto == "unix" {
-		fix = append(fix, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: php-fpm `listen.backlog = %d`, others their backlog option; then restart it",
-			l.Addr, owner(l), want, want))
-		return append(fix, "if the queue still fills, the application accepts too slowly: add workers (php-fpm pm.max_children) or find what blocks them")
+		return append(fix, report.Relisten(l.Process, l.Addr, l.PIDs, n, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: php-fpm `listen.backlog = %d`, others their backlog option; then restart it",
+			l.Addr, owner(l), want, want)),
+			report.Advise("if the queue still fills, the application accepts too slowly: add workers (php-fpm pm.max_children) or find what blocks them"))
 	}
-	app := fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: nginx `listen %d backlog=%d;`, php-fpm `listen.backlog = %d`, others their backlog option; then restart it, since the backlog is fixed at listen() time",
-		l.Addr, owner(l), want, l.Port, want, want)
-	fix = append(fix, app)
-	fix = append(fix, "if the queue still fills, the application accepts too slowly: add workers or find what blocks its accept loop")
-	return fix
+	return append(fix, report.Relisten(l.Process, l.Addr, l.PIDs, n, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: nginx `listen %d backlog=%d;`, php-fpm `listen.backlog = %d`, others their backlog option; then restart it, since the backlog is fixed at listen() time",
+		l.Addr, owner(l), want, l.Port, want, want)),
+		report.Advise("if the queue still fills, the application accepts too slowly: add workers or find what blocks its accept loop"))
 }
 
 func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64) report.Finding {
@@ -220,24 +239,24 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 		}
 	}
 	if subject.Addr != "" {
-		f.Subject = subject.Addr
+		f.Subject, f.About = subject.Addr, report.About{Listen: subject.Addr}
 		// The fix names the listener's owners as last seen: a pool
 		// that forks workers under load has more of them by then.
-		f.Fix = BacklogFix(b, latest(b, subject), somaxconn, burst, p99)
+		f.Actions = BacklogFix(b, latest(b, subject), somaxconn, burst, p99)
 	} else {
-		f.Fix = []string{"find the listener with `ss -ltn` (Recv-Q > Send-Q) and raise its backlog together with net.core.somaxconn"}
+		f.Actions = notes("find the listener with `ss -ltn` (Recv-Q > Send-Q) and raise its backlog together with net.core.somaxconn")
 	}
 	return f
 }
 
 func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) report.Finding {
-	return report.Finding{ID: AcceptQueueOverflow, Severity: report.Warning, Status: report.Latent, Subject: l.Addr,
+	return report.Finding{ID: AcceptQueueOverflow, Severity: report.Warning, Status: report.Latent, Subject: l.Addr, About: report.About{Listen: l.Addr},
 		Title: fmt.Sprintf("Listener %s has an accept queue of only %d: a burst of connections will overflow it", l.Addr, l.SendQ),
 		Evidence: []report.Item{{
 			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
 			Source: "sockdiag",
 		}},
-		Fix: BacklogFix(b, l, somaxconn, burst, p99),
+		Actions: BacklogFix(b, l, somaxconn, burst, p99),
 	}
 }
 
@@ -330,11 +349,11 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (report.Finding, bool) {
 	}
 	if v, ok := SysctlInt(last, "net.ipv4.tcp_syncookies"); ok && v == 0 {
 		f.Evidence = append(f.Evidence, settingItem("net.ipv4.tcp_syncookies", "0"))
-		f.Fix = append(f.Fix, sysctlFix(b, "net.ipv4.tcp_syncookies", "1")...)
+		f.Actions = append(f.Actions, sysctlFix(b, "net.ipv4.tcp_syncookies", "1"))
 	}
-	f.Fix = append(f.Fix,
+	f.Actions = append(f.Actions, notes(
 		"the SYN queue limit follows the listen() backlog (capped by net.core.somaxconn): raise the application's backlog; net.ipv4.tcp_max_syn_backlog only matters with syncookies off",
-		"if this is a flood, rate-limit new connections per source (nft `ct state new limit rate ...`) or use SYNPROXY; keep tcp_syncookies=1")
+		"if this is a flood, rate-limit new connections per source (nft `ct state new limit rate ...`) or use SYNPROXY; keep tcp_syncookies=1")...)
 	return f, true
 }
 
@@ -347,7 +366,7 @@ func backlogConfig(in *Input, f *report.Finding, burst int, p99 float64) {
 	}
 	want, _ := Backlog(in.Bundle, burst, p99)
 	for _, s := range in.Servers() {
-		if s.Addr != f.Subject {
+		if s.Addr != f.About.Listen {
 			continue
 		}
 		switch {
@@ -355,7 +374,7 @@ func backlogConfig(in *Input, f *report.Finding, burst int, p99 float64) {
 			for _, l := range s.Nginx.Listens {
 				// Both are host:port as bound: nginx's "*:80" and
 				// "80" are 0.0.0.0:80, as the kernel reports them.
-				if l.Addr != f.Subject {
+				if l.Addr != f.About.Listen {
 					continue
 				}
 				b := "not set (nginx's default 511)"
@@ -363,11 +382,15 @@ func backlogConfig(in *Input, f *report.Finding, burst int, p99 float64) {
 					b = fmt.Sprintf("backlog=%d", l.Backlog)
 				}
 				f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("nginx listen %s %s at %s", l.Addr, b, l.Source), Source: "nginx -T"})
-				f.Fix = append(f.Fix, fmt.Sprintf("nginx: `listen %s backlog=%d;` at %s (with net.core.somaxconn at least as large), then nginx -s reload", l.Addr, want, l.Source))
+				f.Actions = append(f.Actions, edit("nginx", l.Source,
+					fmt.Sprintf("nginx: `listen %s backlog=%d;` at %s (with net.core.somaxconn at least as large), then nginx -s reload", l.Addr, want, l.Source),
+					fmt.Sprintf("listen %s backlog=%d;", l.Addr, want)))
 			}
 		case s.Pool != nil:
 			f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("php-fpm pool %s listen.backlog = %s", s.Pool.Name, s.Pool.Backlog), Source: "php-fpm config"})
-			f.Fix = append(f.Fix, fmt.Sprintf("php-fpm: `listen.backlog = %d` in pool %s (%s), then reload php-fpm", want, s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)))
+			f.Actions = append(f.Actions, edit("php-fpm", s.Pool.Backlog.Source,
+				fmt.Sprintf("php-fpm: `listen.backlog = %d` in pool %s (%s), then reload php-fpm", want, s.Pool.Name, where(s.Pool.Backlog.Source, s.Config)),
+				fmt.Sprintf("listen.backlog = %d", want)))
 		}
 	}
 }

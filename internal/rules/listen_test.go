@@ -271,10 +271,10 @@ func TestListenFix(t *testing.T) {
 				t.Fatalf("checkListen(on()) = %d findings, want 1", len(got))
 			}
 			if !hasFix(got[0], "nginx `listen 80 backlog=4096;`") || !hasFix(got[0], "10.77.0.2:80 (nginx pid 3677)") {
-				t.Errorf("checkListen(on()) fix does not name the application's backlog: %q", got[0].Fix)
+				t.Errorf("checkListen(on()) fix does not name the application's backlog: %q", fixOf(got[0]))
 			}
-			if g := hasFix(got[0], sysctlFix(b, "net.core.somaxconn", "4096")[0]); g != tt.wantSysctl {
-				t.Errorf("checkListen(on()) fix raises somaxconn = %v, want %v: %q", g, tt.wantSysctl, got[0].Fix)
+			if g := hasFix(got[0], sysctlFix(b, "net.core.somaxconn", "4096").Lines[0]); g != tt.wantSysctl {
+				t.Errorf("checkListen(on()) fix raises somaxconn = %v, want %v: %q", g, tt.wantSysctl, fixOf(got[0]))
 			}
 		})
 	}
@@ -290,7 +290,7 @@ func TestSynFixSyncookies(t *testing.T) {
 			t.Fatalf("tcp_syncookies=%s: checkListen(on()) = %v, want one syn-queue-overflow", v, keys(got))
 		}
 		want := v == "0"
-		if g := hasFix(got[0], sysctlFix(b, "net.ipv4.tcp_syncookies", "1")[0]); g != want {
+		if g := hasFix(got[0], sysctlFix(b, "net.ipv4.tcp_syncookies", "1").Lines[0]); g != want {
 			t.Errorf("tcp_syncookies=%s: fix turns syncookies on = %v, want %v", v, g, want)
 		}
 	}
@@ -365,11 +365,11 @@ func TestBacklogFromLoad(t *testing.T) {
 		t.Fatalf("no accept-queue-overflow in %+v", fs)
 		return nil
 	}
-	if f := find(checkListen(on(b))); !strings.Contains(strings.Join(f.Fix, "\n"), "to 4096") {
-		t.Fatalf("the rule alone, without the load, should propose the default 4096: %q", f.Fix)
+	if f := find(checkListen(on(b))); !strings.Contains(strings.Join(fixOf(*f), "\n"), "to 4096") {
+		t.Fatalf("the rule alone, without the load, should propose the default 4096: %q", fixOf(*f))
 	}
 	f := find(checkListen(&Input{Bundle: b, Side: report.Server, Run: r}))
-	fix := strings.Join(f.Fix, "\n")
+	fix := strings.Join(fixOf(*f), "\n")
 	for _, want := range []string{"sysctl -w net.core.somaxconn=8192", "a burst of 3000 connections opened at once and 1000 new connections/s arriving for 300 ms (the load's p99",
 		"`listen 10.0.0.1:80 backlog=8192;` at /etc/nginx/nginx.conf:12"} {
 		if !strings.Contains(fix, want) {

@@ -11,6 +11,15 @@ import (
 // the numbers. The load's report declares it, as its text names it.
 const LoadGeneratorSaturated = report.LoadGeneratorSaturated
 
+var _ = define(Class{ID: LoadGeneratorSaturated,
+	Errors: true, Delays: true, Latency: true,
+	Meaning:    "the load generator, not the server, is the bottleneck of a benchmark",
+	Active:     "an event-loop thread on CPU ≥ 90 % of the run; connections failed for lack of descriptors (`fd-limit`) or local ports (`no-local-port`); `-c` clamped by RLIMIT_NOFILE; with `-R`, under 95 % of the asked rate while threads were ≥ 75 % busy (warning)",
+	LatentWhen: "—",
+	Seed:       "001 §3 (wrk vs ab)",
+	ReportedBy: "`load` (JSON `findings`, and a WARNING in the text)",
+})
+
 // checkLoadGen turns the load generator's judgement of itself into a
 // finding: its threads were busy, or it ran out of descriptors or local
 // ports, so the numbers say more about the client than the server.
@@ -24,8 +33,8 @@ func LoadGen(res *load.Result) []report.Finding {
 	}
 	f := report.Finding{ID: LoadGeneratorSaturated, Severity: report.Warning, Status: report.Active, Side: report.Client,
 		Title: "The load generator, not the server, may limit these numbers",
-		Fix: []string{"run with more threads (-t) on more CPUs, or from another host, and compare",
-			"raise the generator's open-file limit (ulimit -n) or local port range when those ran out"}}
+		Actions: notes("run with more threads (-t) on more CPUs, or from another host, and compare",
+			"raise the generator's open-file limit (ulimit -n) or local port range when those ran out")}
 	for _, s := range res.SaturatedBy {
 		f.Evidence = append(f.Evidence, report.Item{Text: s, Source: "load", Window: true})
 	}

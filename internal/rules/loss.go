@@ -2,12 +2,24 @@ package rules
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // PacketLoss: segments are lost and retransmitted.
 const PacketLoss report.FindingID = "packet-loss"
+
+var _ = define(Class{ID: PacketLoss,
+	Critical: true,
+	Errors:   true, Delays: true, Latency: true,
+	Hold:       15 * time.Minute,
+	Meaning:    "TCP retransmits a significant share of what it sends",
+	Active:     "data retransmissions ≥ 1 % of `Tcp.OutSegs` (warning), ≥ 5 % (critical), with ≥ 1000 segments sent",
+	LatentWhen: "none",
+	Seed:       "001 §1",
+	ReportedBy: "`check`, `diagnose`",
+})
 
 // minSegments is the traffic below which a retransmission ratio means
 // nothing: a handful of retransmits on an idle host is noise.
@@ -43,10 +55,10 @@ func checkLoss(in *Input) []report.Finding {
 			Text:   fmt.Sprintf("%d data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of %d segments sent in %s", retrans, out, round(w)),
 			Source: "Tcp.RetransSegs", Window: true,
 		}},
-		Fix: []string{
+		Actions: notes(
 			"find where packets die: interface and qdisc drops (`ip -s link`, `tc -s qdisc`), firewall rules that drop (nft/iptables counters), the kernel's drop reasons (`perf record -e skb:kfree_skb -a`)",
 			"on a lossy path, BBR (`net.ipv4.tcp_congestion_control=bbr`) holds throughput better than CUBIC",
-		},
+		),
 	}
 	if ratio >= 0.05 {
 		f.Severity = report.Critical

@@ -10,6 +10,16 @@ import (
 // NagleDelayedACK: Nagle's algorithm meets delayed ACKs.
 const NagleDelayedACK report.FindingID = "nagle-delayed-ack"
 
+var _ = define(Class{ID: NagleDelayedACK,
+	Critical: true,
+	Delays:   true, Latency: true,
+	Meaning:    "Nagle's algorithm on the server meets delayed ACK on the client: about 40 ms per small request/response",
+	Active:     "load p50 and p75 in 35–60 ms, client `TcpExt.DelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical)",
+	LatentWhen: "—",
+	Seed:       "001 §7",
+	ReportedBy: "`run`",
+})
+
 // The Linux delayed-ACK timer fires after 40 ms (TCP_DELACK_MIN); a
 // request-response exchange caught between Nagle on the sender and a
 // delayed ACK on the receiver takes 40–50 ms whatever the server does.
@@ -51,11 +61,11 @@ func checkNagle(in *Input) []report.Finding {
 			{Text: fmt.Sprintf("client TcpExt.DelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExt.DelayedACKs", Window: true},
 			{Text: fmt.Sprintf("responses are small (%d bytes each): sent as separate small writes, the second waits for the first's ACK", size), Source: "load", Window: true},
 		},
-		Fix: []string{
+		Actions: notes(
 			"nginx: `tcp_nodelay on;` (the default) in the http, server or location block; check `nginx -T | grep tcp_nodelay`",
 			"other servers: set TCP_NODELAY on accepted sockets, or send headers and body in one write (writev/sendmsg, or a buffered writer flushed once)",
 			"do not try to fix it on the client with tcp_low_latency (a no-op since 4.14)",
-		},
+		),
 	}
 	for _, s := range in.Run.Servers {
 		if s.Nginx == nil {
@@ -63,7 +73,7 @@ func checkNagle(in *Input) []report.Finding {
 		}
 		for _, src := range s.Nginx.NoDelayOff {
 			f.Evidence = append(f.Evidence, report.Item{Text: "nginx: tcp_nodelay off at " + src, Source: "nginx -T"})
-			f.Fix = append([]string{fmt.Sprintf("set `tcp_nodelay on;` at %s (nginx's default), then nginx -s reload", src)}, f.Fix...)
+			f.Actions = append([]report.Action{edit("nginx", src, fmt.Sprintf("set `tcp_nodelay on;` at %s (nginx's default), then nginx -s reload", src), "tcp_nodelay on;")}, f.Actions...)
 		}
 	}
 	return []report.Finding{f}

@@ -3,7 +3,6 @@ package rules
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -13,6 +12,16 @@ import (
 // NeighbourTableOverflow: the neighbour (ARP or NDP) table is full, and
 // packets to next hops it cannot add are dropped.
 const NeighbourTableOverflow report.FindingID = "neighbour-table-overflow"
+
+var _ = define(Class{ID: NeighbourTableOverflow,
+	Critical: true,
+	Errors:   true, Delays: true,
+	Meaning:    "the neighbour (ARP/NDP) table is full; packets to next hops it cannot add are dropped",
+	Active:     "a \"neighbor table overflow\" kernel message (critical)",
+	LatentWhen: "none",
+	Seed:       "— (many peers on one segment: nodes with many pods)",
+	ReportedBy: "`check`, `diagnose`",
+})
 
 // checkNeighbour finds a full neighbour table. The kernel keeps one entry
 // per next hop on a directly connected network; past gc_thresh3 it
@@ -33,8 +42,13 @@ func checkNeighbour(in *Input) []report.Finding {
 		if n++; n == 1 {
 			items = append(items, report.Item{Text: "kernel: " + m.Text, Source: "kmsg", Window: true})
 		}
-		// arp_cache is IPv4's table, ndisc_cache IPv6's.
-		families[map[bool]string{true: "ipv6", false: "ipv4"}[strings.Contains(m.Text, "ndisc")]] = true
+		// arp_cache is IPv4's table, ndisc_cache IPv6's; a message
+		// whose table the kernel log did not name is taken as IPv4's.
+		fam := m.Family
+		if fam == "" {
+			fam = "ipv4"
+		}
+		families[fam] = true
 	}
 	if n == 0 {
 		return nil
@@ -43,7 +57,7 @@ func checkNeighbour(in *Input) []report.Finding {
 		items = append(items, report.Item{Text: fmt.Sprintf("%d such kernel messages in the window", n), Source: "kmsg", Window: true})
 	}
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	var fix []string
+	var fix []report.Action
 	for _, fam := range []string{"ipv4", "ipv6"} {
 		if !families[fam] {
 			continue
@@ -57,13 +71,13 @@ func checkNeighbour(in *Input) []report.Finding {
 		}
 		t1, t2, t3 := sizing.Neighbour(int(cur))
 		for i, v := range []int{t1, t2, t3} {
-			fix = append(fix, sysctlFix(b, prefix+strconv.Itoa(i+1), strconv.Itoa(v))...)
+			fix = append(fix, sysctlFix(b, prefix+strconv.Itoa(i+1), strconv.Itoa(v)))
 		}
-		fix = append(fix, fmt.Sprintf("why %d: four times the %d entries the table could hold, at least 8192, with the kernel's ratios below it (an eighth, a half); each entry is about 500 bytes", t3, cur))
+		fix = append(fix, report.Advise(fmt.Sprintf("why %d: four times the %d entries the table could hold, at least 8192, with the kernel's ratios below it (an eighth, a half); each entry is about 500 bytes", t3, cur)))
 	}
-	fix = append(fix, "the thresholds are the host's: set them in the initial namespace (a container's node)",
-		"fewer next hops on one segment also helps: route through a gateway instead of a flat network with thousands of neighbours")
+	fix = append(fix, notes("the thresholds are the host's: set them in the initial namespace (a container's node)",
+		"fewer next hops on one segment also helps: route through a gateway instead of a flat network with thousands of neighbours")...)
 	return []report.Finding{{ID: NeighbourTableOverflow, Severity: report.Critical, Status: report.Active,
 		Title:    "The neighbour (ARP/NDP) table is full: packets to new next hops are dropped",
-		Evidence: items, Fix: fix}}
+		Evidence: items, Actions: fix}}
 }

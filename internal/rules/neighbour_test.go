@@ -42,10 +42,10 @@ func TestNeighbourFix(t *testing.T) {
 	for _, want := range []string{"sysctl -w net.ipv4.neigh.default.gc_thresh1=2048", "sysctl -w net.ipv4.neigh.default.gc_thresh2=8192",
 		"sysctl -w net.ipv4.neigh.default.gc_thresh3=16384", "why 16384: four times the 4096 entries"} {
 		if !hasFix(f, want) {
-			t.Errorf("fix lacks %q: %q", want, f.Fix)
+			t.Errorf("fix lacks %q: %q", want, fixOf(f))
 		}
 	}
 	if hasFix(f, "ip netns exec") || hasFix(f, "net.ipv6") {
-		t.Errorf("host-wide IPv4 settings only, without a namespace prefix: %q", f.Fix)
+		t.Errorf("host-wide IPv4 settings only, without a namespace prefix: %q", fixOf(f))
 	}
 }

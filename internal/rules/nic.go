@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -9,6 +10,16 @@ import (
 
 // NICDrops: an interface or the softnet backlog drops packets.
 const NICDrops report.FindingID = "nic-drops"
+
+var _ = define(Class{ID: NICDrops,
+	Errors: true, Delays: true,
+	Hold:       30 * time.Minute,
+	Meaning:    "an interface, or the per-CPU input backlog, drops packets",
+	Active:     "an interface drop/error counter or softnet `dropped` rose (warning)",
+	LatentWhen: "none",
+	Seed:       "001 §1",
+	ReportedBy: "`check`, `diagnose`",
+})
 
 // checkNIC finds packets dropped by interfaces and by the per-CPU backlog.
 func checkNIC(in *Input) []report.Finding {
@@ -45,11 +56,11 @@ func checkNIC(in *Input) []report.Finding {
 		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: l.Name,
 			Title:    fmt.Sprintf("Interface %s is dropping packets", l.Name),
 			Evidence: items,
-			Fix: []string{
-				"ethtool -S " + l.Name + " (rx_missed, no_buffer, fifo counters) shows which ring or buffer overflows",
-				"ethtool -g " + l.Name + " / ethtool -G " + l.Name + " rx 4096 enlarges the receive ring where the driver allows",
+			Actions: notes(
+				"ethtool -S "+l.Name+" (rx_missed, no_buffer, fifo counters) shows which ring or buffer overflows",
+				"ethtool -g "+l.Name+" / ethtool -G "+l.Name+" rx 4096 enlarges the receive ring where the driver allows",
 				"spread interrupts over CPUs (RSS, irqbalance, /proc/irq/*/smp_affinity) when one CPU does all receive work",
-			}})
+			)})
 	}
 	var dropped uint64
 	for i, s := range w.Last.Softnet {
@@ -68,8 +79,8 @@ func checkNIC(in *Input) []report.Finding {
 		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: "softnet",
 			Title:    "Per-CPU input backlog overflow: received packets dropped before the protocol stack",
 			Evidence: items,
-			Fix: append(sysctlFix(b, "net.core.netdev_max_backlog", fmt.Sprint(max(2*backlog, 2000))),
-				"time_squeeze alone is not a drop; raise the backlog only while this drop counter rises"),
+			Actions: []report.Action{sysctlFix(b, "net.core.netdev_max_backlog", fmt.Sprint(max(2*backlog, 2000))),
+				report.Advise("time_squeeze alone is not a drop; raise the backlog only while this drop counter rises")},
 		})
 	}
 	return out

@@ -130,8 +130,8 @@ func TestNICBacklogFix(t *testing.T) {
 		if len(got) != 1 {
 			t.Fatalf("netdev_max_backlog %s: checkNIC(on()) = %v, want one finding", tt.backlog, keys(got))
 		}
-		want := sysctlFix(bundle(nil, nil), "net.core.netdev_max_backlog", tt.want)
-		if diff := cmp.Diff(want, got[0].Fix[:2]); diff != "" {
+		want := sysctlFix(bundle(nil, nil), "net.core.netdev_max_backlog", tt.want).Lines
+		if diff := cmp.Diff(want, fixOf(got[0])[:2]); diff != "" {
 			t.Errorf("netdev_max_backlog %s: checkNIC(on()) fix mismatch (-want +got):\n%s", tt.backlog, diff)
 		}
 	}

@@ -35,7 +35,7 @@ func TestPersistFix(t *testing.T) {
 		{"global from a netns", ns, "fs.file-max", "262144", "sysctl -w fs.file-max=262144",
 			"persist: echo 'fs.file-max = 262144' > /etc/sysctl.d/90-netdoctor-fs.file-max.conf"},
 	} {
-		got := sysctlFix(c.b, c.setting, c.v)
+		got := sysctlFix(c.b, c.setting, c.v).Lines
 		if len(got) != 2 || got[0] != c.run || !strings.HasPrefix(got[1], c.persist) {
 			t.Errorf("%s: sysctlFix = %q, want %q and %q…", c.name, got, c.run, c.persist)
 		}
@@ -54,7 +54,7 @@ func TestPersistFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range []string{"4096", "4096", "8192"} {
-		cmd := strings.TrimPrefix(sysctlFix(host, "net.core.somaxconn", v)[1], "persist: ")
+		cmd := sysctlFix(host, "net.core.somaxconn", v).Persist
 		cmd = strings.ReplaceAll(cmd, "/etc/", root+"/etc/")
 		if out, err := exec.Command("sh", "-c", cmd).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", cmd, err, out)
@@ -67,9 +67,9 @@ func TestPersistFix(t *testing.T) {
 	}
 }
 
-// TestSysctlFixActions: report.Actions reads every setting's two lines
-// back as one sysctl action, with its scope, and the persist command
-// only where a host file applies.
+// TestSysctlFixActions: a setting is one sysctl action, with its scope
+// and the persist command only where a host file applies; its lines are
+// the command and how to keep it.
 func TestSysctlFixActions(t *testing.T) {
 	for _, c := range []struct {
 		b                     *evidence.Bundle
@@ -82,16 +82,11 @@ func TestSysctlFixActions(t *testing.T) {
 		{&evidence.Bundle{Host: evidence.Host{NetNS: "/proc/42/ns/net"}}, "net.core.somaxconn", "8", "netns /proc/42/ns/net", false},
 		{&evidence.Bundle{Host: evidence.Host{NetNS: "srv"}}, "fs.file-max", "262144", "host", true},
 	} {
-		fix := sysctlFix(c.b, c.setting, c.value)
-		got := report.Actions(fix)
-		if len(got) != 1 {
-			t.Errorf("Actions(%q) = %+v, want one sysctl action", fix, got)
-			continue
-		}
-		a := got[0]
-		if a.Kind != report.ActionSysctl || a.Command != fix[0] || a.Setting != c.setting || a.Value != c.value || a.Scope != c.scope ||
-			(a.Persist != "") != c.persist || (c.persist && a.Persist != strings.TrimPrefix(fix[1], "persist: ")) || (!c.persist && !strings.Contains(a.Note, "securityContext.sysctls")) {
-			t.Errorf("Actions(%q) = %+v", fix, a)
+		a := sysctlFix(c.b, c.setting, c.value)
+		fix := a.Lines
+		if a.Kind != report.ActionSysctl || len(fix) != 2 || a.Command != fix[0] || a.Setting != c.setting || a.Value != c.value || a.Scope != c.scope ||
+			(a.Persist != "") != c.persist || (c.persist && "persist: "+a.Persist != fix[1]) || (!c.persist && !strings.Contains(a.Note, "securityContext.sysctls")) {
+			t.Errorf("sysctlFix(%s, %s) = %+v", c.setting, c.value, a)
 		}
 	}
 }

@@ -14,6 +14,16 @@ import (
 // EphemeralPortExhaustion: a connecting side ran out of local ports, or has too few.
 const EphemeralPortExhaustion report.FindingID = "ephemeral-port-exhaustion"
 
+var _ = define(Class{ID: EphemeralPortExhaustion,
+	Critical: true, Latent: true,
+	Errors: true, Delays: true, Fails: FailsOutgoing,
+	Meaning:    "outgoing connections to one destination use up the local port range; `connect()` fails with EADDRNOTAVAIL",
+	Active:     "one remote holds ≥ 90 % of the range (critical)",
+	LatentWhen: "`ip_local_port_range` has fewer than 10000 ports (warning)",
+	Seed:       "000 stage 4",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // smallPortRange is the size of ip_local_port_range below which a busy
 // client runs out of ports: at 1000 new connections per second and 60 s
 // of TIME_WAIT, 60000 ports are in use.
@@ -49,10 +59,10 @@ func checkPorts(in *Input) []report.Finding {
 		}
 	}
 	return append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Critical, Status: report.Active, Side: in.Run.ServerSide(),
-		Subject:  strings.Join(u.Servers, ","),
+		Subject: strings.Join(u.Servers, ","), About: report.About{Remotes: u.Servers},
 		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
 		Evidence: []report.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", in.Run.Load.Status["5xx"]), Source: "load", Window: true}},
-		Fix:      append(portFix(in.Bundle, c), "the lasting fix: reuse upstream connections (see "+string(UpstreamConnectionChurn)+")")})
+		Actions:  append(portFix(in.Bundle, c), report.Advise("the lasting fix: reuse upstream connections (see "+string(UpstreamConnectionChurn)+")"))})
 }
 
 // portsLogged is the first line in which an nginx of a run's server side
@@ -99,13 +109,13 @@ func kernelPorts(in *Input, c connects) []report.Finding {
 	busiest := busiestRemote(b, in.loadsOwn)
 	switch {
 	case busiest.Ephemeral > 0 && busiest.Ephemeral >= size*9/10:
-		out = append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Critical, Status: report.Active, Subject: busiest.Addr,
+		out = append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Critical, Status: report.Active, Subject: busiest.Addr, About: report.About{Remotes: []string{busiest.Addr}},
 			Title: fmt.Sprintf("Local ports exhausted towards %s: new connections fail with EADDRNOTAVAIL", busiest.Addr),
 			Evidence: []report.Item{
 				{Text: fmt.Sprintf("%d of %d local ports in use towards %s (%d ESTABLISHED, %d TIME_WAIT)", busiest.Ephemeral, size, busiest.Addr, busiest.Established, busiest.TimeWait), Source: "sockdiag", Window: true},
 				rangeItem,
 			},
-			Fix: portFix(b, c),
+			Actions: portFix(b, c),
 		})
 	case size < smallPortRange && !c.reset:
 		// Closed with resets, connections free their ports at once:
@@ -113,7 +123,7 @@ func kernelPorts(in *Input, c connects) []report.Finding {
 		out = append(out, report.Finding{ID: EphemeralPortExhaustion, Severity: report.Warning, Status: report.Latent,
 			Title:    fmt.Sprintf("Only %d local ports: a client making more than %d connections a minute to one server will run out", size, size),
 			Evidence: []report.Item{rangeItem},
-			Fix:      portFix(b, c),
+			Actions:  portFix(b, c),
 		})
 	}
 	return out
@@ -123,9 +133,9 @@ func kernelPorts(in *Input, c connects) []report.Finding {
 // reuse first; then the range, sized as tune plan sizes it (the connect
 // attempts a second × the time a port stays taken); then TIME_WAIT
 // reuse.
-func portFix(b *evidence.Bundle, c connects) []string {
+func portFix(b *evidence.Bundle, c connects) []report.Action {
 	last := &b.Snapshots[len(b.Snapshots)-1]
-	fix := []string{"reuse connections instead of opening one per request (HTTP keep-alive; nginx: an upstream block with `keepalive`, plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` or `fastcgi_keep_conn on;`)"}
+	fix := notes("reuse connections instead of opening one per request (HTTP keep-alive; nginx: an upstream block with `keepalive`, plus `proxy_http_version 1.1; proxy_set_header Connection \"\";` or `fastcgi_keep_conn on;`)")
 	rate, life := c.attempts, c.hold
 	reuse, _ := SysctlInt(last, "net.ipv4.tcp_tw_reuse")
 	cur := 0
@@ -140,12 +150,13 @@ func portFix(b *evidence.Bundle, c connects) []string {
 		if need > hi-lo+1 {
 			why += "; the range alone cannot hold them: keeping connections open is the fix, the range is headroom"
 		}
-		fix = append(fix, fmt.Sprintf("widen the range to %d ports (%s)", hi-lo+1, why))
-		fix = append(fix, sysctlFix(b, "net.ipv4.ip_local_port_range", fmt.Sprintf("%d %d", lo, hi))...)
+		fix = append(fix, report.Advise(fmt.Sprintf("widen the range to %d ports (%s)", hi-lo+1, why)),
+			sysctlFix(b, "net.ipv4.ip_local_port_range", fmt.Sprintf("%d %d", lo, hi)))
 	}
 	if reuse != 1 && !c.reset {
-		fix = append(fix, "on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): "+
-			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0]+" — the default 2 applies to loopback only")
+		a := sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")
+		fix = append(fix, a.Worded("on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): "+
+			a.Command+" — the default 2 applies to loopback only"))
 	}
 	return fix
 }

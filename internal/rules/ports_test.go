@@ -122,9 +122,9 @@ func TestPortFix(t *testing.T) {
 		`ip netns exec feas-cli sysctl -w net.ipv4.ip_local_port_range="37000 65535"`,
 		`persist: not in /etc/sysctl.d, which is read for the initial namespace only: run the command above where the namespace is created (its setup script, the CNI plugin's tuning), or give the container the sysctl (docker run --sysctl net.ipv4.ip_local_port_range="37000 65535", Kubernetes securityContext.sysctls)`,
 		"on this connecting side only, let new connections reuse TIME_WAIT ports older than 1 s (needs tcp_timestamps=1): " +
-			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1")[0] + " — the default 2 applies to loopback only",
+			sysctlFix(b, "net.ipv4.tcp_tw_reuse", "1").Lines[0] + " — the default 2 applies to loopback only",
 	}
-	if diff := cmp.Diff(want, got[0].Fix); diff != "" {
+	if diff := cmp.Diff(want, fixOf(got[0])); diff != "" {
 		t.Errorf("checkPorts(on()) fix mismatch (-want +got):\n%s", diff)
 	}
 
@@ -139,7 +139,7 @@ func TestPortFix(t *testing.T) {
 	} {
 		b = bundle(nil, all(seed000Range, setSysctl("net.ipv4.tcp_tw_reuse", c.reuse), raise(1300, "Tcp.ActiveOpens"),
 			remotes(evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 51, Ephemeral: 51})))
-		fix := strings.Join(checkPorts(on(b))[0].Fix, "\n")
+		fix := strings.Join(fixOf(checkPorts(on(b))[0]), "\n")
 		if !strings.Contains(fix, c.rng) || !strings.Contains(fix, c.because) {
 			t.Errorf("tcp_tw_reuse %s: fix lacks %s because %q:\n%s", c.reuse, c.rng, c.because, fix)
 		}
@@ -151,7 +151,7 @@ func TestPortFix(t *testing.T) {
 	if len(got) != 1 || got[0].ID != "ephemeral-port-exhaustion" {
 		t.Fatalf("checkPorts(on()) = %v, want one ephemeral-port-exhaustion", keys(got))
 	}
-	if len(got[0].Fix) != 1 {
-		t.Errorf("checkPorts(on()) fix = %q, want only the advice to reuse connections", got[0].Fix)
+	if len(fixOf(got[0])) != 1 {
+		t.Errorf("checkPorts(on()) fix = %q, want only the advice to reuse connections", fixOf(got[0]))
 	}
 }

@@ -34,7 +34,7 @@ func TestMissingSysctlsAreUnknown(t *testing.T) {
 	b := bundle(all(gone, listeners(nginxFull)), all(gone, listeners(nginxFull),
 		raise(10, "TcpExt.TCPReqQFullDoCookies", "TcpExt.ListenOverflows", "TcpExt.TCPTimeWaitOverflow")))
 	for _, f := range append(checkListen(on(b)), checkTimeWait(on(b))...) {
-		for _, text := range append(evidenceTexts(f), f.Fix...) {
+		for _, text := range append(evidenceTexts(f), fixOf(f)...) {
 			if strings.Contains(text, "= 0") || strings.Contains(text, "somaxconn=4096") || strings.Contains(text, "is 0") {
 				t.Errorf("%s claims a missing sysctl: %q", f.ID, text)
 			}
@@ -70,7 +70,7 @@ func TestPortsNoRemote(t *testing.T) {
 // takes names.
 func TestSysctlFixNetnsPath(t *testing.T) {
 	b := inNetNS(bundle(nil, nil), "/proc/4242/ns/net")
-	if got := sysctlFix(b, "net.core.somaxconn", "4096")[0]; got != "nsenter --net=/proc/4242/ns/net sysctl -w net.core.somaxconn=4096" {
+	if got := sysctlFix(b, "net.core.somaxconn", "4096").Lines[0]; got != "nsenter --net=/proc/4242/ns/net sysctl -w net.core.somaxconn=4096" {
 		t.Errorf("sysctlFix() = %q", got)
 	}
 	if got := Check(&evidence.Bundle{}); got != nil {

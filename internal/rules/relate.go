@@ -12,25 +12,12 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
-// consequences lists, per cause, the findings that are its symptoms when
-// both are active in one run. Seed 000 stage 4 and seed 004 are the
-// chain: one new connection per request to an upstream leaves TIME_WAIT
-// behind until the local ports run out; the port search then burns CPU.
-var consequences = map[report.FindingID][]report.FindingID{
-	UpstreamConnectionChurn: {EphemeralPortExhaustion, TimewaitBucketOverflow},
-	// A pool with every worker busy stops accepting, so its listen queue
-	// fills: the overflow on the pool's socket is what the full pool does.
-	WorkerPoolExhausted: {AcceptQueueOverflow},
-	// Lookups in the request path hold the workers (seed 001 §4–5).
-	ReverseDNSLookup: {WorkerPoolExhausted, AppSlow},
-	DNSSlow:          {WorkerPoolExhausted, AppSlow},
-}
-
 // relate marks symptoms with their cause and orders every cause right
-// before its symptoms, keeping the impact order otherwise. pools maps a
-// worker-pool finding's subject to the listen address of its pool, so an
-// overflow elsewhere is not blamed on it.
-func relate(fs []report.Finding, pools map[string]string) []report.Finding {
+// before its symptoms, keeping the impact order otherwise. What causes
+// what is the causes' classes' (Class.Consequences, Blocks, AtCapacity);
+// which finding is whose, their About: a pool is blamed for the overflow
+// of its own socket only, churn for the ports of its own destination.
+func relate(fs []report.Finding) []report.Finding {
 	fs = report.Sort(fs)
 	causeOf := make([]int, len(fs))
 	for i := range causeOf {
@@ -41,17 +28,11 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 		if c.Status != report.Active {
 			continue
 		}
-		for _, sym := range consequences[c.ID] {
+		for _, sym := range ClassOf(c.ID).Consequences {
 			for j := range fs {
 				s := &fs[j]
-				if j == i || causeOf[j] >= 0 || s.ID != sym || s.Status != report.Active {
+				if j == i || causeOf[j] >= 0 || s.ID != sym.ID || s.Status != report.Active || !sym.At.owns(c.About, s.About) {
 					continue
-				}
-				if c.ID == WorkerPoolExhausted && !sameAddr(s.Subject, pools[c.Subject]) {
-					continue
-				}
-				if c.ID == UpstreamConnectionChurn && c.Subject != "" && s.Subject != "" && s.Subject != c.Subject && s.ID == EphemeralPortExhaustion {
-					continue // another destination's ports
 				}
 				link(fs, causeOf, i, j)
 			}
@@ -62,16 +43,15 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 	// whose pool is full).
 	for i := range fs {
 		c := fs[i]
-		if c.Status != report.Active || !depCauses[c.ID] {
+		if c.Status != report.Active || !ClassOf(c.ID).Blocks {
 			continue
 		}
-		at := serverOf(c, pools)
 		for j := range fs {
 			s := &fs[j]
-			if j == i || causeOf[j] >= 0 || s.Status != report.Active || s.ID != DependencyPoolSaturated && s.ID != DependencySlow {
+			if j == i || causeOf[j] >= 0 || s.Status != report.Active || !ClassOf(s.ID).Waits {
 				continue
 			}
-			if _, dep, ok := strings.Cut(s.Subject, " → "); !ok || !listensAt(at, dep) || causes(causeOf, j, i) {
+			if len(s.About.Remotes) == 0 || !listensAt(c.About.Listen, s.About.Remotes[0]) || causes(causeOf, j, i) {
 				continue
 			}
 			link(fs, causeOf, i, j)
@@ -81,7 +61,7 @@ func relate(fs []report.Finding, pools map[string]string) []report.Finding {
 	// queue there: the fix is the cause's, whatever the client's pool
 	// looked like from its side.
 	for j, i := range causeOf {
-		if i >= 0 && fs[j].ID == DependencyPoolSaturated && atCapacity[fs[i].ID] {
+		if i >= 0 && fs[j].ID == DependencyPoolSaturated && ClassOf(fs[i].ID).AtCapacity {
 			notBigger(&fs[j], fs[i])
 		}
 	}
@@ -143,50 +123,29 @@ func causes(causeOf []int, j, i int) bool {
 	return false
 }
 
-// depCauses are the findings about one server that make its clients
-// wait on it: its pool full, its queue overflowing, its own time in a
-// dependency, or unexplained time of its own.
-var depCauses = map[report.FindingID]bool{
-	WorkerPoolExhausted:     true,
-	AcceptQueueOverflow:     true,
-	AppSlow:                 true,
-	DependencyPoolSaturated: true,
-	DependencySlow:          true,
+// owns reports whether a cause's symptom is its own, as m says: a
+// pool's overflow is its own socket's, churn's ports those of its own
+// destinations (when both name them).
+func (m Match) owns(cause, sym report.About) bool {
+	switch m {
+	case OwnListener:
+		return sameAddr(sym.Listen, cause.Listen)
+	case OwnRemotes:
+		return len(cause.Remotes) == 0 || len(sym.Remotes) == 0 || slices.Equal(cause.Remotes, sym.Remotes)
+	}
+	return true
 }
 
-// atCapacity are the causes that leave a dependency no room for more
-// requests at once: its workers all taken, its listen queue full, or
-// its own pool to what it depends on saturated.
-var atCapacity = map[report.FindingID]bool{
-	WorkerPoolExhausted:     true,
-	AcceptQueueOverflow:     true,
-	DependencyPoolSaturated: true,
-}
-
-// notBigger replaces a saturated pool's "a bigger pool" advice when its
-// dependency is itself at capacity (cause).
+// notBigger replaces a saturated pool's "a bigger pool" advice
+// (report.TagBiggerPool) when its dependency is itself at capacity
+// (cause).
 func notBigger(f *report.Finding, cause report.Finding) {
-	if len(f.Fix) == 0 || !strings.HasPrefix(f.Fix[0], biggerPool) {
+	if len(f.Actions) == 0 || f.Actions[0].Tag != report.TagBiggerPool || len(f.About.Remotes) == 0 {
 		return
 	}
-	_, dep, _ := strings.Cut(f.Subject, " → ")
-	fix := slices.Clone(f.Fix)
-	fix[0] = fmt.Sprintf("not a bigger pool: %s is itself at capacity (%s: %s), and more connections would only queue there; fix that first", dep, cause.ID, cause.Subject)
-	f.Fix = fix
-}
-
-// serverOf is the listen address of the server a finding is about: a
-// pool's socket, a listener, "kind addr" (a server's threads, app-slow),
-// or the waiting side of "kind addr → dependency".
-func serverOf(f report.Finding, pools map[string]string) string {
-	if a, ok := pools[f.Subject]; ok {
-		return a
-	}
-	subject, _, _ := strings.Cut(f.Subject, " → ")
-	if i := strings.LastIndexByte(subject, ' '); i >= 0 {
-		subject = subject[i+1:]
-	}
-	return subject
+	fix := slices.Clone(f.Actions)
+	fix[0] = report.Advise(fmt.Sprintf("not a bigger pool: %s is itself at capacity (%s: %s), and more connections would only queue there; fix that first", f.About.Remotes[0], cause.ID, cause.Subject))
+	f.Actions = fix
 }
 
 // listensAt reports whether a server listening at listen answers at
@@ -217,39 +176,40 @@ const (
 	failStatus = "status" // 5xx responses: the proxy could not get an answer upstream
 )
 
-// cookiesOnly: a SYN queue that overflowed into SYN cookies (a warning)
-// lost no connection; only SYNs dropped (critical) fail any. relate and
-// distress both ask, so a warning never claims failures it cannot cause.
-func cookiesOnly(f report.Finding) bool {
-	return f.ID == SynQueueOverflow && f.Severity != report.Critical
-}
-
-// explainsClass says what kind of failure each finding causes.
+// explainsClass says what kind of the run's failed requests a finding
+// accounts for (its class's Fails), front being the run's port.
 func explainsClass(f report.Finding, front string) string {
-	switch f.ID {
-	case ConntrackTableFull:
+	c := ClassOf(f.ID)
+	if !c.counts(f) {
+		return ""
+	}
+	switch c.Fails {
+	case FailsConnections:
 		return failConn
-	case SynQueueOverflow:
+	case FailsAtFront:
 		// A listener behind the front one fails no client connection
 		// itself.
-		if !cookiesOnly(f) && (front == "" || f.Subject == "" || strings.HasSuffix(f.Subject, ":"+front)) {
+		if front == "" || f.About.Listen == "" || portOf(f.About.Listen) == front {
 			return failConn
 		}
-	case AcceptQueueOverflow:
-		if f.CausedBy == "" && (front == "" || strings.HasSuffix(f.Subject, ":"+front)) {
-			return failConn
-		}
-	case EphemeralPortExhaustion:
-		if f.Side == "client" {
+	case FailsOutgoing:
+		if f.Side == report.Client {
 			return failConn
 		}
 		return failStatus
-	case UpstreamConnectionChurn, WorkerPoolExhausted:
+	case Fails5xx:
 		return failStatus
-	case FDLimit:
-		return failConn
 	}
 	return ""
+}
+
+// portOf is an address's port ("" for a unix socket).
+func portOf(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return ""
+	}
+	return port
 }
 
 // explain fills in, for active findings, the share of the run's failed
@@ -388,18 +348,10 @@ func activeRank(f report.Finding) int {
 
 // latencyRank puts a cause of latency first when the run was slow.
 func latencyRank(f report.Finding, slow bool) int {
-	if slow && f.Status == report.Active && delays[f.ID] {
+	if slow && f.Status == report.Active && ClassOf(f.ID).Delays {
 		return 0
 	}
 	return 1
-}
-
-// delays are the findings that make requests slow, not only fail.
-var delays = map[report.FindingID]bool{
-	AppSlow: true, DependencyPoolSaturated: true, DependencySlow: true, WorkerPoolExhausted: true, NagleDelayedACK: true, CPUSaturated: true, DNSSlow: true,
-	ReverseDNSLookup: true, PacketLoss: true, BandwidthSaturated: true, AcceptQueueOverflow: true,
-	SynQueueOverflow: true, ConntrackTableFull: true, FDLimit: true, EphemeralPortExhaustion: true,
-	SocketBufferLimit: true, NICDrops: true, NeighbourTableOverflow: true, LoadGeneratorSaturated: true,
 }
 
 // slowLoad reports a load whose median took 30 ms or more, or whose tail

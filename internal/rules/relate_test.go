@@ -22,15 +22,15 @@ func ids(fs []report.Finding) string {
 
 func TestRelateCauseFirst(t *testing.T) {
 	fs := []report.Finding{
-		{ID: "ephemeral-port-exhaustion", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "ephemeral-port-exhaustion", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", About: report.About{Remotes: []string{"127.0.0.1:9000"}}, Side: "server"},
 		{ID: "conntrack-table-full", Severity: report.Critical, Status: report.Active, Side: "server"},
-		{ID: "upstream-connection-churn", Severity: report.Warning, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
-		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
-		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "0.0.0.0:80", Side: "server"},
-		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www", Side: "server"},
+		{ID: "upstream-connection-churn", Severity: report.Warning, Status: report.Active, Subject: "127.0.0.1:9000", About: report.About{Remotes: []string{"127.0.0.1:9000"}}, Side: "server"},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", About: report.About{Listen: "127.0.0.1:9000"}, Side: "server"},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "0.0.0.0:80", About: report.About{Listen: "0.0.0.0:80"}, Side: "server"},
+		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www", About: report.About{Listen: "127.0.0.1:9000", Pool: "www"}, Side: "server"},
 		{ID: "timewait-bucket-overflow", Severity: report.Warning, Status: report.Latent, Side: "server"},
 	}
-	got := ids(relate(fs, map[string]string{"pool www": "127.0.0.1:9000"}))
+	got := ids(relate(fs))
 	// The churn (a warning) is promoted to critical by the port
 	// exhaustion it causes, and leads it.
 	want := "accept-queue-overflow conntrack-table-full upstream-connection-churn ephemeral-port-exhaustion<upstream-connection-churn " +
@@ -42,10 +42,10 @@ func TestRelateCauseFirst(t *testing.T) {
 
 func TestRelatePoolElsewhere(t *testing.T) {
 	fs := []report.Finding{
-		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "0.0.0.0:80"},
-		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www"},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "0.0.0.0:80", About: report.About{Listen: "0.0.0.0:80"}},
+		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www", About: report.About{Listen: "/run/php/www.sock", Pool: "www"}},
 	}
-	for _, f := range relate(fs, map[string]string{"pool www": "/run/php/www.sock"}) {
+	for _, f := range relate(fs) {
 		if f.CausedBy != "" {
 			t.Errorf("%s on %s blamed on %s: the pool listens elsewhere", f.ID, f.Subject, f.CausedBy)
 		}
@@ -58,40 +58,52 @@ func TestRelatePoolElsewhere(t *testing.T) {
 // and a chain of three servers keeps every link; two servers waiting on
 // each other are both kept, one as the other's cause.
 func TestRelateDependency(t *testing.T) {
+	// A subject as the rules write it, "kind addr → dependency", a
+	// listener's address or a pool's name, with its About.
 	active := func(id report.FindingID, sev report.Severity, subject string) report.Finding {
-		return report.Finding{ID: id, Severity: sev, Status: report.Active, Subject: subject, Side: "server"}
+		f := report.Finding{ID: id, Severity: sev, Status: report.Active, Subject: subject, Side: "server"}
+		switch from, dep, waits := strings.Cut(subject, " → "); {
+		case waits:
+			kind, addr, _ := strings.Cut(from, " ")
+			f.About = report.About{Server: kind, Listen: addr, Remotes: []string{dep}}
+		case strings.Contains(subject, " "):
+			kind, addr, _ := strings.Cut(subject, " ")
+			f.About = report.About{Server: kind, Listen: addr}
+		default:
+			f.About = report.About{Listen: subject}
+		}
+		return f
 	}
 	for _, tc := range []struct {
-		name  string
-		fs    []report.Finding
-		pools map[string]string
-		want  string
+		name string
+		fs   []report.Finding
+		want string
 	}{
 		{"php-fpm's pool", []report.Finding{
 			active(DependencyPoolSaturated, report.Critical, "nginx 0.0.0.0:80 → 127.0.0.1:9000"),
-			active(WorkerPoolExhausted, report.Critical, "php-fpm pool www"),
-		}, map[string]string{"php-fpm pool www": "127.0.0.1:9000"},
+			active(WorkerPoolExhausted, report.Critical, "php-fpm 127.0.0.1:9000"),
+		},
 			"worker-pool-exhausted dependency-pool-saturated<worker-pool-exhausted"},
 		{"a wildcard listener's queue", []report.Finding{
 			active(DependencySlow, report.Warning, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
 			active(AcceptQueueOverflow, report.Critical, "0.0.0.0:7300"),
-		}, nil, "accept-queue-overflow dependency-slow<accept-queue-overflow"},
+		}, "accept-queue-overflow dependency-slow<accept-queue-overflow"},
 		{"another port is not the dependency", []report.Finding{
 			active(DependencySlow, report.Warning, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
 			active(AcceptQueueOverflow, report.Critical, "0.0.0.0:7301"),
-		}, nil, "accept-queue-overflow dependency-slow"},
+		}, "accept-queue-overflow dependency-slow"},
 		{"a chain of three", []report.Finding{
 			active(DependencyPoolSaturated, report.Critical, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
 			active(DependencySlow, report.Warning, "python3 10.0.0.2:7300 → 10.0.0.3:5432"),
 			active(AppSlow, report.Warning, "postgres 10.0.0.3:5432"),
-		}, nil, "app-slow dependency-slow<app-slow dependency-pool-saturated<dependency-slow"},
+		}, "app-slow dependency-slow<app-slow dependency-pool-saturated<dependency-slow"},
 		{"waiting on each other", []report.Finding{
 			active(DependencyPoolSaturated, report.Critical, "go 10.0.0.1:8080 → 10.0.0.2:7300"),
 			active(DependencyPoolSaturated, report.Critical, "go 10.0.0.2:7300 → 10.0.0.1:8080"),
-		}, nil, "dependency-pool-saturated dependency-pool-saturated<dependency-pool-saturated"},
+		}, "dependency-pool-saturated dependency-pool-saturated<dependency-pool-saturated"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := relate(tc.fs, tc.pools)
+			out := relate(tc.fs)
 			if got := ids(out); got != tc.want {
 				t.Errorf("got  %s\nwant %s", got, tc.want)
 			}
@@ -114,9 +126,9 @@ func TestExplain(t *testing.T) {
 	lr := &load.Result{Errors: load.Errors{Connect: 30, Timeout: 10}, Status: map[string]uint64{"2xx": 1000, "5xx": 60}}
 	fs := []report.Finding{
 		{ID: "conntrack-table-full", Status: report.Active, Side: "server"},
-		{ID: "accept-queue-overflow", Status: report.Active, Subject: "0.0.0.0:80", Side: "server"},
+		{ID: "accept-queue-overflow", Status: report.Active, Subject: "0.0.0.0:80", About: report.About{Listen: "0.0.0.0:80"}, Side: "server"},
 		{ID: "worker-pool-exhausted", Status: report.Active, Subject: "pool www", Side: "server"},
-		{ID: "accept-queue-overflow", Status: report.Active, Subject: "127.0.0.1:9000", Side: "server", CausedBy: "worker-pool-exhausted"},
+		{ID: "accept-queue-overflow", Status: report.Active, Subject: "127.0.0.1:9000", About: report.About{Listen: "127.0.0.1:9000"}, Side: "server", CausedBy: "worker-pool-exhausted"},
 		{ID: "risky-sysctl", Status: report.Latent},
 	}
 	explain(fs, lr, "80")
@@ -136,7 +148,7 @@ func TestExplain(t *testing.T) {
 	fs = []report.Finding{
 		{ID: "syn-queue-overflow", Severity: report.Warning, Status: report.Active, Side: "server"},
 		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "pool www", Side: "server"},
-		{ID: "syn-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", Side: "server"},
+		{ID: "syn-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", About: report.About{Listen: "127.0.0.1:9000"}, Side: "server"},
 	}
 	explain(fs, lr, "80")
 	if fs[0].Explains != "" || fs[2].Explains != "" || fs[1].Failed != 60 {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -38,42 +37,42 @@ func settingItem(name, value string) report.Item {
 	return report.Item{Text: fmt.Sprintf("%s = %s", name, value), Source: "sysctl"}
 }
 
-// sysctlFix returns the runtime and persistent forms of a setting: the
-// `sysctl -w` (in the namespace observed, for a per-namespace setting)
-// and how to keep it across reboots. report.Actions reads the two lines
-// back as one sysctl action (TestSysctlFixActions).
-func sysctlFix(b *evidence.Bundle, name, value string) []string {
-	prefix := ""
-	if !GlobalSysctl(name) {
-		prefix = netns.Parse(b.Host.NetNS).ExecPrefix()
-	}
-	v := value
-	if strings.ContainsAny(v, " \t") {
-		v = fmt.Sprintf("%q", v)
-	}
-	return []string{fmt.Sprintf("%ssysctl -w %s=%s", prefix, name, v), persistFix(prefix, name, value)}
+// sysctlFix is the action that sets a setting: its `sysctl -w`, in the
+// namespace observed for a per-namespace setting, and how to keep it
+// across reboots (report.SetSysctl).
+func sysctlFix(b *evidence.Bundle, name, value string) report.Action {
+	return report.SetSysctl(name, value, b.Host.NetNS, GlobalSysctl(name))
 }
 
-// persistFix says how to keep a setting across reboots. In the host's
-// namespace, one file per setting under /etc/sysctl.d: running it again
-// replaces the value instead of adding a line. A namespace's settings
-// are not the host's: /etc/sysctl.d applies to the initial namespace
-// only, so they are set where the namespace is made.
-func persistFix(prefix, name, value string) string {
-	if prefix == "" {
-		return fmt.Sprintf("persist: echo '%s = %s' > %s", name, value, PersistPath(name))
-	}
-	v := value
-	if strings.ContainsAny(v, " \t") {
-		v = fmt.Sprintf("%q", v)
-	}
-	return fmt.Sprintf("persist: not in /etc/sysctl.d, which is read for the initial namespace only: run the command above where the namespace is created (its setup script, the CNI plugin's tuning), or give the container the sysctl (docker run --sysctl %s=%s, Kubernetes securityContext.sysctls)", name, v)
+// keepFix says how to keep a setting across reboots, as sysctlFix's
+// "persist: " line does.
+func keepFix(b *evidence.Bundle, name, value string) string {
+	return report.Keep(name, value, b.Host.NetNS, GlobalSysctl(name))
 }
 
-// PersistPath is the file the persist advice writes one setting to:
-// /etc/sysctl.d/90-netdoctor-NAME.conf. `tune apply --persist` writes
-// /etc/sysctl.d/90-netdoctor.conf, read after it.
-func PersistPath(name string) string { return "/etc/sysctl.d/90-netdoctor-" + name + ".conf" }
+// edit is a change to a configuration at src, a setting's "file:line"
+// (app.Setting.Source), with text, the line a person reads. Where the
+// line is unknown ("default": not set there, to be added) the change is
+// advice: a script cannot make it without its line.
+func edit(app, src, text string, directives ...string) report.Action {
+	if !position(src) {
+		return report.Advise(text)
+	}
+	return report.Edit(app, src, directives, text)
+}
+
+// position reports a "file:line" source: an absolute path and a line.
+func position(src string) bool {
+	i := strings.LastIndexByte(src, ':')
+	if i <= 0 || !strings.HasPrefix(src, "/") {
+		return false
+	}
+	n, err := strconv.Atoi(src[i+1:])
+	return err == nil && n > 0
+}
+
+// notes is advice, one note per line.
+func notes(lines ...string) []report.Action { return report.Advice(lines...) }
 
 // GlobalSysctl reports settings that exist once per host, writable only
 // from the initial namespace.

@@ -10,6 +10,15 @@ import (
 // RiskySysctl: a setting copied from old advice hurts.
 const RiskySysctl report.FindingID = "risky-sysctl"
 
+var _ = define(Class{ID: RiskySysctl,
+	Latent:     true,
+	Meaning:    "a setting that copy-paste tuning guides recommend and that hurts on current kernels",
+	Active:     "none",
+	LatentWhen: "one finding per risky setting (warning)",
+	Seed:       "004, and the team's notes on outdated tuning advice",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // risky is one setting that copy-paste tuning guides recommend and that
 // hurts on current kernels (docs/advice.md).
 type risky struct {
@@ -63,10 +72,10 @@ func checkSysctls(in *Input) []report.Finding {
 		if !ok || !r.bad(v) {
 			continue
 		}
-		out = append(out, report.Finding{ID: RiskySysctl, Severity: report.Warning, Status: report.Latent, Subject: r.name,
+		out = append(out, report.Finding{ID: RiskySysctl, Severity: report.Warning, Status: report.Latent, Subject: r.name, About: report.About{Setting: r.name},
 			Title:    fmt.Sprintf("%s = %d: %s", r.name, v, strings.SplitN(r.why, ";", 2)[0]),
 			Evidence: []report.Item{settingItem(r.name, fmt.Sprint(v)), {Text: "why: " + r.why, Source: "advice"}},
-			Fix:      sysctlFix(b, r.name, r.value),
+			Actions:  []report.Action{sysctlFix(b, r.name, r.value)},
 		})
 	}
 	return out

@@ -93,22 +93,22 @@ func TestRiskySysctlFinding(t *testing.T) {
 	got := checkSysctls(on(b))
 	want := []report.Finding{
 		{
-			ID: "risky-sysctl", Severity: report.Warning, Status: report.Latent, Subject: "net.ipv4.tcp_tw_recycle",
+			ID: "risky-sysctl", Severity: report.Warning, Status: report.Latent, Subject: "net.ipv4.tcp_tw_recycle", About: report.About{Setting: "net.ipv4.tcp_tw_recycle"},
 			Title: "net.ipv4.tcp_tw_recycle = 1: drops SYNs from clients behind NAT",
 			Evidence: []report.Item{
 				{Text: "net.ipv4.tcp_tw_recycle = 1", Source: "sysctl"},
 				{Text: "why: drops SYNs from clients behind NAT; broken since 4.10 and removed in 4.12", Source: "advice"},
 			},
-			Fix: sysctlFix(b, "net.ipv4.tcp_tw_recycle", "0"),
+			Actions: []report.Action{sysctlFix(b, "net.ipv4.tcp_tw_recycle", "0")},
 		},
 		{
-			ID: "risky-sysctl", Severity: report.Warning, Status: report.Latent, Subject: "net.core.netdev_max_backlog",
+			ID: "risky-sysctl", Severity: report.Warning, Status: report.Latent, Subject: "net.core.netdev_max_backlog", About: report.About{Setting: "net.core.netdev_max_backlog"},
 			Title: "net.core.netdev_max_backlog = 1: a tiny per-CPU input backlog drops received packets under any burst",
 			Evidence: []report.Item{
 				{Text: "net.core.netdev_max_backlog = 1", Source: "sysctl"},
 				{Text: "why: a tiny per-CPU input backlog drops received packets under any burst", Source: "advice"},
 			},
-			Fix: sysctlFix(b, "net.core.netdev_max_backlog", "1000"),
+			Actions: []report.Action{sysctlFix(b, "net.core.netdev_max_backlog", "1000")},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -11,6 +11,14 @@ import (
 // TimewaitBucketOverflow: TIME_WAIT sockets were destroyed early: tcp_max_tw_buckets was reached.
 const TimewaitBucketOverflow report.FindingID = "timewait-bucket-overflow"
 
+var _ = define(Class{ID: TimewaitBucketOverflow,
+	Meaning:    "the TIME_WAIT table hit `tcp_max_tw_buckets`; closing sockets skip TIME_WAIT",
+	Active:     "`TcpExt.TCPTimeWaitOverflow` rose or a \"time wait bucket table overflow\" kernel message (warning)",
+	LatentWhen: "none (a small limit is `risky-sysctl`)",
+	Seed:       "004",
+	ReportedBy: "`check`, `diagnose`",
+})
+
 // checkTimeWait finds TIME_WAIT sockets destroyed early because the table
 // hit tcp_max_tw_buckets (seed 004). On 6.x only the counter records it;
 // older kernels also log "time wait bucket table overflow".
@@ -45,7 +53,7 @@ func checkTimeWait(in *Input) []report.Finding {
 	return []report.Finding{{ID: TimewaitBucketOverflow, Severity: report.Warning, Status: report.Active,
 		Title:    "TIME_WAIT table overflow: closing connections skip TIME_WAIT, losing protection against stray old segments",
 		Evidence: items,
-		Fix: append(sysctlFix(b, "net.ipv4.tcp_max_tw_buckets", want),
-			"a small tcp_max_tw_buckets does not save memory worth having (40k TIME_WAIT < 10 MiB); the lasting fix is fewer short connections (keep-alive, connection pools)"),
+		Actions: append([]report.Action{sysctlFix(b, "net.ipv4.tcp_max_tw_buckets", want)}, report.Advise(
+			"a small tcp_max_tw_buckets does not save memory worth having (40k TIME_WAIT < 10 MiB); the lasting fix is fewer short connections (keep-alive, connection pools)")),
 	}}
 }

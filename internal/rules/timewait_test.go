@@ -87,9 +87,9 @@ func TestTimeWaitEvidence(t *testing.T) {
 	if diff := cmp.Diff(wantEvidence, got[0].Evidence); diff != "" {
 		t.Errorf("checkTimeWait(on()) evidence mismatch (-want +got):\n%s", diff)
 	}
-	wantFix := append(sysctlFix(b, "net.ipv4.tcp_max_tw_buckets", "262144"),
+	wantFix := append(sysctlFix(b, "net.ipv4.tcp_max_tw_buckets", "262144").Lines,
 		"a small tcp_max_tw_buckets does not save memory worth having (40k TIME_WAIT < 10 MiB); the lasting fix is fewer short connections (keep-alive, connection pools)")
-	if diff := cmp.Diff(wantFix, got[0].Fix); diff != "" {
+	if diff := cmp.Diff(wantFix, fixOf(got[0])); diff != "" {
 		t.Errorf("checkTimeWait(on()) fix mismatch (-want +got):\n%s", diff)
 	}
 }

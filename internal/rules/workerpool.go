@@ -15,6 +15,17 @@ import (
 // WorkerPoolExhausted: every worker of an application pool was busy while requests queued.
 const WorkerPoolExhausted report.FindingID = "worker-pool-exhausted"
 
+var _ = define(Class{ID: WorkerPoolExhausted,
+	Critical: true,
+	Errors:   true, Delays: true, Holds: true, Latency: true, Fails: Fails5xx,
+	Consequences: []Consequence{{ID: AcceptQueueOverflow, At: OwnListener}}, Blocks: true, AtCapacity: true,
+	Meaning:    "the application's worker pool (php-fpm `pm.max_children`, nginx `worker_connections`, or any server's threads) is full; requests queue or time out",
+	Active:     "php-fpm logged \"reached pm.max_children\", or every worker was busy for ≥ 2 s while requests queued on the pool's socket; nginx logged \"worker_connections are not enough\"; any server: its most busy threads all busy off-CPU for ≥ 2 s while requests waited unread, p50 ≥ 3 service times (critical)",
+	LatentWhen: "—",
+	Seed:       "000 stage 2, and any thread pool",
+	ReportedBy: "`run`",
+})
+
 // checkWorkerPool finds application worker pools that were full during the
 // load: seed 000 stage 2, php-fpm "server reached pm.max_children setting
 // (5)" while nginx answered 499s. The pool's own words (its log line, its
@@ -38,10 +49,10 @@ func checkWorkerPool(in *Input) []report.Finding {
 			if item, n := logItem(s, app.EventWorkerConns, "“worker_connections are not enough”"); n > 0 {
 				wc := s.Nginx.WorkerConnections
 				out = append(out, report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
-					Subject: "nginx worker_connections", Side: r.ServerSide(),
+					Subject: "nginx worker_connections", About: report.About{Server: s.Kind, Setting: "worker_connections"}, Side: r.ServerSide(),
 					Title:    fmt.Sprintf("nginx ran out of worker_connections (%d per worker)", wc.Value),
 					Evidence: []report.Item{{Text: item, Source: "log", Window: true}},
-					Fix:      []string{connsFix(r, s.Nginx), "then reload: nginx -s reload"}})
+					Actions:  notes(connsFix(r, s.Nginx), "then reload: nginx -s reload")})
 			}
 		default:
 			if f, ok := threadPool(r, s, b); ok {
@@ -137,15 +148,15 @@ func fpmPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 		ev = append(ev, report.Item{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*busy), Source: "/proc/stat", Window: true})
 	}
 	f := report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
-		Subject: "php-fpm pool " + p.Name, Side: r.ServerSide(),
+		Subject: "php-fpm pool " + p.Name, About: report.About{Server: s.Kind, Listen: s.Addr, Pool: p.Name}, Side: r.ServerSide(),
 		Title:    fmt.Sprintf("php-fpm pool %s is full: all %d workers busy, requests queue", p.Name, p.MaxChildren.Value),
 		Evidence: ev,
-		Fix:      []string{poolFix(r, s)},
+		Actions:  notes(poolFix(r, s)),
 	}
 	if len(sh) > 0 && sh[0].class != app.WaitRunning {
-		f.Fix = append(f.Fix, fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see %s's advice for that wait)", sh[0].class, AppSlow))
+		f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see %s's advice for that wait)", sh[0].class, AppSlow)))
 	}
-	f.Fix = append(f.Fix, "then reload php-fpm (kill -USR2 on the master) and re-run")
+	f.Actions = append(f.Actions, report.Advise("then reload php-fpm (kill -USR2 on the master) and re-run"))
 	return f, true
 }
 
@@ -286,14 +297,14 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 		{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*cpu), Source: "/proc/stat", Window: true},
 	}
 	want, spare := sizing.Workers(lr.Connections, pool)
-	fix := []string{fmt.Sprintf("raise the pool of %s on %s from %d to %d workers: %d requests in flight and %d spare (gunicorn --workers/--threads, ThreadPoolExecutor(max_workers=…), Tomcat maxThreads, uWSGI processes, or the limit a Go or Node service puts on concurrent requests)",
-		s.Kind, s.Addr, pool, want, lr.Connections, spare)}
-	fix = append(fix, fmt.Sprintf("or shorten what each request holds a worker for: busy workers were mostly in %s (%s)", sh[0].class, waitFix[sh[0].class]))
+	fix := notes(fmt.Sprintf("raise the pool of %s on %s from %d to %d workers: %d requests in flight and %d spare (gunicorn --workers/--threads, ThreadPoolExecutor(max_workers=…), Tomcat maxThreads, uWSGI processes, or the limit a Go or Node service puts on concurrent requests)",
+		s.Kind, s.Addr, pool, want, lr.Connections, spare),
+		fmt.Sprintf("or shorten what each request holds a worker for: busy workers were mostly in %s (%s)", sh[0].class, waitFix[sh[0].class]))
 	return report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
-		Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(),
+		Subject: s.Kind + " " + s.Addr, About: report.About{Server: s.Kind, Listen: s.Addr}, Side: r.ServerSide(),
 		Title: fmt.Sprintf("%s on %s serves with a pool of %d workers, all busy: requests wait for a free one (p50 %v ≈ %.0f × the %v service time)",
 			s.Kind, s.Addr, pool, p50.Round(time.Millisecond), ratio, service.Round(time.Millisecond)),
-		Evidence: ev, Fix: fix}, true
+		Evidence: ev, Actions: fix}, true
 }
 
 // parallel are the waits that more workers overlap rather than contend

@@ -62,8 +62,8 @@ func TestWorkerPoolFull(t *testing.T) {
 	}
 	// Sized as tune plan sizes it: the run's 50 connections, an eighth
 	// spare, one for the status page.
-	if fs[0].Fix[0] != "raise pm.max_children = 4 → 57 in /etc/php/www.conf:7: 50 requests in flight and 6 spare, one for the status page" {
-		t.Errorf("fix %q", fs[0].Fix[0])
+	if fixOf(fs[0])[0] != "raise pm.max_children = 4 → 57 in /etc/php/www.conf:7: 50 requests in flight and 6 spare, one for the status page" {
+		t.Errorf("fix %q", fixOf(fs[0])[0])
 	}
 }
 
@@ -112,8 +112,8 @@ func TestWorkerPoolThreads(t *testing.T) {
 			t.Errorf("no evidence %q in\n%s", w, strings.Join(evidenceTexts(f), "\n"))
 		}
 	}
-	if !strings.Contains(f.Title, "pool of 4 workers") || !strings.HasPrefix(f.Fix[0], "raise the pool of python3 on 0.0.0.0:8080 from 4 to 56 workers: 50 requests in flight and 6 spare") {
-		t.Errorf("title %q fix %q", f.Title, f.Fix)
+	if !strings.Contains(f.Title, "pool of 4 workers") || !strings.HasPrefix(fixOf(f)[0], "raise the pool of python3 on 0.0.0.0:8080 from 4 to 56 workers: 50 requests in flight and 6 spare") {
+		t.Errorf("title %q fix %q", f.Title, fixOf(f))
 	}
 	// One second caught a fifth thread on the CPU (the acceptor): the
 	// pool is still the 4 busy in the other seconds, and full.

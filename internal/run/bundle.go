@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -44,7 +45,10 @@ func (res *Result) Bundle() *Bundle {
 // ReadBundle decodes a run bundle.
 func ReadBundle(r io.Reader) (*Bundle, error) {
 	var b Bundle
-	if err := json.NewDecoder(r).Decode(&b); err != nil {
+	if err := json.NewDecoder(capped.Reader(r, capped.Bundle, "run bundle")).Decode(&b); err != nil {
+		if errors.Is(err, capped.ErrTooLarge) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("not a netdoctor run bundle: %w", err)
 	}
 	if b.Kind != BundleKind || b.Version < 1 || b.Version > evidence.BundleVersion {

@@ -63,6 +63,9 @@ type builder struct {
 // the plan (its path).
 func Build(in *Input, name string, h Host) (*Plan, error) {
 	b := newBuilder(in, name, h)
+	if in.FixesAsText {
+		b.p.Notes = append(b.p.Notes, "the report was written by an older netdoctor, before its fixes were data: settings its fixes only name are not planned; diagnose its bundle again for a full plan")
+	}
 	findings := slices.Clone(in.Findings)
 	slices.SortStableFunc(findings, func(a, c report.Finding) int { return fixFor(a.ID).rank - fixFor(c.ID).rank })
 	for _, f := range findings {
@@ -183,7 +186,7 @@ func (b *builder) sysctl(f report.Finding, name, proposed string, why ...string)
 	// A host whose numbers go past the bounds gets a note, not a change
 	// apply would refuse.
 	s := Sysctl{Name: name, Current: cur, Proposed: proposed, Scope: sc, Persist: name + " = " + proposed}
-	if err := checkAllowed(s); err != nil {
+	if err := errors.Join(checkAllowed(s), checkLive(s, cur)); err != nil {
 		b.note(f, fmt.Sprintf("not planned: %v: set it by hand if the host needs it", err))
 		return nil
 	}

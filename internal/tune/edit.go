@@ -197,14 +197,3 @@ func source(s string) (file string, line int, ok bool) {
 	}
 	return s[:i], n, true
 }
-
-// positionIn finds "directive value (file:line)" in a why text such as
-// app.NginxUpstream.Why writes it.
-func positionIn(why, directive string) (file string, line int, ok bool) {
-	re := regexp.MustCompile(regexp.QuoteMeta(directive) + ` [^(;]*\(([^()]+)\)`)
-	m := re.FindStringSubmatch(why)
-	if m == nil {
-		return "", 0, false
-	}
-	return source(m[1])
-}

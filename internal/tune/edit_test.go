@@ -85,12 +85,8 @@ func TestINIKeyLine(t *testing.T) {
 }
 
 func TestPositions(t *testing.T) {
-	why := "upstream php has no keepalive; fastcgi_keep_conn off (/etc/nginx/conf.d/a.conf:12)"
-	if f, l, ok := positionIn(why, "fastcgi_keep_conn"); !ok || f != "/etc/nginx/conf.d/a.conf" || l != 12 {
+	if f, l, ok := source("/etc/nginx/conf.d/a.conf:12"); !ok || f != "/etc/nginx/conf.d/a.conf" || l != 12 {
 		t.Errorf("%s %d %v", f, l, ok)
-	}
-	if _, _, ok := positionIn("fastcgi_keep_conn off (default)", "fastcgi_keep_conn"); ok {
-		t.Error("(default) taken for a position")
 	}
 	if _, _, ok := source("default"); ok {
 		t.Error("default taken for a source")

@@ -2,6 +2,8 @@ package tune
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -19,7 +21,11 @@ import (
 // the pass's own switch (fastcgi_keep_conn, HTTP/1.1 without
 // "Connection: close").
 func (b *builder) reuse(f report.Finding) error {
-	s, u := b.upstreamOf(f.Subject)
+	if len(f.About.Remotes) == 0 {
+		b.note(f, "the report names no destination for it: plan again from a report of this netdoctor (netdoctor diagnose its bundle)")
+		return nil
+	}
+	s, u := b.upstreamOf(f.About.Remotes[0])
 	if s == nil {
 		return b.twReuse(f)
 	}
@@ -31,7 +37,7 @@ func (b *builder) reuse(f report.Finding) error {
 		return err
 	}
 	if _, _, ok := source(u.PassSource); !ok {
-		b.note(f, "where "+u.Pass+" is written is unknown: "+u.Why)
+		b.note(f, "where "+u.Pass+" is written is unknown: "+u.Why) // its words, for a person
 		return nil
 	}
 	switch u.Pass {
@@ -58,21 +64,23 @@ func (b *builder) keepalive(s *app.Server, u *app.NginxUpstream, f report.Findin
 	} else {
 		k = u.Keepalive
 	}
-	b.keep[f.Subject] = k
+	for _, r := range f.About.Remotes {
+		b.keep[r] = k
+	}
 	return nil
 }
 
 // fastcgiKeep turns fastcgi_keep_conn on, and sizes the php-fpm pool
 // for the connections nginx will keep.
 func (b *builder) fastcgiKeep(s *app.Server, u *app.NginxUpstream, f report.Finding) error {
-	if strings.Contains(u.Why, "fastcgi_keep_conn") {
-		if err := b.setAtPass(s, u, f, "fastcgi_keep_conn", "on", "fastcgi_keep_conn on: without it nginx asks php-fpm to close the connection after each request, keepalive or not"); err != nil {
+	if k := u.KeepConn; k != nil && !strings.EqualFold(k.Value, "on") {
+		if err := b.setAtPass(s, u, f, *k, "fastcgi_keep_conn", "on", "fastcgi_keep_conn on: without it nginx asks php-fpm to close the connection after each request, keepalive or not"); err != nil {
 			return err
 		}
 	}
 	// A php-fpm worker serves one connection until nginx closes it:
 	// kept connections pin workers, so the pool must cover them.
-	if pool := b.serverAt(f.Subject); pool != nil && pool.Pool != nil {
+	if pool := b.serverAt(f.About.Remotes[0]); pool != nil && pool.Pool != nil {
 		return b.sizePool(pool, f)
 	}
 	return nil
@@ -81,25 +89,25 @@ func (b *builder) fastcgiKeep(s *app.Server, u *app.NginxUpstream, f report.Find
 // proxyKeep makes nginx speak HTTP/1.1 to the upstream, without
 // "Connection: close".
 func (b *builder) proxyKeep(s *app.Server, u *app.NginxUpstream, f report.Finding) error {
-	if strings.Contains(u.Why, "proxy_http_version") {
-		if err := b.setAtPass(s, u, f, "proxy_http_version", "1.1", "proxy_http_version 1.1: HTTP/1.0 closes after each response"); err != nil {
+	if v := u.HTTPVersion; v != nil && v.Value != "1.1" {
+		if err := b.setAtPass(s, u, f, *v, "proxy_http_version", "1.1", "proxy_http_version 1.1: HTTP/1.0 closes after each response"); err != nil {
 			return err
 		}
 	}
-	if !strings.Contains(u.Why, "proxy_set_header Connection") {
+	if !u.ConnectionClose {
 		return nil
 	}
-	why := `proxy_set_header Connection "": nginx otherwise sends "Connection: close"`
-	if file, line, ok := positionIn(u.Why, "proxy_set_header Connection"); ok {
-		return b.editNginxAt(s, file, line, f, why, edit{replace: setNginxArgs("proxy_set_header", `Connection ""`)})
+	at := app.Param{Source: "default"}
+	if u.Connection != nil {
+		at = *u.Connection
 	}
-	return b.editNginx(s, u.PassSource, f, why, edit{after: []string{`proxy_set_header Connection "";`}})
+	return b.setAtPass(s, u, f, at, "proxy_set_header", `Connection ""`, `proxy_set_header Connection "": nginx otherwise sends "Connection: close"`)
 }
 
-// setAtPass sets a directive of a pass where the upstream's Why says it
-// is written, else adds it after the pass.
-func (b *builder) setAtPass(s *app.Server, u *app.NginxUpstream, f report.Finding, directive, args, why string) error {
-	if file, line, ok := positionIn(u.Why, directive); ok {
+// setAtPass sets a directive of a pass where nginx has it set (at), else
+// adds it after the pass.
+func (b *builder) setAtPass(s *app.Server, u *app.NginxUpstream, f report.Finding, at app.Param, directive, args, why string) error {
+	if file, line, ok := source(at.Source); ok {
 		return b.editNginxAt(s, file, line, f, why, edit{replace: setNginxArgs(directive, args)})
 	}
 	return b.editNginx(s, u.PassSource, f, why, edit{after: []string{directive + " " + args + ";"}})
@@ -111,7 +119,7 @@ func (b *builder) setAtPass(s *app.Server, u *app.NginxUpstream, f report.Findin
 // with timestamps on; the default 2 does it for loopback only.
 func (b *builder) twReuse(f report.Finding) error {
 	cur, ok := b.current("net.ipv4.tcp_tw_reuse")
-	if !ok || cur == "1" || (cur == "2" && strings.HasPrefix(f.Subject, loopbackPrefix)) {
+	if !ok || cur == "1" || (cur == "2" && loopback(f.About.Remotes)) {
 		b.note(f, "reuse connections in the application that opens them (a connection pool); the kernel already reuses TIME_WAIT ports for it")
 		return nil
 	}
@@ -121,4 +129,16 @@ func (b *builder) twReuse(f report.Finding) error {
 	b.note(f, "the lasting fix is a connection pool in the application that connects to "+f.Subject)
 	return b.sysctl(f, "net.ipv4.tcp_tw_reuse", "1",
 		fmt.Sprintf("%.0f outgoing connections/s to %s, each leaving a port in TIME_WAIT for 60 s; with 1 a new outgoing connection may take a TIME_WAIT port older than 1 s (timestamps protect it); %s covers loopback only", b.rate("Tcp.ActiveOpens"), f.Subject, cur))
+}
+
+// loopback reports destinations that are all on the loopback, which
+// tcp_tw_reuse's default 2 already covers.
+func loopback(addrs []string) bool {
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if ip, perr := netip.ParseAddr(host); err != nil || perr != nil || !ip.Unmap().IsLoopback() {
+			return false
+		}
+	}
+	return len(addrs) > 0
 }

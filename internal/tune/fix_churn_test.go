@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -42,6 +44,7 @@ func TestReuseProxy(t *testing.T) {
 	u := &in.Servers[0].Nginx.Upstreams[0]
 	u.Pass = "proxy_pass"
 	u.Why = `upstream php has no keepalive; proxy_http_version 1.0 (default); no proxy_set_header Connection "" (nginx sends Connection: close)`
+	u.KeepConn, u.HTTPVersion, u.ConnectionClose = nil, &app.Param{Value: "1.0", Source: "default"}, true
 	p := build(t, in, seed000Host())
 	ng := fileChange(t, p, labDir+"/nginx/nginx.conf")
 	want := "             fastcgi_pass php;\n+            proxy_http_version 1.1;\n+            proxy_set_header Connection \"\";\n"
@@ -70,7 +73,7 @@ func TestReuseNoUpstreamBlock(t *testing.T) {
 // fix; where the kernel already reuses ports for them, only the note.
 func TestTwReuse(t *testing.T) {
 	in := pick(t, readSeed000(t), rules.UpstreamConnectionChurn)
-	in.Findings[0].Subject = "10.99.97.9:6379"
+	in.Findings[0].Subject, in.Findings[0].About = "10.99.97.9:6379", report.About{Remotes: []string{"10.99.97.9:6379"}}
 	h := seed000Host()
 	h.sysctls["netns net.ipv4.tcp_timestamps"] = "0"
 	p := build(t, in, h)

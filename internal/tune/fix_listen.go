@@ -32,7 +32,7 @@ func (b *builder) backlog(f report.Finding) error {
 	if err := b.sysctl(f, "net.core.somaxconn", strconv.Itoa(want), "caps every listen() backlog; "+why); err != nil {
 		return err
 	}
-	s := b.serverAt(f.Subject)
+	s := b.serverAt(f.About.Listen)
 	switch {
 	case s == nil:
 		b.note(f, fmt.Sprintf("the listener's application is unknown: raise its listen() backlog to %d and restart it (net.core.somaxconn %s → %d caps it only when it listens)", want, somax, want))
@@ -49,7 +49,7 @@ func (b *builder) backlog(f report.Finding) error {
 // these sockets are not re-listened (relist).
 func (b *builder) nginxBacklog(s *app.Server, f report.Finding, want int, why string) error {
 	for _, l := range s.Nginx.Listens {
-		if l.Addr != f.Subject {
+		if l.Addr != f.About.Listen {
 			continue
 		}
 		if have := l.Backlog; have < want {
@@ -61,7 +61,7 @@ func (b *builder) nginxBacklog(s *app.Server, f report.Finding, want int, why st
 				edit{replace: nginxListenBacklog(want)}); err != nil {
 				return err
 			}
-			b.relist[f.Subject] = true // nginx re-listens itself
+			b.relist[f.About.Listen] = true // nginx re-listens itself
 		}
 	}
 	return nil

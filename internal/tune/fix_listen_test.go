@@ -15,7 +15,7 @@ import (
 // and nginx listens again on reload, so netdoctor does not.
 func TestBuildNginxBacklog(t *testing.T) {
 	in := readSeed000(t)
-	in.Findings[0].Subject = "10.99.97.1:80"
+	in.Findings[0].Subject, in.Findings[0].About.Listen = "10.99.97.1:80", "10.99.97.1:80"
 	p, err := Build(in, "seed000.json", seed000Host())
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestBacklogEnough(t *testing.T) {
 // somaxconn and a note saying what to raise by hand.
 func TestBacklogUnknownApp(t *testing.T) {
 	in := pick(t, readSeed000(t), rules.AcceptQueueOverflow)
-	in.Findings[0].Subject = "10.99.97.1:8080"
+	in.Findings[0].Subject, in.Findings[0].About.Listen = "10.99.97.1:8080", "10.99.97.1:8080"
 	p := build(t, in, seed000Host())
 	sysctlChange(t, p, "net.core.somaxconn")
 	want := "accept-queue-overflow 10.99.97.1:8080: the listener's application is unknown: raise its listen() backlog to 4096 and restart it (net.core.somaxconn 10 → 4096 caps it only when it listens)"

@@ -2,8 +2,8 @@ package tune
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/sizing"
@@ -34,21 +34,19 @@ func (b *builder) neighbour(f report.Finding) error {
 	return nil
 }
 
-// neighbourFamilies are the tables the kernel said overflowed: arp_cache
-// is IPv4's, ndisc_cache IPv6's.
+// neighbourFamilies are the tables the kernel said overflowed, as the
+// finding's fix raises them (IPv4's when it raises neither).
 func neighbourFamilies(f report.Finding) []string {
-	var v4, v6 bool
-	for _, e := range f.Evidence {
-		if e.Source == "kmsg" {
-			v6 = v6 || strings.Contains(e.Text, "ndisc_cache")
-			v4 = v4 || strings.Contains(e.Text, "arp_cache")
-		}
+	raises := func(fam string) bool {
+		return slices.ContainsFunc(f.Actions, func(a report.Action) bool {
+			return a.Kind == report.ActionSysctl && a.Setting == "net."+fam+".neigh.default.gc_thresh3"
+		})
 	}
 	var out []string
-	if v4 || !v6 {
+	if v4, v6 := raises("ipv4"), raises("ipv6"); v4 || !v6 {
 		out = append(out, "ipv4")
 	}
-	if v6 {
+	if raises("ipv6") {
 		out = append(out, "ipv6")
 	}
 	return out

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -8,10 +9,16 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// neighbourFinding is the finding of rules/neighbour.go for a table.
+// neighbourFinding is the finding of rules/neighbour.go for a table:
+// its fix raises the thresholds of that family.
 func neighbourFinding(table string) report.Finding {
-	return report.Finding{ID: rules.NeighbourTableOverflow, Severity: report.Critical, Status: report.Active,
+	fam := map[string]string{"arp_cache": "ipv4", "ndisc_cache": "ipv6"}[table]
+	f := report.Finding{ID: rules.NeighbourTableOverflow, Severity: report.Critical, Status: report.Active,
 		Evidence: []report.Item{{Text: "kernel: neighbour: " + table + ": neighbor table overflow!", Source: "kmsg", Window: true}}}
+	for i, v := range []string{"1024", "4096", "8192"} {
+		f.Actions = append(f.Actions, report.SetSysctl("net."+fam+".neigh.default.gc_thresh"+strconv.Itoa(i+1), v, "", true))
+	}
+	return f
 }
 
 // TestNeighbour: the IPv4 table overflowed at the host's 1024 entries:

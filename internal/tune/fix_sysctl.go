@@ -2,7 +2,6 @@ package tune
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -15,14 +14,14 @@ import (
 // old advice (riskySysctl), and of rules/timewait.go (twBuckets), which
 // sizes the same tcp_max_tw_buckets the advice table corrects. generic,
 // the fix of every finding without one of its own, is here too: it takes
-// the setting the finding's fix names.
+// the setting the finding's fix sets.
 
 // twBucketsFloor is the kernel's tcp_max_tw_buckets with 4 GiB of memory
 // or more: TIME_WAIT sockets are cheap, so no host needs fewer.
 const twBucketsFloor = 262144
 
 // riskySysctl corrects the setting a risky-sysctl finding names.
-func (b *builder) riskySysctl(f report.Finding) error { return b.risky(f, f.Subject) }
+func (b *builder) riskySysctl(f report.Finding) error { return b.risky(f, f.About.Setting) }
 
 // twBuckets raises tcp_max_tw_buckets past the sockets in TIME_WAIT.
 func (b *builder) twBuckets(f report.Finding) error {
@@ -69,21 +68,16 @@ func (b *builder) twBucketsValue(name string) (value, why string) {
 	return value, fmt.Sprintf("; proposed %s: the larger of %d (the kernel's default with 4 GiB of memory or more, or the host namespace's own value when larger) and four times the %d sockets in TIME_WAIT now", value, twBucketsFloor, tw)
 }
 
-// sysctlW finds a setting and its value in a fix's `sysctl -w` command.
-// A name may have a hyphen: fs.file-max, which fd-limit's fix raises.
-var sysctlW = regexp.MustCompile(`sysctl -w ([a-z0-9_.-]+)=("[^"]*"|\S+)`)
-
 // generic takes the setting the finding's rule computed from its
-// evidence, when its fix names one.
+// evidence, when its fix sets one: its first sysctl action.
 func (b *builder) generic(f report.Finding) error {
-	for _, fix := range f.Fix {
-		m := sysctlW.FindStringSubmatch(fix)
-		if m == nil {
-			continue
+	for _, a := range f.Actions {
+		if a.Kind == report.ActionSysctl {
+			return b.sysctl(f, a.Setting, a.Value, fmt.Sprintf("%s: the value %s's rule computed from its evidence (%s)", a.Setting, f.ID, evidenceText(f)))
 		}
-		return b.sysctl(f, m[1], strings.Trim(m[2], `"`), fmt.Sprintf("%s: the value %s's rule computed from its evidence (%s)", m[1], f.ID, evidenceText(f)))
 	}
 	if len(f.Fix) > 0 {
+		// The fix's words, for a person: what to do by hand.
 		b.note(f, "no automatic change: "+f.Fix[0])
 	}
 	return nil

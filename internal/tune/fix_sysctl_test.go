@@ -15,7 +15,7 @@ func TestRiskyTwBuckets(t *testing.T) {
 	h := seed000Host()
 	h.sysctls["netns net.ipv4.tcp_max_tw_buckets"] = "5000"
 	in := readSeed000(t)
-	in.Findings = []report.Finding{{ID: rules.RiskySysctl, Status: report.Latent, Subject: "net.ipv4.tcp_max_tw_buckets", Side: "server"}}
+	in.Findings = []report.Finding{{ID: rules.RiskySysctl, Status: report.Latent, Subject: "net.ipv4.tcp_max_tw_buckets", About: report.About{Setting: "net.ipv4.tcp_max_tw_buckets"}, Side: "server"}}
 	p := build(t, in, h)
 	c := change(p, "sysctl:net.ipv4.tcp_max_tw_buckets@")
 	if c == nil || c.Sysctl.Current != "5000" || c.Sysctl.Proposed != "262144" || c.Sysctl.Global {
@@ -31,7 +31,7 @@ func TestRiskyTwBuckets(t *testing.T) {
 // overflowed, so timewait-bucket-overflow raises it.
 func TestTimewaitOverflow(t *testing.T) {
 	in := readSeed000(t)
-	in.Findings = []report.Finding{{ID: rules.RiskySysctl, Status: report.Latent, Subject: "net.ipv4.tcp_max_tw_buckets", Side: "server"}}
+	in.Findings = []report.Finding{{ID: rules.RiskySysctl, Status: report.Latent, Subject: "net.ipv4.tcp_max_tw_buckets", About: report.About{Setting: "net.ipv4.tcp_max_tw_buckets"}, Side: "server"}}
 	if p := build(t, in, seed000Host()); len(p.Changes) != 0 {
 		t.Errorf("risky-sysctl on a setting already corrected: %s", titles(p))
 	}
@@ -57,7 +57,7 @@ func TestRiskyCorrected(t *testing.T) {
 	h := seed000Host()
 	h.sysctls["netns net.ipv4.tcp_keepalive_time"] = "600"
 	in := readSeed000(t)
-	in.Findings = []report.Finding{{ID: rules.RiskySysctl, Status: report.Latent, Subject: "net.ipv4.tcp_keepalive_time", Side: "server"}}
+	in.Findings = []report.Finding{{ID: rules.RiskySysctl, Status: report.Latent, Subject: "net.ipv4.tcp_keepalive_time", About: report.About{Setting: "net.ipv4.tcp_keepalive_time"}, Side: "server"}}
 	if p := build(t, in, h); len(p.Changes) != 0 || len(p.Notes) != 0 {
 		t.Errorf("tcp_keepalive_time 600 is not risky, yet: %s", titles(p))
 	}
@@ -77,7 +77,8 @@ func TestGeneric(t *testing.T) {
 	in := readSeed000(t)
 	in.Findings = []report.Finding{{ID: rules.NICDrops, Status: report.Active, Side: "server",
 		Evidence: []report.Item{{Text: "softnet dropped +120 in 7s", Window: true}, {Text: "net.core.netdev_max_backlog = 1000"}},
-		Fix:      []string{"spread the load over more CPUs", "sysctl -w net.core.netdev_max_backlog=2000", "sysctl -w net.core.rmem_max=4194304"}}}
+		Actions: append(report.Advice("spread the load over more CPUs"), report.SetSysctl("net.core.netdev_max_backlog", "2000", "", true),
+			report.SetSysctl("net.core.rmem_max", "4194304", "", true))}}
 	p := build(t, in, h)
 	c := change(p, "sysctl:net.core.netdev_max_backlog@")
 	if c == nil || c.Sysctl.Proposed != "2000" || !c.Sysctl.Global || len(p.Changes) != 1 {
@@ -86,7 +87,7 @@ func TestGeneric(t *testing.T) {
 	if want := "net.core.netdev_max_backlog: the value nic-drops's rule computed from its evidence (softnet dropped +120 in 7s)"; strings.Join(c.Why, "\n") != want {
 		t.Errorf("why %q, want %q", c.Why, want)
 	}
-	in.Findings = []report.Finding{{ID: rules.DNSSlow, Status: report.Active, Side: "server", Fix: []string{"run a local cache", "or two"}}}
+	in.Findings = []report.Finding{{ID: rules.DNSSlow, Status: report.Active, Side: "server", Fix: []string{"run a local cache", "or two"}, Actions: report.Advice("run a local cache", "or two")}}
 	p = build(t, in, h)
 	if want := "dns-slow: no automatic change: run a local cache"; len(p.Changes) != 0 || notes(p) != want {
 		t.Errorf("%s, want only the note %q", titles(p), want)
@@ -94,7 +95,7 @@ func TestGeneric(t *testing.T) {
 }
 
 // TestGenericHyphen: fd-limit's fix raises fs.file-max, whose name has a
-// hyphen; the plan takes it, not the next setting the fix names.
+// hyphen; the plan takes it, the fix's first setting, not the next.
 func TestGenericHyphen(t *testing.T) {
 	h := seed000Host()
 	h.sysctls["host fs.file-max"] = "65536"
@@ -102,7 +103,7 @@ func TestGenericHyphen(t *testing.T) {
 	in := readSeed000(t)
 	in.Findings = []report.Finding{{ID: rules.FDLimit, Status: report.Active, Side: "server",
 		Evidence: []report.Item{{Text: "fs.file-nr 65000 of 65536", Window: true}},
-		Fix:      []string{"sysctl -w fs.file-max=262144", "persist: echo 'fs.file-max = 262144' >> /etc/sysctl.d/90-netdoctor.conf", "sysctl -w fs.nr_open=2097152"}}}
+		Actions:  []report.Action{report.SetSysctl("fs.file-max", "262144", "", true), report.SetSysctl("fs.nr_open", "2097152", "", true)}}}
 	p := build(t, in, h)
 	if s := sysctlChange(t, p, "fs.file-max"); s.Current != "65536" || s.Proposed != "262144" || !s.Global || len(p.Changes) != 1 {
 		t.Errorf("%s, want fs.file-max 65536 → 262144 host-wide alone", titles(p))

@@ -3,7 +3,6 @@ package tune
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -25,12 +24,12 @@ const (
 
 // workers sizes a php-fpm pool or nginx's worker_connections.
 func (b *builder) workers(f report.Finding) error {
-	if strings.HasPrefix(f.Subject, "nginx") {
+	if f.About.Server == "nginx" {
 		return b.nginxConns(f)
 	}
 	var s *app.Server
 	for _, c := range b.in.Servers {
-		if c.Pool != nil && strings.HasSuffix(f.Subject, "pool "+c.Pool.Name) {
+		if c.Pool != nil && f.About.Pool == c.Pool.Name && (f.About.Listen == "" || f.About.Listen == c.Addr) {
 			s = c
 		}
 	}

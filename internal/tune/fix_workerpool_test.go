@@ -9,10 +9,10 @@ import (
 )
 
 // poolFull is the finding of a full php-fpm pool www, as run makes it.
-var poolFull = report.Finding{ID: rules.WorkerPoolExhausted, Severity: report.Critical, Status: report.Active, Subject: "php-fpm pool www", Side: "server"}
+var poolFull = report.Finding{ID: rules.WorkerPoolExhausted, Severity: report.Critical, Status: report.Active, Subject: "php-fpm pool www", About: report.About{Server: "php-fpm", Listen: "127.0.0.1:9000", Pool: "www"}, Side: "server"}
 
 // nginxFull is the finding of nginx out of worker_connections.
-var nginxFull = report.Finding{ID: rules.WorkerPoolExhausted, Severity: report.Critical, Status: report.Active, Subject: "nginx worker_connections", Side: "server"}
+var nginxFull = report.Finding{ID: rules.WorkerPoolExhausted, Severity: report.Critical, Status: report.Active, Subject: "nginx worker_connections", About: report.About{Server: "nginx", Setting: "worker_connections"}, Side: "server"}
 
 // TestWorkerPool: php-fpm pool www (5 workers, dynamic) for 200
 // requests in flight: 200 plus an eighth spare and the status page's,

@@ -1,0 +1,188 @@
+package rules
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// Class is what a finding ID means, declared once, beside the ID's
+// constant (define): how bad it can be, what its fault does to a run's
+// requests, what it causes, how long an alert on it waits, and its row
+// in docs/findings.md's summary. Everything that acts on a finding's
+// meaning reads its class: the ranking of causes (rank), the distress no
+// finding explains (distress), causes and their symptoms (relate), the
+// share of failed requests a cause accounts for (explain), the baseline,
+// app-slow, the alerts (internal/alerts) and the docs (TestClasses).
+type Class struct {
+	// ID is the finding's ID; its constant is declared next to the class.
+	ID report.FindingID
+
+	// Critical: the rule can report it active and critical; otherwise an
+	// active finding is at most a warning.
+	Critical bool
+	// Latent: the rule also reports it latent, a risk at scale.
+	Latent bool
+
+	// What its fault does to a run's requests while it is active:
+	//
+	// Errors: it fails requests (refused, reset, timed out, answered
+	// 5xx), so it explains a load's errors, 5xx, stalls and collapses.
+	Errors bool
+	// Delays: it makes requests slow, so it explains a slow tail, and
+	// ranks first when the run was slow.
+	Delays bool
+	// Holds: it leaves a server holding connections its clients closed
+	// (CLOSE_WAIT): its workers are busy elsewhere.
+	Holds bool
+	// Latency: it names the cause of a run's slow median by itself, so
+	// app-slow (time held that no finding names) is not made beside it.
+	Latency bool
+	// Fails is the run's failed requests it accounts for, counted
+	// (explain).
+	Fails Failure
+	// OnlyWhen, when set, is the one severity at which it explains
+	// anything: a SYN queue that overflowed into SYN cookies (a warning)
+	// lost no connection and delayed none.
+	OnlyWhen report.Severity
+	// Drops: its counters count connections or packets the kernel
+	// dropped, so a load whose connections failed with them is hurt by
+	// it even when they rose as fast before the load (baseline).
+	Drops bool
+
+	// How it relates to others:
+	//
+	// Consequences are the findings that are its symptoms when both are
+	// active (relate lists them after it, as caused by it).
+	Consequences []Consequence
+	// Blocks: a finding about one server that makes its clients wait on
+	// it (its pool full, its queue overflowing, its own wait on a
+	// dependency, time of its own): relate names it the cause of the
+	// dependency findings of the servers that wait on it.
+	Blocks bool
+	// Waits: a finding about a server waiting on a dependency
+	// (About.Remotes), whose cause is the dependency's own finding that
+	// Blocks, when there is one.
+	Waits bool
+	// AtCapacity: the server has no room for more requests at once (its
+	// workers all taken, its listen queue full, its own pool to what it
+	// depends on saturated): a bigger pool of connections to it would
+	// only queue there.
+	AtCapacity bool
+
+	// Hold is how long its alert waits before firing; zero for its
+	// severity's (internal/alerts: ForCritical, ForWarning). Findings
+	// whose counters rise now and then on busy, healthy hosts hold
+	// longer.
+	Hold time.Duration
+
+	// Its row in docs/findings.md's summary, word for word:
+	//
+	// Meaning says what it is to someone who sees only the ID (an
+	// alert, a dashboard, a metric's label).
+	Meaning string
+	// Active and LatentWhen say when it is active and when latent, with
+	// the severity; LatentWhen is "none" or "—" without a latent form.
+	Active, LatentWhen string
+	// Seed names the seed cases that show it, and ReportedBy the
+	// commands that report it.
+	Seed, ReportedBy string
+}
+
+// Failure is the kind of failed requests a finding accounts for.
+type Failure int
+
+// Failures a finding can account for (Class.Fails).
+const (
+	FailsNone Failure = iota
+	// FailsConnections: the kernel drops or refuses the clients'
+	// connections: connect errors, resets, timeouts.
+	FailsConnections
+	// FailsAtFront: the listener it names drops connections, which are
+	// the clients' own only at the run's front port; a queue behind the
+	// front fails no client connection itself (one that names no
+	// listener counts as the front).
+	FailsAtFront
+	// FailsOutgoing: the connects its side makes fail: the client's are
+	// the load's connection errors, a server's are its proxy's 5xx.
+	FailsOutgoing
+	// Fails5xx: the proxy could not get an answer upstream: 5xx.
+	Fails5xx
+)
+
+// Consequence is a finding that another causes when both are active.
+type Consequence struct {
+	ID report.FindingID
+	// At says which symptom is the cause's own.
+	At Match
+}
+
+// Match says which consequence a cause accounts for.
+type Match int
+
+const (
+	// Anywhere: any active finding of the consequence's ID.
+	Anywhere Match = iota
+	// OwnListener: one about the listener the cause is about (a pool's
+	// own socket overflowing), never another's.
+	OwnListener
+	// OwnRemotes: one towards the cause's destinations, or naming none.
+	OwnRemotes
+)
+
+// classes holds every class, by ID (define).
+var classes = map[report.FindingID]*Class{}
+
+// define declares a finding ID's class, once, beside its constant:
+//
+//	const AcceptQueueOverflow report.FindingID = "accept-queue-overflow"
+//	var _ = define(Class{ID: AcceptQueueOverflow, Critical: true, …})
+//
+// TestClasses fails for a registered ID without one.
+func define(c Class) *Class {
+	if _, dup := classes[c.ID]; dup {
+		panic(fmt.Sprintf("rules: finding %s has two classes", c.ID))
+	}
+	classes[c.ID] = &c
+	return &c
+}
+
+// ClassOf is a finding ID's class; the zero Class (nothing known) for an
+// ID no rule declares, such as one read from another version's report.
+func ClassOf(id report.FindingID) Class {
+	if c, ok := classes[id]; ok {
+		return *c
+	}
+	return Class{ID: id}
+}
+
+// Classes lists every finding ID's class, by ID.
+func Classes() []Class {
+	out := make([]Class, 0, len(classes))
+	for _, c := range classes {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b Class) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+// counts reports whether a finding explains anything at its severity
+// (OnlyWhen).
+func (c Class) counts(f report.Finding) bool {
+	return c.OnlyWhen == "" || f.Severity == c.OnlyWhen
+}
+
+// Continuous reports whether an agent's diagnosis, which runs without a
+// load, can make the finding: the PerSide and PerHost rules', and those
+// that judge the dependencies it traces.
+func Continuous(id report.FindingID) bool {
+	for _, r := range Registry {
+		if (r.Scope == PerSide || r.Scope == PerHost || r.Traced) && slices.Contains(r.IDs, id) {
+			return true
+		}
+	}
+	return false
+}
