@@ -348,7 +348,7 @@ func TestAgentMetricsAccess(t *testing.T) {
 			"--web.config.file", webCfg, "--dns-every", "0", "--interval", "200ms"}, &logs, &logs)
 	}()
 	var api, metrics string
-	for deadline := time.Now().Add(5 * time.Second); (api == "" || metrics == "") && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); (api == "" || metrics == "") && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if _, rest, ok := strings.Cut(logs.String(), "url=http://"); ok {
 			api = "http://" + strings.Fields(rest)[0]
 		}
@@ -386,7 +386,7 @@ func TestAgentMetricsAccess(t *testing.T) {
 	// The series the agent serves once it has sampled: its own, and
 	// those naming the host's listeners and their processes.
 	var body string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if code, b := get(api+"/metrics", bearer(token)); code == http.StatusOK && strings.Contains(b, "netdoctor_listener_") {
 			body = b
 			break
