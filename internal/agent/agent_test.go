@@ -15,6 +15,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -336,17 +337,23 @@ func TestSnapshotsWindow(t *testing.T) {
 		t.Errorf("read %d snapshots one window after another, want all 101", got)
 	}
 
-	// Nothing new: the request waits for the next snapshot.
+	// Nothing new: the request waits for the next snapshot, and is
+	// answered when it comes, not when the wait ends.
+	added := make(chan struct{})
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		defer close(added)
+		if !poll.Wait(time.Minute, func() bool { return longPolls() == 1 }) {
+			return
+		}
 		s := snap
 		s.Time = last.Add(time.Second)
 		a.ring.add(s)
 	}()
 	start := time.Now()
-	w = read(last, "5s")
-	if len(w.Snapshots) != 1 || time.Since(start) > 4*time.Second {
-		t.Errorf("long poll: %d snapshots after %v; want the new one, at once", len(w.Snapshots), time.Since(start))
+	w = read(last, "30s")
+	<-added
+	if len(w.Snapshots) != 1 || time.Since(start) >= 30*time.Second {
+		t.Errorf("long poll: %d snapshots after %v; want the new one, before the wait ended", len(w.Snapshots), time.Since(start))
 	}
 	start = time.Now()
 	w = read(last.Add(time.Second), "200ms")
@@ -435,6 +442,11 @@ func TestIncidents(t *testing.T) {
 	}
 	if fi, _ := os.Stat(files[0]); fi.Mode().Perm() != 0o600 {
 		t.Errorf("incident file mode %v, want 0600", fi.Mode())
+	}
+	// Written aside and linked under its name once complete: nothing
+	// else left behind.
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("incidents directory holds %d entries, want the incident alone: %v", len(ents), ents)
 	}
 	b := readIncident(t, files[0])
 	if b.Incident == nil || len(b.Incident.Findings) == 0 || b.Incident.Findings[0].ID != string(rules.AcceptQueueOverflow) {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
@@ -160,18 +159,17 @@ func (p *incident) endProfile() {
 }
 
 // write creates the incident's file: a new name in the private
-// directory, never an existing file or a symlink.
+// directory, never an existing file or a symlink. The bundle is written
+// to a temporary file first and linked under its name once complete, so
+// that whoever lists the directory (diagnose, a shipper, a test) never
+// reads half an incident.
 func (in *incidents) write(b *evidence.Bundle, p *incident) (string, error) {
-	name := incidentPrefix + p.at.UTC().Format("20060102T150405Z") + "-" + string(p.ids[0]) + incidentSuffix
-	path := filepath.Join(in.dir, name)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	for i := 2; errors.Is(err, fs.ErrExist) && i < 100; i++ {
-		path = filepath.Join(in.dir, strings.TrimSuffix(name, incidentSuffix)+fmt.Sprintf("-%d", i)+incidentSuffix)
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
-	}
+	f, err := os.CreateTemp(in.dir, ".incident-*.tmp") // O_EXCL, 0600
 	if err != nil {
 		return "", fmt.Errorf("incident: %w", err)
 	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
 	zw := gzip.NewWriter(f)
 	err = json.NewEncoder(zw).Encode(b)
 	if cerr := zw.Close(); err == nil {
@@ -181,8 +179,25 @@ func (in *incidents) write(b *evidence.Bundle, p *incident) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(path)
-		return "", fmt.Errorf("incident %s: %w", path, err)
+		return "", fmt.Errorf("incident %s: %w", tmp, err)
+	}
+	name := incidentPrefix + p.at.UTC().Format("20060102T150405Z") + "-" + string(p.ids[0]) + incidentSuffix
+	path := filepath.Join(in.dir, name)
+	// A link never replaces an existing name.
+	err = os.Link(tmp, path)
+	for i := 2; errors.Is(err, fs.ErrExist) && i < 100; i++ {
+		path = filepath.Join(in.dir, strings.TrimSuffix(name, incidentSuffix)+fmt.Sprintf("-%d", i)+incidentSuffix)
+		err = os.Link(tmp, path)
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		// A filesystem without hard links: the private directory has no
+		// other writer, so a name free now is free to rename onto.
+		if _, lerr := os.Lstat(path); errors.Is(lerr, fs.ErrNotExist) {
+			err = os.Rename(tmp, path)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("incident: %w", err)
 	}
 	return path, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // tracing counts the goroutines that trace dependencies.
@@ -21,16 +22,26 @@ func tracing() int {
 	return strings.Count(string(buf), "app.(*Observer).TraceDeps(")
 }
 
-// waitTracing waits up to 2 s for want tracing goroutines.
+// waitTracing waits for want tracing goroutines.
 func waitTracing(t *testing.T, want int, when string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for tracing() != want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	if !poll.Wait(10*time.Second, func() bool { return tracing() == want }) {
+		t.Errorf("%s: %d dependency traces running, want %d", when, tracing(), want)
 	}
-	if got := tracing(); got != want {
-		t.Errorf("%s: %d dependency traces running, want %d", when, got, want)
+}
+
+// longPolls counts the snapshots requests parked waiting for the next
+// snapshot.
+func longPolls() int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, " [select") && strings.Contains(g, "agent.(*handler).snapshots(") {
+			n++
+		}
 	}
+	return n
 }
 
 // openTestWatch opens a watch on a listener of this process.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // BenchmarkWaits measures one per-second sample of 64 blocked workers'
@@ -27,13 +29,7 @@ func BenchmarkWaits(b *testing.B) {
 	}
 	// A sleep just started may still be in exec or the loader: measure
 	// once all 64 sleep.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if c, _ := Waits("/proc", ids, 80); c[WaitSleep] == len(ids) {
-			break
-		} else if time.Now().After(deadline) {
-			b.Fatalf("the sleeps never all slept: %v", c)
-		}
-	}
+	poll.True(b, time.Minute, "all 64 sleeps asleep", func() bool { c, _ := Waits("/proc", ids, 80); return c[WaitSleep] == len(ids) })
 	b.Run("netdoctor", func(b *testing.B) {
 		for b.Loop() {
 			if c, _ := Waits("/proc", ids, 80); c[WaitSleep] != len(ids) {

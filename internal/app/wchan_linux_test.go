@@ -1,14 +1,18 @@
 package app
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // TestWaitsSleeping: a real process in nanosleep is seen sleeping, not
@@ -18,22 +22,18 @@ func TestWaitsSleeping(t *testing.T) {
 	if _, err := os.Stat("/proc/self/wchan"); err != nil {
 		t.Skip("no /proc/PID/wchan on this kernel")
 	}
-	cmd := exec.Command("sleep", "5")
+	cmd := exec.Command("sleep", "600") // killed below
 	if err := cmd.Start(); err != nil {
 		t.Skip(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		classes, other := Waits("/proc", []int{cmd.Process.Pid}, 0)
-		if classes[WaitSleep] == 1 {
-			return
+	// Once exec and the loader are done, however long that takes.
+	poll.Until(t, time.Minute, func() error {
+		if classes, other := Waits("/proc", []int{cmd.Process.Pid}, 0); classes[WaitSleep] != 1 {
+			return fmt.Errorf("sleep(1) seen as %v (other %v)", classes, other)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sleep(1) seen as %v (other %v)", classes, other)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestWaitsReadingOwnClient: a process blocked reading a connection
@@ -67,18 +67,14 @@ func TestWaitsReadingOwnClient(t *testing.T) {
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	port := ln.Addr().(*net.TCPAddr).Port
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	poll.Until(t, time.Minute, func() error {
 		served, _ := Waits("/proc", []int{cmd.Process.Pid}, port)
 		other, _ := Waits("/proc", []int{cmd.Process.Pid}, port+1)
-		if served[WaitIdle] == 1 && other[WaitNetwork] == 1 {
-			return
+		if served[WaitIdle] != 1 || other[WaitNetwork] != 1 {
+			return fmt.Errorf("cat reading its client on :%d: %v; as another port's: %v", port, served, other)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cat reading its client on :%d: %v; as another port's: %v", port, served, other)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestWaitsDNS: a thread polling a UDP socket connected to port 53, as
@@ -105,18 +101,21 @@ func TestWaitsDNS(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := make(chan struct{})
+		tid := make(chan int, 1)
 		go func() {
 			runtime.LockOSThread() // the poll blocks this thread, seen in /proc
 			defer close(done)
-			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake[0]), Events: unix.POLLIN}}, 5000)
+			tid <- unix.Gettid()
+			unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake[0]), Events: unix.POLLIN}}, -1)
 		}()
-		got := false
-		deadline := time.Now().Add(2 * time.Second)
-		for !got && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-			classes, _ := Waits("/proc", []int{os.Getpid()}, 0)
-			got = classes[WaitDNS] > 0
-		}
+		// Once the thread sleeps in poll, one look classifies it.
+		task := fmt.Sprintf("/proc/%d/task/%d", os.Getpid(), <-tid)
+		poll.True(t, time.Minute, "the thread asleep in poll", func() bool {
+			w, _ := os.ReadFile(task + "/wchan")
+			return polls(task) && pollWchan[strings.TrimSpace(string(w))]
+		})
+		classes, _ := Waits("/proc", []int{os.Getpid()}, 0)
+		got := classes[WaitDNS] > 0
 		unix.Write(wake[1], []byte{1})
 		<-done
 		unix.Close(fd)

@@ -16,6 +16,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -28,8 +29,10 @@ func checkDeps(t *testing.T, e *lab.Env, api string, clients int) (*report.Repor
 	if clients > 0 {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		traffic{clients: clients, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
-		time.Sleep(500 * time.Millisecond) // the traffic is production's: already there
+		sent := traffic{clients: clients, keepAlive: true, timeout: 5 * time.Second}.run(ctx, t, e, "http://"+api+"/")
+		// The traffic is production's: already there, every client
+		// answered at least once.
+		poll.True(t, time.Minute, "the clients' first answers", func() bool { return sent.ok.Load() >= int64(clients) })
 	}
 	out := filepath.Join(t.TempDir(), "r.json")
 	code, stdout, stderr := runCLI(t, "check", "--netns", e.ServerNS.Name, "--window", "3s", "--no-dns", "--json", out)
@@ -193,20 +196,18 @@ func TestAgentDependency(t *testing.T) {
 	backend := e.ServerIP + ":7300"
 	want := `netdoctor_dependency_round_trip_seconds{app="cli.test",destination="` + backend + `",listener="` + api + `",owner="cli.test"} `
 	var body string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	poll.WaitEvery(time.Minute, agentEvery, func() bool {
 		req, _ := http.NewRequest(http.MethodGet, url+"/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
 		resp, err := client.Do(req)
 		if err != nil {
-			continue
+			return false
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		body = string(b)
-		if strings.Contains(body, want) && strings.Contains(body, `netdoctor_finding_active{id="dependency-pool-saturated"`) {
-			break
-		}
-	}
+		return strings.Contains(body, want) && strings.Contains(body, `netdoctor_finding_active{id="dependency-pool-saturated"`)
+	})
 	var rt float64
 	for _, line := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(line, want); ok {

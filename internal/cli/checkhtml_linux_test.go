@@ -16,6 +16,7 @@ import (
 // verdict, the findings and the host, and Chromium renders it with the
 // findings on it.
 func TestCheckHTML(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	dir := t.TempDir()
 	diag := filepath.Join(dir, "diagnose.html")
 	code, stdout, stderr := runCLI(t, "diagnose", "../../testdata/bundles/accept-overflow.json", "--html", diag)

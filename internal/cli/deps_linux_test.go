@@ -41,7 +41,7 @@ func helperDeps(role string) {
 	delay, _ := time.ParseDuration(os.Getenv("ND_DELAY"))
 	spin, _ := time.ParseDuration(os.Getenv("ND_SPIN"))
 	if role == "depbackend" {
-		go serveLines(ln, func() error { time.Sleep(delay); return nil })
+		go serveLines(ln, func() error { time.Sleep(delay); return nil }) // the backend's time under test
 	} else {
 		n, _ := strconv.Atoi(os.Getenv("ND_POOL"))
 		pool := make(chan *bufio.ReadWriter, n)

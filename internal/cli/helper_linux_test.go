@@ -14,11 +14,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // TestMain lets the test binary double as the helper process that owns
@@ -59,9 +61,6 @@ func TestMain(m *testing.M) {
 		// "run", listening on ND_ADDR; prints "ready" and serves until
 		// stdin closes.
 		serveAt(os.Getenv("ND_SERVER"), os.Getenv("ND_ADDR"))
-		if d, err := time.ParseDuration(os.Getenv("ND_EXIT_AFTER")); err == nil {
-			time.AfterFunc(d, func() { os.Exit(0) })
-		}
 		fmt.Println("ready")
 		bufio.NewReader(os.Stdin).ReadString('\n')
 	case "spin":
@@ -151,15 +150,26 @@ func helperSockets() {
 		s.Close()
 	}
 	ln.Close()
-	time.Sleep(200 * time.Millisecond) // let the last ACKs land
+	// The last ACKs land: the four client ends in TIME_WAIT, no server
+	// end left closing.
+	if !poll.Wait(time.Minute, func() bool {
+		st := tcpStates()
+		return st["06"] == 4 && st["04"]+st["09"]+st["0B"] == 0
+	}) {
+		fmt.Fprintln(os.Stderr, "helper: sockets still closing:", tcpStates())
+		os.Exit(3)
+	}
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')
 	_ = keep
 }
 
 // helperNoAccept listens with backlog 128 on 127.0.0.1:7100 and never
-// accepts; on a "go" line it opens 50 connections to itself without
-// waiting for them, overflowing the queue.
+// accepts; on a "go" line it opens connections to itself without waiting
+// for them, overflowing the queue: 50 at once ("sent"), then 5 more
+// every 10 ms until its next line, so that the queue overflows all
+// through whatever window a test observes, however late it starts. The
+// oldest client sockets are closed to stay within 200 descriptors.
 func helperNoAccept() {
 	listenFD(syscall.AF_INET, "127.0.0.1", 7100, 128)
 	fmt.Println("ready")
@@ -168,13 +178,31 @@ func helperNoAccept() {
 	if strings.TrimSpace(line) != "go" {
 		return
 	}
-	for range 50 {
-		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK, 0)
-		must(err)
-		syscall.Connect(fd, &syscall.SockaddrInet4{Port: 7100, Addr: [4]byte{127, 0, 0, 1}}) // EINPROGRESS
+	var fds []int
+	connect := func(n int) {
+		for range n {
+			fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_NONBLOCK, 0)
+			must(err)
+			syscall.Connect(fd, &syscall.SockaddrInet4{Port: 7100, Addr: [4]byte{127, 0, 0, 1}}) // EINPROGRESS
+			fds = append(fds, fd)
+		}
+		for len(fds) > 200 {
+			syscall.Close(fds[0])
+			fds = fds[1:]
+		}
 	}
+	connect(50)
 	fmt.Println("sent")
-	r.ReadString('\n')
+	stop := make(chan struct{})
+	go func() { r.ReadString('\n'); close(stop) }()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(10 * time.Millisecond):
+			connect(5)
+		}
+	}
 }
 
 // testNetns creates a named namespace with loopback up and removes it
@@ -187,13 +215,15 @@ func testNetns(t *testing.T) string {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs ip(8) from iproute2 to create network namespaces")
 	}
-	name := fmt.Sprintf("ndtest-%d-%d", os.Getpid(), time.Now().UnixNano()%100000)
+	name := fmt.Sprintf("ndtest-%d-%d", os.Getpid(), netnsTurn.Add(1))
 	mustExec(t, "ip", "netns", "add", name)
 	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
 	mustExec(t, "ip", "-n", name, "link", "set", "lo", "up")
 	mustExec(t, "ip", "-n", name, "addr", "add", "127.0.0.2/8", "dev", "lo")
 	return name
 }
+
+var netnsTurn atomic.Int64
 
 func mustExec(t *testing.T, args ...string) {
 	t.Helper()
@@ -259,8 +289,19 @@ func serveForRun(kind string) string {
 
 // serveAt serves on addr: "slow" with backlog 8 and one accept every
 // 20 ms, else with backlog 4096 and no delay.
+//
+// With ND_EXIT_AFTER=N the process exits once it has answered N
+// requests: a server that dies in the middle of a load, whenever the
+// load begins.
 func serveAt(kind, addr string) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	exitAfter, _ := strconv.ParseInt(os.Getenv("ND_EXIT_AFTER"), 10, 64)
+	var served atomic.Int64
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok\n")
+		if n := served.Add(1); exitAfter > 0 && n >= exitAfter {
+			os.Exit(0)
+		}
+	})
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
 	backlog, pause := 4096, time.Duration(0)
@@ -302,7 +343,7 @@ func serveAt(kind, addr string) {
 				return
 			}
 			go http.Serve(&oneConn{c: c}, h)
-			time.Sleep(pause)
+			time.Sleep(pause) // the slow accept loop under test
 		}
 	}()
 }
@@ -318,6 +359,22 @@ func burnRequest(n int) uint64 {
 		h *= 1099511628211
 	}
 	return h
+}
+
+// tcpStates counts this namespace's TCP sockets, IPv4 and IPv6, by
+// /proc/net/tcp's hexadecimal state ("06" is TIME_WAIT).
+func tcpStates() map[string]int {
+	n := map[string]int{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		must(err)
+		for _, l := range strings.Split(string(b), "\n")[1:] {
+			if f := strings.Fields(l); len(f) > 3 {
+				n[f[3]]++
+			}
+		}
+	}
+	return n
 }
 
 // oneConn is a listener that yields one connection, so a slow accept loop

@@ -32,6 +32,7 @@ func onlyJSON(t *testing.T, what, stdout string) map[string]any {
 // whatever text the command prints goes to stderr, and scripts pipe
 // stdout to jq.
 func TestJSONStdout(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }))
 	defer srv.Close()
 	for _, args := range [][]string{

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -566,20 +567,16 @@ func TestLabCleanAfterKill(t *testing.T) {
 	t.Cleanup(func() { wantClean(t, was) })
 	cmd := exec.Command(os.Args[0], "lab", "run", "--out", t.TempDir(), "conntrack-sawtooth")
 	cmd.Env = append(os.Environ(), "ND_HELPER=cli")
-	var out bytes.Buffer
+	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// Wait until the lab is up and the global changed: the load running.
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "Running ") {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("lab did not start:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !poll.Wait(2*time.Minute, func() bool { return strings.Contains(out.String(), "Running ") }) {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("lab did not start:\n%s", out.String())
 	}
 	journal := filepath.Join(lab.StateDir, fmt.Sprintf("L%d.json", cmd.Process.Pid%100000))
 	if b, err := os.ReadFile(journal); err != nil || !strings.Contains(string(b), "nf_conntrack_max") {

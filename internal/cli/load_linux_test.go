@@ -14,6 +14,7 @@ import (
 // TIME_WAIT reuse, short connections run out of ports; the result must
 // blame the load generator's host, not the server.
 func TestLoadPortExhaustion(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	ns := testNetns(t)
 	mustExec(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40009", "net.ipv4.tcp_tw_reuse=0")
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])

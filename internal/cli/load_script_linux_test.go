@@ -37,6 +37,7 @@ end
 // after wrk's last line; with --json -, stdout is the JSON alone and the
 // script writes to stderr.
 func TestLoadScript(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	var paths sync0
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		paths.set(r.URL.Path)
@@ -73,6 +74,7 @@ func TestLoadScript(t *testing.T) {
 // TestLoadScriptError: an error in a script is one line with its file
 // and line, and exit code 2.
 func TestLoadScriptError(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }))
 	defer srv.Close()
 	for _, c := range []struct{ src, want string }{

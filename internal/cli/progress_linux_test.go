@@ -8,10 +8,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // openPty opens a pseudo-terminal: the master, which reads what is
@@ -62,19 +65,23 @@ func openPty(t *testing.T) (master *syncBuffer, term *os.File) {
 	return master, term
 }
 
-// settle waits until the master has read all that was written.
-func settle(master *syncBuffer) string {
-	last := ""
-	for range 50 {
-		time.Sleep(20 * time.Millisecond)
-		s := master.String()
-		if s == last {
-			return s
-		}
-		last = s
+// settle writes a mark to the terminal and waits until the master has
+// read it: then it has read all that was written before. It returns what
+// the master read, marks left out.
+func settle(t *testing.T, master *syncBuffer, term *os.File) string {
+	t.Helper()
+	mark := fmt.Sprintf("{settled %d}", settles.Add(1))
+	if _, err := term.WriteString(mark); err != nil {
+		t.Fatal(err)
 	}
-	return last
+	poll.True(t, time.Minute, "the terminal's output read", func() bool { return strings.Contains(master.String(), mark) })
+	return settleRe.ReplaceAllString(master.String(), "")
 }
+
+var (
+	settles  atomic.Int64
+	settleRe = regexp.MustCompile(`\{settled \d+\}`)
+)
 
 var clockRe = regexp.MustCompile(`\[(\d+(?:\.\d+)?)s/(\d+(?:\.\d+)?)s\]`)
 
@@ -94,6 +101,7 @@ func checkClocks(t *testing.T, out string) {
 // up to the duration and no further, and the line is cleared at the end;
 // a timed step counts up to its length, then says finishing.
 func TestProgressTerminal(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	master, term := openPty(t)
 	if !isTerminal(term) {
 		t.Fatalf("a pseudo-terminal not taken for a terminal")
@@ -103,7 +111,7 @@ func TestProgressTerminal(t *testing.T) {
 	if code := Run(context.Background(), []string{"load", "-d", "2", "-c", "2", "-t", "1", s.URL}, &stdout, term); code != ExitOK {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
-	out := settle(master)
+	out := settle(t, master, term)
 	if !strings.Contains(out, "[1s/2s] ") || !strings.Contains(out, " req/s  p50 ") {
 		t.Errorf("no progress on the terminal: %q", out)
 	}
@@ -115,11 +123,15 @@ func TestProgressTerminal(t *testing.T) {
 		t.Errorf("progress on stdout:\n%s", stdout.String())
 	}
 
+	// A step counts up each second to its length, then says finishing:
+	// done once it did.
 	p := newProgress(term, 0, false)
 	p.phase("baseline", 1500*time.Millisecond)
-	time.Sleep(2200 * time.Millisecond)
+	poll.True(t, time.Minute, "the step finishing", func() bool {
+		return strings.Contains(master.String(), "[1.5s/1.5s] baseline: sampling before the load  finishing")
+	})
 	p.done()
-	before := settle(master)
+	before := settle(t, master, term)
 	got := before[len(out):]
 	for _, want := range []string{"[1s/1.5s] baseline: sampling before the load", "[1.5s/1.5s] baseline: sampling before the load  finishing"} {
 		if !strings.Contains(got, want) {
@@ -129,14 +141,17 @@ func TestProgressTerminal(t *testing.T) {
 	if !strings.HasSuffix(got, "\r\033[K") {
 		t.Errorf("step progress not cleared: %q", got)
 	}
+	// Nothing more, though a tick would have come within this second
+	// (a wait that is the thing under test).
 	time.Sleep(1100 * time.Millisecond)
-	if after := settle(master); after != before {
+	if after := settle(t, master, term); after != before {
 		t.Errorf("step progress went on after done: %q", after[len(before):])
 	}
 }
 
 // TestProgressPipe: nothing but the report when stderr is a pipe.
 func TestProgressPipe(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -159,15 +174,18 @@ func TestProgressPipe(t *testing.T) {
 // TestProgressRunPhases: netdoctor run shows its baseline, load and
 // tail on a terminal, none past its length.
 func TestProgressRunPhases(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	master, term := openPty(t)
 	s := wrkServer(t)
 	var stdout bytes.Buffer
-	code := Run(context.Background(), []string{"run", "-d", "2", "-c", "2", "-t", "1", "--baseline", "1500ms", "--tail", "1500ms", s.URL}, &stdout, term)
+	// Steps of 2.5 s: their first tick, at 1 s, comes before they end
+	// however late the machine runs it.
+	code := Run(context.Background(), []string{"run", "-d", "2", "-c", "2", "-t", "1", "--baseline", "2500ms", "--tail", "2500ms", s.URL}, &stdout, term)
 	if code != ExitOK && code != ExitFindings {
 		t.Fatalf("exit %d\n%s", code, stdout.String())
 	}
-	out := settle(master)
-	for _, want := range []string{"[1s/1.5s] baseline: sampling before the load", "[1s/2s] ", "[1s/1.5s] tail: sampling after the load"} {
+	out := settle(t, master, term)
+	for _, want := range []string{"[1s/2.5s] baseline: sampling before the load", "[1s/2s] ", "[1s/2.5s] tail: sampling after the load"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run's progress %q lacks %q", out, want)
 		}

@@ -73,7 +73,7 @@ func TestPrometheusAlerts(t *testing.T) {
 			deadline := time.Now().Add(60 * time.Second)
 			if c.want == "" {
 				// Long enough for any finding to be scraped, held 3 s and
-				// fire.
+				// fire: a time under test, in which nothing may fire.
 				deadline = time.Now().Add(15 * time.Second)
 			}
 			var firing []promAlert
@@ -220,7 +220,7 @@ func (tr traffic) run(ctx context.Context, t *testing.T, e *lab.Env, target stri
 					s.ok.Add(1)
 				}
 				if tr.pause > 0 {
-					time.Sleep(tr.pause)
+					time.Sleep(tr.pause) // the traffic's pace
 				}
 			}
 		}()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
@@ -13,11 +14,15 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
-// newLab builds a client/server namespace pair for one test.
+// newLab builds a client/server namespace pair for one test, named
+// after this process and the test's turn ("c" for cli: other packages'
+// labs may run at the same time).
 func newLab(t *testing.T) *lab.Env {
 	t.Helper()
-	return labtest.New(t, fmt.Sprintf("t%d", os.Getpid()%100000))
+	return labtest.New(t, fmt.Sprintf("c%d-%d", os.Getpid()%100000, labs.Add(1)))
 }
+
+var labs atomic.Int64
 
 var labMust = labtest.Must
 

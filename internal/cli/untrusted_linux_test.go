@@ -122,7 +122,7 @@ func startAsNobody(t *testing.T, ns string, cmd *exec.Cmd, port int, ready bool)
 		}
 		return
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		c, err := n.Dial(context.Background(), "tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			c.Close()
@@ -444,7 +444,7 @@ func TestRootServerUserLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		if c, err := n.Dial(context.Background(), "tcp", "127.0.0.1:8090"); err == nil {
 			c.Close()
 			break

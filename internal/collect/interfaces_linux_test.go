@@ -202,7 +202,7 @@ func sample(t *testing.T, ns string, n int, every time.Duration, after func()) *
 	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: s.Host, Start: time.Now()}
 	for k := range n {
 		if k > 0 {
-			time.Sleep(time.Until(b.Start.Add(time.Duration(k) * every)))
+			time.Sleep(time.Until(b.Start.Add(time.Duration(k) * every))) // the sampling schedule under test
 		}
 		snap := s.Snapshot(context.Background())
 		for _, st := range snap.Status {

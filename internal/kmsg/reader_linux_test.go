@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // writeKmsg writes one line to the kernel log, as user space does. The
@@ -25,13 +26,12 @@ func writeKmsg(t *testing.T, line string) {
 	}
 }
 
-// readMarked reads from r until a message containing marker arrives or a
-// second has passed, and returns all messages containing marker.
+// readMarked reads from r until a message containing marker arrives (a
+// minute at most), and returns all messages containing marker.
 func readMarked(t *testing.T, r *Reader, marker string) []evidence.KernelMsg {
 	t.Helper()
 	var got []evidence.KernelMsg
-	deadline := time.Now().Add(time.Second)
-	for len(got) == 0 && time.Now().Before(deadline) {
+	poll.Wait(time.Minute, func() bool {
 		msgs, err := r.Read()
 		if err != nil {
 			t.Fatalf("Read: %v", err)
@@ -41,10 +41,8 @@ func readMarked(t *testing.T, r *Reader, marker string) []evidence.KernelMsg {
 				got = append(got, m)
 			}
 		}
-		if len(got) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+		return len(got) > 0
+	})
 	return got
 }
 

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // backend is a keep-alive HTTP server on loopback that never closes a
@@ -31,6 +34,7 @@ type backend struct {
 type backendStat struct {
 	requests     int
 	closedByPeer bool
+	closed       bool // the connection is closed, by either side
 }
 
 func newBackend(t *testing.T, closeAfter int) *backend {
@@ -54,8 +58,13 @@ func newBackend(t *testing.T, closeAfter int) *backend {
 }
 
 func (b *backend) serve(c net.Conn) {
-	defer c.Close()
 	st := &backendStat{}
+	defer func() {
+		c.Close()
+		b.mu.Lock()
+		st.closed = true
+		b.mu.Unlock()
+	}()
 	b.mu.Lock()
 	b.conns = append(b.conns, st)
 	b.mu.Unlock()
@@ -79,6 +88,20 @@ func (b *backend) serve(c net.Conn) {
 			return
 		}
 	}
+}
+
+// closed waits until n connections were closed, by either side.
+func (b *backend) closed(t *testing.T, n int) {
+	t.Helper()
+	poll.True(t, time.Minute, fmt.Sprintf("%d backend connections closed", n), func() bool {
+		k := 0
+		for _, s := range b.stats() {
+			if s.closed {
+				k++
+			}
+		}
+		return k >= n
+	})
 }
 
 func (b *backend) stats() []backendStat {
@@ -111,12 +134,7 @@ func startProxy(t *testing.T, p Proxy) (url string, errs *syncBuffer) {
 			t.Errorf("ServeProxy: %v", err)
 		}
 	})
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), "ready"); {
-		if time.Now().After(deadline) {
-			t.Fatal("proxy not ready")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.True(t, time.Minute, "proxy ready", func() bool { return strings.Contains(out.String(), "ready") })
 	return "http://" + p.Listen + "/", errs
 }
 
@@ -164,7 +182,7 @@ func TestProxyChurn(t *testing.T) {
 	url, _ := startProxy(t, Proxy{Backend: be.ln.Addr().String()})
 	getN(t, url, 5)
 	// The last close reaches the backend just after the response.
-	time.Sleep(100 * time.Millisecond)
+	be.closed(t, 5)
 	st := be.stats()
 	if len(st) != 5 {
 		t.Fatalf("%d backend connections for 5 requests, want 5: %+v", len(st), st)
@@ -202,10 +220,10 @@ func TestProxyKeepalive(t *testing.T) {
 func TestProxyKeepaliveRetries(t *testing.T) {
 	be := newBackend(t, 1)
 	url, errs := startProxy(t, Proxy{Backend: be.ln.Addr().String(), Keepalive: true})
-	for range 3 {
+	for i := range 3 {
 		getN(t, url, 1)
-		// Let the backend's close arrive before the next request.
-		time.Sleep(50 * time.Millisecond)
+		// The backend closed the pooled connection before the next request.
+		be.closed(t, i+1)
 	}
 	if st := be.stats(); len(st) != 3 {
 		t.Errorf("backend connections %+v, want 3 of one request each", st)

@@ -99,6 +99,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, pc net.PacketConn) 
 		}
 	}()
 	if pc != nil {
+		roomy(pc)
 		go s.serveUDP(pc)
 	}
 	for {

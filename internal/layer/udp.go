@@ -36,6 +36,11 @@ type UDPResult struct {
 	UDPStats
 }
 
+// udpReadBuffer is the receive buffer of the sockets that count a UDP
+// test's datagrams: 8 MiB, seconds of a test at a few thousand datagrams
+// a second, 80 ms at MaxRate.
+const udpReadBuffer = 8 << 20
+
 // drainUDP is how long the client waits after its last datagram before
 // it asks for the account: the ones in flight still count.
 const drainUDP = 300 * time.Millisecond

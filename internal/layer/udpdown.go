@@ -25,6 +25,7 @@ func runUDPDown(ctx context.Context, o UDPOptions) (*UDPResult, error) {
 	}
 	defer k.c.Close()
 	defer c.Close()
+	roomy(c)
 	rc := &udpCounter{id: id, recv: newReceiver(packetBudget(o.Rate, o.Duration))}
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // countingServer is an httptest server that counts requests and new
@@ -97,7 +99,7 @@ func stallServer(t *testing.T, at time.Duration) *countingServer {
 	start := time.Now()
 	return newCounting(t, func(w http.ResponseWriter, r *http.Request) {
 		if since := time.Since(start); since >= at && since < at+time.Second {
-			time.Sleep(at + time.Second - since)
+			time.Sleep(at + time.Second - since) // the stall under test
 		}
 		io.WriteString(w, "ok\n")
 	})
@@ -182,13 +184,13 @@ func TestErrorClasses(t *testing.T) {
 		{"reset mid-response", fault(t, func(c net.Conn) {
 			if readRequest(c) {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc")
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // the fault under test: a reset mid-response
 				c.(*net.TCPConn).SetLinger(0)
 			}
 		}), func(r *Result) bool { return r.Errors.Read > 0 && r.Requests == 0 }, "read errors"},
 		{"never answers", fault(t, func(c net.Conn) {
 			readRequest(c)
-			time.Sleep(2 * time.Second)
+			time.Sleep(2 * time.Second) // the fault under test: no answer
 		}), func(r *Result) bool { return r.Errors.Timeout > 0 && r.Requests == 0 }, "timeouts"},
 		{"slow body", fault(t, func(c net.Conn) {
 			if readRequest(c) {
@@ -197,14 +199,14 @@ func TestErrorClasses(t *testing.T) {
 					if _, err := c.Write([]byte("x")); err != nil {
 						return
 					}
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(100 * time.Millisecond) // the fault under test: a byte at a time
 				}
 			}
 		}), func(r *Result) bool { return r.Errors.Timeout > 0 && r.Requests == 0 }, "timeouts"},
 		{"malformed", fault(t, func(c net.Conn) {
 			if readRequest(c) {
 				io.WriteString(c, "HTTP/1.1 abc\r\n\r\n")
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // the connection stays open: the malformed head is the error
 			}
 		}), func(r *Result) bool { return r.Errors.Read > 0 && r.ErrorCauses["malformed"] == r.Errors.Read }, "read errors, cause malformed"},
 		{"5xx", newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
@@ -215,7 +217,7 @@ func TestErrorClasses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := mustRun(t, Options{URL: tt.url, Connections: 2, Threads: 1, Duration: 700 * time.Millisecond, Timeout: 300 * time.Millisecond})
+			res := mustRun(t, Options{URL: tt.url, Connections: 2, Threads: 1, Duration: 1500 * time.Millisecond, Timeout: 300 * time.Millisecond}) // 1.2 s for a request to time out, however late it starts
 			if !tt.check(res) {
 				t.Errorf("want %s; got requests %d, errors %+v, causes %v, status %v", tt.expect, res.Requests, res.Errors, res.ErrorCauses, res.Status)
 			}
@@ -279,14 +281,20 @@ func TestTLSAndIPv6(t *testing.T) {
 func TestCancel(t *testing.T) {
 	s := newCounting(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	start := time.Now()
+	var cancelled atomic.Int64
+	go func() {
+		// Once requests flow, as a user's Ctrl-C comes mid-run.
+		poll.Wait(time.Minute, func() bool { return s.requests.Load() >= 100 })
+		cancelled.Store(time.Now().UnixNano())
+		cancel()
+	}()
 	res, err := Run(ctx, Options{URL: s.URL, Duration: time.Minute, Connections: 4, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > 2*time.Second || !res.Interrupted || res.Requests == 0 {
-		t.Errorf("cancelled run took %v, interrupted %v, requests %d", took, res.Interrupted, res.Requests)
+	// At once: well before the run's minute, however busy the machine.
+	if took := time.Since(time.Unix(0, cancelled.Load())); took > 20*time.Second || !res.Interrupted || res.Requests == 0 {
+		t.Errorf("cancelled run ended %v after the cancel, interrupted %v, requests %d", took, res.Interrupted, res.Requests)
 	}
 }
 

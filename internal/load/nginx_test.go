@@ -14,7 +14,7 @@ import (
 func TestNginxAccessLogMatches(t *testing.T) {
 	n := loadtest.StartNginx(t, loadtest.NginxConfig{AccessLog: true, KeepaliveRequests: 1000000, CPU: -1})
 	res := mustRun(t, Options{URL: "http://" + n.Addr + "/", Requests: 5000, Connections: 20, Threads: 2, Duration: time.Minute})
-	lines := n.AccessLogLines(t)
+	lines := n.AccessLogLines(t, 5000)
 	if res.Requests != 5000 || len(lines) != 5000 || res.Status["2xx"] != 5000 {
 		t.Fatalf("requests %d, 2xx %d, access log %d lines; want 5000 each", res.Requests, res.Status["2xx"], len(lines))
 	}
@@ -35,7 +35,7 @@ func TestNginxAccessLogMatches(t *testing.T) {
 func TestNginxNoKeepAlive(t *testing.T) {
 	n := loadtest.StartNginx(t, loadtest.NginxConfig{AccessLog: true, CPU: -1})
 	res := mustRun(t, Options{URL: "http://" + n.Addr + "/", Requests: 500, Connections: 10, Threads: 1, NoKeepAlive: true, Duration: time.Minute})
-	lines := n.AccessLogLines(t)
+	lines := n.AccessLogLines(t, 500)
 	if res.Requests != 500 || len(lines) != 500 || res.ConnectionsOpened != 500 {
 		t.Fatalf("requests %d, access log %d lines, connections %d; want 500 each", res.Requests, len(lines), res.ConnectionsOpened)
 	}

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -40,8 +38,7 @@ func selfSigned(t *testing.T) tls.Certificate {
 // certificate.
 func newTLSRecorder(t *testing.T) *recorder {
 	t.Helper()
-	r := &recorder{seen: map[string]int{}}
-	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	r := newUnstartedRecorder()
 	r.TLS = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
 	r.StartTLS()
 	t.Cleanup(r.Close)
@@ -61,7 +58,6 @@ func runScriptOn(t *testing.T, srv *recorder, script string, conns int, dur time
 	if err := res.ScriptDone(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the last requests reach the handler
 	return res, buf.String(), srv.take()
 }
 

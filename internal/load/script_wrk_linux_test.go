@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // recorder is a server that records what it receives: method, path, the
@@ -24,13 +27,31 @@ type recorder struct {
 	*httptest.Server
 	mu   sync.Mutex
 	seen map[string]int
+	open int // connections not closed yet
 }
 
 func newRecorder(t *testing.T) *recorder {
 	t.Helper()
-	r := &recorder{seen: map[string]int{}}
-	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
+	r := newUnstartedRecorder()
+	r.Start()
 	t.Cleanup(r.Close)
+	return r
+}
+
+// newUnstartedRecorder is a recorder that counts its open connections.
+func newUnstartedRecorder() *recorder {
+	r := &recorder{seen: map[string]int{}}
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	r.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		switch s {
+		case http.StateNew:
+			r.open++
+		case http.StateClosed, http.StateHijacked:
+			r.open--
+		}
+	}
 	return r
 }
 
@@ -61,8 +82,12 @@ func (r *recorder) serve(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// take returns what the server saw since the last take.
+// take returns what the server saw since the last take, once the client
+// has closed every connection and the server has read what they carried:
+// the last requests may reach the handler after the client has counted
+// its own.
 func (r *recorder) take() map[string]int {
+	poll.Wait(time.Minute, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.open == 0 })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.seen
@@ -104,7 +129,6 @@ func runBoth(t *testing.T, c *scriptCase) {
 		t.Fatalf("wrk %v: %v\n%s", args, err, out)
 	}
 	c.wrkOut = string(out)
-	time.Sleep(50 * time.Millisecond) // the last requests reach the handler
 	c.wrkSeen = srv.take()
 
 	var buf bytes.Buffer
@@ -117,7 +141,6 @@ func runBoth(t *testing.T, c *scriptCase) {
 		t.Fatal(err)
 	}
 	c.ndOut, c.ndRes = buf.String(), res
-	time.Sleep(50 * time.Millisecond)
 	c.ndSeen = srv.take()
 	t.Logf("wrk: %d requests, netdoctor: %d", total(c.wrkSeen), total(c.ndSeen))
 }

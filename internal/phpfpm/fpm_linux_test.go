@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // fpmBinary finds a php-fpm as Debian (php-fpm8.2), the official images
@@ -88,8 +90,8 @@ func (f *fpmInstance) stop(t *testing.T, waited <-chan struct{}) {
 	_ = syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-waited:
-	case <-time.After(5 * time.Second):
-		t.Errorf("php-fpm %d ignored SIGTERM for 5 s, killing its group", pgid)
+	case <-time.After(30 * time.Second):
+		t.Errorf("php-fpm %d ignored SIGTERM for 30 s, killing its group", pgid)
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-waited
 	}
@@ -126,7 +128,7 @@ func (f *fpmInstance) writeFiles(t *testing.T) {
 // waitReady waits for the title, the TCP listener and the unix sockets.
 func (f *fpmInstance) waitReady(t *testing.T, waited <-chan struct{}) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		select {
 		case <-waited:
@@ -143,9 +145,9 @@ func (f *fpmInstance) waitReady(t *testing.T, waited <-chan struct{}) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("php-fpm not ready after 10 s (title %q, dial %v):\n%s", f.cmdline(t), err, f.file(t, "log/php-fpm.log"))
+			t.Fatalf("php-fpm not ready after a minute (title %q, dial %v):\n%s", f.cmdline(t), err, f.file(t, "log/php-fpm.log"))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(poll.Every)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // handler answers one query. It returns the replies to send, in order.
@@ -105,7 +108,7 @@ func TestProbeResponder(t *testing.T) {
 		}
 		return responder(q)
 	})
-	p := Prober{Timeout: 2 * time.Second, Port: port}
+	p := Prober{Timeout: 10 * time.Second, Port: port} // answered at once: the timeout only ends a broken test
 	ctx := context.Background()
 
 	got := []evidence.DNSProbe{
@@ -138,8 +141,9 @@ func TestProbeSilent(t *testing.T) {
 	if got.Err != "timeout" || got.Rcode != "" {
 		t.Errorf("Probe = %+v, want Err timeout and no Rcode", got)
 	}
-	if got.Duration < 200*time.Millisecond || got.Duration > time.Second {
-		t.Errorf("Duration = %v, want about 200ms", got.Duration)
+	// At least the timeout, and not the default's 2 s: the probe's own.
+	if got.Duration < p.Timeout || got.Duration >= DefaultTimeout {
+		t.Errorf("Duration = %v, want about %v", got.Duration, p.Timeout)
 	}
 }
 
@@ -149,7 +153,8 @@ func TestProbeContextDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	got := p.Probe(ctx, "127.0.0.1", "A", "app.svc.test")
-	if got.Err != "timeout" || got.Duration > time.Second {
+	// The context's deadline ends it, not the prober's 5 s.
+	if got.Err != "timeout" || got.Duration >= p.Timeout {
 		t.Errorf("Probe = %+v, want Err timeout after about 100ms", got)
 	}
 }
@@ -160,14 +165,15 @@ func TestProbeCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	got := p.Probe(ctx, "127.0.0.1", "A", "app.svc.test")
-	if got.Err != context.Canceled.Error() || got.Duration > time.Second {
+	// Cancelled, not timed out after the prober's 5 s.
+	if got.Err != context.Canceled.Error() || got.Duration >= p.Timeout {
 		t.Errorf("Probe = %+v, want Err %q soon", got, context.Canceled)
 	}
 }
 
 func TestProbeDoneContext(t *testing.T) {
 	port := serve(t, responder)
-	p := Prober{Timeout: 2 * time.Second, Port: port}
+	p := Prober{Timeout: 10 * time.Second, Port: port} // answered at once: the timeout only ends a broken test
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	got := p.ProbeAll(ctx, evidence.Resolver{Nameservers: []string{"127.0.0.1"}}, "app.svc.test", "10.77.0.1")
@@ -187,12 +193,12 @@ func TestProbeConnectionRefused(t *testing.T) {
 	port := conn.LocalAddr().(*net.UDPAddr).Port
 	conn.Close()
 
-	p := Prober{Timeout: 2 * time.Second, Port: port}
+	p := Prober{Timeout: 30 * time.Second, Port: port}
 	got := p.Probe(context.Background(), "127.0.0.1", "A", "app.svc.test")
 	if got.Err != "connection refused" || got.Rcode != "" {
 		t.Errorf("Probe = %+v, want Err connection refused", got)
 	}
-	if got.Duration > time.Second {
+	if got.Duration >= p.Timeout {
 		t.Errorf("Duration = %v, want well under the timeout", got.Duration)
 	}
 }
@@ -209,7 +215,7 @@ func TestProbeWrongReplyFirst(t *testing.T) {
 		notResponse.Response = false
 		return []dnsmessage.Message{wrongID, wrongName, notResponse, reply(q, dnsmessage.RCodeSuccess)}
 	})
-	p := Prober{Timeout: 2 * time.Second, Port: port}
+	p := Prober{Timeout: 10 * time.Second, Port: port} // answered at once: the timeout only ends a broken test
 	got := p.Probe(context.Background(), "127.0.0.1", "A", "App.Svc.Test")
 	if got.Rcode != "NOERROR" || got.Err != "" {
 		t.Errorf("Probe = %+v, want Rcode NOERROR from the matching reply", got)
@@ -223,7 +229,7 @@ func TestProbeTruncated(t *testing.T) {
 		r.Answers = nil
 		return []dnsmessage.Message{r}
 	})
-	p := Prober{Timeout: 2 * time.Second, Port: port}
+	p := Prober{Timeout: 10 * time.Second, Port: port} // answered at once: the timeout only ends a broken test
 	got := p.Probe(context.Background(), "127.0.0.1", "A", "big.svc.test")
 	if got.Rcode != "NOERROR" || got.Err != "" {
 		t.Errorf("Probe = %+v, want the truncated reply to count as NOERROR", got)
@@ -232,10 +238,10 @@ func TestProbeTruncated(t *testing.T) {
 
 func TestProbeDelayed(t *testing.T) {
 	port := serve(t, func(q dnsmessage.Message) []dnsmessage.Message {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a slow server: the thing under test
 		return responder(q)
 	})
-	p := Prober{Timeout: 2 * time.Second, Port: port}
+	p := Prober{Timeout: 30 * time.Second, Port: port}
 	got := p.Probe(context.Background(), "127.0.0.1", "A", "slow.svc.test")
 	if got.Rcode != "NOERROR" {
 		t.Errorf("Probe = %+v, want Rcode NOERROR", got)
@@ -265,16 +271,22 @@ func TestProbeInvalid(t *testing.T) {
 	}
 }
 
+// TestProbeAll: the queries of every nameserver run at once. The server
+// answers none until all four of its queries have arrived (for at most
+// 10 s), so probes run in a row would see it answer late and the test
+// fail, however fast or slow the machine.
 func TestProbeAll(t *testing.T) {
+	var arrived, together atomic.Int32
 	port := serve(t, func(q dnsmessage.Message) []dnsmessage.Message {
-		time.Sleep(200 * time.Millisecond)
+		arrived.Add(1)
+		if poll.Wait(10*time.Second, func() bool { return arrived.Load() >= 4 }) {
+			together.Add(1)
+		}
 		return responder(q)
 	})
 	conf := evidence.Resolver{Nameservers: []string{"127.0.0.1", "::1x", "127.0.0.1"}}
-	p := Prober{Timeout: 2 * time.Second, Port: port}
-	start := time.Now()
+	p := Prober{Timeout: 30 * time.Second, Port: port}
 	got := p.ProbeAll(context.Background(), conf, "app.svc.test", "10.77.0.1")
-	elapsed := time.Since(start)
 	want := []evidence.DNSProbe{
 		{Server: "127.0.0.1", Type: "A", Name: "app.svc.test", Rcode: "NOERROR"},
 		{Server: "127.0.0.1", Type: "PTR", Name: "10.77.0.1", Rcode: "NXDOMAIN"},
@@ -286,19 +298,27 @@ func TestProbeAll(t *testing.T) {
 	if diff := cmp.Diff(want, got, ignoreDuration); diff != "" {
 		t.Errorf("ProbeAll mismatch (-want +got):\n%s", diff)
 	}
-	// Four answers of 200ms each: about 200ms together, 800ms in a row.
-	if elapsed > 600*time.Millisecond {
-		t.Errorf("ProbeAll took %v, want the probes to run concurrently", elapsed)
+	if n := together.Load(); n != 4 {
+		t.Errorf("%d of the 4 queries were waiting together for an answer, want all: the probes do not run concurrently", n)
 	}
 }
 
+// TestProbeAllSilent: a silent server times every query out, and the
+// timeouts run at once: the six queries all reach it within one
+// timeout (1 s) of the first, where in a row they would be a timeout
+// apart each.
 func TestProbeAllSilent(t *testing.T) {
-	port := serve(t, nil)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	port := serve(t, func(dnsmessage.Message) []dnsmessage.Message {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		return nil
+	})
 	conf := evidence.Resolver{Nameservers: []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}}
-	p := Prober{Timeout: 200 * time.Millisecond, Port: port}
-	start := time.Now()
+	p := Prober{Timeout: time.Second, Port: port}
 	got := p.ProbeAll(context.Background(), conf, "app.svc.test", "10.77.0.1")
-	elapsed := time.Since(start)
 	if len(got) != 6 {
 		t.Fatalf("ProbeAll returned %d probes, want 6: %+v", len(got), got)
 	}
@@ -307,9 +327,13 @@ func TestProbeAllSilent(t *testing.T) {
 			t.Errorf("probe %+v: want Err timeout", g)
 		}
 	}
-	// Six timeouts in a row would take 1.2s.
-	if elapsed > 800*time.Millisecond {
-		t.Errorf("ProbeAll took %v, want about one timeout (200ms)", elapsed)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 6 {
+		t.Fatalf("%d queries reached the server, want 6", len(arrivals))
+	}
+	if spread := arrivals[5].Sub(arrivals[0]); spread >= p.Timeout {
+		t.Errorf("the six queries reached the server over %v, want within one timeout (%v): they wait for each other", spread, p.Timeout)
 	}
 }
 

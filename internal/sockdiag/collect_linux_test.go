@@ -1,6 +1,7 @@
 package sockdiag
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // listenBacklog opens a TCP listener with an exact listen() backlog, which
@@ -194,8 +196,7 @@ func TestCollectInboundQueues(t *testing.T) {
 	accept()
 	closed.Close()
 	dial().Write([]byte("GET / HTTP/1.1\r\n\r\n")) // stays in the accept queue
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	poll.Until(t, time.Minute, func() error {
 		s, err := Collect(Options{PortLow: 1, PortHigh: 65535})
 		if err != nil {
 			t.Fatal(err)
@@ -204,12 +205,9 @@ func TestCollectInboundQueues(t *testing.T) {
 		if l == nil {
 			t.Fatalf("listener %s not reported", addr)
 		}
-		got := [3]int{l.Established, l.Unread, l.CloseWait}
-		if want := [3]int{4, 3, 1}; got == want {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("listener established, unread, close-wait = %v, want %v", got, want)
+		if got, want := [3]int{l.Established, l.Unread, l.CloseWait}, [3]int{4, 3, 1}; got != want {
+			return fmt.Errorf("listener established, unread, close-wait = %v, want %v", got, want)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

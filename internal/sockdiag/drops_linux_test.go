@@ -2,12 +2,14 @@ package sockdiag
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
@@ -35,20 +37,17 @@ func overflow(t *testing.T, port, clients int, before uint64, want uint64) error
 			return err
 		}
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	poll.Until(t, time.Minute, func() error {
 		c, err := procnet.Default().Counters()
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if c["TcpExt.ListenDrops"]-before >= want {
-			return nil
+		if rose := c["TcpExt.ListenDrops"] - before; rose < want {
+			return fmt.Errorf("TcpExt.ListenDrops rose by %d, want at least %d", rose, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("TcpExt.ListenDrops rose by %d, want at least %d", c["TcpExt.ListenDrops"]-before, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return nil
 }
 
 // TestListenerDrops overflows a listener with backlog 1 that never

@@ -44,7 +44,7 @@ func TestQuery(t *testing.T) {
 	for range 3 {
 		c.Write([]byte("ping\n"))
 		s.Read(buf)
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // the reply a few milliseconds later: what tcp_info's times show
 		s.Write([]byte("pong\n"))
 		c.Read(buf)
 	}

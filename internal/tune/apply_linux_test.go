@@ -16,6 +16,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/nginx"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // testNginx starts a real nginx master as root, its configuration in a
@@ -66,16 +67,11 @@ func testNginx(t *testing.T) (pid int, dir, conf string) {
 		cmd.Wait()
 	})
 	pid = cmd.Process.Pid
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	poll.True(t, time.Minute, "nginx started, with a worker", func() bool {
 		pr, err := Live{}.Process(pid)
-		if _, ok := nginx.ParseMaster(pr.Cmdline); err == nil && ok && len(app.Children(pid)) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not start: %v\n%s", err, out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		_, ok := nginx.ParseMaster(pr.Cmdline)
+		return err == nil && ok && len(app.Children(pid)) > 0
+	})
 	return pid, dir, conf
 }
 

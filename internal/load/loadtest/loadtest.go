@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // Nginx is a running nginx started by StartNginx or StartNginxProcess.
@@ -30,9 +32,12 @@ type Nginx struct {
 }
 
 const (
-	startTimeout = 5 * time.Second // per attempt; nginx itself retries bind() for 2.5 s
-	stopGrace    = 3 * time.Second // from SIGQUIT to SIGKILL
-	bindAttempts = 5               // when the port is picked here
+	// Per attempt; nginx itself retries bind() for 2.5 s. Generous: a
+	// busy machine may take seconds to start it, and only a broken start
+	// waits this long.
+	startTimeout = 30 * time.Second
+	stopGrace    = 10 * time.Second // from SIGQUIT to SIGKILL
+	bindAttempts = 5                // when the port is picked here
 )
 
 // quitSignal asks nginx for a graceful shutdown.
@@ -93,36 +98,28 @@ func StartNginxProcess(cfg NginxConfig, dir string) (n *Nginx, stop func() error
 	}
 }
 
-// AccessLogLines returns the lines of the access log once nginx has
-// stopped adding to it for a moment (it writes each line after the
-// response has gone out, so a client can be ahead of the log), waiting at
-// most 2 s.
-func (n *Nginx) AccessLogLines(t testing.TB) []string {
+// AccessLogLines returns the lines of the access log once it has at
+// least want of them: nginx writes each line after the response has gone
+// out, so a client can be ahead of the log. It waits up to a minute,
+// then returns what there is.
+func (n *Nginx) AccessLogLines(t testing.TB, want int) []string {
 	t.Helper()
 	if n.AccessLog == "" {
 		t.Fatal("nginx access log is off: set NginxConfig.AccessLog")
 	}
-	const quiet, most = 100 * time.Millisecond, 2 * time.Second
-	var last []byte
-	start, changed := time.Now(), time.Now()
-	for {
+	var lines []string
+	poll.Wait(time.Minute, func() bool {
 		b, err := os.ReadFile(n.AccessLog)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("read nginx access log: %v", err)
 		}
-		if !bytes.Equal(b, last) {
-			last, changed = b, time.Now()
+		lines = nil
+		if s := strings.TrimSuffix(string(b), "\n"); s != "" {
+			lines = strings.Split(s, "\n")
 		}
-		if time.Since(changed) >= quiet || time.Since(start) >= most {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	s := strings.TrimSuffix(string(last), "\n")
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, "\n")
+		return len(lines) >= want
+	})
+	return lines
 }
 
 var errAddrInUse = errors.New("address in use")

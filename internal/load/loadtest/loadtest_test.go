@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // get makes one GET with c and returns the status and body.
@@ -48,7 +51,7 @@ func TestStartNginxKeepAlive(t *testing.T) {
 		}
 	}
 
-	lines := n.AccessLogLines(t)
+	lines := n.AccessLogLines(t, requests)
 	if len(lines) != requests {
 		t.Fatalf("access log has %d lines, want %d:\n%s", len(lines), requests, strings.Join(lines, "\n"))
 	}
@@ -122,21 +125,26 @@ func TestStartNginxProcessStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stop() }) // in case a check below fails first
-	// Workers retitle themselves "nginx: worker process", so find them by
-	// their process group, which is the master's.
+	// Workers retitle themselves "nginx: worker process" (once they run,
+	// which on a busy machine may be a while after the master listens),
+	// so find them by their process group, which is the master's.
 	group := strconv.Itoa(n.PID)
-	if out, _ := exec.Command(pgrep, "-f", dir).Output(); strings.TrimSpace(string(out)) != group {
-		t.Errorf("pgrep -f %s = %q, want the master %s", dir, out, group)
-	}
-	if out, _ := exec.Command(pgrep, "-g", group).Output(); len(strings.Fields(string(out))) != 3 {
-		t.Errorf("pgrep -g %s = %q, want a master and 2 workers", group, out)
-	}
+	poll.Until(t, time.Minute, func() error {
+		if out, _ := exec.Command(pgrep, "-f", dir).Output(); strings.TrimSpace(string(out)) != group {
+			return fmt.Errorf("pgrep -f %s = %q, want the master %s", dir, out, group)
+		}
+		if out, _ := exec.Command(pgrep, "-g", group).Output(); len(strings.Fields(string(out))) != 3 {
+			return fmt.Errorf("pgrep -g %s = %q, want a master and 2 workers", group, out)
+		}
+		return nil
+	})
 	if err := stop(); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	if err := stop(); err != nil {
 		t.Errorf("second stop: %v", err)
 	}
+	// The master is gone when stop returns, and took its workers along.
 	for _, args := range [][]string{{"-f", dir}, {"-g", group}} {
 		out, err := exec.Command(pgrep, args...).Output()
 		var exit *exec.ExitError

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package layer
+
+// roomy asks for a receive buffer of udpReadBuffer bytes (see the Linux
+// version), as far as the system allows.
+func roomy(c any) {
+	if b, ok := c.(interface{ SetReadBuffer(int) error }); ok {
+		b.SetReadBuffer(udpReadBuffer)
+	}
+}
