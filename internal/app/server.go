@@ -20,6 +20,10 @@ type Server struct {
 	Role string `json:"role"` // "front" or "upstream"
 	Addr string `json:"addr"` // the listener, as the kernel reports it
 	Kind string `json:"kind"` // "nginx", "php-fpm", or the process name
+	// Runtime is what the process runs on, as far as it shows
+	// (RuntimeOf): what names its backlog setting. Empty when unknown,
+	// and in runs recorded before it.
+	Runtime Runtime `json:"runtime,omitempty"`
 	// Master is the process that owns the workers (0 when there is no
 	// master/worker split); PIDs are the listener's owners.
 	Master int        `json:"master,omitempty"`
@@ -160,6 +164,7 @@ func identify(proc string, l evidence.Listener, role string) (*Server, procInfo)
 		s.Master = master.pid
 	}
 	s.Exe = strings.TrimSuffix(master.exe, " (deleted)")
+	s.Runtime = RuntimeOf(master.comm, master.cmdline, isGoBinary(proc, master.pid))
 	return s, master
 }
 

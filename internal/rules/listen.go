@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -65,12 +66,12 @@ func checkListen(in *Input) []report.Finding {
 	}
 	full := fullListeners(b)
 	if overflows > 0 || len(full) > 0 {
-		out = append(out, acceptOverflow(b, w, full, somaxconn, overflows, burst, p99))
+		out = append(out, acceptOverflow(in, w, full, somaxconn, overflows, burst, p99))
 	} else if last.Sockets != nil {
 		for _, l := range last.Sockets.Listeners {
 			// Another service's small backlog is not a run's business.
 			if l.Proto != "unix" && l.SendQ < tinyBacklog && (in.Run == nil || in.Run.Serves(l.Addr)) {
-				out = append(out, tinyBacklogFinding(b, l, somaxconn, burst, p99))
+				out = append(out, tinyBacklogFinding(in, l, somaxconn, burst, p99))
 			}
 		}
 	}
@@ -166,39 +167,151 @@ func backlogLimit(l evidence.Listener, somaxconn int64) string {
 	return fmt.Sprintf("effective backlog %d = the application's listen() backlog (net.core.somaxconn is %d)", l.SendQ, somaxconn)
 }
 
-// Backlog sizes an accept queue as tune plan does (sizing.Backlog): from
-// the connections the window saw arrive (accepted and dropped) and, when
-// a run knows them, the load's burst (connections opened at once) and
-// its p99 in seconds (0: unknown). why says how it came out.
-func Backlog(b *evidence.Bundle, burst int, p99 float64) (want int, why string) {
-	arrivals := 0.0
-	if w, ok := b.Window(); ok {
-		arrivals = w.Rate("Tcp.PassiveOpens") + w.Rate("TcpExt.ListenDrops")
-	}
-	want, _ = sizing.Backlog(burst, arrivals, p99)
-	return want, sizing.BacklogWhy(burst, arrivals, p99)
+// arrivals is what reached one listener a second over the window, from
+// its own evidence: the connections it took and those its queue dropped.
+type arrivals struct {
+	// accepted is the connections a second it took; known is false when
+	// they cannot be counted for this listener alone (check, diagnose,
+	// or another listener than a run's, in a namespace of several).
+	accepted float64
+	known    bool
+	// dropped is its own drops a second (the listening socket's
+	// sk_drops, a SO_REUSEPORT group summed).
+	dropped float64
+	// how says where each number came from, for the why.
+	how string
 }
 
-// BacklogFix is the advice for l's queue, sized by Backlog.
-func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) []report.Action {
-	n, why := Backlog(b, burst, p99)
+// rate is the connections a second the queue must take in.
+func (a arrivals) rate() float64 { return a.accepted + a.dropped }
+
+// listenerArrivals counts what reached l: its own drops over the
+// window; the connections it accepted from the run's load when the load
+// targets it (the load's connections opened over its duration), or the
+// namespace's new connections when l is its only TCP listener. The
+// namespace's Tcp.PassiveOpens counts every listener's connections and
+// is never given to one of several.
+func listenerArrivals(in *Input, l evidence.Listener) arrivals {
+	b := in.Bundle
+	var a arrivals
+	var how []string
+	if w, ok := b.Window(); ok && w.Duration() > 0 {
+		if lr := in.Load(); lr != nil && in.Run.Serves(l.Addr) && lr.Elapsed > 0 {
+			a.accepted, a.known = float64(lr.ConnectionsOpened)/lr.Elapsed.Seconds(), true
+			how = append(how, fmt.Sprintf("%.0f/s accepted: the load's %d connections in %.1fs", a.accepted, lr.ConnectionsOpened, lr.Elapsed.Seconds()))
+		} else if n := tcpListeners(&b.Snapshots[len(b.Snapshots)-1]); n == 1 {
+			a.accepted, a.known = w.Rate("Tcp.PassiveOpens"), true
+			how = append(how, fmt.Sprintf("%.0f/s accepted: Tcp.PassiveOpens, the namespace's only TCP listener's", a.accepted))
+		} else {
+			how = append(how, fmt.Sprintf("its accepted ones uncounted: the namespace's %.0f/s new connections are shared by %d TCP listeners, and only a load (netdoctor run) counts one's", w.Rate("Tcp.PassiveOpens"), n))
+		}
+		first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
+		if last >= first {
+			a.dropped = float64(last-first) / w.Duration().Seconds()
+		}
+		how = append(how, fmt.Sprintf("%.0f/s dropped, by its own count", a.dropped))
+	}
+	a.how = strings.Join(how, "; ")
+	return a
+}
+
+// listenerDrops is l's drop counter in s: every socket listening on its
+// address (a SO_REUSEPORT group has one each).
+func listenerDrops(s *evidence.Snapshot, l evidence.Listener) uint64 {
+	var n uint64
+	if s.Sockets == nil {
+		return 0
+	}
+	for _, sl := range s.Sockets.Listeners {
+		if sl.Proto == l.Proto && sl.Addr == l.Addr {
+			n += sl.Drops
+		}
+	}
+	return n
+}
+
+// tcpListeners counts the TCP listening addresses of a snapshot.
+func tcpListeners(s *evidence.Snapshot) int {
+	if s.Sockets == nil {
+		return 0
+	}
+	seen := map[string]bool{}
+	for _, l := range s.Sockets.Listeners {
+		if l.Proto != "unix" {
+			seen[l.Proto+" "+l.Addr] = true
+		}
+	}
+	return len(seen)
+}
+
+// backlogFor sizes l's accept queue as tune plan does (sizing.Backlog):
+// from the connections that reached l (listenerArrivals) and, when a run
+// knows them, the load's burst (connections opened at once) and its p99
+// in seconds (0: unknown). why says how it came out.
+func backlogFor(in *Input, l evidence.Listener, burst int, p99 float64) (want int, why string) {
+	a := listenerArrivals(in, l)
+	want, _ = sizing.Backlog(burst, a.rate(), p99)
+	return want, sizing.BacklogWhy(burst, a.rate(), a.how, p99)
+}
+
+// runtimeOf is what serves l: the run's server on its address, else its
+// owner's command name.
+func runtimeOf(in *Input, l evidence.Listener) (app.Runtime, string) {
+	for _, s := range in.Servers() {
+		if s.Addr != l.Addr {
+			continue
+		}
+		if s.Runtime != "" {
+			return s.Runtime, s.Kind
+		}
+		return app.RuntimeOf(s.Kind, "", false), s.Kind
+	}
+	return app.RuntimeOf(l.Process, "", false), l.Process
+}
+
+// backlogFix is the advice for l's queue, sized by backlogFor, the
+// action first and the reason on its line: net.core.somaxconn only when
+// it would cap the backlog asked for (the kernel takes min(listen()
+// backlog, somaxconn)); the application's own setting, named for what
+// serves l, when the queue is smaller than it must be; and what else to
+// look at when the queue is already as large and still fills.
+func backlogFix(in *Input, l evidence.Listener, somaxconn int64, burst int, p99 float64) []report.Action {
+	b := in.Bundle
+	n, size := backlogFor(in, l, burst, p99)
 	want := int64(n)
+	why := "why " + strconv.FormatInt(want, 10) + ": the queue must hold " + size
+	rt, kind := runtimeOf(in, l)
 	var fix []report.Action
 	if somaxconn > 0 && somaxconn < want {
-		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10)))
+		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10)).Because(why))
+		why = ""
 	}
-	fix = append(fix, report.Advise("why "+strconv.FormatInt(want, 10)+": the queue must hold "+why))
+	slow := "if the queue still fills, the application accepts too slowly: add workers or find what blocks its accept loop"
 	if l.Proto == "unix" {
-		return append(fix, report.Relisten(l.Process, l.Addr, l.PIDs, n, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: php-fpm `listen.backlog = %d`, others their backlog option; then restart it",
-			l.Addr, owner(l), want, want)),
-			report.Advise("if the queue still fills, the application accepts too slowly: add workers (php-fpm pm.max_children) or find what blocks them"))
+		slow = "if the queue still fills, the application accepts too slowly: add workers (php-fpm pm.max_children) or find what blocks them"
 	}
-	return append(fix, report.Relisten(l.Process, l.Addr, l.PIDs, n, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: nginx `listen %d backlog=%d;`, php-fpm `listen.backlog = %d`, others their backlog option; then restart it, since the backlog is fixed at listen() time",
-		l.Addr, owner(l), want, l.Port, want, want)),
-		report.Advise("if the queue still fills, the application accepts too slowly: add workers or find what blocks its accept loop"))
+	if int64(l.SendQ) >= want && (somaxconn <= 0 || somaxconn >= want) {
+		// As large as it must be, and full: the backlog is not the fault.
+		a := report.Advise(fmt.Sprintf("the queue of %s (%s) is already %d, what the arrivals need: the application accepts too slowly; add workers or find what blocks its accept loop", l.Addr, owner(l), l.SendQ))
+		return append(fix, a.Because(why))
+	}
+	how := app.BacklogSetting(rt, l.Port, n)
+	if rt == app.RuntimeGo {
+		how = fmt.Sprintf("Go asks listen() for net.core.somaxconn as it was when it first listened (the socket has %d): restart it once somaxconn is at least %d", l.SendQ, want)
+	}
+	text := fmt.Sprintf("raise the listen() backlog of %s (%s) to %d — %s", l.Addr, owner(l), want, how)
+	if kind == "" {
+		kind = l.Process
+	}
+	relisten := report.Relisten(kind, l.Addr, l.PIDs, n, text)
+	if why != "" {
+		relisten = relisten.Because(why)
+	}
+	return append(fix, relisten, report.Advise(slow))
 }
 
-func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64) report.Finding {
+func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64) report.Finding {
+	b := in.Bundle
 	f := report.Finding{ID: AcceptQueueOverflow, Severity: report.Critical, Status: report.Active,
 		Title: "Accept queue overflow: connections are dropped because the application does not accept them fast enough"}
 	if overflows > 0 {
@@ -209,9 +322,15 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 			f.Evidence = append(f.Evidence, it)
 		}
 	}
+	// The listener named is the one whose own drop counter rose most, a
+	// full one first: the namespace's counters are every listener's.
+	drops := func(l evidence.Listener) uint64 {
+		first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
+		return last - min(first, last)
+	}
 	var subject evidence.Listener
 	for i, l := range full {
-		if i == 0 {
+		if i == 0 || drops(l) > drops(subject) {
 			subject = l
 		}
 		f.Evidence = append(f.Evidence, report.Item{
@@ -221,42 +340,49 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 	}
 	if len(full) == 0 {
 		// The counter rose but no sample caught a full queue: name the
-		// listener with the smallest backlog as the likely one.
+		// listener that counted drops of its own, else the one with
+		// the smallest backlog as the likely one.
 		var listeners []evidence.Listener
 		if last := b.Snapshots[len(b.Snapshots)-1]; last.Sockets != nil {
 			listeners = last.Sockets.Listeners
 		}
 		for _, l := range listeners {
-			if l.Proto != "unix" && (subject.Addr == "" || l.SendQ < subject.SendQ) {
+			if l.Proto != "unix" && (subject.Addr == "" || drops(l) > drops(subject) || drops(l) == drops(subject) && l.SendQ < subject.SendQ) {
 				subject = l
 			}
 		}
-		if subject.Addr != "" {
+		if subject.Addr != "" && drops(subject) == 0 {
 			f.Evidence = append(f.Evidence, report.Item{
 				Text:   fmt.Sprintf("smallest backlog: listener %s (%s), %s", subject.Addr, owner(subject), backlogLimit(subject, somaxconn)),
 				Source: "sockdiag",
 			})
 		}
 	}
+	if n := drops(subject); n > 0 && w.Duration() > 0 {
+		f.Evidence = append(f.Evidence, report.Item{
+			Text:   fmt.Sprintf("listener %s (%s) dropped %d connections in %s (%.1f/s; its own drop counter, of the namespace's TcpExt.ListenDrops)", subject.Addr, owner(subject), n, round(w), float64(n)/w.Duration().Seconds()),
+			Source: "sockdiag", Window: true,
+		})
+	}
 	if subject.Addr != "" {
 		f.Subject, f.About = subject.Addr, report.About{Listen: subject.Addr}
 		// The fix names the listener's owners as last seen: a pool
 		// that forks workers under load has more of them by then.
-		f.Actions = BacklogFix(b, latest(b, subject), somaxconn, burst, p99)
+		f.Actions = backlogFix(in, latest(b, subject), somaxconn, burst, p99)
 	} else {
 		f.Actions = notes("find the listener with `ss -ltn` (Recv-Q > Send-Q) and raise its backlog together with net.core.somaxconn")
 	}
 	return f
 }
 
-func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) report.Finding {
+func tinyBacklogFinding(in *Input, l evidence.Listener, somaxconn int64, burst int, p99 float64) report.Finding {
 	return report.Finding{ID: AcceptQueueOverflow, Severity: report.Warning, Status: report.Latent, Subject: l.Addr, About: report.About{Listen: l.Addr},
 		Title: fmt.Sprintf("Listener %s has an accept queue of only %d: a burst of connections will overflow it", l.Addr, l.SendQ),
 		Evidence: []report.Item{{
 			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
 			Source: "sockdiag",
 		}},
-		Actions: BacklogFix(b, l, somaxconn, burst, p99),
+		Actions: backlogFix(in, l, somaxconn, burst, p99),
 	}
 }
 
@@ -352,19 +478,27 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (report.Finding, bool) {
 		f.Actions = append(f.Actions, sysctlFix(b, "net.ipv4.tcp_syncookies", "1"))
 	}
 	f.Actions = append(f.Actions, notes(
-		"the SYN queue limit follows the listen() backlog (capped by net.core.somaxconn): raise the application's backlog; net.ipv4.tcp_max_syn_backlog only matters with syncookies off",
+		"raise the application's listen() backlog: the SYN queue's limit follows it (capped by net.core.somaxconn); net.ipv4.tcp_max_syn_backlog only matters with syncookies off",
 		"if this is a flood, rate-limit new connections per source (nft `ct state new limit rate ...`) or use SYNPROXY; keep tcp_syncookies=1")...)
 	return f, true
 }
 
 // backlogConfig adds to an accept-queue finding of a run's server side
 // the directive, with file and line, that sets the listener's backlog,
-// and the line to change, sized as BacklogFix sizes it.
+// and the line to change, sized as backlogFix sizes it.
 func backlogConfig(in *Input, f *report.Finding, burst int, p99 float64) {
 	if f.ID != AcceptQueueOverflow {
 		return
 	}
-	want, _ := Backlog(in.Bundle, burst, p99)
+	l := evidence.Listener{Addr: f.About.Listen}
+	if last := in.Bundle.Snapshots[len(in.Bundle.Snapshots)-1].Sockets; last != nil {
+		for _, sl := range last.Listeners {
+			if sl.Addr == f.About.Listen {
+				l = sl
+			}
+		}
+	}
+	want, _ := backlogFor(in, l, burst, p99)
 	for _, s := range in.Servers() {
 		if s.Addr != f.About.Listen {
 			continue

@@ -270,7 +270,7 @@ func TestListenFix(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("checkListen(on()) = %d findings, want 1", len(got))
 			}
-			if !hasFix(got[0], "nginx `listen 80 backlog=4096;`") || !hasFix(got[0], "10.77.0.2:80 (nginx pid 3677)") {
+			if !hasFix(got[0], "nginx: `listen 80 backlog=4096;`") || !hasFix(got[0], "10.77.0.2:80 (nginx pid 3677)") {
 				t.Errorf("checkListen(on()) fix does not name the application's backlog: %q", fixOf(got[0]))
 			}
 			if g := hasFix(got[0], sysctlFix(b, "net.core.somaxconn", "4096").Lines[0]); g != tt.wantSysctl {
@@ -378,5 +378,81 @@ func TestBacklogFromLoad(t *testing.T) {
 	}
 	if strings.Contains(fix, "=4096") || strings.Contains(fix, "to 4096") || strings.Contains(fix, "backlog=4096") {
 		t.Errorf("the rule's load-less 4096 is left in the fix:\n%s", fix)
+	}
+}
+
+// TestListenFixRuntime: the fix names the setting of what serves the
+// listener — Python's request_queue_size for a python3 server, a restart
+// after somaxconn for a Go program — and never nginx's or php-fpm's
+// syntax for them; the action comes first, the reason on its line.
+func TestListenFixRuntime(t *testing.T) {
+	py := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:8000", Port: 8000, RecvQ: 6, SendQ: 5, PIDs: []int{4242}, Process: "python3"}
+	b := bundle(nil, all(listeners(py), raise(50, "TcpExt.ListenOverflows", "TcpExt.ListenDrops")))
+	fix := fixOf(checkListen(on(b))[0])
+	if !strings.HasPrefix(fix[0], "raise the listen() backlog of 127.0.0.1:8000 (python3 pid 4242) to 4096 — Python: socketserver's (and http.server's) `request_queue_size = 4096`") ||
+		!strings.Contains(fix[0], "  (why 4096: ") {
+		t.Errorf("python3: first line %q, want the action, then why", fix[0])
+	}
+	for _, l := range fix {
+		if strings.Contains(l, "nginx") || strings.Contains(l, "php-fpm") || strings.HasPrefix(l, "why") {
+			t.Errorf("python3's fix says %q", l)
+		}
+	}
+
+	goSrv := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:8080", Port: 8080, RecvQ: 129, SendQ: 128, PIDs: []int{77}, Process: "api"}
+	b = bundle(nil, all(setSysctl("net.core.somaxconn", "128"), listeners(goSrv), raise(50, "TcpExt.ListenOverflows", "TcpExt.ListenDrops")))
+	in := serverRun(b, &app.Server{Role: "front", Addr: "127.0.0.1:8080", Kind: "api", Runtime: app.RuntimeGo, PIDs: []int{77}})
+	in.Run.Port = "8080"
+	fix = fixOf(checkListen(in)[0])
+	if !strings.HasPrefix(fix[0], "sysctl -w net.core.somaxconn=4096  (why 4096: ") {
+		t.Errorf("Go: first line %q, want somaxconn raised with its why", fix[0])
+	}
+	if s := strings.Join(fix, "\n"); !strings.Contains(s, "Go asks listen() for net.core.somaxconn as it was when it first listened (the socket has 128): restart it") || strings.Contains(s, "nginx") {
+		t.Errorf("Go's fix:\n%s", s)
+	}
+}
+
+// TestListenerArrivals: a service sized from its own listener's
+// evidence, on a host where another service takes far more connections:
+// the run's load took 330 connections/s from it and its own drop counter
+// rose by 100/s, while the namespace's Tcp.PassiveOpens counted 12000/s,
+// most of them the other service's. Without a load (check), its accepted
+// connections cannot be told apart, and the fix says so.
+func TestListenerArrivals(t *testing.T) {
+	slow := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:8000", Port: 8000, RecvQ: 6, SendQ: 5, PIDs: []int{4242}, Process: "python3"}
+	busy := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:9000", Port: 9000, RecvQ: 3, SendQ: 1024, PIDs: []int{4343}, Process: "python3"}
+	start := time.Unix(1000, 0)
+	snap := func(at int, drops, opens uint64) evidence.Snapshot {
+		s := slow
+		s.Drops = drops
+		return evidence.Snapshot{Time: start.Add(time.Duration(at) * time.Second),
+			Sysctls:  map[string]string{"net.core.somaxconn": "4096"},
+			Counters: map[string]uint64{"Tcp.PassiveOpens": opens, "TcpExt.ListenOverflows": drops, "TcpExt.ListenDrops": drops},
+			Sockets:  &evidence.Sockets{Listeners: []evidence.Listener{s, busy}}}
+	}
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Start: start,
+		Snapshots: []evidence.Snapshot{snap(0, 1000, 500000), snap(3, 1300, 536000)}}
+	r := &Run{LoadStart: start, LoadEnd: start.Add(3 * time.Second), Port: "8000",
+		Load:    &load.Result{Connections: 100, ConnectionsOpened: 990, Elapsed: 3 * time.Second, Requests: 990, Status: map[string]uint64{"2xx": 990}},
+		Sides:   []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}},
+		Servers: []*app.Server{{Role: "front", Kind: "python3", Runtime: app.RuntimePython, Addr: "127.0.0.1:8000", PIDs: []int{4242}}}}
+	f := checkListen(&Input{Bundle: b, Side: report.Server, Run: r})[0]
+	fix := strings.Join(fixOf(f), "\n")
+	for _, want := range []string{"430 new connections/s arriving", "330/s accepted: the load's 990 connections in 3.0s", "100/s dropped, by its own count"} {
+		if !strings.Contains(fix, want) {
+			t.Errorf("run: fix lacks %q:\n%s", want, fix)
+		}
+	}
+	if strings.Contains(fix, "12000") || strings.Contains(fix, "12100") {
+		t.Errorf("run: the namespace's connections are given to one service:\n%s", fix)
+	}
+	if f.Subject != "127.0.0.1:8000" || !hasEvidence(f, "listener 127.0.0.1:8000 (python3 pid 4242) dropped 300 connections in 3s (100.0/s; its own drop counter") {
+		t.Errorf("run: subject %q, evidence %+v", f.Subject, f.Evidence)
+	}
+
+	f = checkListen(on(b))[0]
+	fix = strings.Join(fixOf(f), "\n")
+	if !strings.Contains(fix, "100 new connections/s arriving") || !strings.Contains(fix, "its accepted ones uncounted: the namespace's 12000/s new connections are shared by 2 TCP listeners") {
+		t.Errorf("check: fix:\n%s", fix)
 	}
 }

@@ -26,6 +26,7 @@ func (b *builder) ports(f report.Finding) error {
 	cur, _ := b.current("net.ipv4.ip_local_port_range")
 	need, lo, hi, widen := sizing.Ports(rate, life, rangeWidth(cur))
 	if !widen {
+		b.satisfied(f, fmt.Sprintf("net.ipv4.ip_local_port_range (%s) already holds the %d ports a destination needs", cur, need))
 		return nil
 	}
 	proposed := fmt.Sprintf("%d %d", lo, hi)

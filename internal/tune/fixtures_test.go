@@ -49,7 +49,7 @@ func TestFixturePlansAllowed(t *testing.T) {
 		// bounds, instead of proposing it: no fix of netdoctor's should
 		// propose the one, no real run come near the other.
 		for _, n := range p.Notes {
-			if strings.Contains(n, "not planned") {
+			if strings.Contains(n, "not planned: ") {
 				t.Errorf("%s: %s", name, n)
 			}
 		}
