@@ -66,6 +66,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := oneStdout("json", out.json, "html", out.html); err != nil {
 		return err
 	}
+	if err := checkOutputs("json", out.json, "html", out.html); err != nil {
+		return err
+	}
 	rc, err := ag.config()
 	if err != nil {
 		return err
@@ -238,6 +241,9 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *window < 0 || *window > 24*time.Hour:
 		return badInput("--window %v: must be between 0 and 24h", *window)
 	}
+	if err := checkOutput("out", *out); err != nil {
+		return err
+	}
 	count := int(*window / *interval) + 1
 	s, err := src.source(count) // probe DNS on the first snapshot only
 	if err != nil {
@@ -268,6 +274,9 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return badInput("diagnose needs exactly one bundle file")
 	}
 	if err := oneStdout("json", out.json, "html", out.html); err != nil {
+		return err
+	}
+	if err := checkOutputs("json", out.json, "html", out.html); err != nil {
 		return err
 	}
 	if kind, err := bundleKind(pos[0]); err != nil {

@@ -9,11 +9,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/safepath"
@@ -316,6 +320,45 @@ func writeOut(path string, stdout io.Writer, what string, write func(io.Writer) 
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// checkOutput refuses, before anything is measured, an output that
+// cannot be written: its directory missing, not a directory or not
+// writable (a read-only file system too), or the path itself a
+// directory. The file is created only at the end, when there is
+// something to write (writeOut): a run that fails leaves no empty report
+// behind, nor truncates the last one.
+func checkOutput(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return badInput("%s %s: is a directory: name a file", flagName(flag), path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return badInput("%s %s: directory %s does not exist", flagName(flag), path, dir)
+	case err != nil:
+		return badInput("%s %s: %v", flagName(flag), path, err)
+	case !fi.IsDir():
+		return badInput("%s %s: %s is not a directory", flagName(flag), path, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return badInput("%s %s: directory %s is not writable (%v)", flagName(flag), path, dir, err)
+	}
+	return nil
+}
+
+// checkOutputs checks each flag's output (name, path pairs).
+func checkOutputs(flags ...string) error {
+	for i := 0; i+1 < len(flags); i += 2 {
+		if err := checkOutput(flags[i], flags[i+1]); err != nil {
+			return err
+		}
 	}
 	return nil
 }

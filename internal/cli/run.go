@@ -109,6 +109,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := oneStdout("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
 		return err
 	}
+	if err := checkOutputs("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
+		return err
+	}
+	_ = capacity(&lo.o, stderr)
 	if *verify != "" {
 		return runVerify(ctx, o, lo, set, *verify, *keep, *fail, stdout, stderr)
 	}
