@@ -339,7 +339,7 @@ func incidentText(w io.Writer, b *evidence.Bundle) {
 func readBundle(path string) (*evidence.Bundle, error) {
 	f, err := openData(path)
 	if err != nil {
-		return nil, badInput("read bundle: %v", err)
+		return nil, badInput("read bundle %s: %v", path, dataError(err))
 	}
 	defer f.Close()
 	return decodeBundle(f, path)
@@ -349,10 +349,10 @@ func readBundle(path string) (*evidence.Bundle, error) {
 func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
 	var b evidence.Bundle
 	if err := json.NewDecoder(r).Decode(&b); err != nil {
-		return nil, badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
+		return nil, badInput("read bundle %s: %v", path, dataError(err))
 	}
-	if b.Version < 1 || b.Version > evidence.BundleVersion {
-		return nil, badInput("read bundle %s: version %d, this netdoctor reads version %d", path, b.Version, evidence.BundleVersion)
+	if err := checkBundleVersion(path, b.Version); err != nil {
+		return nil, err
 	}
 	if len(b.Snapshots) == 0 {
 		return nil, badInput("read bundle %s: no snapshots", path)
@@ -361,28 +361,36 @@ func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
 }
 
 // bundleKind peeks at a bundle's kind: "" for one namespace's snapshots
-// (collect -o), run.BundleKind for a run's evidence (run --bundle).
+// (collect -o), run.BundleKind for a run's evidence (run --bundle). A
+// file that is no bundle — a report, a plan, other JSON — is one line
+// that says what it is and what reads it.
 func bundleKind(path string) (string, error) {
-	f, err := openData(path)
+	d, err := sniffFile(path)
 	if err != nil {
-		return "", badInput("read bundle: %v", err)
+		return "", err
 	}
-	defer f.Close()
-	var top struct {
-		Kind string `json:"kind"`
+	switch {
+	case d.Kind == run.BundleKind:
+	case d.Snapshots == nil:
+		return "", notA(path, d, "a bundle", bundleHint)
 	}
-	if err := json.NewDecoder(f).Decode(&top); err != nil {
-		return "", badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
+	if err := checkBundleVersion(path, d.Version); err != nil {
+		return "", err
 	}
-	return top.Kind, nil
+	return d.Kind, nil
 }
 
 // diagnoseRun diagnoses a run's evidence again and writes what run
 // wrote.
 func diagnoseRun(path string, out outputs, stdout io.Writer) error {
-	rb, err := readWith(path, "bundle", run.ReadBundle)
+	f, err := openData(path)
 	if err != nil {
-		return err
+		return badInput("read bundle %s: %v", path, dataError(err))
+	}
+	rb, err := run.ReadBundle(f)
+	f.Close()
+	if err != nil {
+		return badInput("read bundle %s: %v", path, dataError(err))
 	}
 	res := run.Diagnose(rb)
 	r := res.Report()

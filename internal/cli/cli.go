@@ -446,7 +446,11 @@ func openData(path string) (io.ReadCloser, error) {
 func dataReader(r io.Reader) (io.Reader, error) {
 	br := bufio.NewReader(r)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		return gzip.NewReader(br)
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		return gzipReader{z}, nil
 	}
 	return br, nil
 }

@@ -28,6 +28,22 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(future, []byte(`{"version": 99, "snapshots": [{}]}`), 0o644)
 	empty := filepath.Join(dir, "empty.json")
 	os.WriteFile(empty, []byte(`{"version": 1, "snapshots": []}`), 0o644)
+	checkReport := filepath.Join(dir, "check.json")
+	os.WriteFile(checkReport, []byte(`{"version": 2, "command": "check", "verdict": "HEALTHY: no problem found", "findings": []}`), 0o644)
+	plan := filepath.Join(dir, "plan.json")
+	os.WriteFile(plan, []byte(`{"version": 1, "report": "r.json", "command": "check", "changes": []}`), 0o644)
+	array := filepath.Join(dir, "array.json")
+	os.WriteFile(array, []byte(`[1, 2]`), 0o644)
+	other := filepath.Join(dir, "other.json")
+	os.WriteFile(other, []byte(`{"a": 1}`), 0o644)
+	newer := filepath.Join(dir, "newer.json")
+	os.WriteFile(newer, []byte(`{"version": 9, "command": "run"}`), 0o644)
+	whole, err := os.ReadFile("../../testdata/runs/healthy.bundle.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.json.gz")
+	os.WriteFile(cut, whole[:len(whole)/2], 0o644)
 	tests := []struct {
 		args []string
 		want string
@@ -42,9 +58,18 @@ func TestBadInput(t *testing.T) {
 		{[]string{"collect", "--window", "1s"}, "collect needs --out FILE"},
 		{[]string{"diagnose"}, "diagnose needs exactly one bundle file"},
 		{[]string{"diagnose", filepath.Join(dir, "missing.json")}, "no such file"},
-		{[]string{"diagnose", garbage}, "not a netdoctor bundle"},
-		{[]string{"diagnose", future}, "version 99"},
+		{[]string{"diagnose", garbage}, "not JSON (invalid character"},
+		{[]string{"diagnose", future}, "is a bundle of version 99, newer than this netdoctor reads"},
 		{[]string{"diagnose", empty}, "no snapshots"},
+		{[]string{"diagnose", checkReport}, "is a netdoctor check report, not a bundle: diagnose reads bundles"},
+		{[]string{"diagnose", plan}, "is a netdoctor tune plan, not a bundle"},
+		{[]string{"diagnose", array}, "a JSON array, not an object as netdoctor writes"},
+		{[]string{"diagnose", other}, "is JSON but not a bundle (it has none of netdoctor's fields)"},
+		{[]string{"diagnose", cut}, "truncated: the gzip stream ends before its end"},
+		{[]string{"compare", plan, checkReport}, "is a netdoctor tune plan, not a report"},
+		{[]string{"compare", checkReport, "../../testdata/runs/healthy.bundle.json.gz"}, "is a netdoctor run bundle, not a report: compare and tune plan read reports"},
+		{[]string{"compare", newer, checkReport}, "a netdoctor run report of version 9, newer than this netdoctor reads"},
+		{[]string{"compare", cut, checkReport}, "truncated: the gzip stream ends before its end"},
 		{[]string{"load"}, "load needs exactly one URL"},
 		{[]string{"load", "ftp://127.0.0.1/"}, `scheme "ftp" not supported`},
 		{[]string{"load", "127.0.0.1:8080"}, "use http:// or https://"},

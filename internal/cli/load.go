@@ -148,8 +148,11 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkOutput("json", lo.jsonOut); err != nil {
 		return err
 	}
-	if err := load.Probe(ctx, lo.o.URL, lo.o.Timeout); err != nil {
-		return usageError{err}
+	if err := load.Probe(ctx, lo.o); err != nil {
+		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, load.ErrUnreachable) {
+			return usageError{err}
+		}
+		return err
 	}
 	conns := capacity(&lo.o, stderr)
 	text := stdout

@@ -42,21 +42,29 @@ func Capacity(conns int) (n int, notes []string) {
 // its port, or no route leads to it.
 var ErrUnreachable = errors.New("target unreachable")
 
-// Probe opens one connection to the URL's host and port before a load,
-// so that a closed port is one line at once, not a run of refusals. A
-// name that does not resolve, or a connect that only times out (a
-// firewall dropping, a full conntrack table), is left to the load to
-// measure: that is what the load is for.
-func Probe(ctx context.Context, rawURL string, timeout time.Duration) error {
-	t, err := parseTarget(rawURL)
+// Probe checks a load's options as Run would (the URL, the request) and
+// opens one connection to the target before the load, so that a closed
+// port is one line at once, not a run of refusals. A connect that only
+// times out (a firewall dropping, a full conntrack table) is left to the
+// load to measure: that is what the load is for.
+func Probe(ctx context.Context, o Options) error {
+	t, err := parseTarget(o.URL)
 	if err != nil {
-		return nil // Run says what is wrong with the URL
+		return err
+	}
+	if err := defaults(&o); err != nil {
+		return err
+	}
+	if o.Script == nil {
+		if _, err := buildRequest(o, t); err != nil {
+			return err
+		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	ips, err := net.DefaultResolver.LookupIP(rctx, "ip", t.hostname)
 	if err != nil || len(ips) == 0 {
-		return nil // Run reports ErrResolve
+		return fmt.Errorf("%w %q: %v", ErrResolve, t.hostname, err)
 	}
 	ip := ips[0]
 	for _, a := range ips { // the address Run connects to
@@ -66,7 +74,7 @@ func Probe(ctx context.Context, rawURL string, timeout time.Duration) error {
 		}
 	}
 	addr := net.JoinHostPort(ip.String(), t.port)
-	d := net.Dialer{Timeout: timeout}
+	d := net.Dialer{Timeout: o.Timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	switch {
 	case err == nil:

@@ -1,6 +1,9 @@
 package load
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Errors counts failed requests in wrk's classes.
 type Errors struct {
@@ -38,7 +41,7 @@ type Second struct {
 	Bytes    uint64 `json:"bytes"`
 	Errors   Errors `json:"errors"`
 	// Status counts responses by class: Status[2] is 2xx.
-	Status [6]uint64 `json:"status"`
+	Status [6]uint64 `json:"status_classes"`
 	// P50 and P99 of the latencies of this second's responses.
 	P50 time.Duration `json:"p50_ns"`
 	P99 time.Duration `json:"p99_ns"`
@@ -94,8 +97,10 @@ type Result struct {
 	// ErrorCauses counts errors by cause within the classes: "refused",
 	// "reset", "closed", "malformed", "no-local-port", "fd-limit"…
 	ErrorCauses map[string]uint64 `json:"error_causes,omitempty"`
-	// Status counts responses by class, "2xx" … "5xx".
-	Status map[string]uint64 `json:"status"`
+	// Status counts responses by class, "2xx" … "5xx". In JSON
+	// status_classes: a report's "status" is its verdict's word (before
+	// version 2 of the reports, this was "status").
+	Status map[string]uint64 `json:"status_classes"`
 	// ConnectionsOpened counts TCP connections established.
 	ConnectionsOpened uint64   `json:"connections_opened"`
 	Timeline          []Second `json:"timeline"`
@@ -135,3 +140,38 @@ type Percentile struct {
 	Percentile float64       `json:"percentile"`
 	Latency    time.Duration `json:"latency_ns"`
 }
+
+// secondJSON is Second as JSON, with the name of version 1 read too.
+type secondJSON Second
+
+// UnmarshalJSON reads a second, and its status classes under the name
+// reports and bundles used before version 2 ("status").
+func (s *Second) UnmarshalJSON(b []byte) error {
+	var v struct {
+		secondJSON
+		Old *[6]uint64 `json:"status"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Second(v.secondJSON)
+	if v.Old != nil && s.Status == ([6]uint64{}) {
+		s.Status = *v.Old
+	}
+	return nil
+}
+
+// StatusV1 reads the status classes of a result written before version
+// 2 of the reports and bundles, when they were "status": raw is the
+// result's JSON object (or a load report's, where the result is at the
+// top level).
+func StatusV1(raw []byte) map[string]uint64 {
+	var old struct {
+		Status map[string]uint64 `json:"status"`
+	}
+	if json.Unmarshal(raw, &old) != nil {
+		return nil
+	}
+	return old.Status
+}
+

@@ -39,7 +39,7 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 			{Name: "p99", Points: col(func(s load.Second) float64 { return float64(s.P99) / 1e6 })},
 		}})
 	var counters []Series
-	for _, c := range []string{"TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop", "conntrack.drop", "Tcp.RetransSegs", "TcpExt.TCPTimeWaitOverflow", "Tcp.PassiveOpens"} {
+	for _, c := range []string{"TcpExtListenOverflows", "TcpExtTCPReqQFullDrop", "conntrack.drop", "TcpRetransSegs", "TcpExtTCPTimeWaitOverflow", "TcpPassiveOpens"} {
 		pts := CounterSeries(tl, b, c)
 		for _, v := range pts {
 			if v > 0 {

@@ -30,8 +30,8 @@ func checkBuffers(in *Input) []report.Finding {
 		return nil
 	}
 	var items []report.Item
-	for _, c := range []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
-		"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"} {
+	for _, c := range []string{"TcpExtTCPRcvQDrop", "TcpExtTCPBacklogDrop", "TcpExtPruneCalled", "TcpExtRcvPruned",
+		"TcpExtTCPMemoryPressures", "TcpExtTCPAbortOnMemory", "UdpRcvbufErrors", "UdpSndbufErrors", "Udp6RcvbufErrors"} {
 		if it, d := counterItem(w, c); d > 0 {
 			items = append(items, it)
 		}

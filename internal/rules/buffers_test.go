@@ -19,7 +19,7 @@ func buffersCases() []ruleCase {
 			name:   "receive queue drops",
 			bundle: bundle(nil, raise(42, "TcpExt.TCPRcvQDrop")),
 			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"TcpExt.TCPRcvQDrop +42 in 1s (42.0/s)"}}},
+				Evidence: []string{"TcpExtTCPRcvQDrop +42 in 1s (42.0/s)"}}},
 		},
 		{
 			name: "every counter the rule reads",
@@ -27,8 +27,8 @@ func buffersCases() []ruleCase {
 				raise(4, "TcpExt.RcvPruned"), raise(5, "TcpExt.TCPMemoryPressures"), raise(6, "TcpExt.TCPAbortOnMemory"),
 				raise(7, "Udp.RcvbufErrors"), raise(8, "Udp.SndbufErrors"), raise(9, "Udp6.RcvbufErrors"))),
 			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"TcpExt.TCPRcvQDrop +1", "TcpExt.TCPBacklogDrop +2", "TcpExt.PruneCalled +3", "TcpExt.RcvPruned +4",
-					"TcpExt.TCPMemoryPressures +5", "TcpExt.TCPAbortOnMemory +6", "Udp.RcvbufErrors +7", "Udp.SndbufErrors +8", "Udp6.RcvbufErrors +9"}}},
+				Evidence: []string{"TcpExtTCPRcvQDrop +1", "TcpExtTCPBacklogDrop +2", "TcpExtPruneCalled +3", "TcpExtRcvPruned +4",
+					"TcpExtTCPMemoryPressures +5", "TcpExtTCPAbortOnMemory +6", "UdpRcvbufErrors +7", "UdpSndbufErrors +8", "Udp6RcvbufErrors +9"}}},
 		},
 		{
 			name: "TCP out of memory",
@@ -36,7 +36,7 @@ func buffersCases() []ruleCase {
 				func(s *evidence.Snapshot) { s.Sockstat["TCP.mem"] = 380001 })),
 			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{
-					"TcpExt.TCPAbortOnMemory +12",
+					"TcpExtTCPAbortOnMemory +12",
 					"kernel: " + oomMsg,
 					"TCP memory 380001 pages; tcp_mem (min pressure max) = 190000 253000 380000",
 				}}},
@@ -62,7 +62,7 @@ func buffersCases() []ruleCase {
 		{
 			name:   "no sockstat or sysctls",
 			bundle: bundle(nil, all(raise(3, "Udp.RcvbufErrors"), func(s *evidence.Snapshot) { s.Sockstat, s.Sysctls = nil, nil })),
-			want:   []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning, Evidence: []string{"Udp.RcvbufErrors +3"}}},
+			want:   []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning, Evidence: []string{"UdpRcvbufErrors +3"}}},
 		},
 		{
 			name:   "one snapshot",

@@ -19,7 +19,7 @@ var _ = define(Class{ID: UpstreamConnectionChurn,
 	Errors:   true, Fails: Fails5xx,
 	Consequences: []Consequence{{ID: EphemeralPortExhaustion, At: OwnRemotes}, {ID: TimewaitBucketOverflow}},
 	Meaning:      "a new connection per request to one upstream: TIME_WAIT piles up, ports and CPU are spent on connection setup",
-	Active:       "≥ 1000 and ≥ a quarter of the range in TIME_WAIT to one remote, with `Tcp.ActiveOpens` ≥ 50/s (warning; critical at ≥ half the range); in a run, an nginx upstream without reuse, or any server opening ≥ 0.5 connections per request (closed by FIN or by reset) or holding a run-out range in TIME_WAIT (warning; critical with nginx's \"Cannot assign\" lines)",
+	Active:       "≥ 1000 and ≥ a quarter of the range in TIME_WAIT to one remote, with `TcpActiveOpens` ≥ 50/s (warning; critical at ≥ half the range); in a run, an nginx upstream without reuse, or any server opening ≥ 0.5 connections per request (closed by FIN or by reset) or holding a run-out range in TIME_WAIT (warning; critical with nginx's \"Cannot assign\" lines)",
 	LatentWhen:   "none",
 	Seed:         "000 stages 4–5, 004",
 	ReportedBy:   "`check`, `diagnose`, `run`",
@@ -90,7 +90,7 @@ func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered 
 		return report.Finding{}, false
 	}
 	ev := []report.Item{
-		{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests answered upstream: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
+		{Text: fmt.Sprintf("TcpActiveOpens +%d for %d requests answered upstream: %.2f new connections per request", opens, answered, perReq), Source: "TcpActiveOpens", Window: true},
 		{Text: fmt.Sprintf("%s %s at %s: %s", u.Pass, u.Target, u.PassSource, u.Why), Source: "nginx -T", Window: false},
 	}
 	sev := report.Warning
@@ -157,11 +157,11 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 	default:
 		return report.Finding{}, false
 	}
-	opened := fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", c.opens, c.answered, c.perReq)
+	opened := fmt.Sprintf("TcpActiveOpens +%d for %d requests: %.2f new connections per request", c.opens, c.answered, c.perReq)
 	if !perRequest {
-		opened = fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: the ports ran out, so most connects failed before sending a SYN", c.opens, c.answered)
+		opened = fmt.Sprintf("TcpActiveOpens +%d for %d requests: the ports ran out, so most connects failed before sending a SYN", c.opens, c.answered)
 	}
-	ev := []report.Item{{Text: opened, Source: "Tcp.ActiveOpens", Window: true}}
+	ev := []report.Item{{Text: opened, Source: "TcpActiveOpens", Window: true}}
 	who := "The server"
 	for _, s := range in.Run.Servers {
 		if s.Role == "front" {
@@ -171,7 +171,7 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 	title := fmt.Sprintf("%s opens a new connection per request to %s", who, r.Addr)
 	hold := "each new connection costs a handshake, a TIME_WAIT slot for 60 s and a search for a free local port: reuse is what raised seed 004 from 3K to 9K TPS"
 	if c.reset {
-		ev = append(ev, report.Item{Text: fmt.Sprintf("it closes them with a reset: Tcp.OutRsts +%d for %d opened, and %d in TIME_WAIT towards %s: each port is free again at once, so the range does not run out, but every request pays a handshake", c.resets, c.opens, r.TimeWait, r.Addr), Source: "Tcp.OutRsts", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("it closes them with a reset: TcpOutRsts +%d for %d opened, and %d in TIME_WAIT towards %s: each port is free again at once, so the range does not run out, but every request pays a handshake", c.resets, c.opens, r.TimeWait, r.Addr), Source: "TcpOutRsts", Window: true})
 		title += ", closing each with a reset"
 		hold = "each new connection costs a handshake on both ends and a search for a free local port; a reset also drops whatever the peer had not yet read"
 	} else {

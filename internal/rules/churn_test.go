@@ -26,7 +26,7 @@ func churnCases() []ruleCase {
 			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
 				Evidence: []string{
 					"8000 TIME_WAIT and 10 ESTABLISHED connections to 10.0.0.5:6379",
-					"Tcp.ActiveOpens +1200 in 1s (1200.0/s)",
+					"TcpActiveOpens +1200 in 1s (1200.0/s)",
 				}}},
 		},
 		{
@@ -40,14 +40,14 @@ func churnCases() []ruleCase {
 			bundle: bundle(nil, all(remotes(redis(26000, 0)), raise(1000, "Tcp.ActiveOpens"))),
 			want: []want{
 				{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Critical, Subject: "10.0.0.5:6379",
-					Evidence: []string{"26000 TIME_WAIT", "Tcp.ActiveOpens +1000"}},
+					Evidence: []string{"26000 TIME_WAIT", "TcpActiveOpens +1000"}},
 			},
 		},
 		{
 			name:   "churn threshold: a quarter of the range in TIME_WAIT at 50/s",
 			bundle: bundle(nil, all(remotes(redis(7058, 0)), raise(50, "Tcp.ActiveOpens"))),
 			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
-				Evidence: []string{"Tcp.ActiveOpens +50 in 1s (50.0/s)"}}},
+				Evidence: []string{"TcpActiveOpens +50 in 1s (50.0/s)"}}},
 		},
 		{
 			name:   "TIME_WAIT below a quarter of the range",
@@ -109,10 +109,10 @@ func TestChurnInRun(t *testing.T) {
 		evidence []string
 	}{
 		{"nginx without keepalive", serverRun(bundle(nil, perRequest), nginxProxy(false)), "10.0.0.5:8080",
-			[]string{"Tcp.ActiveOpens +5000 for 5000 requests answered upstream: 1.00 new connections per request",
+			[]string{"TcpActiveOpens +5000 for 5000 requests answered upstream: 1.00 new connections per request",
 				"proxy_pass backend at /etc/nginx/nginx.conf:30: upstream backend has no keepalive"}},
 		{"a proxy of its own", serverRun(bundle(nil, all(perRequest, towards(4000))), &app.Server{Kind: "myproxy", Addr: "0.0.0.0:80"}), "10.0.0.5:8080",
-			[]string{"Tcp.ActiveOpens +5000 for 5000 requests: 1.00 new connections per request", "4000 TIME_WAIT and 0 ESTABLISHED connections to 10.0.0.5:8080"}},
+			[]string{"TcpActiveOpens +5000 for 5000 requests: 1.00 new connections per request", "4000 TIME_WAIT and 0 ESTABLISHED connections to 10.0.0.5:8080"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := checkChurn(tc.in)
@@ -176,7 +176,7 @@ func TestChurnKernelOnly(t *testing.T) {
 	reset := serverRun(bundle(nil, all(raise(5000, "Tcp.ActiveOpens", "Tcp.OutRsts"), setSysctl("net.ipv4.ip_local_port_range", "20000 20999"),
 		remotes(evidence.Remote{Addr: "10.0.0.5:8080", Established: 40, Ephemeral: 40}))), proxy)
 	fs := checkChurn(reset)
-	if len(fs) != 1 || fs[0].Subject != "10.0.0.5:8080" || !strings.Contains(fs[0].Title, "closing each with a reset") || !hasEvidence(fs[0], "Tcp.OutRsts +5000 for 5000 opened, and 0 in TIME_WAIT towards 10.0.0.5:8080") {
+	if len(fs) != 1 || fs[0].Subject != "10.0.0.5:8080" || !strings.Contains(fs[0].Title, "closing each with a reset") || !hasEvidence(fs[0], "TcpOutRsts +5000 for 5000 opened, and 0 in TIME_WAIT towards 10.0.0.5:8080") {
 		t.Errorf("reset churn: %+v", fs)
 	}
 	if ps := checkPorts(reset); len(ps) != 0 {

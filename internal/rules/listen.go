@@ -23,7 +23,7 @@ var _ = define(Class{ID: AcceptQueueOverflow,
 	Errors: true, Delays: true, Drops: true, Fails: FailsAtFront,
 	Blocks: true, AtCapacity: true,
 	Meaning:    "the application accepts connections more slowly than they arrive; the kernel drops the completed handshakes it cannot queue",
-	Active:     "`TcpExt.ListenOverflows` rose, or a listener sample had Recv-Q ≥ Send-Q (critical)",
+	Active:     "`TcpExtListenOverflows` rose, or a listener sample had Recv-Q ≥ Send-Q (critical)",
 	LatentWhen: "a TCP listener's effective backlog (Send-Q) is below 100 (warning)",
 	Seed:       "000 stage 3, 003",
 	ReportedBy: "`check`, `diagnose`",
@@ -33,7 +33,7 @@ var _ = define(Class{ID: SynQueueOverflow,
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsAtFront, OnlyWhen: report.Critical,
 	Meaning:    "half-open connection requests overflow the listener's SYN queue (flood or tiny backlog)",
-	Active:     "`TcpExt.TCPReqQFullDrop` rose (critical); only `TcpExt.TCPReqQFullDoCookies` rose or a \"SYN flooding\" kernel message (warning)",
+	Active:     "`TcpExtTCPReqQFullDrop` rose (critical); only `TcpExtTCPReqQFullDoCookies` rose or a \"SYN flooding\" kernel message (warning)",
 	LatentWhen: "none",
 	Seed:       "001 §6, 004",
 	ReportedBy: "`check`, `diagnose`",
@@ -201,7 +201,7 @@ func listenerArrivals(in *Input, l evidence.Listener) arrivals {
 			how = append(how, fmt.Sprintf("%.0f/s accepted: the load's %d connections in %.1fs", a.accepted, lr.ConnectionsOpened, lr.Elapsed.Seconds()))
 		} else if n := tcpListeners(&b.Snapshots[len(b.Snapshots)-1]); n == 1 {
 			a.accepted, a.known = w.Rate("Tcp.PassiveOpens"), true
-			how = append(how, fmt.Sprintf("%.0f/s accepted: Tcp.PassiveOpens, the namespace's only TCP listener's", a.accepted))
+			how = append(how, fmt.Sprintf("%.0f/s accepted: TcpPassiveOpens, the namespace's only TCP listener's", a.accepted))
 		} else {
 			how = append(how, fmt.Sprintf("its accepted ones uncounted: the namespace's %.0f/s new connections are shared by %d TCP listeners, and only a load (netdoctor run) counts one's", w.Rate("Tcp.PassiveOpens"), n))
 		}
@@ -360,7 +360,7 @@ func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, soma
 	}
 	if n := drops(subject); n > 0 && w.Duration() > 0 {
 		f.Evidence = append(f.Evidence, report.Item{
-			Text:   fmt.Sprintf("listener %s (%s) dropped %d connections in %s (%.1f/s; its own drop counter, of the namespace's TcpExt.ListenDrops)", subject.Addr, owner(subject), n, round(w), float64(n)/w.Duration().Seconds()),
+			Text:   fmt.Sprintf("listener %s (%s) dropped %d connections in %s (%.1f/s; its own drop counter, of the namespace's TcpExtListenDrops)", subject.Addr, owner(subject), n, round(w), float64(n)/w.Duration().Seconds()),
 			Source: "sockdiag", Window: true,
 		})
 	}

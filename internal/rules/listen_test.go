@@ -48,8 +48,8 @@ func listenCases() []ruleCase {
 				raise(117, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{
-					"TcpExt.ListenOverflows +117 in 1s (117.0/s)",
-					"TcpExt.ListenDrops +117",
+					"TcpExtListenOverflows +117 in 1s (117.0/s)",
+					"TcpExtListenDrops +117",
 					"listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full",
 					"effective backlog 10 = the application's listen() backlog (net.core.somaxconn is 4096)",
 				}}},
@@ -60,7 +60,7 @@ func listenCases() []ruleCase {
 				all(setSysctl("net.core.somaxconn", "10"), listeners(nginxAtLimit, phpTen), raise(622, "TcpExt.ListenOverflows"))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{
-					"TcpExt.ListenOverflows +622",
+					"TcpExtListenOverflows +622",
 					"accept queue 11 of 10 — full",
 					"effective backlog 10 = net.core.somaxconn 10",
 				}}},
@@ -77,7 +77,7 @@ func listenCases() []ruleCase {
 				listeners(nginxBusy, phpTen, unixTiny))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "127.0.0.1:9000",
 				Evidence: []string{
-					"TcpExt.ListenOverflows +3104",
+					"TcpExtListenOverflows +3104",
 					"smallest backlog: listener 127.0.0.1:9000 (php-fpm8.2 pid 200,201), effective backlog 10",
 				}}},
 		},
@@ -85,7 +85,7 @@ func listenCases() []ruleCase {
 			name:   "counter rose, no listeners at all",
 			bundle: bundle(nil, all(raise(5, "TcpExt.ListenOverflows"), listeners())),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical,
-				Evidence: []string{"TcpExt.ListenOverflows +5"}}},
+				Evidence: []string{"TcpExtListenOverflows +5"}}},
 		},
 		{
 			name:   "tiny application backlog (seed 003)",
@@ -121,7 +121,7 @@ func listenCases() []ruleCase {
 				raise(4941, "TcpExt.TCPReqQFullDrop", "TcpExt.ListenDrops"), halfOpen(512), kmsgs("syn-flooding", synFlood))),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
-					"TcpExt.TCPReqQFullDrop +4941 in 1s",
+					"TcpExtTCPReqQFullDrop +4941 in 1s",
 					"kernel: " + synFlood,
 					"512 half-open (SYN_RECV) sockets at the end of the window",
 					"net.ipv4.tcp_syncookies = 0",
@@ -136,7 +136,7 @@ func listenCases() []ruleCase {
 					raise(1618, "TcpExt.ListenDrops"), halfOpen(193))),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
-					"TcpExt.ListenDrops +1618 in 1s (1618.0/s), of which accept-queue overflows 0: the rest are SYNs dropped",
+					"TcpExtListenDrops +1618 in 1s (1618.0/s), of which accept-queue overflows 0: the rest are SYNs dropped",
 					"193 half-open (SYN_RECV) connections at the peak, tcp_max_syn_backlog 256",
 					"net.ipv4.tcp_syncookies = 0",
 				}}},
@@ -151,13 +151,13 @@ func listenCases() []ruleCase {
 			name:   "a single dropped SYN is critical",
 			bundle: bundle(nil, raise(1, "TcpExt.TCPReqQFullDrop")),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
-				Evidence: []string{"TcpExt.TCPReqQFullDrop +1 in 1s"}}},
+				Evidence: []string{"TcpExtTCPReqQFullDrop +1 in 1s"}}},
 		},
 		{
 			name:   "SYN cookies sent (seed 000, fault 1)",
 			bundle: bundle(nil, raise(544, "TcpExt.TCPReqQFullDoCookies")),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"TcpExt.TCPReqQFullDoCookies +544", "SYN cookies answered instead of queueing"}}},
+				Evidence: []string{"TcpExtTCPReqQFullDoCookies +544", "SYN cookies answered instead of queueing"}}},
 		},
 		{
 			name:   "SYN flooding kernel message only (seed 004)",
@@ -243,7 +243,7 @@ func listenCases() []ruleCase {
 			bundle: bundle(func(s *evidence.Snapshot) { s.Sysctls = nil },
 				all(func(s *evidence.Snapshot) { s.Sysctls = nil }, listeners(nginxFull), raise(117, "TcpExt.ListenOverflows"))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
-				Evidence: []string{"TcpExt.ListenOverflows +117", "accept queue 11 of 10 — full"}}},
+				Evidence: []string{"TcpExtListenOverflows +117", "accept queue 11 of 10 — full"}}},
 		},
 	}
 }
@@ -305,7 +305,7 @@ func TestAcceptOverflowEvidence(t *testing.T) {
 		t.Fatalf("checkListen(on()) = %v, want one finding", keys(got))
 	}
 	want := []report.Item{
-		{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true},
+		{Text: "TcpExtListenOverflows +117 in 1s (117.0/s)", Source: "TcpExtListenOverflows", Window: true},
 		{Text: "listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full; effective backlog 10 = the application's listen() backlog (net.core.somaxconn is 4096)",
 			Source: "sockdiag", Window: true},
 	}

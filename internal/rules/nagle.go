@@ -14,7 +14,7 @@ var _ = define(Class{ID: NagleDelayedACK,
 	Critical: true,
 	Delays:   true, Latency: true,
 	Meaning:    "Nagle's algorithm on the server meets delayed ACK on the client: about 40 ms per small request/response",
-	Active:     "load p50 and p75 in 35–60 ms, client `TcpExt.DelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical)",
+	Active:     "load p50 and p75 in 35–60 ms, client `TcpExtDelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical)",
 	LatentWhen: "—",
 	Seed:       "001 §7",
 	ReportedBy: "`run`",
@@ -58,7 +58,7 @@ func checkNagle(in *Input) []report.Finding {
 		Title: fmt.Sprintf("Nagle's algorithm meets delayed ACKs: each response waits ~40 ms (p50 %v)", l.P50.Round(100*time.Microsecond)),
 		Evidence: []report.Item{
 			{Text: fmt.Sprintf("latency p50 %v, p75 %v: inside the 35–60 ms band of the 40 ms delayed-ACK timer", l.P50.Round(100*time.Microsecond), l.P75.Round(100*time.Microsecond)), Source: "load", Window: true},
-			{Text: fmt.Sprintf("client TcpExt.DelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExt.DelayedACKs", Window: true},
+			{Text: fmt.Sprintf("client TcpExtDelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExtDelayedACKs", Window: true},
 			{Text: fmt.Sprintf("responses are small (%d bytes each): sent as separate small writes, the second waits for the first's ACK", size), Source: "load", Window: true},
 		},
 		Actions: notes(

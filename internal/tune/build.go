@@ -172,7 +172,8 @@ func (b *builder) note(f report.Finding, why string) {
 	}
 }
 
-// rate is a counter's per-second rate over the report's window.
+// rate is a counter's per-second rate over the report's window, named as
+// nstat names it ("TcpPassiveOpens"), as the report's rates are.
 func (b *builder) rate(name string) float64 { return b.in.Summary.Rates[name] }
 
 // concurrency is the requests in flight the load asked for.

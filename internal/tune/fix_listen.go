@@ -62,7 +62,7 @@ func (b *builder) backlogWant(f report.Finding) (int, string) {
 			return atoi(a.Value), fmt.Sprintf("%s, the net.core.somaxconn %s's fix sized from its listener's own arrivals and the load", a.Value, f.ID)
 		}
 	}
-	arrivals := b.rate("Tcp.PassiveOpens") + b.rate("TcpExt.ListenDrops")
+	arrivals := b.rate("TcpPassiveOpens") + b.rate("TcpExtListenDrops")
 	p99 := 0.0
 	if b.in.Load != nil {
 		p99 = time.Duration(b.in.Load.Latency.P99).Seconds()

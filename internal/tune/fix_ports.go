@@ -17,7 +17,7 @@ import (
 // is the requests it handled: a connect that found no port sent no SYN
 // and counts in no kernel counter, as the rule sizes it.
 func (b *builder) ports(f report.Finding) error {
-	rate := b.rate("Tcp.ActiveOpens")
+	rate := b.rate("TcpActiveOpens")
 	if l := b.in.Load; l != nil && (rate >= 0.5*l.RPS || f.Status == report.Active) {
 		rate = max(rate, l.RPS)
 	}
