@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
@@ -66,8 +69,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		// `netdoctor help run` is `netdoctor run --help`.
+		// `netdoctor help run` is `netdoctor run --help`, and `netdoctor
+		// help accept-queue-overflow` says what a report's finding means.
 		if len(args) > 1 && args[0] == "help" {
+			if c := rules.ClassOf(report.FindingID(args[1])); c.Meaning != "" {
+				return exitCode(explainFinding(stdout, c), stderr)
+			}
+			if !slices.ContainsFunc(commands(), func(c command) bool { return c.name == args[1] }) {
+				fmt.Fprintf(stderr, "netdoctor: help %s: no such command or finding ID (netdoctor --help lists the commands, docs/findings.md the finding IDs)\n", args[1])
+				return ExitUsage
+			}
 			return Run(ctx, append(args[1:], "--help"), stdout, stderr)
 		}
 		usage(stdout)
@@ -90,7 +101,17 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.usage)
 	}
-	fmt.Fprintln(w, "\nflags:\n  --version   print the version (netdoctor version says more)\n  --help      this list; netdoctor COMMAND --help for a command's flags and examples")
+	fmt.Fprintln(w, "\nflags:\n  --version   print the version (netdoctor version says more)\n  --help      this list; netdoctor COMMAND --help for a command's flags and examples,\n              netdoctor help FINDING-ID for what a report's finding means")
+}
+
+// explainFinding says what a finding ID means, from its class: what is
+// wrong, when it is active and when latent, the seed case it comes from,
+// and the commands that report it (docs/findings.md's row).
+func explainFinding(w io.Writer, c rules.Class) error {
+	unquote := func(s string) string { return strings.ReplaceAll(s, "`", "") }
+	_, err := fmt.Fprintf(w, "%s: %s\n\n  active when: %s\n  latent when: %s\n  seed case:   %s\n  reported by: %s\n\nIts section in docs/findings.md (/usr/share/doc/netdoctor/findings.md) says what it reads and its thresholds.\n",
+		c.ID, c.Meaning, unquote(c.Active), unquote(c.LatentWhen), c.Seed, unquote(c.ReportedBy))
+	return err
 }
 
 // usageError marks bad input; findingsError marks a report with an active
@@ -146,8 +167,11 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// durationFlag is a time.Duration flag whose error says what is wrong:
-// the flag package's own says only "parse error".
+// durationFlag is a time.Duration flag that takes Go's durations (10s,
+// 500ms, 2m) or, as wrk's -d does, a bare number of seconds ("--window 5"
+// is five seconds): every duration flag of netdoctor reads the same way.
+// Its error says what is wrong: the flag package's own says only "parse
+// error".
 type durationFlag struct{ p *time.Duration }
 
 func (d durationFlag) String() string {
@@ -157,13 +181,20 @@ func (d durationFlag) String() string {
 	return d.p.String()
 }
 
+// maxBareSeconds bounds a bare number of seconds: more is a typo.
+const maxBareSeconds = 366 * 24 * time.Hour / time.Second
+
 func (d durationFlag) Set(s string) error {
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "eEnNxXiI") {
+		if math.Abs(f) > float64(maxBareSeconds) {
+			return fmt.Errorf("duration %q is more than a year of seconds", s)
+		}
+		*d.p = time.Duration(f * float64(time.Second))
+		return nil
+	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
-			return fmt.Errorf("missing unit in duration %q: write e.g. %ss", s, s)
-		}
-		return fmt.Errorf("not a duration %q: write e.g. 10s, 500ms, 2m", s)
+		return fmt.Errorf("not a duration %q: write e.g. 10s, 500ms, 2m, or a number of seconds", s)
 	}
 	*d.p = v
 	return nil
@@ -175,11 +206,9 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 	fs.Var(durationFlag{p}, name, usage)
 }
 
-// wrkDurationFlag is a duration flag that also takes a bare number of
-// seconds, as wrk's -d and --timeout do ("-d 10" is ten seconds). It is
-// kept to the flags load and run share with wrk: elsewhere a bare
-// number stays an error, since some flags there are naturally in
-// milliseconds (lab --sleep 35ms) and "35" would silently mean seconds.
+// wrkDurationFlag is the duration flag of wrk's -d and --timeout, which
+// load and run share with wrk ("-d 10" is ten seconds, as everywhere):
+// at most a day, and no "0s" in the help for no duration.
 type wrkDurationFlag struct{ durationFlag }
 
 // String is empty for no duration: -h then shows the default the usage
@@ -294,12 +323,26 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 
 // flagError says which flag was wrong and where the list is: the flag
 // package's "flag provided but not defined: -x" names no command.
+// The flag package names every flag with one dash ("-window"); it is
+// echoed as the user writes it and the help shows it: --window, -c.
 func flagError(fs *flag.FlagSet, err error) error {
 	cmd := strings.TrimPrefix(fs.Name(), "netdoctor ")
 	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
-		return fmt.Errorf("%s: unknown flag %s (netdoctor %s --help lists them)", cmd, name, cmd)
+		return fmt.Errorf("%s: unknown flag %s (netdoctor %s --help lists them)", cmd, flagName(strings.TrimLeft(name, "-")), cmd)
 	}
-	return fmt.Errorf("%s: %w", cmd, err)
+	msg := err.Error()
+	for _, lead := range []string{"for flag -", "flag needs an argument: -", "bad flag syntax: -"} {
+		if i := strings.Index(msg, lead); i >= 0 {
+			rest := msg[i+len(lead):]
+			name, tail, _ := strings.Cut(rest, ":")
+			if tail != "" {
+				tail = ":" + tail
+			}
+			msg = msg[:i] + lead[:len(lead)-1] + flagName(name) + tail
+			break
+		}
+	}
+	return fmt.Errorf("%s: %s", cmd, msg)
 }
 
 // writeOut writes through write to the file at path, or to stdout for

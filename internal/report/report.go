@@ -288,7 +288,7 @@ func (p *printer) summary(r *Report) {
 	if len(s.Listeners) > 0 {
 		p.f("\nListeners:\n")
 		tw := tabwriter.NewWriter(p.w, 2, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "  PROTO\tADDRESS\tRECV-Q\tBACKLOG\tPROCESS\n")
+		fmt.Fprintf(tw, "  PROTO\tADDRESS\tACCEPT-QUEUE\tBACKLOG\tPROCESS\n")
 		for _, l := range s.Listeners {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\n", l.Proto, l.Addr, l.RecvQ, l.SendQ, procName(l))
 		}

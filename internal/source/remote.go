@@ -162,6 +162,9 @@ func (r *Remote) measure(ctx context.Context) error {
 			if best >= 0 {
 				break
 			}
+			if errors.Is(err, errNoEndpoint) {
+				return fmt.Errorf("%w at %s does not serve API version %d (%s): it is an older netdoctor; run the same netdoctor version on both ends", ErrAgent, r.base, agentapi.Version, agentapi.Prefix)
+			}
 			return err
 		}
 		rtt := time.Since(t0)
@@ -290,6 +293,10 @@ func (r *Remote) Close() error {
 
 // get fetches path with the token and decodes the JSON answer into v.
 // An error names the agent and what it said.
+// errNoEndpoint is an agent without the path asked for: one of another
+// API version.
+var errNoEndpoint = errors.New("no such endpoint")
+
 func (r *Remote) get(ctx context.Context, path string, q url.Values, timeout time.Duration, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -327,6 +334,9 @@ func (r *Remote) get(ctx context.Context, path string, q url.Values, timeout tim
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			return fmt.Errorf("%w %s refused the token (%s): %w", ErrAgent, r.base, msg, ErrUnauthorized)
+		}
+		if resp.StatusCode == http.StatusNotFound && path == agentapi.PathHost {
+			return fmt.Errorf("%w %s: %s: %s: %w", ErrAgent, r.base, resp.Status, msg, errNoEndpoint)
 		}
 		return fmt.Errorf("%w %s: %s: %s", ErrAgent, r.base, resp.Status, msg)
 	}
