@@ -142,4 +142,3 @@ func TestCompareRegression(t *testing.T) {
 		t.Errorf("a new warning, --fail-on warning: exit %d, %q; want 1", code, stderr)
 	}
 }
-

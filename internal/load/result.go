@@ -174,4 +174,3 @@ func StatusV1(raw []byte) map[string]uint64 {
 	}
 	return old.Status
 }
-

@@ -157,7 +157,6 @@ func orDash(s string) string {
 	return s
 }
 
-
 func ratio(x, y float64) string {
 	if x == 0 {
 		return "-"

@@ -98,8 +98,8 @@ type Summary struct {
 	Resolver  *evidence.Resolver  `json:"resolver,omitempty"`
 	// Rates are per-second rates of counters, named as nstat names them
 	// ("TcpPassiveOpens").
-	Rates map[string]float64 `json:"rates,omitempty"`
-	Sockets   string              `json:"sockets_note,omitempty"`
+	Rates   map[string]float64 `json:"rates,omitempty"`
+	Sockets string             `json:"sockets_note,omitempty"`
 }
 
 // keyRates are the counters whose per-second rate the summary shows,
