@@ -68,7 +68,7 @@ var commandDocs = []commandDoc{
 	{Path: "version", Summary: "Print netdoctor's version, the Go it was built with, and the kernel features it found.",
 		Examples: []string{"netdoctor version", "netdoctor --version"}},
 	{Path: "help", Args: "[COMMAND | FINDING-ID]", Summary: "Print a command's help, or what a finding ID of a report means: when it is active, when latent, and the seed case behind it.", Complete: "help",
-		Examples: []string{"netdoctor help run", "netdoctor help accept-queue-overflow"}},
+		Examples: []string{"netdoctor help run", "netdoctor help " + string(rules.AcceptQueueOverflow)}},
 }
 
 // docOf returns the description of a command line ("run", "lab run").

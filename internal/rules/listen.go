@@ -205,11 +205,24 @@ func listenerArrivals(in *Input, l evidence.Listener) arrivals {
 		} else {
 			how = append(how, fmt.Sprintf("its accepted ones uncounted: the namespace's %.0f/s new connections are shared by %d TCP listeners, and only a load (netdoctor run) counts one's", w.Rate("Tcp.PassiveOpens"), n))
 		}
-		first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
-		if last >= first {
-			a.dropped = float64(last-first) / w.Duration().Seconds()
+		full := fullListeners(b)
+		switch {
+		case perListenerDrops(b):
+			first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
+			if last >= first {
+				a.dropped = float64(last-first) / w.Duration().Seconds()
+			}
+			how = append(how, fmt.Sprintf("%.0f/s dropped, by its own count", a.dropped))
+		case w.Rate("TcpExt.ListenDrops") == 0:
+		case tcpListeners(&b.Snapshots[len(b.Snapshots)-1]) == 1 || len(full) == 1 && full[0].Addr == l.Addr:
+			// No count per listener (a kernel before 3.19, or a
+			// bundle from before netdoctor read it): the namespace's
+			// drops are this listener's when no other could drop.
+			a.dropped = w.Rate("TcpExt.ListenDrops")
+			how = append(how, fmt.Sprintf("%.0f/s dropped: TcpExtListenDrops, the namespace's, as no other listener filled (no count per listener here)", a.dropped))
+		default:
+			how = append(how, "its drops uncounted: no count per listener here, and other listeners filled too")
 		}
-		how = append(how, fmt.Sprintf("%.0f/s dropped, by its own count", a.dropped))
 	}
 	a.how = strings.Join(how, "; ")
 	return a
@@ -228,6 +241,24 @@ func listenerDrops(s *evidence.Snapshot, l evidence.Listener) uint64 {
 		}
 	}
 	return n
+}
+
+// perListenerDrops reports a bundle whose listeners carry their own drop
+// counters: some listener's is not zero (sock_diag's SKMEMINFO; a
+// kernel before 3.19, or a bundle from before netdoctor read them, has
+// none).
+func perListenerDrops(b *evidence.Bundle) bool {
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, l := range s.Sockets.Listeners {
+			if l.Drops > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // tcpListeners counts the TCP listening addresses of a snapshot.
