@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/netdoctor/netdoctor"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
@@ -36,8 +37,9 @@ const (
 	ExitPartial  = 5 // ran; a side's evidence was lost midway (its agent stopped answering)
 )
 
-// Version is set at build time with -ldflags "-X ...cli.Version=v".
-var Version = "dev"
+// Version is the VERSION file's (netdoctor.Version); a build may set
+// another with -ldflags "-X ...cli.Version=v".
+var Version = netdoctor.Version()
 
 type command struct {
 	name, usage string

@@ -237,3 +237,20 @@ func TestDiagnoseIncidentDeps(t *testing.T) {
 		t.Errorf("a damaged trace: exit %d, %q", code, stderr)
 	}
 }
+
+// TestVersion: --version's first line is the VERSION file's release with
+// the commit, as the build and the package read it.
+func TestVersion(t *testing.T) {
+	b, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "netdoctor " + strings.TrimSpace(string(b)) + " (commit "
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		code, stdout, _ := runCLI(t, args...)
+		if first, _, _ := strings.Cut(stdout, "\n"); code != ExitOK || !strings.HasPrefix(first, want) {
+			t.Errorf("%v: exit %d, first line %q; want %q…", args, code, first, want)
+		}
+	}
+}
+

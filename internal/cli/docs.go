@@ -541,7 +541,9 @@ func manPages(now time.Time) map[string]string {
 	pages := map[string]string{}
 	var top strings.Builder
 	top.WriteString(head("netdoctor", "find why a Linux service is slow under load"))
-	top.WriteString(".SH SYNOPSIS\n.B netdoctor\n.I command\n[flags]\n.SH DESCRIPTION\nnetdoctor loads an HTTP service while sampling the kernel's evidence on both ends, then names every root cause with its evidence and the exact fix. Each command has its own page.\n.SH COMMANDS\n")
+	top.WriteString(".SH SYNOPSIS\n.B netdoctor\n.I command\n[flags]\n.SH DESCRIPTION\nnetdoctor loads an HTTP service while sampling the kernel's evidence on both ends, then names every root cause with its evidence and the exact fix. Each command has its own page.\n")
+	top.WriteString(quickStartRoff)
+	top.WriteString(".SH COMMANDS\n")
 	for _, d := range commandDocs {
 		fmt.Fprintf(&top, ".TP\n.BR netdoctor\\-%s (1)\n%s\n", strings.ReplaceAll(d.Path, " ", "\\-"), roffEscape(d.Summary))
 	}
@@ -580,6 +582,24 @@ func manPages(now time.Time) map[string]string {
 	}
 	return pages
 }
+
+// quickStartRoff is netdoctor(1)'s quick start, the README's in short:
+// check this host, read the verdict and the fixes, then load a service.
+var quickStartRoff = ".SH QUICK START\n" +
+	".PP\nLook at this host for five seconds, as root (sock_diag, other processes' sockets, the kernel log):\n" +
+	".PP\n.nf\n" + roffEscape("sudo netdoctor check") + "\n.fi\n" +
+	".PP\nThe first line is the verdict: " + roffEscape("HEALTHY, LATENT (nothing hurts now, something will at scale), DEGRADED, UNHEALTHY or UNEXPLAINED (the load suffered and no finding says why)") +
+	". Then each finding: [SEVERITY status] title (its ID), the evidence (* observed during the window), and its fixes, each the action first and why after it:\n" +
+	".PP\n.nf\n" + roffEscape("UNHEALTHY: Accept queue overflow: connections are dropped because the application does not accept them fast enough\n\n"+
+	"1. [CRITICAL active] Accept queue overflow: ...  ("+string(rules.AcceptQueueOverflow)+")\n"+
+	"   * TcpExtListenOverflows +1093 in 5s (218.3/s)\n"+
+	"   * listener 127.0.0.1:8000 (python3 pid 812): accept queue 6 of 5 — full; ...\n"+
+	"   fix: raise the listen() backlog of 127.0.0.1:8000 (python3 pid 812) to 4096 — Python: socketserver's\n"+
+	"        `request_queue_size = 4096` ...; then restart it  (why 4096: the queue must hold ...)") + "\n.fi\n" +
+	".PP\n" + roffEscape("netdoctor help "+string(rules.AcceptQueueOverflow)+" says what a finding means; netdoctor tune plan r.json (from check --json r.json) turns the fixes into reviewed changes.") + "\n" +
+	".PP\nThen load a service while netdoctor watches both ends, and read the same report with the load beside it:\n" +
+	".PP\n.nf\n" + roffEscape("sudo netdoctor run -c 50 -d 10 --html run.html http://127.0.0.1:8000/") + "\n.fi\n" +
+	".PP\nExit status 1 means an active critical finding (below); 2 a mistake, said in one line before anything is measured.\n"
 
 // roffEscape keeps text literal in troff: backslashes and hyphens
 // escaped, and no line starting with a control character.
