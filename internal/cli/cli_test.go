@@ -253,4 +253,3 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
-
