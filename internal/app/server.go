@@ -40,6 +40,10 @@ type Server struct {
 	// Deps are the destinations it sent requests to while the load ran,
 	// from its own connections (TraceDeps), busiest first.
 	Deps []Dependency `json:"dependencies,omitempty"`
+	// Traced says its outbound connections were traced (TraceDeps):
+	// then a destination missing from Deps is one it did not connect to
+	// (or only too briefly to be seen), not one nobody looked for.
+	Traced bool `json:"traced,omitempty"`
 	// Notes say what could not be learned, and why.
 	Notes []string `json:"notes,omitempty"`
 

@@ -190,7 +190,7 @@ func (t *tracer) open() int { return len(t.alive) + len(t.unix) }
 func (o *Observer) finishDeps(t *tracer) {
 	deps := dependencies(t.conns, o.owner)
 	for _, s := range o.servers() {
-		s.Deps = deps[s]
+		s.Deps, s.Traced = deps[s], true
 	}
 }
 

@@ -141,6 +141,25 @@ func TestChurnInRun(t *testing.T) {
 	}
 }
 
+// TestChurnOtherProcess: on a host where another process churns
+// connections, a server whose own outbound connections were traced and
+// went nowhere near that remote is not blamed: the namespace's
+// TcpActiveOpens are every process's. One whose traced connections went
+// there is.
+func TestChurnOtherProcess(t *testing.T) {
+	b := bundle(nil, all(raise(5000, "Tcp.ActiveOpens"), remotes(evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 4000, Ephemeral: 4000})))
+	py := &app.Server{Role: "front", Kind: "python3", Addr: "127.0.0.1:8000", Traced: true}
+	fs := checkChurn(serverRun(b, py))
+	if len(fs) != 1 || !strings.HasPrefix(fs[0].Title, "A process of this namespace (not python3, whose own connections were traced and none went there) keeps opening new connections to 127.0.0.1:9000") ||
+		!hasEvidence(fs[0], "python3's outbound connections were traced during the load: none to 127.0.0.1:9000") {
+		t.Errorf("another process's churn: %+v", fs)
+	}
+	py = &app.Server{Role: "front", Kind: "python3", Addr: "127.0.0.1:8000", Traced: true, Deps: []app.Dependency{{Addr: "127.0.0.1:9000", New: 40}}}
+	if fs := checkChurn(serverRun(b, py)); len(fs) != 1 || !strings.HasPrefix(fs[0].Title, "python3 opens a new connection per request to 127.0.0.1:9000") {
+		t.Errorf("its own churn: %+v", fs)
+	}
+}
+
 // TestChurnMerged: the kernel's TIME_WAIT pile and nginx's configuration
 // towards the same upstream make one finding, led by the configuration's
 // title and fix, with both kinds of evidence.
