@@ -183,12 +183,12 @@ func (d durationFlag) String() string {
 	return d.p.String()
 }
 
-// maxBareSeconds bounds a bare number of seconds: more is a typo.
-const maxBareSeconds = 366 * 24 * time.Hour / time.Second
+// maxBare bounds a bare number of seconds: more is a typo.
+const maxBare = 366 * 24 * time.Hour
 
 func (d durationFlag) Set(s string) error {
 	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "eEnNxXiI") {
-		if math.Abs(f) > float64(maxBareSeconds) {
+		if math.Abs(f) > maxBare.Seconds() {
 			return fmt.Errorf("duration %q is more than a year of seconds", s)
 		}
 		*d.p = time.Duration(f * float64(time.Second))
