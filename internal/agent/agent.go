@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"runtime/debug"
 	"sync"
@@ -123,6 +124,19 @@ type Agent struct {
 	probedAt  time.Time
 
 	stats stats
+	// requests counts the requests of every listener's handler.
+	requestsOnce sync.Once
+	requests     *prometheus.CounterVec
+}
+
+// apiRequests is the counter of requests, one for every handler and
+// registry.
+func (a *Agent) apiRequests() *prometheus.CounterVec {
+	a.requestsOnce.Do(func() {
+		a.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netdoctor_agent_api_requests_total",
+			Help: "Requests to the agent, by endpoint and HTTP status."}, []string{"path", "code"})
+	})
+	return a.requests
 }
 
 // stats are the agent's own health, for /metrics and /healthz.

@@ -79,20 +79,34 @@ func get(t *testing.T, srv *httptest.Server, path, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestAPIAuth: the evidence API answers only with the token; /metrics
-// and /healthz are open; an agent without a token serves no evidence.
+// TestAPIAuth: the evidence API and /metrics answer only with the
+// token; /healthz is open; an agent without a token serves neither.
 func TestAPIAuth(t *testing.T) {
 	a := newTestAgent(t, Config{})
 	a.tick(t.Context())
 	srv := httptest.NewServer(a.Handler([]byte(testToken)))
 	defer srv.Close()
+	code, body := get(t, srv, agentapi.PathHost, testToken)
+	var info agentapi.HostInfo
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &info) != nil || info.API != agentapi.Version || time.Since(info.Time) > time.Minute {
+		t.Errorf("host with the token: %d %s", code, body)
+	}
+	if code, body := get(t, srv, agentapi.PathMetrics, testToken); code != http.StatusOK || !strings.Contains(body, "netdoctor_agent_snapshots_total") {
+		t.Errorf("/metrics with the token: %d %.200s", code, body)
+	}
 	if code, body := get(t, srv, agentapi.PathSnapshot, ""); code != http.StatusUnauthorized || !strings.Contains(body, "bearer token") {
 		t.Errorf("snapshot without a token: %d %s", code, body)
 	}
-	// Refused: 401, or 429 once the failures come faster than the
-	// agent lets a guesser try.
+	if code, body := get(t, srv, agentapi.PathMetrics, ""); code != http.StatusUnauthorized || strings.Contains(body, "netdoctor_") {
+		t.Errorf("/metrics without a token: %d %s", code, body)
+	}
+	if code, _ := get(t, srv, agentapi.PathHealthz, ""); code != http.StatusOK {
+		t.Errorf("/healthz: %d, want it open", code)
+	}
+	// Refused: 401, or 429 once this source's failures come faster than
+	// the agent lets a guesser try.
 	refused := func(code int) bool { return code == http.StatusUnauthorized || code == http.StatusTooManyRequests }
-	for _, path := range []string{agentapi.PathHost, agentapi.PathSnapshot, agentapi.PathSnapshots, agentapi.PathFindings, agentapi.PathServers + "?port=80", agentapi.PathWatch + "x"} {
+	for _, path := range []string{agentapi.PathMetrics, agentapi.PathHost, agentapi.PathSnapshot, agentapi.PathSnapshots, agentapi.PathFindings, agentapi.PathServers + "?port=80", agentapi.PathWatch + "x"} {
 		if code, body := get(t, srv, path, ""); !refused(code) {
 			t.Errorf("%s without a token: %d %s", path, code, body)
 		}
@@ -108,21 +122,47 @@ func TestAPIAuth(t *testing.T) {
 	if resp, err := srv.Client().Do(req); err != nil || !refused(resp.StatusCode) {
 		t.Errorf("another scheme: %v %v", resp.StatusCode, err)
 	}
-	code, body := get(t, srv, agentapi.PathHost, testToken)
-	var info agentapi.HostInfo
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &info) != nil || info.API != agentapi.Version || time.Since(info.Time) > time.Minute {
-		t.Errorf("host with the token: %d %s", code, body)
+	// This source has used its failures: the right token is refused
+	// too, before it is compared, until the bucket refills.
+	if code, body := get(t, srv, agentapi.PathHost, testToken); code != http.StatusTooManyRequests {
+		t.Errorf("the right token from a blocked source: %d %s, want 429", code, body)
 	}
-	for _, path := range []string{agentapi.PathMetrics, agentapi.PathHealthz} {
-		if code, _ := get(t, srv, path, ""); code != http.StatusOK {
-			t.Errorf("%s: %d, want it open", path, code)
+	if code, body := get(t, srv, agentapi.PathMetrics, testToken); code != http.StatusTooManyRequests {
+		t.Errorf("/metrics with the right token from a blocked source: %d %.100s, want 429", code, body)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		code, _ := get(t, srv, agentapi.PathHost, testToken)
+		if code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d a minute after the last failure", code)
 		}
 	}
 
 	closed := httptest.NewServer(a.Handler(nil))
 	defer closed.Close()
-	if code, body := get(t, closed, agentapi.PathSnapshot, testToken); code != http.StatusUnauthorized || !strings.Contains(body, "without --token-file") {
-		t.Errorf("agent without a token: %d %s", code, body)
+	for _, path := range []string{agentapi.PathSnapshot, agentapi.PathMetrics} {
+		if code, body := get(t, closed, path, testToken); code != http.StatusUnauthorized || !strings.Contains(body, "without --token-file") {
+			t.Errorf("%s of an agent without a token: %d %s", path, code, body)
+		}
+	}
+}
+
+// TestMetricsHandler: the listener of its own serves /metrics and
+// /healthz, and nothing of the evidence API.
+func TestMetricsHandler(t *testing.T) {
+	a := newTestAgent(t, Config{})
+	a.tick(t.Context())
+	srv := httptest.NewServer(a.MetricsHandler())
+	defer srv.Close()
+	if code, body := get(t, srv, agentapi.PathMetrics, ""); code != http.StatusOK || !strings.Contains(body, "netdoctor_agent_snapshots_total") {
+		t.Errorf("/metrics: %d %.200s", code, body)
+	}
+	for _, path := range []string{agentapi.PathHost, agentapi.PathSnapshot, agentapi.PathFindings} {
+		if code, _ := get(t, srv, path, testToken); code != http.StatusNotFound {
+			t.Errorf("%s on the metrics listener: %d, want 404", path, code)
+		}
 	}
 }
 
@@ -197,7 +237,7 @@ func TestFindingsAndMetrics(t *testing.T) {
 	if f := active(&rep, rules.AcceptQueueOverflow); f == nil {
 		t.Fatalf("no active accept-queue-overflow in %s", body)
 	}
-	_, metrics := get(t, srv, agentapi.PathMetrics, "")
+	_, metrics := get(t, srv, agentapi.PathMetrics, testToken)
 	if !strings.Contains(metrics, `netdoctor_finding_active{id="accept-queue-overflow",severity="critical",target=`) {
 		t.Errorf("/metrics has no active accept-queue-overflow:\n%s", grep(metrics, "netdoctor_finding"))
 	}
@@ -215,7 +255,7 @@ func TestFindingsAndMetrics(t *testing.T) {
 	if f := active(&rep, rules.AcceptQueueOverflow); f != nil {
 		t.Errorf("accept-queue-overflow still active after %d quiet seconds: %+v", len(quiet), f.Evidence)
 	}
-	_, metrics = get(t, srv, agentapi.PathMetrics, "")
+	_, metrics = get(t, srv, agentapi.PathMetrics, testToken)
 	if strings.Contains(metrics, `netdoctor_finding_active{id="accept-queue-overflow"`) {
 		t.Errorf("/metrics still has it active:\n%s", grep(metrics, "netdoctor_finding"))
 	}

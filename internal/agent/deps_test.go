@@ -36,7 +36,7 @@ func TestDependencyMetrics(t *testing.T) {
 	a.evaluate(now)
 	srv := httptest.NewServer(a.Handler([]byte(testToken)))
 	defer srv.Close()
-	_, m := get(t, srv, agentapi.PathMetrics, "")
+	_, m := get(t, srv, agentapi.PathMetrics, testToken)
 	l := `{app="api",destination="10.0.0.1:7300",listener="10.0.0.1:8080",owner="backend"}`
 	for _, want := range []string{
 		"netdoctor_dependency_connections" + l + " 4",

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/netdoctor/netdoctor/internal/agentapi"
+	"github.com/netdoctor/netdoctor/internal/bysource"
 )
 
 // Limits of the HTTP server: no request can make the agent hold more
@@ -28,31 +29,26 @@ const (
 	maxLongPolls        = 16     // snapshots requests waiting at once
 	apiRate, apiBurst   = 20, 60 // requests per second, all clients together
 	takeRate, takeBurst = 2, 4   // fresh snapshots per second on request
-	badRate, badBurst   = 2, 10  // failed authentications per second
+	badRate, badBurst   = 2, 10  // failed authentications per second, per source
+	maxSources          = 4096   // sources whose failures are remembered
 )
 
 // Handler serves the agent's endpoints. token is the bearer token the
-// evidence API requires; without one the API refuses every request and
-// only /metrics and /healthz are served.
+// evidence API and /metrics require (the series name the host's
+// listeners, their processes and busiest destinations); without one
+// both refuse every request and only /healthz is served. MetricsHandler
+// serves /metrics on a listener of its own.
 func (a *Agent) Handler(token []byte) http.Handler {
-	h := &handler{a: a, api: rate.NewLimiter(apiRate, apiBurst), take: rate.NewLimiter(takeRate, takeBurst), bad: rate.NewLimiter(badRate, badBurst),
+	h := &handler{a: a, api: rate.NewLimiter(apiRate, apiBurst), take: rate.NewLimiter(takeRate, takeBurst), bad: bysource.NewFailures(badRate, badBurst, maxSources),
 		polls: make(chan struct{}, maxLongPolls)}
 	if len(token) > 0 {
 		sum := sha256.Sum256(token)
 		h.token = &sum
 	}
 	reg := a.registry()
-	h.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "netdoctor_agent_api_requests_total",
-		Help: "Requests to the agent, by endpoint and HTTP status."}, []string{"path", "code"})
-	reg.MustRegister(h.requests)
+	h.requests = a.apiRequests()
 	mux := http.NewServeMux()
-	prom := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 4, Timeout: 10 * time.Second})
-	mux.Handle(agentapi.PathMetrics, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The cost of a scrape is served by the next one.
-		start := time.Now()
-		prom.ServeHTTP(w, r)
-		a.stats.lastScrape.Store(int64(time.Since(start)))
-	}))
+	mux.HandleFunc(agentapi.PathMetrics, h.auth(a.metricsHandler(reg).ServeHTTP))
 	mux.HandleFunc(agentapi.PathHealthz, h.healthz)
 	mux.HandleFunc(agentapi.PathHost, h.auth(h.host))
 	mux.HandleFunc(agentapi.PathSnapshot, h.auth(h.snapshot))
@@ -66,15 +62,41 @@ func (a *Agent) Handler(token []byte) http.Handler {
 	return h.limits(mux)
 }
 
+// MetricsHandler serves /metrics and /healthz alone, for a listener of
+// their own (agent --metrics-listen): whatever protects that listener
+// (loopback, the exporter-toolkit's TLS and basic auth) protects them.
+func (a *Agent) MetricsHandler() http.Handler {
+	h := &handler{a: a, requests: a.apiRequests()}
+	mux := http.NewServeMux()
+	mux.Handle(agentapi.PathMetrics, a.metricsHandler(a.registry()))
+	mux.HandleFunc(agentapi.PathHealthz, h.healthz)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusNotFound, "this listener serves %s and %s only", agentapi.PathMetrics, agentapi.PathHealthz)
+	})
+	return h.limits(mux)
+}
+
+// metricsHandler serves the registry in Prometheus's text format.
+func (a *Agent) metricsHandler(reg *prometheus.Registry) http.Handler {
+	prom := promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: 4, Timeout: 10 * time.Second})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The cost of a scrape is served by the next one.
+		start := time.Now()
+		prom.ServeHTTP(w, r)
+		a.stats.lastScrape.Store(int64(time.Since(start)))
+	})
+}
+
 type handler struct {
 	a     *Agent
 	token *[sha256.Size]byte
 	// api bounds the evidence API's requests; take the fresh snapshots
-	// they may ask for; bad failed authentications, so a token cannot
-	// be guessed at speed.
-	api, take, bad *rate.Limiter
-	polls          chan struct{}
-	requests       *prometheus.CounterVec
+	// they may ask for; bad failed authentications per source, so a
+	// token cannot be guessed at speed.
+	api, take *rate.Limiter
+	bad       *bysource.Failures
+	polls     chan struct{}
+	requests  *prometheus.CounterVec
 }
 
 // Server is an http.Server for the handler with the agent's timeouts:
@@ -148,17 +170,21 @@ func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if h.token == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="netdoctor"`)
-			fail(w, http.StatusUnauthorized, "this agent was started without --token-file: its evidence API is closed")
+			fail(w, http.StatusUnauthorized, "this agent was started without --token-file: its evidence API and /metrics are closed (agent --metrics-listen serves /metrics on a listener of its own)")
+			return
+		}
+		// A source over its failures is refused before the comparison:
+		// the right token after many wrong ones waits like them.
+		now := time.Now()
+		if h.bad.Blocked(r.RemoteAddr, now) {
+			w.Header().Set("Retry-After", "1")
+			fail(w, http.StatusTooManyRequests, "too many failed authentications from this address")
 			return
 		}
 		scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 		sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
-			if !h.bad.Allow() {
-				w.Header().Set("Retry-After", "1")
-				fail(w, http.StatusTooManyRequests, "too many failed authentications")
-				return
-			}
+			h.bad.Fail(r.RemoteAddr, now)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="netdoctor"`)
 			fail(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <token>)")
 			return

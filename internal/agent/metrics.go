@@ -315,7 +315,7 @@ func (d *dnsMetrics) observe(ps []evidence.DNSProbe) {
 // process's, and build information.
 func (a *Agent) registry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newMetrics(a), a.dns.duration, a.dns.probes, a.dns.lost,
+	reg.MustRegister(newMetrics(a), a.dns.duration, a.dns.probes, a.dns.lost, a.apiRequests(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

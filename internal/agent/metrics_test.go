@@ -42,7 +42,7 @@ func TestMetricsSeries(t *testing.T) {
 		{Server: "10.0.0.53:53", Type: "A", Duration: 2 * time.Millisecond, Rcode: "NOERROR"},
 		{Server: "10.0.0.53:53", Type: "A", Duration: time.Second, Err: "timeout"},
 	})
-	_, m := get(t, srv, agentapi.PathMetrics, "")
+	_, m := get(t, srv, agentapi.PathMetrics, testToken)
 	for _, want := range []string{
 		`netdoctor_listener_accept_queue{listener="0.0.0.0:80",process="nginx",proto="tcp"} 5`,
 		`netdoctor_listener_accept_queue_limit{listener="0.0.0.0:80",process="nginx",proto="tcp"} 1022`,
@@ -73,7 +73,7 @@ func TestMetricsSeries(t *testing.T) {
 		t.Errorf("a unix listener has no port connections to count:\n%s", grep(m, "www.sock"))
 	}
 	// The scrape's own cost is served by the next scrape.
-	_, m = get(t, srv, agentapi.PathMetrics, "")
+	_, m = get(t, srv, agentapi.PathMetrics, testToken)
 	if !strings.Contains(m, "netdoctor_agent_scrape_duration_seconds ") {
 		t.Errorf("no scrape cost:\n%s", grep(m, "netdoctor_agent"))
 	}

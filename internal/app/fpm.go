@@ -11,6 +11,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/phpfpm"
+	"github.com/netdoctor/netdoctor/internal/trust"
 )
 
 // fpm reads a php-fpm master's configuration and picks the pool behind
@@ -27,9 +28,17 @@ func (o *Observer) fpm(s *Server, master procInfo, l evidence.Listener) {
 	}
 	s.Config = conf
 	// Through the master's root, so a php-fpm in a container is read from
-	// its own files; paths in the Config stay as php-fpm sees them.
-	root := filepath.Join(o.proc, strconv.Itoa(master.pid), "root")
-	cfg, err := phpfpm.LoadWith(conf, phpfpm.Options{FS: os.DirFS(root)})
+	// its own files; paths in the Config stay as php-fpm sees them. Only
+	// a master running as root, and only files root alone controls
+	// (package trust): any user can start a program titled like php-fpm's
+	// master that names any file.
+	fsys, err := trust.ProcessFS(o.proc, master.pid, trust.Owned)
+	if err != nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("php-fpm master %d: configuration not read: %v (netdoctor reads only what root controls)", master.pid, err))
+		return
+	}
+	root := fsys.Root
+	cfg, err := phpfpm.LoadWith(conf, phpfpm.Options{FS: fsys})
 	if cfg == nil {
 		s.Notes = append(s.Notes, fmt.Sprintf("php-fpm configuration %s: %v", conf, err))
 		return

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"regexp"
 	"strconv"
+	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/trust"
 )
 
 // maxLogRead bounds what one run reads of a log. A run of a few minutes
@@ -42,19 +45,31 @@ type Log struct {
 	root   string // the server's /proc/PID/root; "" reads Path as is
 }
 
-// file is where the log is read from: Path inside the server's root.
-func (l *Log) file() string {
-	if l.root == "" {
-		return l.Path
+// open opens the log through the server's root, as a file the server
+// writes: a regular file with one link, never through a symlink another
+// user could have made, never blocking (trust.Written).
+func (l *Log) open() (*os.File, error) {
+	root := l.root
+	if root == "" {
+		root = "/"
 	}
-	return filepath.Join(l.root, l.Path)
+	f, err := trust.FS{Root: root, Mode: trust.Written}.Open(strings.TrimPrefix(path.Clean("/"+l.Path), "/"))
+	if err != nil {
+		return nil, err
+	}
+	return f.(*os.File), nil
 }
 
 // Mark remembers where the log ends now, so that Read sees only the lines
 // written after it. A missing file is not an error: the server may create
 // it on its first message.
 func (l *Log) Mark() {
-	fi, err := os.Stat(l.file())
+	f, err := l.open()
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return
 	}
@@ -65,13 +80,16 @@ func (l *Log) Mark() {
 // Read reads the lines written since Mark and counts them. A log that was
 // rotated (another inode) or truncated since is read from its start.
 func (l *Log) Read() {
-	f, err := os.Open(l.file())
+	f, err := l.open()
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
 			l.Status = "ok" // nothing was written
-			return
+		case errors.Is(err, trust.ErrUntrusted):
+			l.Status = fmt.Sprintf("not read: %v", err)
+		default:
+			l.Status = fmt.Sprintf("unreadable: %v", err)
 		}
-		l.Status = fmt.Sprintf("unreadable: %v", err)
 		return
 	}
 	defer f.Close()

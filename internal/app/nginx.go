@@ -2,56 +2,46 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/netdoctor/netdoctor/internal/nginx"
+	"github.com/netdoctor/netdoctor/internal/trust"
 )
 
-// nginx reads a master's effective configuration with its own binary
-// (`nginx -T` with the master's -c, -p and -g), so includes, defaults and
-// inheritance are nginx's, not a guess from files on disk.
+// nginx reads a master's effective configuration the way nginx reads it
+// (nginx.Read: the main file and its includes, with the master's -c, -p
+// and -g), without running anything: the build's paths come from the
+// binary's bytes (nginx.ScanBuild). Only for a master running as root,
+// and only files root alone controls (package trust): any user can
+// start a program called nginx that names any file.
 func (o *Observer) nginx(ctx context.Context, s *Server, master procInfo) {
 	inv, ok := nginx.ParseMaster(master.cmdline)
 	if !ok {
 		s.Notes = append(s.Notes, fmt.Sprintf("nginx %d: %q is not a master's title; configuration not read", master.pid, master.cmdline))
 		return
 	}
-	inv.Dir = master.cwd
-	if s.Exe == "" {
-		s.Notes = append(s.Notes, fmt.Sprintf("nginx %d: its binary is unknown (/proc/%d/exe unreadable); configuration not read", master.pid, master.pid))
+	fsys, err := trust.ProcessFS(o.proc, master.pid, trust.Owned)
+	if err != nil {
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx %d: configuration not read: %v (netdoctor reads only what root controls)", master.pid, err))
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	build, err := nginx.ReadBuild(ctx, s.Exe)
+	build, err := scanBuild(o.proc, master.pid)
 	if err != nil {
-		s.Notes = append(s.Notes, fmt.Sprintf("nginx -V: %v", err))
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx %d: build options not read (%v): nginx's defaults assumed", master.pid, err))
 	}
 	build = build.With(inv)
-	s.Config = build.ConfPath
-	// nginx -t binds the listen addresses to test them and forgives only
-	// "address in use": run it in the server's namespace, where they
-	// exist and are in use, not in the caller's, where they may not be.
-	var dump []byte
-	err = o.ns.Do(func() error {
-		var err error
-		dump, err = nginx.Dump(ctx, s.Exe, inv)
-		return err
-	})
-	if err != nil {
-		s.Notes = append(s.Notes, fmt.Sprintf("nginx -T: %v; configuration not read", err))
-		return
-	}
-	cfg, err := nginx.Parse(dump)
+	main := build.Main(master.cwd)
+	s.Config = main
+	cfg, err := nginx.Read(fsys, main)
 	if cfg == nil {
-		s.Notes = append(s.Notes, fmt.Sprintf("nginx -T output: %v", err))
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx %d: configuration not read: %v", master.pid, err))
 		return
 	}
 	if err != nil {
-		s.Notes = append(s.Notes, fmt.Sprintf("nginx -T output read in part: %v", err))
+		s.Notes = append(s.Notes, fmt.Sprintf("nginx configuration read in part: %v", err))
 	}
 	if inv.Globals != "" {
 		if err := cfg.AddGlobals(inv.Globals); err != nil {
@@ -110,7 +100,25 @@ func (o *Observer) nginx(ctx context.Context, s *Server, master procInfo) {
 		}
 	}
 	s.Nginx = info
-	s.Logs = append(s.Logs, nginxLogs(sum)...)
+	for _, l := range nginxLogs(sum) {
+		l.root = fsys.Root
+		s.Logs = append(s.Logs, l)
+	}
+}
+
+// scanBuild reads the master's binary for its build options, when root
+// controls it.
+func scanBuild(proc string, pid int) (nginx.Build, error) {
+	f, err := trust.OpenExe(proc, pid)
+	if err != nil {
+		return nginx.ParseBuild(nil), err
+	}
+	defer f.Close()
+	b, ok, err := nginx.ScanBuild(f)
+	if err == nil && !ok {
+		err = errors.New("no \"configure arguments:\" in the binary")
+	}
+	return b, err
 }
 
 func nginxSetting(st nginx.Setting) Setting {

@@ -3,10 +3,14 @@ package app
 import (
 	"debug/buildinfo"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/trust"
 )
 
 // Runtime is what serves a listener as far as its process shows it: the
@@ -131,19 +135,36 @@ func detectRuntime(proc string, pid int) Runtime {
 }
 
 // isGoBinary reports whether process pid runs a Go program: its
-// executable carries Go's build information. The file is read as data
-// through the kernel's link to the very file the process executes (not a
-// path anyone named), and only when it is a regular file; debug/buildinfo
-// reads the ELF headers and one section of it, and is fuzzed upstream.
+// executable carries Go's build information. The executable is read as
+// data, never run, and only when root alone controls it (trust.Owned:
+// root's file, down a path of directories only root can write, opened
+// without following another user's symlink) and it is still the file the
+// process runs; a binary another user controls is not read, and its
+// runtime stays unknown. debug/buildinfo reads the ELF headers and one
+// section, and is fuzzed upstream.
 func isGoBinary(proc string, pid int) bool {
-	f, err := os.Open(filepath.Join(proc, strconv.Itoa(pid), "exe"))
+	link := filepath.Join(proc, strconv.Itoa(pid), "exe")
+	exe, err := os.Readlink(link)
+	if err != nil || !filepath.IsAbs(exe) || strings.HasSuffix(exe, " (deleted)") {
+		return false
+	}
+	f, err := trust.FS{Root: "/", Mode: trust.Owned}.Open(strings.TrimPrefix(exe, "/"))
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	r, ok := f.(interface {
+		io.ReaderAt
+		Stat() (fs.FileInfo, error)
+	})
+	if !ok {
 		return false
 	}
-	_, err = buildinfo.Read(f)
+	onDisk, err1 := r.Stat()
+	running, err2 := os.Stat(link)
+	if err1 != nil || err2 != nil || !onDisk.Mode().IsRegular() || !os.SameFile(onDisk, running) {
+		return false
+	}
+	_, err = buildinfo.Read(r)
 	return err == nil
 }

@@ -78,7 +78,7 @@ type Observer struct {
 	listeners []evidence.Listener
 	seen      map[int]bool
 	deps      *tracer
-	// light skips reading the servers' configuration (nginx -T, the
+	// light skips reading the servers' configuration (nginx's, the
 	// php-fpm pool): tracing needs only their processes.
 	light bool
 

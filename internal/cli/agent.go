@@ -9,13 +9,18 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/prometheus/exporter-toolkit/web"
+	"gopkg.in/yaml.v3"
 
 	"github.com/netdoctor/netdoctor/internal/agent"
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/layer"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
 // DefaultAgentAddr is where the agent listens unless told otherwise:
@@ -38,6 +43,8 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.Incidents, "incidents", "", "write an incident bundle into this directory (made private to root) whenever a finding turns active")
 	durationVar(fs, &cfg.Before, "incident-before", 5*time.Minute, "an incident bundle's window before the finding turned active")
 	durationVar(fs, &cfg.After, "incident-after", time.Minute, "and after it")
+	metricsListen := fs.String("metrics-listen", "", "also serve /metrics (and /healthz) alone on this address, without the token: loopback, or protected by --web.config.file")
+	webConfig := fs.String("web.config.file", "", "the Prometheus exporter-toolkit web configuration (TLS, basic auth) of the --metrics-listen listener")
 	testEndpoint := fs.String("test-endpoint", "", "also serve layer tests (load tcp:// and udp://, run's path probe) on this address, TCP and UDP, e.g. :9121; needs --token-file")
 	maxMiB := fs.Int64("incidents-max-mib", 100, "keep at most this many MiB of incidents; the oldest are removed first")
 	pos, err := parse(fs, args, stdout)
@@ -87,6 +94,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	} else if !loopback(host) {
 		return badInput("refusing to serve on %s without --token-file: anyone who can reach it would read this host's sockets, processes and configuration; listen on 127.0.0.1 or give a token", *listen)
+	}
+	if err := checkMetricsListen(*metricsListen, *webConfig); err != nil {
+		return err
 	}
 	if *testEndpoint != "" && token == nil {
 		return badInput("--test-endpoint needs --token-file: the endpoint admits only clients holding the token")
@@ -148,6 +158,25 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}()
 	}
+	if *metricsListen != "" {
+		mln, err := net.Listen("tcp", *metricsListen)
+		if err != nil {
+			cancel()
+			<-done
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		msrv := agent.Server(a.MetricsHandler())
+		msrv.ErrorLog = srv.ErrorLog
+		log.Info("metrics serving", "addr", mln.Addr().String(), "web_config", *webConfig)
+		go func() {
+			flags := &web.FlagConfig{WebListenAddresses: &[]string{*metricsListen}, WebConfigFile: webConfig}
+			err := agent.Serve(ctx, msrv, func() error { return web.Serve(mln, msrv, flags, log) })
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				log.Error("metrics listener", "err", err)
+				cancel()
+			}
+		}()
+	}
 	err = agent.Serve(ctx, srv, func() error { return srv.Serve(ln) })
 	cancel()
 	<-done
@@ -177,4 +206,51 @@ func loopback(host string) bool {
 		}
 	}
 	return true
+}
+
+// checkMetricsListen refuses a metrics listener others could reach
+// unprotected: a non-loopback address needs a web configuration that
+// asks for basic auth or verified client certificates. The web
+// configuration, read again on every connection, must be a file only
+// root or the caller can change.
+func checkMetricsListen(addr, webConfig string) error {
+	if addr == "" {
+		if webConfig != "" {
+			return badInput("--web.config.file goes with --metrics-listen")
+		}
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return badInput("--metrics-listen %q: want HOST:PORT, e.g. 127.0.0.1:9122", addr)
+	}
+	if webConfig == "" {
+		if !loopback(host) {
+			return badInput("refusing to serve /metrics on %s without --web.config.file: its series name this host's listeners, processes and busiest destinations; listen on 127.0.0.1 or require basic auth or client certificates", addr)
+		}
+		return nil
+	}
+	if err := safepath.CheckOwned(webConfig); err != nil {
+		return usageError{fmt.Errorf("--web.config.file: %w", err)}
+	}
+	if err := web.Validate(webConfig); err != nil {
+		return usageError{fmt.Errorf("--web.config.file %s: %w", webConfig, err)}
+	}
+	b, err := os.ReadFile(webConfig)
+	if err != nil {
+		return usageError{err}
+	}
+	var c struct {
+		TLS struct {
+			ClientAuth string `yaml:"client_auth_type"`
+		} `yaml:"tls_server_config"`
+		Users map[string]string `yaml:"basic_auth_users"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		return usageError{fmt.Errorf("--web.config.file %s: %w", webConfig, err)}
+	}
+	if !loopback(host) && len(c.Users) == 0 && c.TLS.ClientAuth != "RequireAndVerifyClientCert" {
+		return badInput("refusing to serve /metrics on %s: %s asks for neither basic_auth_users nor client_auth_type: RequireAndVerifyClientCert", addr, webConfig)
+	}
+	return nil
 }

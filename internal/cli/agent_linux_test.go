@@ -6,13 +6,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"io"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/lab"
@@ -294,4 +300,123 @@ func selfSigned(t *testing.T, dir string) (cert, key string) {
 		t.Fatal(err)
 	}
 	return cert, key
+}
+
+// TestAgentMetricsAccess: what /metrics shows, and to whom, as
+// docs/agent.md says: on the API's listener only with the token, like
+// the API; on --metrics-listen, whatever its exporter-toolkit web
+// configuration admits (here TLS and basic auth), and nothing of the API.
+func TestAgentMetricsAccess(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := selfSigned(t, dir)
+	tok := filepath.Join(dir, "token")
+	const token = "metrics-test-token-0123456789"
+	if err := os.WriteFile(tok, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte("scrape-secret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webCfg := filepath.Join(dir, "web.yml")
+	cfg := fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  prometheus: %s\n", cert, key, hash)
+	if err := os.WriteFile(webCfg, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, []string{"agent", "--listen", "127.0.0.1:0", "--token-file", tok, "--metrics-listen", "127.0.0.1:0",
+			"--web.config.file", webCfg, "--dns-every", "0", "--interval", "200ms"}, &logs, &logs)
+	}()
+	var api, metrics string
+	for deadline := time.Now().Add(5 * time.Second); (api == "" || metrics == "") && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, rest, ok := strings.Cut(logs.String(), "url=http://"); ok {
+			api = "http://" + strings.Fields(rest)[0]
+		}
+		if _, rest, ok := strings.Cut(logs.String(), `"metrics serving" addr=`); ok {
+			metrics = "https://" + strings.Fields(rest)[0]
+		}
+	}
+	if api == "" || metrics == "" {
+		t.Fatalf("the agent did not say where it serves:\n%s", logs.String())
+	}
+	pool := x509.NewCertPool()
+	certPEM, _ := os.ReadFile(cert)
+	pool.AppendCertsFromPEM(certPEM)
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	get := func(url string, auth func(*http.Request)) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if auth != nil {
+			auth(req)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	bearer := func(tok string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	basic := func(user, pass string) func(*http.Request) {
+		return func(r *http.Request) { r.SetBasicAuth(user, pass) }
+	}
+	// The series the agent serves once it has sampled: its own, and
+	// those naming the host's listeners and their processes.
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if code, b := get(api+"/metrics", bearer(token)); code == http.StatusOK && strings.Contains(b, "netdoctor_listener_") {
+			body = b
+			break
+		}
+	}
+	if body == "" || !strings.Contains(body, "netdoctor_agent_snapshots_total") {
+		t.Fatalf("/metrics with the token has no listener series:\n%.1000s", body)
+	}
+	for _, c := range []struct {
+		what string
+		url  string
+		auth func(*http.Request)
+		code int
+	}{
+		{"API listener, no token", api + "/metrics", nil, http.StatusUnauthorized},
+		{"API listener, wrong token", api + "/metrics", bearer("wrong"), http.StatusUnauthorized},
+		{"API listener, basic auth", api + "/metrics", basic("prometheus", "scrape-secret"), http.StatusUnauthorized},
+		{"API listener, /healthz", api + "/healthz", nil, http.StatusOK},
+		{"metrics listener, no credentials", metrics + "/metrics", nil, http.StatusUnauthorized},
+		{"metrics listener, wrong password", metrics + "/metrics", basic("prometheus", "guess"), http.StatusUnauthorized},
+		{"metrics listener, the API's token", metrics + "/metrics", bearer(token), http.StatusUnauthorized},
+		{"metrics listener, credentials", metrics + "/metrics", basic("prometheus", "scrape-secret"), http.StatusOK},
+		{"metrics listener, the API", metrics + "/api/v1/host", basic("prometheus", "scrape-secret"), http.StatusNotFound},
+		{"metrics listener, the API with the token", metrics + "/api/v1/snapshot", bearer(token), http.StatusUnauthorized},
+	} {
+		code, b := get(c.url, c.auth)
+		if code != c.code {
+			t.Errorf("%s: %d, want %d\n%.300s", c.what, code, c.code, b)
+		}
+		if code != http.StatusOK && strings.Contains(b, "netdoctor_") {
+			t.Errorf("%s: refused, but the body has series:\n%.300s", c.what, b)
+		}
+		if c.code == http.StatusOK && strings.HasSuffix(c.url, "/metrics") && !strings.Contains(b, "netdoctor_listener_") {
+			t.Errorf("%s: no listener series:\n%.300s", c.what, b)
+		}
+	}
+	if code, _ := get(strings.Replace(metrics, "https://", "http://", 1)+"/metrics", basic("prometheus", "scrape-secret")); code == http.StatusOK {
+		t.Error("the metrics listener answered plain HTTP")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("the agent exited %d on cancel:\n%s", code, logs.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the agent did not stop")
+	}
 }

@@ -23,6 +23,15 @@ func TestAgentRefuses(t *testing.T) {
 	if err := os.WriteFile(short, []byte("abc\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	noUsers := filepath.Join(dir, "web-nousers.yml")
+	if err := os.WriteFile(noUsers, []byte("http_server_config:\n  http2: false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	openWeb := filepath.Join(dir, "web-open.yml")
+	if err := os.WriteFile(openWeb, []byte("basic_auth_users:\n  prom: $2y$10$abcdefghijklmnopqrstuu\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(openWeb, 0o666)
 	type refusal struct {
 		args []string
 		want string
@@ -51,6 +60,10 @@ func TestAgentRefuses(t *testing.T) {
 		{[]string{"--retain", "1s"}, "--retain 1s"},
 		{[]string{"--incidents", dir, "--incident-before", "20m"}, "must fit in --retain"},
 		{[]string{"extra"}, "agent takes no arguments"},
+		{[]string{"--metrics-listen", "0.0.0.0:9122"}, "refusing to serve /metrics on 0.0.0.0:9122 without --web.config.file"},
+		{[]string{"--metrics-listen", ":9122", "--web.config.file", noUsers}, "asks for neither basic_auth_users nor client_auth_type"},
+		{[]string{"--metrics-listen", "127.0.0.1:9122", "--web.config.file", openWeb}, "may be written by others"},
+		{[]string{"--web.config.file", noUsers}, "--web.config.file goes with --metrics-listen"},
 	}, theirs...) {
 		var out bytes.Buffer
 		code := Run(context.Background(), append([]string{"agent"}, c.args...), &out, &out)

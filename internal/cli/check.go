@@ -13,6 +13,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agent"
 	"github.com/netdoctor/netdoctor/internal/app"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
@@ -348,7 +349,7 @@ func readBundle(path string) (*evidence.Bundle, error) {
 // decodeBundle decodes the bundle at path from r (FuzzReadBundle).
 func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
 	var b evidence.Bundle
-	if err := json.NewDecoder(r).Decode(&b); err != nil {
+	if err := json.NewDecoder(capped.Reader(r, capped.Bundle, "bundle")).Decode(&b); err != nil {
 		return nil, badInput("read bundle %s: %v", path, dataError(err))
 	}
 	if err := checkBundleVersion(path, b.Version); err != nil {

@@ -39,6 +39,11 @@ func TestSystemdUnit(t *testing.T) {
 				t.Errorf("the unit listens on %s; docs/agent.md says 0.0.0.0:9120", args[i+1])
 			}
 			args[i+1] = "127.0.0.1:0"
+		case "--metrics-listen":
+			if args[i+1] != "127.0.0.1:9122" {
+				t.Errorf("the unit serves /metrics alone on %s; docs/agent.md says 127.0.0.1:9122 (loopback)", args[i+1])
+			}
+			args[i+1] = "127.0.0.1:0"
 		case "--token-file":
 			args[i+1] = tok
 		case "--incidents":

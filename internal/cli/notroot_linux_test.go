@@ -72,14 +72,14 @@ func notRootChild(t *testing.T) {
 	}
 	// tune: a dry run needs no root; making or undoing changes does.
 	plan := filepath.Join(t.TempDir(), "plan.json")
-	os.WriteFile(plan, []byte(`{"version": 1, "changes": [{"kind": "sysctl", "key": "k", "findings": ["risky-sysctl net.ipv4.tcp_keepalive_time"], "why": ["test"],
-		"sysctl": {"name": "net.ipv4.tcp_keepalive_time", "current": "7200", "proposed": "7201", "persist": "x"}}]}`), 0o644)
+	os.WriteFile(plan, []byte(`{"version": 1, "changes": [{"kind": "sysctl", "key": "k", "findings": ["accept-queue-overflow"], "why": ["test"],
+		"sysctl": {"name": "net.core.somaxconn", "current": "4096", "proposed": "65535", "persist": "x"}}]}`), 0o644)
 	for _, args := range [][]string{{"tune", "apply", plan, "--yes"}, {"tune", "rollback"}} {
 		if code, _, stderr := runCLI(t, args...); code != ExitDenied || !strings.Contains(stderr, "need root") {
 			t.Errorf("%v as nobody: exit %d, stderr %q; want %d and 'need root'", args, code, stderr, ExitDenied)
 		}
 	}
-	if code, stdout, stderr := runCLI(t, "tune", "apply", plan); code != ExitOK || !strings.Contains(stdout, "7200 → 7201") {
+	if code, stdout, stderr := runCLI(t, "tune", "apply", plan); code != ExitOK || !strings.Contains(stdout, " → 65535") {
 		t.Errorf("dry run as nobody: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -400,6 +401,14 @@ func TestTuneBadInput(t *testing.T) {
 	os.WriteFile(bundle, []byte(`{"version": 1, "host": {}, "snapshots": []}`), 0o644)
 	garbage := filepath.Join(dir, "garbage.json")
 	os.WriteFile(garbage, []byte("not json"), 0o644)
+	// 64 KiB that decompress past what a plan may be.
+	bomb := filepath.Join(dir, "bomb.json.gz")
+	var z bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+	zw.Write([]byte(`{"version": 1, "changes": [], "notes": ["`))
+	zw.Write(bytes.Repeat([]byte("a"), 65<<20))
+	zw.Close()
+	os.WriteFile(bomb, z.Bytes(), 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -411,6 +420,7 @@ func TestTuneBadInput(t *testing.T) {
 		{[]string{"tune", "plan", garbage}, "not a netdoctor report"},
 		{[]string{"tune", "plan", bundle}, "not a netdoctor run or check report"},
 		{[]string{"tune", "apply", garbage}, "not a netdoctor plan"},
+		{[]string{"tune", "apply", bomb}, "plan larger than 64 MiB"},
 		{[]string{"tune", "apply", bundle, "--yes"}, "not a netdoctor plan"},
 		{[]string{"tune", "rollback", garbage}, "not a netdoctor journal"},
 		{[]string{"run", "--keep", "http://127.0.0.1:1/"}, "--keep goes with --verify-with"},

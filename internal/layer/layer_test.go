@@ -196,3 +196,63 @@ func TestReceiver(t *testing.T) {
 		t.Errorf("jitter = %v, want %v", s.Jitter, want)
 	}
 }
+
+// TestBlockedSourceRefused: once a source has used its failed tokens,
+// the right token from it is refused too, before it is compared.
+func TestBlockedSourceRefused(t *testing.T) {
+	_, addr := startServer(t)
+	// Each costs a second: in two rounds, within a source's share of
+	// the handshake slots.
+	errs := make(chan error, handshakesPerSource)
+	for range 2 {
+		for range handshakesPerSource {
+			go func() {
+				_, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: []byte("wrong-token-wrong-token"), Dir: Up, Streams: 1, Duration: time.Second})
+				errs <- err
+			}()
+		}
+		for range handshakesPerSource {
+			// Refused, or (once blocked) left unanswered.
+			if err := <-errs; err == nil {
+				t.Fatal("a wrong token ran a test")
+			}
+		}
+	}
+	if _, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: Up, Streams: 1, Duration: 200 * time.Millisecond}); err == nil {
+		t.Fatal("the right token from a blocked source ran a test")
+	}
+}
+
+// TestHandshakeSlotsFair: silent connections from other sources fill
+// every handshake slot; the token holder still gets a test.
+func TestHandshakeSlotsFair(t *testing.T) {
+	s, addr := startServer(t)
+	var silent []net.Conn
+	defer func() {
+		for _, c := range silent {
+			c.Close()
+		}
+	}()
+	for src := 2; src <= 6; src++ { // 5 sources × 8 > 32
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(src))}}
+		for range handshakesPerSource {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			silent = append(silent, c)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); s.hands.Held() < maxHandshakes; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d handshake slots held, want all %d", s.hands.Held(), maxHandshakes)
+		}
+	}
+	res, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: Up, Streams: 1, Duration: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("the token holder was locked out by %d silent connections: %v", len(silent), err)
+	}
+	if res == nil {
+		t.Fatal("no result")
+	}
+}

@@ -8,17 +8,31 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"golang.org/x/time/rate"
 	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/bysource"
 )
 
 // maxHandshakes bounds the connections that have not yet said who they
-// are: a flood of idle connections holds no more than this.
-const maxHandshakes = 32
+// are: a flood of idle connections holds no more than this, a source no
+// more than handshakesPerSource, and a newcomer takes the oldest of the
+// source holding the most (bysource.Slots).
+const (
+	maxHandshakes       = 32
+	handshakesPerSource = 8
+)
+
+// A source may fail badBurst times, then once every 5 s: a wrong token
+// already costs a second, so the bucket blocks those who try many at
+// once.
+const (
+	badRate  = 0.2
+	badBurst = 10
+)
 
 // Server is the test endpoint: a TCP listener for control connections
 // and streams, a UDP socket on the same port for datagrams. Every test
@@ -27,9 +41,9 @@ const maxHandshakes = 32
 type Server struct {
 	token [sha256.Size]byte
 	log   *slog.Logger
-	tests chan struct{} // MaxTests slots
-	hands chan struct{} // maxHandshakes slots
-	bad   *rate.Limiter // failed authentications
+	tests chan struct{}      // MaxTests slots
+	hands *bysource.Slots    // maxHandshakes slots, shared by source
+	bad   *bysource.Failures // failed authentications, by source
 	// Unauthenticated counts datagrams and streams dropped for an
 	// unknown test id.
 	Unauthenticated atomic.Uint64
@@ -48,7 +62,7 @@ func NewServer(token []byte, log *slog.Logger) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Server{token: sha256.Sum256(token), log: log, tests: make(chan struct{}, MaxTests),
-		hands: make(chan struct{}, maxHandshakes), bad: rate.NewLimiter(2, 10), active: map[testID]*test{}}, nil
+		hands: bysource.NewSlots(maxHandshakes, handshakesPerSource), bad: bysource.NewFailures(badRate, badBurst, 4096), active: map[testID]*test{}}, nil
 }
 
 // test is one test in progress.
@@ -99,25 +113,19 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, pc net.PacketConn) 
 			}
 			return err
 		}
-		select {
-		case s.hands <- struct{}{}:
-			go s.handle(ctx, c)
-		default:
+		slot := s.hands.Acquire(c.RemoteAddr().String(), func() { c.Close() })
+		if slot == nil {
 			c.Close()
+			continue
 		}
+		go s.handle(ctx, c, slot)
 	}
 }
 
 // handle reads a connection's hello: a new test or a stream joining one.
-func (s *Server) handle(ctx context.Context, c net.Conn) {
+func (s *Server) handle(ctx context.Context, c net.Conn, slot *bysource.Slot) {
 	defer c.Close()
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			<-s.hands
-		}
-	}
+	release := slot.Release
 	defer release()
 	c.SetDeadline(time.Now().Add(handshakeLimit))
 	r := bufio.NewReaderSize(c, maxLine)
@@ -135,14 +143,18 @@ func (s *Server) handle(ctx context.Context, c net.Conn) {
 		s.stream(t, c, r, h.Stream)
 		return
 	}
+	// A source over its failures is refused before the comparison, the
+	// right token too: no guessing at speed.
+	src := c.RemoteAddr().String()
+	if s.bad.Blocked(src, time.Now()) {
+		return
+	}
 	sum := sha256.Sum256([]byte(h.Token))
 	if subtle.ConstantTimeCompare(sum[:], s.token[:]) != 1 {
-		// A wrong token costs a second, and answers stop when they come
-		// faster than the bucket allows: no guessing at speed.
-		if s.bad.Allow() {
-			time.Sleep(time.Second)
-			writeMsg(c, Reply{Error: "wrong token"})
-		}
+		// A wrong token costs a second.
+		s.bad.Fail(src, time.Now())
+		time.Sleep(time.Second)
+		writeMsg(c, Reply{Error: "wrong token"})
 		return
 	}
 	if err := check(h); err != nil {

@@ -3,14 +3,17 @@
 // upstream without keepalive, a listen backlog below the kernel's, a
 // location with tcp_nodelay off.
 //
-// The configuration comes from the binary itself: ParseMaster reads the
-// master's rewritten process title for the -c, -p, -g and -e options it
-// was started with, Dump runs the same binary with -T and those options,
-// and Parse rebuilds the directive tree from the dump, expanding every
-// include from the files nginx dumped rather than from the disk, which
-// may have changed since nginx read it. Summary then applies nginx's
-// defaults and inheritance rules to what the rules need.
+// ParseMaster reads the master's rewritten process title for the -c, -p,
+// -g and -e options it was started with; ScanBuild reads the build's
+// paths (what nginx -V prints) from the binary's bytes; Read reads the
+// main file and every file its includes name, as nginx resolves them,
+// through an fs.FS that decides what may be read (package trust), so
+// that netdoctor runs no nginx to learn its configuration. Summary then
+// applies nginx's defaults and inheritance rules to what the rules need.
+// Parse reads nginx -T output into the same Config (fixtures, and Dump,
+// which runs a binary: tests only compare the two).
 //
-// Parse and Summary are pure and work on any platform, so dumps captured
-// elsewhere can be replayed in tests; testdata holds real ones.
+// Parse, Read and Summary are pure and work on any platform, so
+// configurations captured elsewhere can be replayed in tests; testdata
+// holds real ones.
 package nginx

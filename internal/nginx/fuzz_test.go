@@ -1,6 +1,7 @@
 package nginx
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -49,6 +50,24 @@ func FuzzParseMaster(f *testing.F) {
 		inv, ok := ParseMaster(cmdline)
 		if ok && inv.Binary == "" {
 			t.Fatalf("ParseMaster(%q) ok with no binary", cmdline)
+		}
+	})
+}
+
+// FuzzScanBuild: any bytes, as a binary may hold, give a Build or
+// nothing, never a panic; a build found has the paths ParseBuild makes
+// of the strings found.
+func FuzzScanBuild(f *testing.F) {
+	f.Add([]byte("\x00nginx version: nginx/1.22.1\n\x00configure arguments: --prefix=/usr/share/nginx --conf-path=/etc/nginx/nginx.conf\n\x00"))
+	f.Add([]byte("configure arguments:"))
+	f.Add([]byte("nginx version: nginx/"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, ok, err := ScanBuild(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok && got != defaultBuild {
+			t.Fatalf("nothing found, yet %+v", got)
 		}
 	})
 }

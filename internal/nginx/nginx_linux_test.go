@@ -218,12 +218,29 @@ func TestLiveMaster(t *testing.T) {
 	if diff := cmp.Diff([]string{m.conf, m.dir + "servers/live.conf"}, c.Files); diff != "" {
 		t.Errorf("dumped files mismatch (-want +got):\n%s", diff)
 	}
+	// What netdoctor reads itself, running nothing, is what nginx dumped.
+	read, err := Read(os.DirFS("/"), m.conf)
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	if diff := cmp.Diff(c, read); diff != "" {
+		t.Errorf("Read differs from nginx -T (-dump +read):\n%s", diff)
+	}
 	if err := c.AddGlobals(inv.Globals); err != nil {
 		t.Fatal(err)
 	}
 	b, err := ReadBuild(context.Background(), exe)
 	if err != nil {
 		t.Fatalf("ReadBuild: %v", err)
+	}
+	f, err := os.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned, ok, err := ScanBuild(f)
+	f.Close()
+	if err != nil || !ok || scanned != b {
+		t.Errorf("ScanBuild of %s: %+v (%v %v), want nginx -V's %+v", exe, scanned, ok, err, b)
 	}
 	s := c.Summary(b.With(inv))
 	wantListens := []Listen{{

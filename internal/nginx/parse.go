@@ -183,11 +183,18 @@ func Parse(dump []byte) (*Config, error) {
 	if len(files) == 0 {
 		return nil, ErrNotDump
 	}
+	return parseFiles(files, len(dump), nil)
+}
+
+// parseFiles parses a configuration's files, the main one first; size
+// is their length in bytes, errs errors met while reading them.
+func parseFiles(files []dumpFile, size int, errs []error) (*Config, error) {
 	x := &expander{
 		trees:  make(map[string][]*Directive, len(files)),
 		prefix: filepath.Dir(files[0].name),
+		errs:   errs,
 	}
-	x.budget = min(max(len(dump)*4, minDirectives), maxDirectives)
+	x.budget = min(max(size*4, minDirectives), maxDirectives)
 	x.limit = x.budget
 	c := &Config{File: files[0].name}
 	for _, f := range files {

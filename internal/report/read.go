@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 )
@@ -30,7 +31,7 @@ func (e *KindError) Error() string {
 // 2's vocabulary (upgradeV1), and one written before reports had a
 // status gets the one its verdict says (OutcomeOf).
 func Read(r io.Reader) (*Run, error) {
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(capped.Reader(r, capped.Report, "report"))
 	if err != nil {
 		return nil, err
 	}

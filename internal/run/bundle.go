@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/rules"
@@ -46,9 +47,9 @@ func (res *Result) Bundle() *Bundle {
 // classes were "status").
 func ReadBundle(r io.Reader) (*Bundle, error) {
 	var b Bundle
-	raw, err := io.ReadAll(r)
+	raw, err := io.ReadAll(capped.Reader(r, capped.Bundle, "run bundle"))
 	if err != nil {
-		return nil, fmt.Errorf("read run bundle: %w", err)
+		return nil, err
 	}
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, fmt.Errorf("not a netdoctor run bundle: %w", err)

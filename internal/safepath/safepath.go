@@ -104,20 +104,27 @@ type File struct {
 }
 
 // Create opens path to write what a user asked for (a report, a bundle, a
-// plan), as root may be asked to in a directory others write (/tmp). A
-// new file is created exclusively, without following a symlink made
-// meanwhile. An existing symlink is followed only when it is root's or
-// the caller's (/dev/stdout is); another user's is refused with an error
-// wrapping ErrNotPrivate. Another user's regular file is replaced on
-// Close, never written into (they would read the report, or have linked
-// it to a file of root's). The caller's own file, a device or a pipe is
-// written as os.Create would.
+// plan), as root may be asked to in a directory others write (/tmp). It
+// writes regular files only, mode 0600 when it makes them, and never
+// blocks: a FIFO, a device or a socket at path is refused (stdout is "-"
+// to the commands), whatever opened in its place between the checks is
+// refused too. A new file is created exclusively, without following a
+// symlink made meanwhile. An existing symlink is followed only when it is
+// root's or the caller's, to a file these rules allow; another user's is
+// refused with an error wrapping ErrNotPrivate. Another user's regular
+// file, or one with other hard links (another name of the same file,
+// maybe one of root's), is replaced on Close, never written into. The
+// caller's own file with one link is written over.
 func Create(path string) (*File, error) {
-	const flags = os.O_WRONLY | syscall.O_CLOEXEC
+	return create(path, 0)
+}
+
+func create(path string, hops int) (*File, error) {
+	const flags = os.O_WRONLY | syscall.O_CLOEXEC | syscall.O_NONBLOCK | syscall.O_NOCTTY
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		f, err := os.OpenFile(path, flags|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o666)
+		f, err := os.OpenFile(path, flags|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 		if err != nil {
 			return nil, err
 		}
@@ -128,12 +135,20 @@ func Create(path string) (*File, error) {
 		if o := owner(fi); o != 0 && o != os.Geteuid() {
 			return nil, fmt.Errorf("%s is a symlink of uid %d, not followed: %w", path, o, ErrNotPrivate)
 		}
-		f, err := os.OpenFile(path, flags|os.O_CREATE|os.O_TRUNC, 0o666)
+		if hops >= 8 {
+			return nil, fmt.Errorf("%s: too many symlinks", path)
+		}
+		target, err := os.Readlink(path)
 		if err != nil {
 			return nil, err
 		}
-		return &File{f: f}, nil
-	case fi.Mode().IsRegular() && owner(fi) != os.Geteuid():
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		return create(target, hops+1)
+	case !fi.Mode().IsRegular():
+		return nil, notRegular(path, fi)
+	case owner(fi) != os.Geteuid() || links(fi) > 1:
 		return replacement(path)
 	}
 	f, err := os.OpenFile(path, flags|syscall.O_NOFOLLOW, 0)
@@ -141,32 +156,35 @@ func Create(path string) (*File, error) {
 		return nil, err
 	}
 	// Checked on what was opened: the name may have been replaced since
-	// the Lstat.
-	if now, err := f.Stat(); err != nil || now.Mode().IsRegular() && owner(now) != os.Geteuid() {
+	// the Lstat (O_NONBLOCK: by a FIFO, the open did not wait for it).
+	now, err := f.Stat()
+	switch {
+	case err != nil:
 		f.Close()
-		return nil, fmt.Errorf("%s changed owner while being opened: %w", path, ErrNotPrivate)
+		return nil, err
+	case !now.Mode().IsRegular():
+		f.Close()
+		return nil, notRegular(path, now)
+	case owner(now) != os.Geteuid() || links(now) > 1 || !os.SameFile(fi, now):
+		f.Close()
+		return nil, fmt.Errorf("%s changed while being opened: %w", path, ErrNotPrivate)
 	}
-	if fi.Mode().IsRegular() {
-		if err := f.Truncate(0); err != nil {
-			f.Close()
-			return nil, err
-		}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return &File{f: f}, nil
+}
+
+// notRegular refuses a FIFO, a device, a socket or a directory.
+func notRegular(path string, fi fs.FileInfo) error {
+	return fmt.Errorf("%s is not a regular file (%v): netdoctor writes files only (\"-\" is stdout): %w", path, fi.Mode().Type(), ErrNotPrivate)
 }
 
 // replacement is a temporary file beside path, renamed over it on Close.
 func replacement(path string) (*File, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, err
-	}
-	// As os.Create would make it under the usual umask; CreateTemp's
-	// 0600 would keep the caller's own report from a user it was meant
-	// for.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
 		return nil, err
 	}
 	return &File{f: tmp, tmp: tmp.Name(), path: path}, nil
@@ -220,6 +238,14 @@ func CheckOwned(path string) error {
 		return fmt.Errorf("%s may be written by others (mode %v): %w", path, fi.Mode().Perm(), ErrNotPrivate)
 	}
 	return nil
+}
+
+// links is a file's count of hard links (1 when the system does not say).
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }
 
 // owner is a file's owner (-1 when the system does not say).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // nobody is the other local user of the tests.
@@ -157,8 +158,11 @@ func TestCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	fi, err := os.Lstat(other)
-	if err != nil || read(other) != "report\n" || fi.Sys().(*syscall.Stat_t).Uid != 0 || fi.Mode().Perm() != 0o644 {
-		t.Errorf("their file: %q, %v, %v; want ours now, 0644", read(other), fi, err)
+	if err != nil || read(other) != "report\n" || fi.Sys().(*syscall.Stat_t).Uid != 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("their file: %q, %v, %v; want ours now, 0600", read(other), fi, err)
+	}
+	if fi, err := os.Lstat(fresh); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a new file: %v %v, want 0600", fi.Mode(), err)
 	}
 	if read(hard) != "theirs\n" {
 		t.Errorf("written into their file: %q", read(hard))
@@ -174,6 +178,63 @@ func TestCreate(t *testing.T) {
 
 	if ents, _ := os.ReadDir(tmp); len(ents) != 5 {
 		t.Errorf("left in %s: %v", tmp, ents)
+	}
+}
+
+// TestCreateRegularOnly: a FIFO, a device or a hard link where a report
+// goes: the FIFO and the device are refused at once (nothing blocks,
+// nothing is written to them), a hard link to root's file is replaced,
+// never written into.
+func TestCreateRegularOnly(t *testing.T) {
+	tmp := sharedDir(t)
+	fifo := filepath.Join(tmp, "report.json")
+	theirs(t, fifo, func(p string) error { return syscall.Mkfifo(p, 0o666) })
+	done := make(chan error, 1)
+	go func() {
+		f, err := Create(fifo)
+		if err == nil {
+			f.Abort()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("a FIFO: %v, want a refusal", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Create blocked on a FIFO")
+	}
+	dev := filepath.Join(tmp, "dev.json")
+	if err := os.Symlink("/dev/null", dev); err != nil { // root's link: followed, to a device
+		t.Fatal(err)
+	}
+	if _, err := Create(dev); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a device: %v, want a refusal", err)
+	}
+	// A hard link to a file of root's (protected_hardlinks off, or
+	// root's own): replaced, the other name keeps its content.
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root's\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(tmp, "hard.json")
+	if err := os.Link(secret, hard); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create(hard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(f, "report\n")
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(secret); string(b) != "root's\n" {
+		t.Errorf("written through a hard link: %q", b)
+	}
+	if b, _ := os.ReadFile(hard); string(b) != "report\n" {
+		t.Errorf("the report: %q", b)
 	}
 }
 

@@ -39,7 +39,7 @@ const portRangeLow = 10000
 var allowedSettings = []allowedSetting{
 	// The accept queue: sizing.Backlog's range; the advice table's 4096.
 	{Name: "net.core.somaxconn", Min: sizing.DefaultSomaxconn, Max: sizing.MaxBacklog, Why: "the kernel's default to the deepest useful accept queue"},
-	{Name: "net.ipv4.ip_local_port_range", Range: true, Why: "sizing.Ports: 10000 ≤ low < high ≤ 65535, at least the default's 28232 ports"},
+	{Name: "net.ipv4.ip_local_port_range", Range: true, Why: "sizing.Ports: LOW HIGH with HIGH 65535 and LOW a multiple of 1000 from 10000 to 37000 (at least the default's 28232 ports): never narrowed, never moved below 10000 or off 65535"},
 	{Name: "net.ipv4.tcp_max_tw_buckets", Min: twBucketsFloor, Max: 1 << 24, Why: "the kernel's default with 4 GiB of memory to 16M sockets (~3 GiB)"},
 	{Name: "net.ipv4.tcp_tw_reuse", Values: []string{"1"}, Why: "outgoing connections reuse TIME_WAIT ports"},
 	{Name: "net.ipv4.tcp_syncookies", Values: []string{"1"}, Why: "the advice table's value"},
@@ -48,9 +48,9 @@ var allowedSettings = []allowedSetting{
 	{Name: "net.ipv4.tcp_tw_recycle", Values: []string{"0"}, Why: "the advice table's value"},
 	{Name: "net.ipv4.tcp_low_latency", Values: []string{"0"}, Why: "the advice table's value"},
 	{Name: "net.ipv4.tcp_moderate_rcvbuf", Values: []string{"1"}, Why: "the advice table's value"},
-	// The advice table proposes the default 7200; below 60 it calls the
-	// setting harmful, and the kernel takes at most MAX_TCP_KEEPIDLE.
-	{Name: "net.ipv4.tcp_keepalive_time", Min: 60, Max: 32767, Why: "the advice table's floor to the kernel's MAX_TCP_KEEPIDLE"},
+	// The advice table proposes the default 7200 when it is below 60,
+	// which it calls harmful; nothing else.
+	{Name: "net.ipv4.tcp_keepalive_time", Values: []string{"7200"}, Why: "the kernel's default, which the advice table restores when the setting is below 60"},
 	// Host-wide.
 	{Name: "net.netfilter.nf_conntrack_max", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "sizing.Conntrack's floor to 16M entries (~5 GiB at ~320 B)"},
 	{Name: "net.netfilter.nf_conntrack_buckets", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "as nf_conntrack_max, which it follows"},
@@ -117,14 +117,24 @@ func (a allowedSetting) check(v string) error {
 		}
 	case a.Range:
 		lo, hi, ok := portRange(v)
-		if !ok || lo < portRangeLow || hi > sizing.PortRangeHigh || lo >= hi || hi-lo+1 < sizing.DefaultPortWidth {
+		if !ok || lo < portRangeLow || hi != sizing.PortRangeHigh || lo%1000 != 0 || hi-lo+1 < sizing.DefaultPortWidth {
 			return fmt.Errorf("%s = %q is outside netdoctor's bounds (%s)", a.Name, v, a.Why)
 		}
 	default:
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := decimal(v)
 		if err != nil || n < a.Min || n > a.Max {
 			return fmt.Errorf("%s = %q is outside netdoctor's bounds %d–%d (%s)", a.Name, v, a.Min, a.Max, a.Why)
 		}
+	}
+	return nil
+}
+
+// checkLive checks a proposal against the value in force, which apply
+// reads when it runs: a limit (values.go: the neighbour thresholds, the
+// keepalive time and the port range's width too) only goes up.
+func checkLive(s Sysctl, cur string) error {
+	if isLimit(s.Name) && larger(normalize(cur), s.Proposed) {
+		return fmt.Errorf("%s %s → %s would lower a limit", s.Name, normalize(cur), s.Proposed)
 	}
 	return nil
 }
@@ -136,7 +146,18 @@ func portRange(v string) (lo, hi int64, ok bool) {
 	if !found {
 		return 0, 0, false
 	}
-	lo, err1 := strconv.ParseInt(l, 10, 64)
-	hi, err2 := strconv.ParseInt(h, 10, 64)
+	lo, err1 := decimal(l)
+	hi, err2 := decimal(h)
 	return lo, hi, err1 == nil && err2 == nil
+}
+
+// decimal parses a number as netdoctor writes it: digits only, no sign,
+// no leading zero (the kernel would take "+61" or "0x10"; a plan may
+// not).
+func decimal(v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != v || n < 0 {
+		return 0, fmt.Errorf("%q is not a decimal number", v)
+	}
+	return n, nil
 }

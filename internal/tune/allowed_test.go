@@ -44,6 +44,18 @@ func TestCheckAllowed(t *testing.T) {
 		{Sysctl{Name: "net.netfilter.nf_conntrack_max", Proposed: "1000000000", Scope: Scope{Global: true}}, "outside"},
 		{Sysctl{Name: "net.ipv4.neigh.default.gc_thresh3", Proposed: "8192", Scope: Scope{Global: true}}, ""},
 		{Sysctl{Name: "fs.file-max", Proposed: "262144", Scope: Scope{Global: true}}, ""},
+		// Numbers only as netdoctor writes them; the kernel would take these.
+		{Sysctl{Name: "net.core.somaxconn", Proposed: "+61", Scope: ns}, "outside"},
+		{Sysctl{Name: "net.core.somaxconn", Proposed: "+8192", Scope: ns}, "outside"},
+		{Sysctl{Name: "net.core.somaxconn", Proposed: "08192", Scope: ns}, "outside"},
+		{Sysctl{Name: "net.ipv4.ip_local_port_range", Proposed: "+10000 65535", Scope: ns}, "outside"},
+		// The range ends at 65535 and starts on a thousand, as sizing.Ports makes it.
+		{Sysctl{Name: "net.ipv4.ip_local_port_range", Proposed: "10000 60999", Scope: ns}, "outside"},
+		{Sysctl{Name: "net.ipv4.ip_local_port_range", Proposed: "10001 65535", Scope: ns}, "outside"},
+		{Sysctl{Name: "net.ipv4.ip_local_port_range", Proposed: "38000 65535", Scope: ns}, "outside"},
+		// No keepalive time but the advice table's.
+		{Sysctl{Name: "net.ipv4.tcp_keepalive_time", Proposed: "7200", Scope: ns}, ""},
+		{Sysctl{Name: "net.ipv4.tcp_keepalive_time", Proposed: "61", Scope: ns}, "only sets it to 7200"},
 	} {
 		err := checkAllowed(c.s)
 		switch {
@@ -168,5 +180,33 @@ func TestBuildOutsideSet(t *testing.T) {
 	p = build(t, in, h)
 	if len(p.Changes) != 0 || !strings.Contains(notes(p), "net.ipv4.neigh.default.gc_thresh3 = \"2097152\" is outside netdoctor's bounds") {
 		t.Errorf("%s; want no change and a note of the bound", titles(p))
+	}
+}
+
+// TestCheckLive: against the value in force, limits only go up (the
+// neighbour thresholds, the keepalive time, a port range's width too).
+func TestCheckLive(t *testing.T) {
+	for _, c := range []struct {
+		name, cur, proposed string
+		want                string
+	}{
+		{"net.ipv4.neigh.default.gc_thresh3", "1024", "8192", ""},
+		{"net.ipv4.neigh.default.gc_thresh3", "16384", "8192", "would lower a limit"},
+		{"net.ipv6.neigh.default.gc_thresh1", "4096", "1024", "would lower a limit"},
+		{"net.ipv4.neigh.default.gc_thresh2", "4096", "4096", ""},
+		{"net.core.somaxconn", "8192", "4096", "would lower a limit"},
+		{"net.ipv4.tcp_keepalive_time", "30", "7200", ""},
+		{"net.ipv4.tcp_keepalive_time", "9000", "7200", "would lower a limit"},
+		{"net.ipv4.ip_local_port_range", "20000\t20050", "10000 65535", ""},
+		{"net.ipv4.ip_local_port_range", "32768\t60999", "32000 65535", ""},
+		{"net.ipv4.ip_local_port_range", "1024\t65535", "10000 65535", "would lower a limit"},
+	} {
+		err := checkLive(Sysctl{Name: c.name, Proposed: c.proposed}, c.cur)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s %q → %q: %v, want accepted", c.name, c.cur, c.proposed, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s %q → %q: %v, want refused with %q", c.name, c.cur, c.proposed, err, c.want)
+		}
 	}
 }

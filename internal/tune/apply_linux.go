@@ -28,6 +28,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/phpfpm"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 	"github.com/netdoctor/netdoctor/internal/sysctl"
+	"github.com/netdoctor/netdoctor/internal/trust"
 )
 
 // ErrNotRoot reports an apply or rollback without the privileges to
@@ -253,8 +254,8 @@ func sysctlOp(s Sysctl) (op, string, error) {
 	if cur == s.Proposed {
 		return op{}, fmt.Sprintf("sysctl %s is already %s (%s)", s.Name, cur, s.Scope), nil
 	}
-	if isLimit(s.Name) && larger(cur, s.Proposed) {
-		return op{}, "", fmt.Errorf("refused: %s %s → %s would lower a limit: make a new plan", s.Name, cur, s.Proposed)
+	if err := checkLive(s, cur); err != nil {
+		return op{}, "", fmt.Errorf("refused: %w: make a new plan", err)
 	}
 	if used, what, ok := usage(s); ok && atoi(s.Proposed) < used {
 		return op{}, "", fmt.Errorf("refused: %s = %s is below current usage (%s %d): make a new plan", s.Name, s.Proposed, what, used)
@@ -341,6 +342,9 @@ func fileOp(f *File, masters map[int]*master) (op, string, error) {
 	}
 	if err := checkEdits(f.App, old, content); err != nil {
 		return refuse(fmt.Errorf("not an edit netdoctor makes: %w", err))
+	}
+	if m.untrusted != nil {
+		return refuse(fmt.Errorf("its validation would read or load what root does not control alone: %w", m.untrusted))
 	}
 	sys := st.Sys().(*syscall.Stat_t)
 	mode, uid, gid := st.Mode().Perm(), int(sys.Uid), int(sys.Gid)
@@ -495,6 +499,11 @@ func listenerOK(l Listener) error {
 		if _, ok := phpfpm.ParseMaster(pr.Cmdline); !ok {
 			return fmt.Errorf("pid %d (%s) is not an nginx or php-fpm master", l.PID, pr.Comm)
 		}
+	}
+	// listen() on a copy of its socket acts on the process: only on a
+	// master root runs already.
+	if err := trust.Process("/proc", l.PID); err != nil {
+		return fmt.Errorf("%w: netdoctor re-listens on masters running as root only", err)
 	}
 	if _, _, err := net.SplitHostPort(l.Addr); err != nil {
 		return err

@@ -132,6 +132,18 @@ func TestApplyRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A program of another user titled as an nginx master.
+	fake := exec.Command("sleep", "300")
+	fake.Args[0] = "nginx: master process /usr/sbin/nginx -c " + conf
+	fake.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fake.Process.Kill(); fake.Wait() })
+	fakeSt, err := procfs.Stat(strconv.Itoa(fake.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// A file nginx does not read, and one it reads through a symlink
 	// that leads out of its directory.
 	other := filepath.Join(dir, "other.conf")
@@ -150,6 +162,12 @@ func TestApplyRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	// A line in a file nginx reads that looks like nginx -T's header of
+	// another file: the files tune may edit are those the includes name.
+	hdr := filepath.Join(dir, "conf.d", "header.conf")
+	if err := os.WriteFile(hdr, []byte("# configuration file "+other+":\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	corePattern, _ := os.ReadFile("/proc/sys/kernel/core_pattern")
@@ -185,6 +203,12 @@ func TestApplyRefuses(t *testing.T) {
 			`refused: net.core.somaxconn = "100000000" is outside netdoctor's bounds 4096–65535`},
 		{"a value with a line of its own", func() *Plan { return sysctlPlan("net.core.somaxconn", "8192\nkernel.core_pattern = |/bin/sh", false) },
 			"is outside netdoctor's bounds"},
+		{"a keepalive time", func() *Plan { return sysctlPlan("net.ipv4.tcp_keepalive_time", "300", false) },
+			`netdoctor only sets it to 7200`},
+		{"a number with a sign", func() *Plan { return sysctlPlan("net.core.somaxconn", "+8192", false) },
+			"is outside netdoctor's bounds"},
+		{"a port range off the default", func() *Plan { return sysctlPlan("net.ipv4.ip_local_port_range", "20000 50000", false) },
+			"is outside netdoctor's bounds"},
 		{"a host-wide setting in a namespace's scope", func() *Plan { return sysctlPlan("net.netfilter.nf_conntrack_max", "262144", false) },
 			"is host-wide"},
 		{"a file nginx does not read", func() *Plan { return fileAt(nodelayPlan(t, pid, conf), other) },
@@ -193,6 +217,8 @@ func TestApplyRefuses(t *testing.T) {
 			"outside nginx's configuration directory"},
 		{"a file of another user", func() *Plan { return fileAt(nodelayPlan(t, pid, conf), theirs) },
 			"belongs to uid 65534"},
+		{"a master reading a file of another user", func() *Plan { return nodelayPlan(t, pid, conf) },
+			"include " + theirs + ": " + theirs + " belongs to uid 65534"},
 		{"a validation of its own", func() *Plan {
 			p := nodelayPlan(t, pid, conf)
 			p.Changes[0].File.Validate = touch
@@ -236,6 +262,15 @@ func TestApplyRefuses(t *testing.T) {
 			return &Plan{Version: Version, Changes: []Change{{Kind: KindListen, Key: "listen:x", Listen: &Listener{
 				Addr: "127.0.0.1:1", PID: sleeper.Process.Pid, Start: st.StartTime, Backlog: 4096, Proposed: 4096}}}}
 		}, "is not an nginx or php-fpm master"},
+		{"a listener of another user's master", func() *Plan {
+			return &Plan{Version: Version, Changes: []Change{{Kind: KindListen, Key: "listen:x", Listen: &Listener{
+				Addr: "127.0.0.1:1", PID: fake.Process.Pid, Start: fakeSt.StartTime, Backlog: 4096, Proposed: 4096}}}}
+		}, "runs as uid 65534: not root's alone: netdoctor re-listens on masters running as root only"},
+		{"a configuration of another user's master", func() *Plan {
+			p := nodelayPlan(t, pid, conf)
+			p.Changes[0].File.Reload = Reload{PID: fake.Process.Pid, Start: fakeSt.StartTime, Exe: "/usr/bin/sleep", Signal: "HUP"}
+			return p
+		}, "runs as uid 65534: not root's alone: netdoctor changes the configuration of masters running as root only"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out bytes.Buffer
@@ -262,6 +297,9 @@ func TestApplyRefuses(t *testing.T) {
 			}
 			if err := sleeper.Process.Signal(syscall.Signal(0)); err != nil {
 				t.Errorf("the sleeper got a signal: %v", err)
+			}
+			if err := fake.Process.Signal(syscall.Signal(0)); err != nil {
+				t.Errorf("the other user's program got a signal: %v", err)
 			}
 		})
 	}
@@ -307,5 +345,25 @@ func TestApplyDerived(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(conf); !bytes.Equal(b, was) {
 		t.Errorf("%s not restored", conf)
+	}
+}
+
+// TestLiveReadFile: planning reads a file a report names only when a
+// running master that apply would accept reads it: a report naming a
+// file of root's gets no content of it into a plan.
+func TestLiveReadFile(t *testing.T) {
+	_, _, conf := testNginx(t)
+	b, err := Live{}.ReadFile(conf)
+	if err != nil || !strings.Contains(string(b), "tcp_nodelay off;") {
+		t.Fatalf("nginx's own configuration: %v\n%s", err, b)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("root:secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{secret, "/etc/shadow", "/proc/self/environ"} {
+		if b, err := (Live{}).ReadFile(p); err == nil || len(b) > 0 {
+			t.Errorf("%s: read (%d bytes), want refused", p, len(b))
+		}
 	}
 }

@@ -230,7 +230,7 @@ func (b *builder) sysctl(f report.Finding, name, proposed string, why ...string)
 	// A host whose numbers go past the bounds gets a note, not a change
 	// apply would refuse.
 	s := Sysctl{Name: name, Current: cur, Proposed: proposed, Scope: sc, Persist: name + " = " + proposed}
-	if err := checkAllowed(s); err != nil {
+	if err := errors.Join(checkAllowed(s), checkLive(s, cur)); err != nil {
 		b.note(f, fmt.Sprintf("not planned: %v: set it by hand if the host needs it", err))
 		return nil
 	}

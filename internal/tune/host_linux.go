@@ -3,14 +3,21 @@ package tune
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/nginx"
+	"github.com/netdoctor/netdoctor/internal/phpfpm"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 	"github.com/netdoctor/netdoctor/internal/sysctl"
 )
@@ -72,7 +79,51 @@ func (Live) Sysctl(s Scope, name string) (string, error) {
 	return sysctl.Read(netns.NS{Path: p}, name)
 }
 
-func (Live) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+// ReadFile reads a configuration file a report names, to plan an edit
+// of it: a report is data anyone may have written, so only a file that
+// a running nginx or php-fpm master reads, one apply would accept
+// (findMaster: root's master, root's files), is read, never another
+// that the report names (/etc/shadow's content would end in the plan).
+func (Live) ReadFile(path string) ([]byte, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var why error
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		_, isNginx := nginx.ParseMaster(string(cmd))
+		_, isFPM := phpfpm.ParseMaster(string(cmd))
+		if !isNginx && !isFPM {
+			continue
+		}
+		pr, err := Live{}.Process(pid)
+		if err != nil {
+			continue
+		}
+		m, err := findMaster(pid, pr.Start)
+		if err != nil {
+			why = err
+			continue
+		}
+		if slices.Contains(m.files, path) {
+			f, err := rootFS.Open(strings.TrimPrefix(filepath.Clean(path), "/"))
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return io.ReadAll(capped.Reader(f, capped.Plan, path))
+		}
+	}
+	if why != nil {
+		return nil, fmt.Errorf("not a file a running nginx or php-fpm master that netdoctor may change reads (%v)", why)
+	}
+	return nil, errors.New("not a file a running nginx or php-fpm master reads")
+}
 
 // Process reads what a reload needs of a process.
 func (Live) Process(pid int) (Proc, error) {

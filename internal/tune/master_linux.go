@@ -1,27 +1,24 @@
 package tune
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
-	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/nginx"
 	"github.com/netdoctor/netdoctor/internal/phpfpm"
+	"github.com/netdoctor/netdoctor/internal/trust"
 )
 
 // master is an application's master process as apply finds it now, and
 // everything a change to its configuration may touch or run, derived
-// from the process itself: the files it reads (its own `nginx -T`, or
-// php-fpm's configuration walked as php-fpm walks it), the command that
+// from the process itself: the files it reads (nginx's by netdoctor's own
+// parse, or php-fpm's configuration walked as php-fpm walks it), the command that
 // validates them (its own binary, /proc/PID/exe, with its own options)
 // and the signal that reloads it. A plan names the master; what the plan
 // says of its files, validation and reload is compared with this, never
@@ -31,19 +28,17 @@ type master struct {
 	proc  Proc
 	app   string   // "nginx", "php-fpm"
 	main  string   // the main configuration file
-	files []string // every file the master reads
+	files []string // every file the master reads, by netdoctor's own parse
 	// tree is the main file's directory, symlinks resolved: a
 	// configuration file that is a symlink must lead inside it.
 	tree string
-	// users may own a configuration file: root, the master and its
-	// workers.
-	users    []int
-	validate []string
-	reload   Reload
+	// untrusted says why the validation may not run: a file it would
+	// read or load (an include, a module) that root does not control
+	// alone, or could not be checked. Apply then refuses.
+	untrusted error
+	validate  []string
+	reload    Reload
 }
-
-// masterTimeout bounds the configuration walk (nginx -T).
-const masterTimeout = 10 * time.Second
 
 // findMaster checks that pid is, now, the master process started at
 // start, and reads what it reads.
@@ -72,24 +67,22 @@ func findMaster(pid int, start uint64) (*master, error) {
 	default:
 		return nil, fmt.Errorf("pid %d (%s) is not an nginx or php-fpm master", pid, pr.Comm)
 	}
-	if pr.UID != 0 {
-		// Its binary would run as root to validate the configuration:
-		// only a binary root runs already.
-		return nil, fmt.Errorf("%s's master pid %d runs as uid %d: netdoctor changes the configuration of masters running as root only", m.app, pid, pr.UID)
+	// Its binary runs as root to validate the configuration, and the
+	// master reloads as root: only a master root runs already, from a
+	// binary root alone controls (package trust).
+	if err := trust.Process("/proc", pid); err != nil {
+		return nil, fmt.Errorf("%s's master: %w: netdoctor changes the configuration of masters running as root only", m.app, err)
 	}
 	if err := sameRoot(pid); err != nil {
 		return nil, err
 	}
-	exe, err := masterExe(pid)
+	exe, err := trust.Exe("/proc", pid)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pid %d's binary: %w: netdoctor does not run it (restart it from a binary root alone controls, then plan again)", pid, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), masterTimeout)
-	defer cancel()
 	switch m.app {
 	case "nginx":
-		inv.Dir = pr.Cwd
-		err = m.readNginx(ctx, exe, inv)
+		err = m.readNginx(exe, inv)
 	case "php-fpm":
 		if !filepath.IsAbs(conf) {
 			conf = filepath.Join(pr.Cwd, conf)
@@ -102,32 +95,44 @@ func findMaster(pid int, start uint64) (*master, error) {
 	if m.tree, err = filepath.EvalSymlinks(filepath.Dir(m.main)); err != nil {
 		return nil, fmt.Errorf("%s's configuration directory: %w", m.app, err)
 	}
-	m.users = []int{0}
-	for _, c := range append([]int{pid}, app.Children(pid)...) {
-		if fi, err := os.Stat("/proc/" + strconv.Itoa(c)); err == nil && !slices.Contains(m.users, owner(fi)) {
-			m.users = append(m.users, owner(fi))
-		}
-	}
 	return m, nil
 }
 
-// readNginx runs the master's own binary with -T and its own options, in
-// its network namespace (nginx -T binds the listen addresses), as
-// discovery does.
-func (m *master) readNginx(ctx context.Context, exe string, inv nginx.Invocation) error {
-	var dump []byte
-	err := netns.NS{Path: fmt.Sprintf("/proc/%d/ns/net", m.pid)}.Do(func() error {
-		var err error
-		dump, err = nginx.Dump(ctx, exe, inv)
-		return err
-	})
+// rootFS reads the files of a master in apply's own root (sameRoot) as
+// files root alone controls.
+var rootFS = trust.FS{Root: "/", Mode: trust.Owned}
+
+// readNginx reads the master's configuration as nginx reads it, with
+// netdoctor's own parser (the files are those its includes name, never
+// what a line inside one says), and checks every module it loads: nginx
+// -t loads and runs them.
+func (m *master) readNginx(exe string, inv nginx.Invocation) error {
+	f, err := rootFS.Open(strings.TrimPrefix(exe, "/"))
 	if err != nil {
-		return fmt.Errorf("nginx -T of pid %d: %w", m.pid, err)
+		return fmt.Errorf("pid %d's binary: %w", m.pid, err)
 	}
-	cfg, err := nginx.Parse(dump)
+	build, ok, err := nginx.ScanBuild(f.(io.Reader))
+	f.Close()
+	if err != nil || !ok {
+		return fmt.Errorf("pid %d's binary %s: its build options not found (%v)", m.pid, exe, err)
+	}
+	build = build.With(inv)
+	cfg, err := nginx.Read(rootFS, build.Main(m.proc.Cwd))
 	if cfg == nil {
-		return fmt.Errorf("nginx -T of pid %d: %w", m.pid, err)
+		return fmt.Errorf("nginx configuration of pid %d: %w", m.pid, err)
 	}
+	var untrusted []error
+	if err != nil {
+		untrusted = append(untrusted, err)
+	}
+	for _, mod := range cfg.Modules(build.AbsPrefix(m.proc.Cwd)) {
+		if f, err := rootFS.Open(strings.TrimPrefix(mod, "/")); err != nil {
+			untrusted = append(untrusted, fmt.Errorf("load_module %s: %w", mod, err))
+		} else {
+			f.Close()
+		}
+	}
+	m.untrusted = errors.Join(untrusted...)
 	m.main, m.files = cfg.File, cfg.Files
 	m.validate = nginxValidate(&app.Server{Config: cfg.File}, m.proc)
 	m.reload = Reload{PID: m.pid, Start: m.proc.Start, Exe: m.proc.Exe, Signal: "HUP"}
@@ -135,12 +140,26 @@ func (m *master) readNginx(ctx context.Context, exe string, inv nginx.Invocation
 }
 
 // readFPM walks php-fpm's configuration from its main file, as php-fpm
-// does, through the master's own root.
+// does, as files root alone controls; an include directory that cannot
+// be checked (fs.Glob skips it silently) is untrusted too.
 func (m *master) readFPM(conf string) error {
-	cfg, err := phpfpm.LoadWith(conf, phpfpm.Options{FS: os.DirFS(fmt.Sprintf("/proc/%d/root", m.pid))})
+	cfg, err := phpfpm.LoadWith(conf, phpfpm.Options{FS: rootFS})
 	if cfg == nil {
 		return fmt.Errorf("php-fpm configuration of pid %d: %w", m.pid, err)
 	}
+	var untrusted []error
+	if errors.Is(err, trust.ErrUntrusted) {
+		untrusted = append(untrusted, err)
+	}
+	for _, inc := range cfg.Includes {
+		dir := filepath.Dir(inc.Pattern)
+		if f, err := rootFS.Open(strings.TrimPrefix(filepath.Clean(dir), "/")); err != nil {
+			untrusted = append(untrusted, fmt.Errorf("include %s: %w", inc.Pattern, err))
+		} else {
+			f.Close()
+		}
+	}
+	m.untrusted = errors.Join(untrusted...)
 	m.main, m.files = conf, cfg.Files
 	m.validate = fpmValidate(&app.Server{Config: conf}, m.proc)
 	m.reload = Reload{PID: m.pid, Start: m.proc.Start, Exe: m.proc.Exe, Signal: "USR2"}
@@ -164,39 +183,18 @@ func sameRoot(pid int) error {
 	return nil
 }
 
-// masterExe is the path of the binary pid runs, checked to be that
-// binary still (not replaced or deleted since it started) and writable
-// by root alone: apply runs it as root to validate.
-func masterExe(pid int) (string, error) {
-	link := fmt.Sprintf("/proc/%d/exe", pid)
-	exe, err := os.Readlink(link)
-	if err != nil {
-		return "", fmt.Errorf("pid %d's binary: %w", pid, err)
-	}
-	if strings.HasSuffix(exe, " (deleted)") {
-		return "", fmt.Errorf("pid %d's binary %s was deleted since it started (an upgrade?): restart it, then plan again", pid, exe)
-	}
-	running, err1 := os.Stat(link)
-	onDisk, err2 := os.Stat(exe)
-	if err := errors.Join(err1, err2); err != nil {
-		return "", fmt.Errorf("pid %d's binary: %w", pid, err)
-	}
-	if !os.SameFile(running, onDisk) {
-		return "", fmt.Errorf("%s is not the binary pid %d runs any more: restart it, then plan again", exe, pid)
-	}
-	if owner(onDisk) != 0 || onDisk.Mode().Perm()&0o022 != 0 {
-		return "", fmt.Errorf("pid %d's binary %s may be written by others than root (uid %d, mode %v): netdoctor does not run it", pid, exe, owner(onDisk), onDisk.Mode().Perm())
-	}
-	return exe, nil
-}
-
 // configFile checks a file the plan changes against the master: one it
-// reads, a regular file owned by root or the application's users, in a
-// directory no one else may write, and when it is reached through a
+// reads by netdoctor's own parse, a regular file root alone controls down
+// its whole path (package trust), and when it is reached through a
 // symlink, one inside the configuration's directory. It returns the file
 // to write: the symlink's target, so that the link stays a link.
 func (m *master) configFile(path string) (string, os.FileInfo, error) {
 	if !slices.Contains(m.files, path) {
+		if f, err := rootFS.Open(strings.TrimPrefix(filepath.Clean(path), "/")); errors.Is(err, trust.ErrUntrusted) {
+			return "", nil, err // why the parse left it out
+		} else if err == nil {
+			f.Close()
+		}
 		return "", nil, fmt.Errorf("%s is not a file %s pid %d reads (its configuration has %d files, from %s)", path, m.app, m.pid, len(m.files), m.main)
 	}
 	real, err := filepath.EvalSymlinks(path)
@@ -206,22 +204,21 @@ func (m *master) configFile(path string) (string, os.FileInfo, error) {
 	if real != filepath.Clean(path) && !within(real, m.tree) {
 		return "", nil, fmt.Errorf("%s leads to %s, outside %s's configuration directory %s", path, real, m.app, m.tree)
 	}
+	f, err := rootFS.Open(strings.TrimPrefix(filepath.Clean(path), "/"))
+	if err != nil {
+		return "", nil, err
+	}
+	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return "", nil, err
+	}
 	fi, err := os.Lstat(real)
 	if err != nil {
 		return "", nil, err
 	}
-	if !fi.Mode().IsRegular() {
-		return "", nil, fmt.Errorf("%s is not a regular file (%v)", real, fi.Mode().Type())
-	}
-	if !slices.Contains(m.users, owner(fi)) {
-		return "", nil, fmt.Errorf("%s belongs to uid %d, neither root nor %s's user", real, owner(fi), m.app)
-	}
-	dir, err := os.Stat(filepath.Dir(real))
-	if err != nil {
-		return "", nil, err
-	}
-	if !slices.Contains(m.users, owner(dir)) || dir.Mode().Perm()&0o002 != 0 {
-		return "", nil, fmt.Errorf("%s's directory may be written by others (uid %d, mode %v)", real, owner(dir), dir.Mode().Perm())
+	if !fi.Mode().IsRegular() || !os.SameFile(fi, opened) {
+		return "", nil, fmt.Errorf("%s changed while being checked", real)
 	}
 	return real, fi, nil
 }
@@ -230,12 +227,4 @@ func (m *master) configFile(path string) (string, os.FileInfo, error) {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-// owner is a file's owner.
-func owner(fi os.FileInfo) int {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return int(st.Uid)
-	}
-	return -1
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -171,9 +172,12 @@ func ReadInput(r io.Reader) (*Input, error) {
 // ReadPlan decodes a plan.
 func ReadPlan(r io.Reader) (*Plan, error) {
 	var p Plan
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(capped.Reader(r, capped.Plan, "plan"))
 	dec.DisallowUnknownFields() // a report or a bundle is not a plan
 	if err := dec.Decode(&p); err != nil {
+		if errors.Is(err, capped.ErrTooLarge) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("not a netdoctor plan: %w", err)
 	}
 	if p.Version != Version {

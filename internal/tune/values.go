@@ -20,7 +20,10 @@ func isLimit(name string) bool {
 	switch name {
 	case "net.core.somaxconn", "net.netfilter.nf_conntrack_max", "net.netfilter.nf_conntrack_buckets",
 		"net.ipv4.tcp_max_tw_buckets", "fs.file-max", "fs.nr_open", "net.core.netdev_max_backlog",
-		"net.ipv4.tcp_max_syn_backlog", "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.ip_local_port_range":
+		"net.ipv4.tcp_max_syn_backlog", "net.core.rmem_max", "net.core.wmem_max", "net.ipv4.ip_local_port_range",
+		"net.ipv4.neigh.default.gc_thresh1", "net.ipv4.neigh.default.gc_thresh2", "net.ipv4.neigh.default.gc_thresh3",
+		"net.ipv6.neigh.default.gc_thresh1", "net.ipv6.neigh.default.gc_thresh2", "net.ipv6.neigh.default.gc_thresh3",
+		"net.ipv4.tcp_keepalive_time":
 		return true
 	}
 	return false
