@@ -183,7 +183,7 @@ func TestLoadCommand(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Version != 1 || r.Requests != 300 || hits.Load() != 300 || r.RPS <= 0 || r.Findings == nil || len(r.Timeline) == 0 {
+	if r.Version != report.Version || r.Requests != 300 || hits.Load() != 300 || r.RPS <= 0 || r.Findings == nil || len(r.Timeline) == 0 {
 		t.Errorf("json: version %d requests %d (server %d) rps %v findings %v timeline %d", r.Version, r.Requests, hits.Load(), r.RPS, r.Findings, len(r.Timeline))
 	}
 }

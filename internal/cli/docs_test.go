@@ -175,7 +175,7 @@ func TestHelpOnStdout(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--version"}, {"-v"}, {"version"}} {
 		stdout.Reset()
-		if code := Run(context.Background(), args, &stdout, &stderr); code != ExitOK || !strings.HasPrefix(stdout.String(), "netdoctor "+Version+"\n") || !strings.Contains(stdout.String(), "\ngo: go") {
+		if code := Run(context.Background(), args, &stdout, &stderr); code != ExitOK || !strings.HasPrefix(stdout.String(), "netdoctor "+Version+" (commit ") || !strings.Contains(stdout.String(), "\ngo: go") {
 			t.Errorf("%v: exit %d, %q", args, code, stdout.String())
 		}
 	}
