@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -65,9 +67,21 @@ func checkListen(in *Input) []report.Finding {
 		overflows, _ = w.Counter("TcpExt.ListenOverflows")
 	}
 	full := fullListeners(b)
-	if overflows > 0 || len(full) > 0 {
-		out = append(out, acceptOverflow(in, w, full, somaxconn, overflows, burst, p99))
-	} else if last.Sockets != nil {
+	var each []evidence.Listener
+	if (overflows > 0 || len(full) > 0) && perListenerDrops(b) {
+		each = droppedOrFull(b, full)
+	}
+	switch {
+	case len(each) > 0:
+		// Each listener counts its own drops: one finding for each that
+		// dropped or filled, about it alone, the one that dropped most
+		// first. The namespace's counters are every listener's.
+		for _, l := range each {
+			out = append(out, acceptOverflow(in, w, onlyAt(full, l), somaxconn, overflows, burst, p99, &l))
+		}
+	case overflows > 0 || len(full) > 0:
+		out = append(out, acceptOverflow(in, w, full, somaxconn, overflows, burst, p99, nil))
+	case last.Sockets != nil:
 		for _, l := range last.Sockets.Listeners {
 			// Another service's small backlog is not a run's business.
 			if l.Proto != "unix" && l.SendQ < tinyBacklog && (in.Run == nil || in.Run.Serves(l.Addr)) {
@@ -341,7 +355,52 @@ func backlogFix(in *Input, l evidence.Listener, somaxconn int64, burst int, p99 
 	return append(fix, relisten, report.Advise(slow))
 }
 
-func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64) report.Finding {
+// droppedOrFull are the listeners whose own drop counter rose in the
+// window, or whose queue a sample caught full, most drops first.
+func droppedOrFull(b *evidence.Bundle, full []evidence.Listener) []evidence.Listener {
+	var out []evidence.Listener
+	seen := map[string]bool{}
+	add := func(l evidence.Listener) {
+		if k := l.Proto + " " + l.Addr; !seen[k] {
+			seen[k] = true
+			out = append(out, latest(b, l))
+		}
+	}
+	if last := b.Snapshots[len(b.Snapshots)-1].Sockets; last != nil {
+		for _, l := range last.Listeners {
+			if ownDrops(b, l) > 0 {
+				add(l)
+			}
+		}
+	}
+	for _, l := range full {
+		add(l)
+	}
+	slices.SortStableFunc(out, func(x, y evidence.Listener) int { return cmp.Compare(ownDrops(b, y), ownDrops(b, x)) })
+	return out
+}
+
+// ownDrops is how many connections listener l dropped over the bundle,
+// by its own counter.
+func ownDrops(b *evidence.Bundle, l evidence.Listener) uint64 {
+	first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
+	return last - min(first, last)
+}
+
+// onlyAt is full's sample of l, if it has one.
+func onlyAt(full []evidence.Listener, l evidence.Listener) []evidence.Listener {
+	for _, f := range full {
+		if f.Proto == l.Proto && f.Addr == l.Addr {
+			return []evidence.Listener{f}
+		}
+	}
+	return nil
+}
+
+// acceptOverflow is the finding of an accept queue that overflowed:
+// about the listener only names when it is given (each listener counting
+// its own drops), else about the one the evidence points at.
+func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64, only *evidence.Listener) report.Finding {
 	b := in.Bundle
 	f := report.Finding{ID: AcceptQueueOverflow, Severity: report.Critical, Status: report.Active,
 		Title: "Accept queue overflow: connections are dropped because the application does not accept them fast enough"}
@@ -355,13 +414,13 @@ func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, soma
 	}
 	// The listener named is the one whose own drop counter rose most, a
 	// full one first: the namespace's counters are every listener's.
-	drops := func(l evidence.Listener) uint64 {
-		first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
-		return last - min(first, last)
-	}
+	drops := func(l evidence.Listener) uint64 { return ownDrops(b, l) }
 	var subject evidence.Listener
+	if only != nil {
+		subject = *only
+	}
 	for i, l := range full {
-		if i == 0 || drops(l) > drops(subject) {
+		if only == nil && (i == 0 || drops(l) > drops(subject)) {
 			subject = l
 		}
 		f.Evidence = append(f.Evidence, report.Item{
@@ -369,7 +428,7 @@ func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, soma
 			Source: "sockdiag", Window: true,
 		})
 	}
-	if len(full) == 0 {
+	if len(full) == 0 && only == nil {
 		// The counter rose but no sample caught a full queue: name the
 		// listener that counted drops of its own, else the one with
 		// the smallest backlog as the likely one.

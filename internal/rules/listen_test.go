@@ -456,3 +456,34 @@ func TestListenerArrivals(t *testing.T) {
 		t.Errorf("check: fix:\n%s", fix)
 	}
 }
+
+// TestOverflowPerListener: where each listener counts its own drops, a
+// finding for each that dropped or filled, about it alone and sized from
+// its own drops, the one that dropped most first: a busy neighbour that
+// filled once is not the subject of the service that dropped hundreds.
+func TestOverflowPerListener(t *testing.T) {
+	start := time.Unix(1000, 0)
+	snap := func(at int, goDrops, busyDrops uint64, busyQueue uint32) evidence.Snapshot {
+		return evidence.Snapshot{Time: start.Add(time.Duration(at) * time.Second),
+			Sysctls:  map[string]string{"net.core.somaxconn": "16"},
+			Counters: map[string]uint64{"Tcp.PassiveOpens": uint64(at) * 9000, "TcpExt.ListenOverflows": goDrops + busyDrops, "TcpExt.ListenDrops": goDrops + busyDrops},
+			Sockets: &evidence.Sockets{Listeners: []evidence.Listener{
+				{Proto: "tcp", Addr: "127.0.0.1:8100", Port: 8100, SendQ: 16, Drops: goDrops, PIDs: []int{10}, Process: "api"},
+				{Proto: "tcp", Addr: "127.0.0.1:9000", Port: 9000, RecvQ: busyQueue, SendQ: 16, Drops: busyDrops, PIDs: []int{20}, Process: "busy"}}}}
+	}
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Start: start,
+		Snapshots: []evidence.Snapshot{snap(0, 0, 0, 0), snap(2, 300, 4, 17), snap(5, 427, 15, 3)}}
+	fs := checkListen(on(b))
+	if len(fs) != 2 || fs[0].Subject != "127.0.0.1:8100" || fs[1].Subject != "127.0.0.1:9000" {
+		t.Fatalf("findings %v, want 127.0.0.1:8100 (427 drops) then 127.0.0.1:9000 (15, full once)", keys(fs))
+	}
+	if !hasEvidence(fs[0], "listener 127.0.0.1:8100 (api pid 10) dropped 427 connections") || hasEvidence(fs[0], "127.0.0.1:9000") {
+		t.Errorf("8100's evidence: %q", evidenceTexts(fs[0]))
+	}
+	if !hasEvidence(fs[1], "listener 127.0.0.1:9000 (busy pid 20): accept queue 17 of 16 — full") || !hasEvidence(fs[1], "dropped 15 connections") {
+		t.Errorf("9000's evidence: %q", evidenceTexts(fs[1]))
+	}
+	if fix := strings.Join(fixOf(fs[0]), "\n"); !strings.Contains(fix, "85/s dropped, by its own count") {
+		t.Errorf("8100 not sized from its own drops:\n%s", fix)
+	}
+}
