@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/load"
 )
 
 // closedPort is a port on 127.0.0.1 that nothing listens on: one the
@@ -70,5 +74,21 @@ func TestFailFast(t *testing.T) {
 			}
 			t.Logf("exit %d in %v", code, took.Round(time.Millisecond))
 		})
+	}
+}
+
+// TestCapacityUpFront: load -c beyond what this host can open is said on
+// stderr before the load starts, with the count the load will run (the
+// header then shows it), not only in the result at the end.
+func TestCapacityUpFront(t *testing.T) {
+	var stderr bytes.Buffer
+	o := load.Options{Connections: 1 << 30}
+	n := capacity(&o, &stderr)
+	if n >= 1<<30 || !strings.Contains(stderr.String(), "netdoctor: -c 1073741824 exceeds the open-file limit") || !strings.Contains(stderr.String(), fmt.Sprintf("running %d connections", n)) {
+		t.Errorf("capacity: %d, %q", n, stderr.String())
+	}
+	stderr.Reset()
+	if n := capacity(&load.Options{Connections: 10}, &stderr); n != 10 || stderr.Len() != 0 {
+		t.Errorf("10 connections: %d, %q", n, stderr.String())
 	}
 }
