@@ -37,6 +37,7 @@ t=$stage/$name
 mkdir -p "$t/man/man1" "$t/completions" "$t/systemd"
 install -m 0755 "$bin" "$t/netdoctor"
 SOURCE_DATE_EPOCH=$epoch "$bin" manpages "$t/man/man1" >/dev/null
+chmod 0644 "$t"/man/man1/*.1 # manpages writes them 0600, as every file it writes
 gzip -9n "$t"/man/man1/*.1
 "$bin" completion bash >"$t/completions/netdoctor.bash"
 "$bin" completion zsh >"$t/completions/_netdoctor"

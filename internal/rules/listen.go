@@ -448,6 +448,13 @@ func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, soma
 			})
 		}
 	}
+	if only != nil && len(full) == 0 {
+		// No sample caught its queue full: its limit, as it stands.
+		f.Evidence = append(f.Evidence, report.Item{
+			Text:   fmt.Sprintf("listener %s (%s): %s", subject.Addr, owner(subject), backlogLimit(subject, somaxconn)),
+			Source: "sockdiag",
+		})
+	}
 	if n := drops(subject); n > 0 && w.Duration() > 0 {
 		f.Evidence = append(f.Evidence, report.Item{
 			Text:   fmt.Sprintf("listener %s (%s) dropped %d connections in %s (%.1f/s; its own drop counter, of the namespace's TcpExtListenDrops)", subject.Addr, owner(subject), n, round(w), float64(n)/w.Duration().Seconds()),
