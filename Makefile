@@ -2,8 +2,10 @@
 # and runs every test (root tests need root; they skip otherwise).
 # `make build` needs only Go; `make package` makes the tarball and .deb.
 export PATH := /usr/local/go/bin:$(PATH)
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The release is the VERSION file's (the binary embeds it too, so that
+# `go install` reports it); the commit says which build of it this is.
+VERSION ?= $(shell cat VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 GOFLAGS_BUILD = -trimpath -ldflags "-s -w -X github.com/netdoctor/netdoctor/internal/cli.Version=$(VERSION) -X github.com/netdoctor/netdoctor/internal/cli.Commit=$(COMMIT)"
 
 .PHONY: all build deps test test-parallel test-measuring stress fuzz lint demo bench package clean deploy-check

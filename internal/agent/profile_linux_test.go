@@ -15,6 +15,7 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/perf"
 )
@@ -33,15 +34,15 @@ func TestProfileEndpoint(t *testing.T) {
 	}
 	hs := httptest.NewServer(a.Handler([]byte(testToken)))
 	defer hs.Close()
-	if code, _ := get(t, hs, "/api/v1/profile?port=1&seconds=0.2", ""); code != http.StatusUnauthorized {
+	if code, _ := get(t, hs, "/api/v2/profile?port=1&seconds=0.2", ""); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d", code)
 	}
 	for _, q := range []string{"port=0", "seconds=100", "hz=5000", "format=svg", "seconds=x"} {
-		if code, body := get(t, hs, "/api/v1/profile?"+q, testToken); code != http.StatusBadRequest {
+		if code, body := get(t, hs, "/api/v2/profile?"+q, testToken); code != http.StatusBadRequest {
 			t.Errorf("%s: %d %s", q, code, body)
 		}
 	}
-	if code, _ := get(t, hs, "/api/v1/profile?port=1&seconds=0.2", testToken); code != http.StatusNotFound {
+	if code, _ := get(t, hs, "/api/v2/profile?port=1&seconds=0.2", testToken); code != http.StatusNotFound {
 		t.Errorf("a port nothing follows: %d", code)
 	}
 	// One at a time: a second request while the first runs is refused.
@@ -49,13 +50,13 @@ func TestProfileEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := get(t, hs, fmt.Sprintf("/api/v1/profile?port=%d&seconds=0.2", port), testToken); code != http.StatusConflict {
+	if code, _ := get(t, hs, fmt.Sprintf("/api/v2/profile?port=%d&seconds=0.2", port), testToken); code != http.StatusConflict {
 		t.Errorf("while another profile runs: %d", code)
 	}
 	busy.Stop()
 	release()
 
-	code, body := get(t, hs, fmt.Sprintf("/api/v1/profile?port=%d&seconds=1.5&hz=99", port), testToken)
+	code, body := get(t, hs, fmt.Sprintf("/api/v2/profile?port=%d&seconds=1.5&hz=99", port), testToken)
 	if code != http.StatusOK {
 		t.Fatalf("profile: %d %s", code, body)
 	}
@@ -72,15 +73,21 @@ func TestProfileEndpoint(t *testing.T) {
 	if n < 20 {
 		t.Errorf("%d samples of the spinning python server in %d", n, len(p.Sample))
 	}
-	code, body = get(t, hs, fmt.Sprintf("/api/v1/profile?port=%d&seconds=0.5&format=json", port), testToken)
+	code, body = get(t, hs, fmt.Sprintf("/api/v2/profile?port=%d&seconds=0.5&format=json", port), testToken)
 	var sum cpuprof.Summary
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &sum) != nil || len(sum.Servers) != 1 || sum.Cost.Sampling <= 0 {
 		t.Errorf("json: %d %s", code, body)
 	}
-	// A second sample accounts its threads' time for /metrics.
-	time.Sleep(200 * time.Millisecond)
-	a.pools.sample(ctx, snap.Sockets.Listeners)
-	_, metrics := get(t, hs, "/metrics", "")
+	// A later sample accounts its threads' time for /metrics: sample
+	// until it has (the spinner runs on CPU all along).
+	onCPU := fmt.Sprintf(`netdoctor_app_thread_seconds_total{app="python3",listener="127.0.0.1:%d",state="on_cpu"}`, port)
+	var metrics string
+	poll.Wait(time.Minute, func() bool {
+		a.pools.sample(ctx, snap.Sockets.Listeners)
+		var mcode int
+		mcode, metrics = get(t, hs, "/metrics", testToken)
+		return mcode == http.StatusOK && strings.Contains(metrics, onCPU)
+	})
 	for _, want := range []string{
 		fmt.Sprintf(`netdoctor_app_thread_seconds_total{app="python3",listener="127.0.0.1:%d",state="on_cpu"}`, port),
 		"netdoctor_agent_profiles_total 2", "netdoctor_agent_profile_cpu_seconds",

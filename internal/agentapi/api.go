@@ -1,5 +1,5 @@
 // Package agentapi is the wire contract of `netdoctor agent`'s evidence
-// API, version 1 (docs/agent.md): the paths, the query parameters and
+// API, version 2 (docs/agent.md): the paths, the query parameters and
 // the JSON bodies the agent serves and the remote source reads. Both
 // sides import it, so they cannot drift apart; a change that breaks a
 // reader gets a new version prefix, not an edit here.
@@ -15,12 +15,15 @@ import (
 )
 
 // Version is the API version, the number in every path's prefix.
-const Version = 1
+// Version 2 serves snapshots in bundle version 2's names (counters as
+// nstat names them, a listener's accept_queue and backlog), which a
+// reader of version 1 would misread: it is refused by its prefix.
+const Version = 2
 
 // Paths. Everything under Prefix needs the bearer token; Metrics and
 // Healthz are open, like any exporter's.
 const (
-	Prefix        = "/api/v1/"
+	Prefix        = "/api/v2/"
 	PathHost      = Prefix + "host"      // GET: HostInfo
 	PathSnapshot  = Prefix + "snapshot"  // GET: one snapshot taken now
 	PathSnapshots = Prefix + "snapshots" // GET ?since=&wait=: Window

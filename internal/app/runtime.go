@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"bytes"
 	"debug/buildinfo"
 	"fmt"
@@ -12,21 +13,11 @@ import (
 	"github.com/netdoctor/netdoctor/internal/symtab"
 )
 
-// Runtimes a server can be run by, as far as netdoctor tells them apart.
-const (
-	RuntimeGo     = "go"
-	RuntimeJava   = "java"
-	RuntimeNode   = "node"
-	RuntimePython = "python"
-	RuntimeNginx  = "nginx"
-	RuntimePHP    = "php-fpm"
-)
-
 // Runtime is what runs a server, and how many threads it runs code on
 // at once as it was started: what a CPU quota must match.
 type Runtime struct {
-	// Name is one of the Runtime constants, "" when unknown.
-	Name string `json:"name,omitempty"`
+	// Name is one of the RuntimeName constants, "" when unknown.
+	Name RuntimeName `json:"name,omitempty"`
 	// Version is the Go toolchain a Go program was built with ("go1.24.2").
 	Version string `json:"version,omitempty"`
 	// Parallelism is the threads it runs code on at once as configured
@@ -41,6 +32,18 @@ type Runtime struct {
 	QuotaAware bool `json:"quota_aware,omitempty"`
 }
 
+// UnmarshalJSON reads a runtime, and the bare name that reports of
+// netdoctor 0.9.0's development wrote ("runtime": "gunicorn").
+func (r *Runtime) UnmarshalJSON(b []byte) error {
+	var name string
+	if json.Unmarshal(b, &name) == nil {
+		*r = Runtime{Name: RuntimeName(name)}
+		return nil
+	}
+	type plain Runtime
+	return json.Unmarshal(b, (*plain)(r))
+}
+
 // runtimeOf tells the runtime of a server from its master process: its
 // executable (a Go program's build information), command line and
 // environment (GOMAXPROCS). The executable is opened read-only through
@@ -52,7 +55,7 @@ func runtimeOf(proc string, p procInfo, kind string) *Runtime {
 	case kind == "nginx":
 		return &Runtime{Name: RuntimeNginx}
 	case kind == "php-fpm":
-		return &Runtime{Name: RuntimePHP}
+		return &Runtime{Name: RuntimePHPFPM}
 	case base == "java" || p.comm == "java":
 		rt := &Runtime{Name: RuntimeJava, QuotaAware: true}
 		for _, a := range args {

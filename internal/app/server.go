@@ -40,9 +40,15 @@ type Server struct {
 	// CGroup is the control group that holds its CPU: its quota and
 	// where its pressure is read (CPU accounting, from the first sample).
 	CGroup *cgroup.Group `json:"cgroup,omitempty"`
-	// Runtime is what runs it (Go, Java, Node…) and the parallelism it
-	// was given, for the advice that matches it to a CPU quota.
+	// Runtime is what runs it (Go, Java, Node, gunicorn…) and the
+	// parallelism it was given: what names its backlog setting, and the
+	// advice that matches it to a CPU quota. nil when unknown, and in
+	// runs recorded before it.
 	Runtime *Runtime `json:"runtime,omitempty"`
+	// Traced says its outbound connections were traced (TraceDeps):
+	// then a destination missing from Deps is one it did not connect to
+	// (or only too briefly to be seen), not one nobody looked for.
+	Traced bool `json:"traced,omitempty"`
 	// Notes say what could not be learned, and why.
 	Notes []string `json:"notes,omitempty"`
 
@@ -145,7 +151,15 @@ func (o *Observer) server(ctx context.Context, l evidence.Listener, role string,
 	case s.Kind == "php-fpm":
 		o.fpm(s, master, l)
 	}
-	s.Runtime = runtimeOf(o.proc, master, s.Kind)
+	// The build information, the JVM's flags and GOMAXPROCS, where
+	// identify named the server from its command line alone (gunicorn
+	// rather than python).
+	if rt := runtimeOf(o.proc, master, s.Kind); rt != nil {
+		if s.Runtime != nil && s.Runtime.Name != "" && rt.Name == RuntimePython {
+			rt.Name = s.Runtime.Name
+		}
+		s.Runtime = rt
+	}
 	if n := s.Nginx; n != nil && s.Runtime != nil {
 		s.Runtime.Parallelism, s.Runtime.Source = n.Workers(), "worker_processes "+n.WorkerProcesses.String()
 	}
@@ -185,6 +199,9 @@ func identify(proc string, l evidence.Listener, role string) (*Server, procInfo)
 		s.Master = master.pid
 	}
 	s.Exe = strings.TrimSuffix(master.exe, " (deleted)")
+	if name := RuntimeOf(master.comm, master.cmdline, isGoBinary(proc, master.pid)); name != "" {
+		s.Runtime = &Runtime{Name: name}
+	}
 	return s, master
 }
 

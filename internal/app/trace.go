@@ -312,7 +312,7 @@ func (o *Observer) finishDeps(t *tracer) {
 	}
 	deps := dependencies(t.conns, o.owner)
 	for _, s := range o.servers() {
-		s.Deps = deps[s]
+		s.Deps, s.Traced = deps[s], true
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/exporter-toolkit/web"
@@ -82,7 +84,12 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var token []byte
 	if *tokenFile != "" {
-		if token, err = agentapi.ReadToken(*tokenFile); err != nil {
+		if token, err = agentapi.ReadToken(*tokenFile); errors.Is(err, iofs.ErrNotExist) {
+			// The first run: the .deb makes the token on install; a
+			// binary copied by hand has none yet.
+			return badInput("token file %s does not exist: make one first, readable by root only: install -d -m 0700 %s && (umask 077; head -c 24 /dev/urandom | base64 > %s); give the same file to run --server-agent and check --agent (--token-file)",
+				*tokenFile, filepath.Dir(*tokenFile), *tokenFile)
+		} else if err != nil {
 			return usageError{err}
 		}
 	} else if !loopback(host) {

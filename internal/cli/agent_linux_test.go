@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/netns"
@@ -409,8 +410,8 @@ func TestAgentMetricsAccess(t *testing.T) {
 		{"metrics listener, wrong password", metrics + "/metrics", basic("prometheus", "guess"), http.StatusUnauthorized},
 		{"metrics listener, the API's token", metrics + "/metrics", bearer(token), http.StatusUnauthorized},
 		{"metrics listener, credentials", metrics + "/metrics", basic("prometheus", "scrape-secret"), http.StatusOK},
-		{"metrics listener, the API", metrics + "/api/v1/host", basic("prometheus", "scrape-secret"), http.StatusNotFound},
-		{"metrics listener, the API with the token", metrics + "/api/v1/snapshot", bearer(token), http.StatusUnauthorized},
+		{"metrics listener, the API", metrics + agentapi.PathHost, basic("prometheus", "scrape-secret"), http.StatusNotFound},
+		{"metrics listener, the API with the token", metrics + agentapi.PathSnapshot, bearer(token), http.StatusUnauthorized},
 	} {
 		code, b := get(c.url, c.auth)
 		if code != c.code {

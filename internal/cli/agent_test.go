@@ -55,7 +55,7 @@ func TestAgentRefuses(t *testing.T) {
 		{[]string{"--listen", "9120"}, "want HOST:PORT"},
 		{[]string{"--token-file", open}, "can be read or written by others (mode 0644): chmod 600"},
 		{[]string{"--token-file", short}, "at least 16 characters"},
-		{[]string{"--token-file", filepath.Join(dir, "none")}, "no such file"},
+		{[]string{"--token-file", filepath.Join(dir, "none")}, "token file " + filepath.Join(dir, "none") + " does not exist: make one first, readable by root only: install -d -m 0700 " + dir + " && (umask 077; head -c 24 /dev/urandom | base64 > " + filepath.Join(dir, "none") + ")"},
 		{[]string{"--tls-cert", open}, "--tls-cert and --tls-key go together"},
 		{[]string{"--retain", "1s"}, "--retain 1s"},
 		{[]string{"--incidents", dir, "--incident-before", "20m"}, "must fit in --retain"},

@@ -65,6 +65,9 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := oneStdout("json", out.json, "html", out.html); err != nil {
 		return err
 	}
+	if err := checkOutputs("json", out.json, "html", out.html); err != nil {
+		return err
+	}
 	rc, err := ag.config()
 	if err != nil {
 		return err
@@ -201,6 +204,9 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *window < 0 || *window > 24*time.Hour:
 		return badInput("--window %v: must be between 0 and 24h", *window)
 	}
+	if err := checkOutput("out", *out); err != nil {
+		return err
+	}
 	count := int(*window / *interval) + 1
 	s, err := src.source(count) // probe DNS on the first snapshot only
 	if err != nil {
@@ -231,6 +237,9 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 		return badInput("diagnose needs exactly one bundle file")
 	}
 	if err := oneStdout("json", out.json, "html", out.html); err != nil {
+		return err
+	}
+	if err := checkOutputs("json", out.json, "html", out.html); err != nil {
 		return err
 	}
 	if kind, err := bundleKind(pos[0]); err != nil {
@@ -318,7 +327,7 @@ func incidentText(w io.Writer, b *evidence.Bundle) {
 func readBundle(path string) (*evidence.Bundle, error) {
 	f, err := openData(path)
 	if err != nil {
-		return nil, badInput("read bundle: %v", err)
+		return nil, badInput("read bundle %s: %v", path, dataError(err))
 	}
 	defer f.Close()
 	return decodeBundle(f, path)
@@ -328,13 +337,10 @@ func readBundle(path string) (*evidence.Bundle, error) {
 func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
 	var b evidence.Bundle
 	if err := json.NewDecoder(capped.Reader(r, capped.Bundle, "bundle")).Decode(&b); err != nil {
-		if errors.Is(err, capped.ErrTooLarge) {
-			return nil, badInput("read bundle %s: %v", path, err)
-		}
-		return nil, badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
+		return nil, badInput("read bundle %s: %v", path, dataError(err))
 	}
-	if b.Version < 1 || b.Version > evidence.BundleVersion {
-		return nil, badInput("read bundle %s: version %d, this netdoctor reads version %d", path, b.Version, evidence.BundleVersion)
+	if err := checkBundleVersion(path, b.Version); err != nil {
+		return nil, err
 	}
 	if len(b.Snapshots) == 0 {
 		return nil, badInput("read bundle %s: no snapshots", path)
@@ -343,28 +349,36 @@ func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
 }
 
 // bundleKind peeks at a bundle's kind: "" for one namespace's snapshots
-// (collect -o), run.BundleKind for a run's evidence (run --bundle).
+// (collect -o), run.BundleKind for a run's evidence (run --bundle). A
+// file that is no bundle — a report, a plan, other JSON — is one line
+// that says what it is and what reads it.
 func bundleKind(path string) (string, error) {
-	f, err := openData(path)
+	d, err := sniffFile(path)
 	if err != nil {
-		return "", badInput("read bundle: %v", err)
+		return "", err
 	}
-	defer f.Close()
-	var top struct {
-		Kind string `json:"kind"`
+	switch {
+	case d.Kind == run.BundleKind:
+	case d.Snapshots == nil:
+		return "", notA(path, d, "a bundle", bundleHint)
 	}
-	if err := json.NewDecoder(capped.Reader(f, capped.Bundle, "bundle")).Decode(&top); err != nil {
-		return "", badInput("read bundle %s: not a netdoctor bundle: %v", path, err)
+	if err := checkBundleVersion(path, d.Version); err != nil {
+		return "", err
 	}
-	return top.Kind, nil
+	return d.Kind, nil
 }
 
 // diagnoseRun diagnoses a run's evidence again and writes what run
 // wrote.
 func diagnoseRun(path string, out outputs, stdout io.Writer) error {
-	rb, err := readWith(path, "bundle", run.ReadBundle)
+	f, err := openData(path)
 	if err != nil {
-		return err
+		return badInput("read bundle %s: %v", path, dataError(err))
+	}
+	rb, err := run.ReadBundle(f)
+	f.Close()
+	if err != nil {
+		return badInput("read bundle %s: %v", path, dataError(err))
 	}
 	res := run.Diagnose(rb)
 	r := res.Report()

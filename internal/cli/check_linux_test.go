@@ -95,7 +95,7 @@ func TestCheckAcceptQueueOverflow(t *testing.T) {
 			text = append(text, e.Text)
 		}
 		all := strings.Join(text, "\n")
-		for _, want := range []string{"TcpExt.ListenOverflows +", "accept queue 9 of 8", "effective backlog 8 = net.core.somaxconn 8", "pid " + itoa(h.cmd.Process.Pid)} {
+		for _, want := range []string{"TcpExtListenOverflows +", "accept queue 9 of 8", "effective backlog 8 = net.core.somaxconn 8", "pid " + itoa(h.cmd.Process.Pid)} {
 			if !strings.Contains(all, want) {
 				t.Errorf("evidence lacks %q:\n%s", want, all)
 			}

@@ -9,13 +9,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/netdoctor/netdoctor"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/safepath"
 )
 
@@ -29,8 +37,16 @@ const (
 	ExitPartial  = 5 // ran; a side's evidence was lost midway (its agent stopped answering)
 )
 
-// Version is set at build time with -ldflags "-X ...cli.Version=v".
-var Version = "dev"
+// Version is the VERSION file's (netdoctor.Version); a build may set
+// another with -ldflags "-X ...cli.Version=v", which the linker sets
+// only in a variable without an initializer (hence init).
+var Version string
+
+func init() {
+	if Version == "" {
+		Version = netdoctor.Version()
+	}
+}
 
 type command struct {
 	name, usage string
@@ -63,8 +79,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		// `netdoctor help run` is `netdoctor run --help`.
+		// `netdoctor help run` is `netdoctor run --help`, and `netdoctor
+		// help accept-queue-overflow` says what a report's finding means.
 		if len(args) > 1 && args[0] == "help" {
+			if c := rules.ClassOf(report.FindingID(args[1])); c.Meaning != "" {
+				return exitCode(explainFinding(stdout, c), stderr)
+			}
+			if !slices.ContainsFunc(commands(), func(c command) bool { return c.name == args[1] }) {
+				fmt.Fprintf(stderr, "netdoctor: help %s: no such command or finding ID (netdoctor --help lists the commands, docs/findings.md the finding IDs)\n", args[1])
+				return ExitUsage
+			}
 			return Run(ctx, append(args[1:], "--help"), stdout, stderr)
 		}
 		usage(stdout)
@@ -87,7 +111,17 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.usage)
 	}
-	fmt.Fprintln(w, "\nflags:\n  --version   print the version (netdoctor version says more)\n  --help      this list; netdoctor COMMAND --help for a command's flags and examples")
+	fmt.Fprintln(w, "\nflags:\n  --version   print the version (netdoctor version says more)\n  --help      this list; netdoctor COMMAND --help for a command's flags and examples,\n              netdoctor help FINDING-ID for what a report's finding means")
+}
+
+// explainFinding says what a finding ID means, from its class: what is
+// wrong, when it is active and when latent, the seed case it comes from,
+// and the commands that report it (docs/findings.md's row).
+func explainFinding(w io.Writer, c rules.Class) error {
+	unquote := func(s string) string { return strings.ReplaceAll(s, "`", "") }
+	_, err := fmt.Fprintf(w, "%s: %s\n\n  active when: %s\n  latent when: %s\n  seed case:   %s\n  reported by: %s\n\nIts section in docs/findings.md (/usr/share/doc/netdoctor/findings.md) says what it reads and its thresholds.\n",
+		c.ID, c.Meaning, unquote(c.Active), unquote(c.LatentWhen), c.Seed, unquote(c.ReportedBy))
+	return err
 }
 
 // usageError marks bad input; findingsError marks a report with an active
@@ -143,8 +177,11 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// durationFlag is a time.Duration flag whose error says what is wrong:
-// the flag package's own says only "parse error".
+// durationFlag is a time.Duration flag that takes Go's durations (10s,
+// 500ms, 2m) or, as wrk's -d does, a bare number of seconds ("--window 5"
+// is five seconds): every duration flag of netdoctor reads the same way.
+// Its error says what is wrong: the flag package's own says only "parse
+// error".
 type durationFlag struct{ p *time.Duration }
 
 func (d durationFlag) String() string {
@@ -154,13 +191,20 @@ func (d durationFlag) String() string {
 	return d.p.String()
 }
 
+// maxBare bounds a bare number of seconds: more is a typo.
+const maxBare = 366 * 24 * time.Hour
+
 func (d durationFlag) Set(s string) error {
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "eEnNxXiI") {
+		if math.Abs(f) > maxBare.Seconds() {
+			return fmt.Errorf("duration %q is more than a year of seconds", s)
+		}
+		*d.p = time.Duration(f * float64(time.Second))
+		return nil
+	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
-			return fmt.Errorf("missing unit in duration %q: write e.g. %ss", s, s)
-		}
-		return fmt.Errorf("not a duration %q: write e.g. 10s, 500ms, 2m", s)
+		return fmt.Errorf("not a duration %q: write e.g. 10s, 500ms, 2m, or a number of seconds", s)
 	}
 	*d.p = v
 	return nil
@@ -172,11 +216,9 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 	fs.Var(durationFlag{p}, name, usage)
 }
 
-// wrkDurationFlag is a duration flag that also takes a bare number of
-// seconds, as wrk's -d and --timeout do ("-d 10" is ten seconds). It is
-// kept to the flags load and run share with wrk: elsewhere a bare
-// number stays an error, since some flags there are naturally in
-// milliseconds (lab --sleep 35ms) and "35" would silently mean seconds.
+// wrkDurationFlag is the duration flag of wrk's -d and --timeout, which
+// load and run share with wrk ("-d 10" is ten seconds, as everywhere):
+// at most a day, and no "0s" in the help for no duration.
 type wrkDurationFlag struct{ durationFlag }
 
 // String is empty for no duration: -h then shows the default the usage
@@ -291,12 +333,26 @@ func parse(fs *flag.FlagSet, args []string, help io.Writer) ([]string, error) {
 
 // flagError says which flag was wrong and where the list is: the flag
 // package's "flag provided but not defined: -x" names no command.
+// The flag package names every flag with one dash ("-window"); it is
+// echoed as the user writes it and the help shows it: --window, -c.
 func flagError(fs *flag.FlagSet, err error) error {
 	cmd := strings.TrimPrefix(fs.Name(), "netdoctor ")
 	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
-		return fmt.Errorf("%s: unknown flag %s (netdoctor %s --help lists them)", cmd, name, cmd)
+		return fmt.Errorf("%s: unknown flag %s (netdoctor %s --help lists them)", cmd, flagName(strings.TrimLeft(name, "-")), cmd)
 	}
-	return fmt.Errorf("%s: %w", cmd, err)
+	msg := err.Error()
+	for _, lead := range []string{"for flag -", "flag needs an argument: -", "bad flag syntax: -"} {
+		if i := strings.Index(msg, lead); i >= 0 {
+			rest := msg[i+len(lead):]
+			name, tail, _ := strings.Cut(rest, ":")
+			if tail != "" {
+				tail = ":" + tail
+			}
+			msg = msg[:i] + lead[:len(lead)-1] + flagName(name) + tail
+			break
+		}
+	}
+	return fmt.Errorf("%s: %s", cmd, msg)
 }
 
 // writeOut writes through write to the file at path, or to stdout for
@@ -317,6 +373,45 @@ func writeOut(path string, stdout io.Writer, what string, write func(io.Writer) 
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// checkOutput refuses, before anything is measured, an output that
+// cannot be written: its directory missing, not a directory or not
+// writable (a read-only file system too), or the path itself a
+// directory. The file is created only at the end, when there is
+// something to write (writeOut): a run that fails leaves no empty report
+// behind, nor truncates the last one.
+func checkOutput(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return badInput("%s %s: is a directory: name a file", flagName(flag), path)
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return badInput("%s %s: directory %s does not exist", flagName(flag), path, dir)
+	case err != nil:
+		return badInput("%s %s: %v", flagName(flag), path, err)
+	case !fi.IsDir():
+		return badInput("%s %s: %s is not a directory", flagName(flag), path, dir)
+	}
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return badInput("%s %s: directory %s is not writable (%v)", flagName(flag), path, dir, err)
+	}
+	return nil
+}
+
+// checkOutputs checks each flag's output (name, path pairs).
+func checkOutputs(flags ...string) error {
+	for i := 0; i+1 < len(flags); i += 2 {
+		if err := checkOutput(flags[i], flags[i+1]); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -404,7 +499,11 @@ func openData(path string) (io.ReadCloser, error) {
 func dataReader(r io.Reader) (io.Reader, error) {
 	br := bufio.NewReader(r)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		return gzip.NewReader(br)
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		return gzipReader{z}, nil
 	}
 	return br, nil
 }

@@ -28,6 +28,22 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(future, []byte(`{"version": 99, "snapshots": [{}]}`), 0o644)
 	empty := filepath.Join(dir, "empty.json")
 	os.WriteFile(empty, []byte(`{"version": 1, "snapshots": []}`), 0o644)
+	checkReport := filepath.Join(dir, "check.json")
+	os.WriteFile(checkReport, []byte(`{"version": 2, "command": "check", "verdict": "HEALTHY: no problem found", "findings": []}`), 0o644)
+	plan := filepath.Join(dir, "plan.json")
+	os.WriteFile(plan, []byte(`{"version": 1, "report": "r.json", "command": "check", "changes": []}`), 0o644)
+	array := filepath.Join(dir, "array.json")
+	os.WriteFile(array, []byte(`[1, 2]`), 0o644)
+	other := filepath.Join(dir, "other.json")
+	os.WriteFile(other, []byte(`{"a": 1}`), 0o644)
+	newer := filepath.Join(dir, "newer.json")
+	os.WriteFile(newer, []byte(`{"version": 9, "command": "run"}`), 0o644)
+	whole, err := os.ReadFile("../../testdata/runs/healthy.bundle.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.json.gz")
+	os.WriteFile(cut, whole[:len(whole)/2], 0o644)
 	tests := []struct {
 		args []string
 		want string
@@ -36,15 +52,26 @@ func TestBadInput(t *testing.T) {
 		{[]string{"check", "--netns", "no-such-ns-here"}, "no such network namespace: no-such-ns-here"},
 		{[]string{"check", "--netns", "/etc/hostname"}, "is not a network namespace"},
 		{[]string{"check", "--window", "0s"}, "--window 0s: must be between"},
-		{[]string{"check", "--window", "5"}, "invalid value"},
+		{[]string{"check", "--window", "5x"}, `check: invalid value "5x" for flag --window: not a duration "5x"`},
 		{[]string{"check", "extra"}, "check takes no arguments"},
-		{[]string{"check", "--bogus"}, "check: unknown flag -bogus (netdoctor check --help lists them)"},
+		{[]string{"check", "--bogus"}, "check: unknown flag --bogus (netdoctor check --help lists them)"},
+		{[]string{"check", "-bogus"}, "check: unknown flag --bogus (netdoctor check --help lists them)"},
+		{[]string{"load", "-x", "http://127.0.0.1:1/"}, "load: unknown flag -x (netdoctor load --help lists them)"},
 		{[]string{"collect", "--window", "1s"}, "collect needs --out FILE"},
 		{[]string{"diagnose"}, "diagnose needs exactly one bundle file"},
 		{[]string{"diagnose", filepath.Join(dir, "missing.json")}, "no such file"},
-		{[]string{"diagnose", garbage}, "not a netdoctor bundle"},
-		{[]string{"diagnose", future}, "version 99"},
+		{[]string{"diagnose", garbage}, "not JSON (invalid character"},
+		{[]string{"diagnose", future}, "is a bundle of version 99, newer than this netdoctor reads"},
 		{[]string{"diagnose", empty}, "no snapshots"},
+		{[]string{"diagnose", checkReport}, "is a netdoctor check report, not a bundle: diagnose reads bundles"},
+		{[]string{"diagnose", plan}, "is a netdoctor tune plan, not a bundle"},
+		{[]string{"diagnose", array}, "a JSON array, not an object as netdoctor writes"},
+		{[]string{"diagnose", other}, "is JSON but not a bundle (it has none of netdoctor's fields)"},
+		{[]string{"diagnose", cut}, "truncated: the gzip stream ends before its end"},
+		{[]string{"compare", plan, checkReport}, "is a netdoctor tune plan, not a report"},
+		{[]string{"compare", checkReport, "../../testdata/runs/healthy.bundle.json.gz"}, "is a netdoctor run bundle, not a report: compare and tune plan read reports"},
+		{[]string{"compare", newer, checkReport}, "a netdoctor run report of version 9, newer than this netdoctor reads"},
+		{[]string{"compare", cut, checkReport}, "truncated: the gzip stream ends before its end"},
 		{[]string{"load"}, "load needs exactly one URL"},
 		{[]string{"load", "ftp://127.0.0.1/"}, `scheme "ftp" not supported`},
 		{[]string{"load", "127.0.0.1:8080"}, "use http:// or https://"},
@@ -61,7 +88,7 @@ func TestBadInput(t *testing.T) {
 		{[]string{"load", "-spost.lua", "http://127.0.0.1:1/"}, "script error: open post.lua: no such file"},
 		{[]string{"load", "-s", "post.lua"}, "load needs exactly one URL"},
 		{[]string{"run", "-s", "post.lua", "http://127.0.0.1:1/"}, "script error: open post.lua: no such file"},
-		{[]string{"run", "--baseline", "3", "http://127.0.0.1:1/"}, "missing unit in duration"},
+		{[]string{"run", "--baseline", "3y", "http://127.0.0.1:1/"}, `run: invalid value "3y" for flag --baseline`},
 		{[]string{"load", "--ramp", "5:1", "http://127.0.0.1:1/"}, "want FROM:TO:DURATION"},
 		{[]string{"load", "-H", "nocolon", "http://127.0.0.1:1/"}, "want 'Name: value'"},
 	}
@@ -156,7 +183,7 @@ func TestLoadCommand(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Version != 1 || r.Requests != 300 || hits.Load() != 300 || r.RPS <= 0 || r.Findings == nil || len(r.Timeline) == 0 {
+	if r.Version != report.Version || r.Requests != 300 || hits.Load() != 300 || r.RPS <= 0 || r.Findings == nil || len(r.Timeline) == 0 {
 		t.Errorf("json: version %d requests %d (server %d) rps %v findings %v timeline %d", r.Version, r.Requests, hits.Load(), r.RPS, r.Findings, len(r.Timeline))
 	}
 }
@@ -210,5 +237,21 @@ func TestDiagnoseIncidentDeps(t *testing.T) {
 	code, _, stderr := runCLI(t, "diagnose", write(json.RawMessage(`{"servers": 3}`)))
 	if code == 0 || !strings.Contains(stderr, "the incident's dependencies") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("a damaged trace: exit %d, %q", code, stderr)
+	}
+}
+
+// TestVersion: --version's first line is the VERSION file's release with
+// the commit, as the build and the package read it.
+func TestVersion(t *testing.T) {
+	b, err := os.ReadFile("../../VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "netdoctor " + strings.TrimSpace(string(b)) + " (commit "
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		code, stdout, _ := runCLI(t, args...)
+		if first, _, _ := strings.Cut(stdout, "\n"); code != ExitOK || !strings.HasPrefix(first, want) {
+			t.Errorf("%v: exit %d, first line %q; want %q…", args, code, first, want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,19 +13,22 @@ import (
 
 // readCompared reads a run, load, check or diagnose report for compare.
 func readCompared(path string) (*report.Run, error) {
-	r, err := readWith(path, "report", report.Read)
-	var k *report.KindError
-	switch {
-	case errors.As(err, &k):
-		return nil, badInput("read report %s: not a netdoctor run, load, check or diagnose report (version 1)", path)
-	case err != nil:
-		return nil, err
+	f, err := openData(path)
+	if err != nil {
+		return nil, badInput("read report %s: %v", path, dataError(err))
+	}
+	defer f.Close()
+	r, err := report.Read(f)
+	if err != nil {
+		return nil, readReportError(path, err)
 	}
 	return r, nil
 }
 
 func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("compare", stderr)
+	fail := failCritical
+	fs.Var(&fail, "fail-on", "exit 1 when the second report has a finding active that the first had not, or had latent or less severe, this severe or more: critical, warning, or never")
 	pos, err := parse(fs, args, stdout)
 	if err != nil {
 		return err
@@ -60,9 +62,26 @@ func runCompare(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(left) > 0 {
 		slices.Sort(left)
 		left = slices.Compact(left)
-		_, err = fmt.Fprintf(stdout, "\nNot compared with the %s report (only a run's load and servers show them): %s\n", one, strings.Join(left, ", "))
+		if _, err := fmt.Fprintf(stdout, "\nNot compared with the %s report (only a run's load and servers show them): %s\n", one, strings.Join(left, ", ")); err != nil {
+			return err
+		}
 	}
-	return err
+	if fail == failNever {
+		return nil
+	}
+	least := report.Critical
+	if fail == failWarning {
+		least = report.Warning
+	}
+	if worse := report.Match(a, b).Regressions(least); len(worse) > 0 {
+		ids := make([]string, len(worse))
+		for i, f := range worse {
+			ids[i] = strings.TrimSpace(string(f.ID) + " " + f.Subject)
+		}
+		fmt.Fprintf(stderr, "netdoctor: regression: %s %s active in %s, not so in %s\n", strings.Join(ids, ", "), map[bool]string{true: "is", false: "are"}[len(ids) == 1], pos[1], pos[0])
+		return errFindings
+	}
+	return nil
 }
 
 // oneSided reports a report of one namespace's snapshots: check and

@@ -64,7 +64,7 @@ func TestCompareChecks(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"Status: findings → warnings",
+	for _, want := range []string{"Status: unhealthy → degraded",
 		"Findings gone:\n  [critical active] Accept queue overflow (accept-queue-overflow)",
 		"Findings new:\n  [warning active] Conntrack 85% full (conntrack-table-full)",
 		"Findings in both:\n  [warning latent] tcp_tw_reuse (risky-sysctl)"} {
@@ -94,5 +94,51 @@ func TestCompareChecks(t *testing.T) {
 	code, stdout, _ = runCLI(t, "compare", run, before)
 	if code != ExitOK || !strings.Contains(stdout, "Findings in both:\n  [critical active] Accept queue overflow") {
 		t.Errorf("a run's server-side finding does not match the check's same finding:\n%s", stdout)
+	}
+}
+
+// TestCompareRegression: a finding latent before and active after is one
+// change, not one gone and one new, and it fails the comparison (exit
+// 1): what a CI gate needs. A finding that got better passes; --fail-on
+// moves the line as for the other commands.
+func TestCompareRegression(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	latent := write("latent.json", `{"version":2,"command":"check","status":"latent","verdict":"LATENT: OK now, 1 latent risk(s) that will hurt at scale","findings":[
+		{"id":"accept-queue-overflow","severity":"warning","status":"latent","title":"Listener 127.0.0.1:80 has an accept queue of only 5","subject":"127.0.0.1:80"}]}`)
+	active := write("active.json", `{"version":2,"command":"check","status":"unhealthy","verdict":"UNHEALTHY: Accept queue overflow","findings":[
+		{"id":"accept-queue-overflow","severity":"critical","status":"active","title":"Accept queue overflow","subject":"127.0.0.1:80"},
+		{"id":"dns-slow","severity":"warning","status":"active","title":"Slow lookups"}]}`)
+	code, stdout, stderr := runCLI(t, "compare", latent, active)
+	if code != ExitFindings || stderr != "netdoctor: regression: accept-queue-overflow 127.0.0.1:80 is active in "+active+", not so in "+latent+"\n" {
+		t.Errorf("exit %d, stderr %q; want %d and the regression named", code, stderr, ExitFindings)
+	}
+	for _, want := range []string{"Findings gone:\n  none", "Findings new:\n  [warning active] Slow lookups (dns-slow)",
+		"Findings changed:\n  [warning latent → critical active] Accept queue overflow (accept-queue-overflow)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare lacks %q:\n%s", want, stdout)
+		}
+	}
+	if code, _, _ := runCLI(t, "compare", active, latent); code != ExitOK {
+		t.Errorf("better after: exit %d, want 0", code)
+	}
+	if code, _, _ := runCLI(t, "compare", "--fail-on", "never", latent, active); code != ExitOK {
+		t.Errorf("--fail-on never: exit %d, want 0", code)
+	}
+	// Only a new warning: a regression at --fail-on warning only.
+	onlyWarn := write("warn.json", `{"version":2,"command":"check","findings":[
+		{"id":"accept-queue-overflow","severity":"warning","status":"latent","title":"x","subject":"127.0.0.1:80"},
+		{"id":"dns-slow","severity":"warning","status":"active","title":"Slow lookups"}]}`)
+	if code, _, _ := runCLI(t, "compare", latent, onlyWarn); code != ExitOK {
+		t.Errorf("a new warning, --fail-on critical: exit %d, want 0", code)
+	}
+	if code, _, stderr := runCLI(t, "compare", "--fail-on", "warning", latent, onlyWarn); code != ExitFindings || !strings.Contains(stderr, "dns-slow is active") {
+		t.Errorf("a new warning, --fail-on warning: exit %d, %q; want 1", code, stderr)
 	}
 }

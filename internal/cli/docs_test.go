@@ -76,6 +76,12 @@ func TestCompletion(t *testing.T) {
 		if !strings.Contains(out.String(), "--server-netns") && !strings.Contains(out.String(), "-l server-netns") {
 			t.Errorf("completion %s lacks run's --server-netns", sh)
 		}
+		// Values: the namespaces' names, finding IDs for help.
+		for _, want := range []string{netnsList, "accept-queue-overflow", "critical warning never"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("completion %s does not offer %q", sh, want)
+			}
+		}
 		bin, err := exec.LookPath(sh)
 		if err != nil {
 			t.Logf("%s not installed: its script is not run", sh)
@@ -92,10 +98,14 @@ func TestCompletion(t *testing.T) {
 			continue
 		}
 		for line, want := range map[string]string{
-			"netdoctor run --server-n": "--server-netns",
-			"netdoctor lab run h":      "healthy",
-			"netdoctor tu":             "tune",
-			"netdoctor tune a":         "apply",
+			"netdoctor run --server-n":             "--server-netns",
+			"netdoctor lab run h":                  "healthy",
+			"netdoctor tu":                         "tune",
+			"netdoctor tune a":                     "apply",
+			"netdoctor check --fail-on w":          "warning",
+			"netdoctor help accept-q":              "accept-queue-overflow",
+			"netdoctor help ru":                    "run",
+			"netdoctor rules --format prometheusr": "prometheusrule",
 		} {
 			words := strings.Fields(line)
 			probe := `source "$1"; COMP_WORDS=(` + strings.Join(words, " ") + `); COMP_CWORD=` + strconv.Itoa(len(words)-1) + `; _netdoctor; printf '%s\n' "${COMPREPLY[@]}"`
@@ -165,8 +175,50 @@ func TestHelpOnStdout(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--version"}, {"-v"}, {"version"}} {
 		stdout.Reset()
-		if code := Run(context.Background(), args, &stdout, &stderr); code != ExitOK || !strings.HasPrefix(stdout.String(), "netdoctor "+Version+"\n") || !strings.Contains(stdout.String(), "\ngo: go") {
+		if code := Run(context.Background(), args, &stdout, &stderr); code != ExitOK || !strings.HasPrefix(stdout.String(), "netdoctor "+Version+" (commit ") || !strings.Contains(stdout.String(), "\ngo: go") {
 			t.Errorf("%v: exit %d, %q", args, code, stdout.String())
 		}
+	}
+}
+
+// TestHelpFlagsHeading: a command without flags prints no "flags:"
+// heading and no "[flags]" in its usage; one with flags lists them.
+func TestHelpFlagsHeading(t *testing.T) {
+	for _, d := range commandDocs {
+		var out bytes.Buffer
+		Run(context.Background(), append(strings.Fields(d.Path), "--help"), &out, &out)
+		has := len(flagsOf(d.Path)) > 0
+		if strings.Contains(out.String(), "flags:") != has || strings.Contains(out.String(), "[flags]") != has {
+			t.Errorf("%s (%d flags) --help:\n%s", d.Path, len(flagsOf(d.Path)), out.String())
+		}
+		if strings.Contains(out.String(), "flags:\n\n") {
+			t.Errorf("%s --help has an empty flags: heading", d.Path)
+		}
+	}
+}
+
+// TestHelpFinding: `netdoctor help ID` says what a report's finding
+// means; neither a command nor an ID is one line and exit 2.
+func TestHelpFinding(t *testing.T) {
+	code, stdout, _ := runCLI(t, "help", "accept-queue-overflow")
+	if code != ExitOK || !strings.HasPrefix(stdout, "accept-queue-overflow: the application accepts connections more slowly than they arrive") || !strings.Contains(stdout, "active when: TcpExtListenOverflows rose") {
+		t.Errorf("help accept-queue-overflow: exit %d\n%s", code, stdout)
+	}
+	code, _, stderr := runCLI(t, "help", "no-such-thing")
+	if code != ExitUsage || stderr != "netdoctor: help no-such-thing: no such command or finding ID (netdoctor --help lists the commands, docs/findings.md the finding IDs)\n" {
+		t.Errorf("help no-such-thing: exit %d, %q", code, stderr)
+	}
+}
+
+// TestRunHelpJSON: run's --json - is the report alone on stdout, the
+// text report left out: its help says so, not load's "the text to
+// stderr".
+func TestRunHelpJSON(t *testing.T) {
+	_, stdout, _ := runCLI(t, "run", "--help")
+	if !strings.Contains(stdout, "--json FILE\n      also write the JSON report to this file; - writes it to stdout instead of the text report") {
+		t.Errorf("run --help:\n%s", stdout)
+	}
+	if _, stdout, _ = runCLI(t, "load", "--help"); !strings.Contains(stdout, "(- for stdout, and the text to stderr)") {
+		t.Errorf("load --help:\n%s", stdout)
 	}
 }

@@ -288,7 +288,9 @@ func serveForRun(kind string) string {
 }
 
 // serveAt serves on addr: "slow" with backlog 8 and one accept every
-// 20 ms, else with backlog 4096 and no delay.
+// 20 ms; "goslow" as slow, but listening as Go programs do (net.Listen,
+// whose backlog is net.core.somaxconn); else with backlog 4096 and no
+// delay.
 //
 // With ND_EXIT_AFTER=N the process exits once it has answered N
 // requests: a server that dies in the middle of a load, whenever the
@@ -308,8 +310,14 @@ func serveAt(kind, addr string) {
 	switch kind {
 	case "slow":
 		backlog, pause = 8, 20*time.Millisecond
-	case "slowbig": // asks for a large backlog; somaxconn decides
+	case "slowbig", "goslow": // asks for a large backlog; somaxconn decides
 		pause = 20 * time.Millisecond
+	}
+	if kind == "goslow" {
+		ln, err := net.Listen("tcp", addr)
+		must(err)
+		go acceptSlowly(ln, h, pause)
+		return
 	}
 	fd := listenFD(syscall.AF_INET, host, p, backlog)
 	if kind == "burn" {
@@ -336,16 +344,20 @@ func serveAt(kind, addr string) {
 	}
 	ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
 	must(err)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go http.Serve(&oneConn{c: c}, h)
-			time.Sleep(pause) // the slow accept loop under test
+	go acceptSlowly(ln, h, pause)
+}
+
+// acceptSlowly serves each connection ln accepts with h, pausing after
+// each accept: an accept loop slower than the load.
+func acceptSlowly(ln net.Listener, h http.Handler, pause time.Duration) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
 		}
-	}()
+		go http.Serve(&oneConn{c: c}, h)
+		time.Sleep(pause) // the slow accept loop under test
+	}
 }
 
 // burnRequest is the CPU a "burn" server spends on a request: a hash

@@ -145,6 +145,16 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := lo.check(set); err != nil {
 		return err
 	}
+	if err := checkOutput("json", lo.jsonOut); err != nil {
+		return err
+	}
+	if err := load.Probe(ctx, lo.o); err != nil {
+		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, load.ErrUnreachable) {
+			return usageError{err}
+		}
+		return err
+	}
+	conns := connRoom(&lo.o, stderr)
 	text := stdout
 	if lo.jsonOut == "-" {
 		text = stderr // stdout carries the JSON alone
@@ -153,10 +163,6 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
 	lo.o.OnStart = func() {
-		conns := lo.o.Connections
-		if lo.o.Ramp != nil {
-			conns = lo.o.Ramp.To
-		}
 		report.WrkHeader(text, describe(lo.o), lo.o.URL, min(lo.o.Threads, conns), conns)
 	}
 	res, err := load.Run(ctx, lo.o)
@@ -182,6 +188,22 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return noResponse(res)
 	}
 	return nil
+}
+
+// connRoom says up front, on stderr, how many of the connections asked
+// for this host can open (load.Capacity), and returns how many the load
+// will run: the engine clamps to the same count, and marks the result as
+// limited by the load generator.
+func connRoom(o *load.Options, stderr io.Writer) int {
+	asked := o.Connections
+	if o.Ramp != nil {
+		asked = o.Ramp.To
+	}
+	n, notes := load.Capacity(asked)
+	for _, note := range notes {
+		fmt.Fprintf(stderr, "netdoctor: %s\n", note)
+	}
+	return n
 }
 
 // noResponse is the error of a load in which no request got a response

@@ -57,8 +57,10 @@ func TestLoadPortExhaustion(t *testing.T) {
 	}
 }
 
-// TestLoadClosedPort: a load in which no request got a response exits
-// non-zero and says so in one line, after its report.
+// TestLoadClosedPort: a load against a port nothing listens on fails
+// at once, exit 2, before any load and without a report; a load in which
+// no request got a response (a server that resets every connection)
+// exits non-zero and says so in one line, after its report.
 func TestLoadClosedPort(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -68,7 +70,23 @@ func TestLoadClosedPort(t *testing.T) {
 	l.Close()
 	out := filepath.Join(t.TempDir(), "load.json")
 	code, stdout, stderr := runCLI(t, "load", "-c", "2", "-t", "1", "-d", "500ms", "--json", out, url)
-	if code != ExitFailed || !strings.Contains(stderr, "no request got a response from "+url) || !strings.Contains(stderr, "refused") ||
+	if code != ExitUsage || !strings.Contains(stderr, "nothing accepts connections on "+l.Addr().String()+" (connection refused)") ||
+		strings.Count(strings.TrimSpace(stderr), "\n") > 0 || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and one line saying nothing listens", code, stdout, stderr, ExitUsage)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a report was written for a load that never ran")
+	}
+
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go resetEach(l)
+	url = "http://" + l.Addr().String() + "/"
+	code, stdout, stderr = runCLI(t, "load", "-c", "2", "-t", "1", "-d", "500ms", "--json", out, url)
+	if code != ExitFailed || !strings.Contains(stderr, "no request got a response from "+url) ||
 		strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("exit %d, stderr %q; want %d and one line saying no request got a response", code, stderr, ExitFailed)
 	}

@@ -269,14 +269,19 @@ func TestLoadWrkFlags(t *testing.T) {
 	}
 }
 
-// TestWrkDurationFlag: a bare number is seconds in load's and run's wrk
-// flags, and still an error in other commands' duration flags.
+// TestWrkDurationFlag: a bare number is seconds in every duration flag,
+// load's and run's wrk flags as the others (check --window 5, run
+// --baseline 3).
 func TestWrkDurationFlag(t *testing.T) {
 	for in, want := range map[string]time.Duration{"10": 10 * time.Second, "1.5": 1500 * time.Millisecond, "0": 0,
 		"10s": 10 * time.Second, "2m": 2 * time.Minute, "1h": time.Hour, "500ms": 500 * time.Millisecond} {
 		var d time.Duration
 		if err := (wrkDurationFlag{durationFlag{&d}}).Set(in); err != nil || d != want {
 			t.Errorf("%q: %v, %v; want %v", in, d, err, want)
+		}
+		d = 0
+		if err := (durationFlag{&d}).Set(in); err != nil || d != want {
+			t.Errorf("ordinary flag %q: %v, %v; want %v", in, d, err, want)
 		}
 	}
 	for _, in := range []string{"10x", "1e3", "NaN", "Inf", "99999999999", ""} {
@@ -285,9 +290,11 @@ func TestWrkDurationFlag(t *testing.T) {
 			t.Errorf("%q: accepted as %v", in, d)
 		}
 	}
-	var d time.Duration
-	if err := (durationFlag{&d}).Set("10"); err == nil {
-		t.Errorf("a bare number is accepted by the ordinary duration flags")
+	for _, in := range []string{"10x", "1e3", "NaN", "99999999999", ""} {
+		var d time.Duration
+		if err := (durationFlag{&d}).Set(in); err == nil {
+			t.Errorf("ordinary flag %q: accepted as %v", in, d)
+		}
 	}
 	for in, want := range map[string]int{"50": 50, "1k": 1000, "2K": 2000, "1M": 1000000} {
 		var n int

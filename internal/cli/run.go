@@ -59,6 +59,9 @@ func (a *agentFlags) config() (*source.RemoteConfig, error) {
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	lo := loadFlags(fs)
+	// run's JSON is the whole report, not load's result: with "-" stdout
+	// holds it alone, and the text report is not written at all.
+	fs.Lookup("json").Usage = "also write the JSON report to this file; - writes it to stdout instead of the text report (progress and notes go to stderr)"
 	var o run.Options
 	serverNS := fs.String("server-netns", "", "the server's network namespace (name or path); default: this one when the target is local")
 	var ag agentFlags
@@ -115,6 +118,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := oneStdout("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
 		return err
 	}
+	if err := checkOutputs("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
+		return err
+	}
+	_ = connRoom(&lo.o, stderr)
 	if *verify != "" {
 		return runVerify(ctx, o, lo, set, *verify, *keep, *fail, stdout, stderr)
 	}

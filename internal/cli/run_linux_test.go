@@ -115,7 +115,7 @@ func TestRunAcceptQueue(t *testing.T) {
 	}
 	window := false
 	for _, e := range f.Evidence {
-		window = window || (e.Window && strings.Contains(e.Text, "TcpExt.ListenOverflows +"))
+		window = window || (e.Window && strings.Contains(e.Text, "TcpExtListenOverflows +"))
 	}
 	if !window || r.Load.Requests == 0 {
 		t.Errorf("evidence %+v, requests %d: want ListenOverflows from the load window", f.Evidence, r.Load.Requests)
@@ -273,7 +273,7 @@ func TestRunNagle(t *testing.T) {
 	for _, e := range f.Evidence {
 		all += e.Text + "\n"
 	}
-	for _, want := range []string{"35–60 ms band", "TcpExt.DelayedACKs +"} {
+	for _, want := range []string{"35–60 ms band", "TcpExtDelayedACKs +"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("evidence lacks %q:\n%s", want, all)
 		}

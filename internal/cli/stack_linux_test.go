@@ -272,14 +272,14 @@ func TestRunBandwidthCap(t *testing.T) {
 // TestRunSYNQueue: a server that accepts slowly with backlog 8, and
 // syncookies off in its namespace. Completed handshakes the full accept
 // queue cannot take stay in the SYN queue, which overflows; without
-// cookies the kernel drops new SYNs (TcpExt.TCPReqQFullDrop).
+// cookies the kernel drops new SYNs (TcpExtTCPReqQFullDrop).
 func TestRunSYNQueue(t *testing.T) {
 	e := newLab(t)
 	labMust(t, e.Sysctl(e.ServerNS, "net.ipv4.tcp_syncookies", "0"))
 	startServe(t, e.ServerNS.Name, "ND_SERVER=slow", "ND_ADDR="+e.ServerIP+":80")
 	_, r, text := runLab(t, e, "-c 100 -t 1 -d 3s")
 	f := wantActive(t, r, text, "server", "syn-queue-overflow", "accept-queue-overflow")["syn-queue-overflow"]
-	if f != nil && !evidenceHas(f, "TcpExt.TCPReqQFullDrop +") {
+	if f != nil && !evidenceHas(f, "TcpExtTCPReqQFullDrop +") {
 		t.Errorf("evidence %+v", f.Evidence)
 	}
 }

@@ -59,9 +59,14 @@ func tunePlan(args []string, stdout, stderr io.Writer) error {
 
 // planFrom reads a report and plans from it against the live host.
 func planFrom(path string) (*tune.Plan, error) {
-	in, err := readWith(path, "report", tune.ReadInput)
+	f, err := openData(path)
 	if err != nil {
-		return nil, err
+		return nil, badInput("read report %s: %v", path, dataError(err))
+	}
+	defer f.Close()
+	in, err := tune.ReadInput(f)
+	if err != nil {
+		return nil, readReportError(path, err)
 	}
 	return tune.Build(in, path, tune.Live{})
 }

@@ -418,7 +418,7 @@ func TestTuneBadInput(t *testing.T) {
 		{[]string{"tune", "plan"}, "exactly one report"},
 		{[]string{"tune", "plan", filepath.Join(dir, "missing.json")}, "no such file"},
 		{[]string{"tune", "plan", garbage}, "not a netdoctor report"},
-		{[]string{"tune", "plan", bundle}, "not a netdoctor run or check report"},
+		{[]string{"tune", "plan", bundle}, "is a netdoctor bundle, not a report: compare and tune plan read reports"},
 		{[]string{"tune", "apply", garbage}, "not a netdoctor plan"},
 		{[]string{"tune", "apply", bomb}, "plan larger than 64 MiB"},
 		{[]string{"tune", "apply", bundle, "--yes"}, "not a netdoctor plan"},

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
@@ -366,7 +367,7 @@ func agentOnOthers(t *testing.T, ns string, ports map[string]int) map[string]str
 	}
 	out["agent /metrics"] = metrics
 	for name, port := range ports {
-		code, body := get(fmt.Sprintf("/api/v1/servers?port=%d", port))
+		code, body := get(fmt.Sprintf("%s?port=%d", agentapi.PathServers, port))
 		if code != http.StatusOK {
 			t.Errorf("agent servers?port=%d (%s): %d %s", port, name, code, body)
 			continue
@@ -376,7 +377,7 @@ func agentOnOthers(t *testing.T, ns string, ports map[string]int) map[string]str
 			t.Errorf("agent servers?port=%d (%s): does not say why the configuration was not read:\n%s", port, name, body)
 		}
 	}
-	code, body := get("/api/v1/findings")
+	code, body := get(agentapi.PathFindings)
 	if code != http.StatusOK {
 		t.Errorf("agent findings: %d %s", code, body)
 	}

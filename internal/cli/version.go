@@ -16,9 +16,10 @@ import (
 // without it the Go toolchain's VCS stamp is used when there is one.
 var Commit string
 
-// runVersion prints the version on its first line ("netdoctor V", as
-// scripts expect), then the commit, the Go that built it and what this
-// kernel offers the collectors: a bug report's first paragraph.
+// runVersion prints the version and the commit on its first line
+// ("netdoctor V (commit C)": scripts read "netdoctor V"), then the
+// commit whole, the Go that built it and what this kernel offers the
+// collectors: a bug report's first paragraph.
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("version", stderr)
 	if _, err := parse(fs, args, stdout); err != nil {
@@ -38,11 +39,16 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if commit == "" {
 		commit = "unknown"
 	}
+	short := commit
+	if len(short) > 12 {
+		short = short[:12]
+	}
 	if modified {
 		commit += " (modified)"
+		short += ", modified"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "netdoctor %s\ncommit: %s\ngo: %s %s/%s\n", Version, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(&b, "netdoctor %s (commit %s)\ncommit: %s\ngo: %s %s/%s\n", Version, short, commit, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		fmt.Fprintf(&b, "kernel: %s\n", unix.ByteSliceToString(u.Release[:]))

@@ -22,10 +22,13 @@ func (b *Bundle) Window() (Window, bool) {
 // Duration is the time between the two snapshots.
 func (w Window) Duration() time.Duration { return w.Last.Time.Sub(w.First.Time) }
 
-// Counter returns how much a counter rose in the window. ok is false when
-// either snapshot lacks it; a counter that went down (the namespace was
-// recreated, a counter reset) counts as 0.
+// Counter returns how much a counter rose in the window, named either
+// way (CounterKey: "TcpExt.ListenOverflows" or nstat's
+// "TcpExtListenOverflows"). ok is false when either snapshot lacks it; a
+// counter that went down (the namespace was recreated, a counter reset)
+// counts as 0.
 func (w Window) Counter(name string) (d uint64, ok bool) {
+	name = CounterKey(name)
 	a, ok1 := w.First.Counters[name]
 	b, ok2 := w.Last.Counters[name]
 	if !ok1 || !ok2 {

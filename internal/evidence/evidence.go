@@ -7,7 +7,9 @@ import (
 
 // BundleVersion is the version of the bundle file format written by
 // `netdoctor collect`. Readers reject bundles with a newer major version.
-const BundleVersion = 1
+// Version 2 names counters as nstat does and a listener's queue and
+// backlog accept_queue and backlog; version 1 is still read.
+const BundleVersion = 2
 
 // Bundle is a series of snapshots taken from one network namespace. It is
 // what `netdoctor collect` writes and `netdoctor diagnose` reads.
@@ -96,9 +98,10 @@ type Snapshot struct {
 
 	// Counters holds every counter of /proc/net/snmp, /proc/net/netstat and
 	// /proc/net/snmp6, keyed "Group.Name": "TcpExt.ListenOverflows",
-	// "Tcp.RetransSegs", "Ip6.InReceives". Gauges such as Tcp.CurrEstab are
-	// included as they appear in the files.
-	Counters map[string]uint64 `json:"counters,omitempty"`
+	// "Tcp.RetransSegs", "Ip6.InReceives" (in JSON, as nstat names them:
+	// Counters). Gauges such as Tcp.CurrEstab are included as they
+	// appear in the files.
+	Counters Counters `json:"counters,omitempty"`
 	// Sockstat holds /proc/net/sockstat and sockstat6, keyed "TCP.inuse",
 	// "TCP.tw", "TCP.mem" (pages), "sockets.used", "TCP6.inuse".
 	Sockstat map[string]int64 `json:"sockstat,omitempty"`
@@ -451,9 +454,11 @@ type Listener struct {
 	Port  int    `json:"port,omitempty"`
 	// RecvQ is the accept queue length: connections established but not
 	// yet accept()ed. SendQ is the effective backlog, min(listen() backlog,
-	// net.core.somaxconn). The queue is full when RecvQ > SendQ.
-	RecvQ uint32 `json:"recv_q"`
-	SendQ uint32 `json:"send_q"`
+	// net.core.somaxconn). The queue is full when RecvQ > SendQ. Their
+	// names are ss's columns; in JSON they are what they are for a
+	// listener, accept_queue and backlog (version 1: recv_q, send_q).
+	RecvQ uint32 `json:"accept_queue"`
+	SendQ uint32 `json:"backlog"`
 	Inode uint64 `json:"inode"`
 	// Drops is sk_drops of the listening socket, a counter since it
 	// was created, which tcp_listendrop() increments for every SYN or

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"encoding/json"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -42,7 +43,7 @@ type Second struct {
 	Bytes    uint64 `json:"bytes"`
 	Errors   Errors `json:"errors"`
 	// Status counts responses by class: Status[2] is 2xx.
-	Status [6]uint64 `json:"status"`
+	Status [6]uint64 `json:"status_classes"`
 	// P50 and P99 of the latencies of this second's responses.
 	P50 time.Duration `json:"p50_ns"`
 	P99 time.Duration `json:"p99_ns"`
@@ -105,8 +106,10 @@ type Result struct {
 	// ErrorCauses counts errors by cause within the classes: "refused",
 	// "reset", "closed", "malformed", "no-local-port", "fd-limit"…
 	ErrorCauses map[string]uint64 `json:"error_causes,omitempty"`
-	// Status counts responses by class, "2xx" … "5xx".
-	Status map[string]uint64 `json:"status"`
+	// Status counts responses by class, "2xx" … "5xx". In JSON
+	// status_classes: a report's "status" is its verdict's word (before
+	// version 2 of the reports, this was "status").
+	Status map[string]uint64 `json:"status_classes"`
 	// Queued counts the open-loop requests that found every connection
 	// busy when they were due and waited in the load generator for one;
 	// Unsent those still waiting when the run ended (counted neither as
@@ -208,4 +211,38 @@ func (r *Result) SuccessShare() float64 {
 		return 0
 	}
 	return float64(r.Good()) / float64(n)
+}
+
+// secondJSON is Second as JSON, with the name of version 1 read too.
+type secondJSON Second
+
+// UnmarshalJSON reads a second, and its status classes under the name
+// reports and bundles used before version 2 ("status").
+func (s *Second) UnmarshalJSON(b []byte) error {
+	var v struct {
+		secondJSON
+		Old *[6]uint64 `json:"status"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Second(v.secondJSON)
+	if v.Old != nil && s.Status == ([6]uint64{}) {
+		s.Status = *v.Old
+	}
+	return nil
+}
+
+// StatusV1 reads the status classes of a result written before version
+// 2 of the reports and bundles, when they were "status": raw is the
+// result's JSON object (or a load report's, where the result is at the
+// top level).
+func StatusV1(raw []byte) map[string]uint64 {
+	var old struct {
+		Status map[string]uint64 `json:"status"`
+	}
+	if json.Unmarshal(raw, &old) != nil {
+		return nil
+	}
+	return old.Status
 }

@@ -89,3 +89,16 @@ func TestBusyThreadMeasured(t *testing.T) {
 		t.Errorf("self = %+v", res.Self)
 	}
 }
+
+// TestCapacity: before a load, more connections than the descriptors
+// allow are clamped and said, in one line each; as many as fit are
+// said nothing about.
+func TestCapacity(t *testing.T) {
+	n, notes := Capacity(1 << 30)
+	if n >= 1<<30 || len(notes) == 0 || !strings.Contains(notes[0], "exceeds the open-file limit") {
+		t.Errorf("Capacity(1<<30) = %d, %q", n, notes)
+	}
+	if n, notes := Capacity(10); n != 10 || len(notes) != 0 {
+		t.Errorf("Capacity(10) = %d, %q", n, notes)
+	}
+}

@@ -23,21 +23,29 @@ func CheckPage(r *Report) *Page {
 	if r.Dependencies != nil {
 		p.Waits = WaitTables(r.Dependencies.Servers)
 	}
+	p.HostRows = hostRows(r)
+	return p
+}
+
+// hostRows is the host picture of a report's window, as check's and
+// run's pages show it: status, window, TCP states, listeners, conntrack,
+// rates, collectors.
+func hostRows(r *Report) [][2]string {
 	s := r.Summary
-	p.HostRows = [][2]string{
+	rows := [][2]string{
 		{"status", string(r.Status)},
 		{"window", fmt.Sprintf("%.1f s, %d snapshots", r.Window.Seconds, r.Window.Snapshots)},
 		{"TCP sockets", states(s.TCPStates)},
 	}
 	for _, l := range s.Listeners {
-		p.HostRows = append(p.HostRows, [2]string{"listener " + l.Addr, fmt.Sprintf("%s, accept queue %d of %d, %s", l.Proto, l.RecvQ, l.SendQ, procName(l))})
+		rows = append(rows, [2]string{"listener " + l.Addr, fmt.Sprintf("%s, accept queue %d of %d, %s", l.Proto, l.RecvQ, l.SendQ, procName(l))})
 	}
 	if c := s.Conntrack; c != nil {
-		p.HostRows = append(p.HostRows, [2]string{"conntrack", fmt.Sprintf("%d of %d entries, drop %d, insert_failed %d", c.Count, c.Max, c.Stats["drop"], c.Stats["insert_failed"])})
+		rows = append(rows, [2]string{"conntrack", fmt.Sprintf("%d of %d entries, drop %d, insert_failed %d", c.Count, c.Max, c.Stats["drop"], c.Stats["insert_failed"])})
 	}
 	for _, k := range keyRates {
 		if v, ok := s.Rates[k]; ok {
-			p.HostRows = append(p.HostRows, [2]string{k, fmt.Sprintf("%.1f/s", v)})
+			rows = append(rows, [2]string{k, fmt.Sprintf("%.1f/s", v)})
 		}
 	}
 	var cs []string
@@ -48,8 +56,7 @@ func CheckPage(r *Report) *Page {
 		}
 		cs = append(cs, c)
 	}
-	p.HostRows = append(p.HostRows, [2]string{"collectors", strings.Join(cs, ", ")})
-	return p
+	return append(rows, [2]string{"collectors", strings.Join(cs, ", ")})
 }
 
 // CheckHTML writes a check's or a diagnosis's HTML page (CheckPage).

@@ -9,11 +9,82 @@ import (
 	"github.com/netdoctor/netdoctor/internal/load"
 )
 
+// Diff is what changed between two reports' findings, each matched by
+// its ID, subject and (between two runs) side: gone, new, changed in
+// status or severity (latent → active is a change, not a finding gone
+// and one new), and the same.
+type Diff struct {
+	Gone, New, Same []Finding
+	Changed         []Change
+}
+
+// Change is a finding in both reports whose status or severity moved.
+type Change struct{ Before, After Finding }
+
+// Worse reports a change that hurts more after: latent → active, or a
+// severity that rose.
+func (c Change) Worse() bool {
+	return c.Before.Status == Latent && c.After.Status == Active || MoreSevere(c.After.Severity, c.Before.Severity)
+}
+
+// Match matches two reports' findings. A check or diagnose report has
+// no sides: against one, findings are matched without theirs.
+func Match(a, b *Run) Diff {
+	sides := sided(a) && sided(b)
+	key := func(f Finding) string {
+		if !sides {
+			return fmt.Sprintf("%s %s", f.ID, f.Subject)
+		}
+		return fmt.Sprintf("%s %s %s", f.ID, f.Subject, f.Side)
+	}
+	before := map[string]Finding{}
+	for _, f := range a.Findings {
+		before[key(f)] = f
+	}
+	var d Diff
+	seen := map[string]bool{}
+	for _, f := range b.Findings {
+		k := key(f)
+		seen[k] = true
+		switch old, ok := before[k]; {
+		case !ok:
+			d.New = append(d.New, f)
+		case old.Status != f.Status || old.Severity != f.Severity:
+			d.Changed = append(d.Changed, Change{Before: old, After: f})
+		default:
+			d.Same = append(d.Same, f)
+		}
+	}
+	for _, f := range a.Findings {
+		if !seen[key(f)] {
+			d.Gone = append(d.Gone, f)
+		}
+	}
+	return d
+}
+
+// Regressions are the findings active after that hurt more than before
+// (new, once latent, or more severe), at least as severe as least.
+func (d Diff) Regressions(least Severity) []Finding {
+	var out []Finding
+	hurts := func(f Finding) bool { return f.Status == Active && !MoreSevere(least, f.Severity) }
+	for _, f := range d.New {
+		if hurts(f) {
+			out = append(out, f)
+		}
+	}
+	for _, c := range d.Changed {
+		if c.Worse() && hurts(c.After) {
+			out = append(out, c.After)
+		}
+	}
+	return out
+}
+
 // CompareText writes two reports side by side: the load's figures with
 // the change when both have a load (run and load reports), then the
-// findings gone, new and in both. Each is named by its path. A check or
-// diagnose report has no sides: against one, findings are matched
-// without theirs.
+// findings gone, new, changed (latent → active, warning → critical and
+// back) and in both. Each is named by its path.
 func CompareText(w io.Writer, aPath string, a *Run, bPath string, b *Run) error {
 	p := &printer{w: w}
 	p.f("netdoctor compare: %s → %s\n", aPath, bPath)
@@ -29,36 +100,26 @@ func CompareText(w io.Writer, aPath string, a *Run, bPath string, b *Run) error 
 	if a.Status != "" || b.Status != "" {
 		p.f("\nStatus: %s → %s\n", orDash(string(a.Status)), orDash(string(b.Status)))
 	}
-	sides := sided(a) && sided(b)
-	key := func(f Finding) string {
-		if !sides {
-			return fmt.Sprintf("%s %s %s", f.ID, f.Subject, f.Status)
-		}
-		return fmt.Sprintf("%s %s %s %s", f.ID, f.Subject, f.Side, f.Status)
-	}
-	before, after := map[string]Finding{}, map[string]Finding{}
-	for _, f := range a.Findings {
-		before[key(f)] = f
-	}
-	for _, f := range b.Findings {
-		after[key(f)] = f
-	}
-	section := func(title string, fs []Finding, other map[string]Finding) {
+	d := Match(a, b)
+	section := func(title string, fs []Finding) {
 		p.f("\n%s:\n", title)
-		n := 0
 		for _, f := range fs {
-			if _, ok := other[key(f)]; !ok {
-				p.f("  [%s %s] %s (%s)\n", f.Severity, f.Status, f.Title, f.ID)
-				n++
-			}
+			p.f("  [%s %s] %s (%s)\n", f.Severity, f.Status, f.Title, f.ID)
 		}
-		if n == 0 {
+		if len(fs) == 0 {
 			p.f("  none\n")
 		}
 	}
-	section("Findings gone", a.Findings, after)
-	section("Findings new", b.Findings, before)
-	section("Findings in both", intersect(a.Findings, after, key), nil)
+	section("Findings gone", d.Gone)
+	section("Findings new", d.New)
+	p.f("\nFindings changed:\n")
+	for _, c := range d.Changed {
+		p.f("  [%s %s → %s %s] %s (%s)\n", c.Before.Severity, c.Before.Status, c.After.Severity, c.After.Status, c.After.Title, c.After.ID)
+	}
+	if len(d.Changed) == 0 {
+		p.f("  none\n")
+	}
+	section("Findings in both", d.Same)
 	return p.err
 }
 
@@ -99,16 +160,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func intersect(fs []Finding, other map[string]Finding, key func(Finding) string) []Finding {
-	var out []Finding
-	for _, f := range fs {
-		if _, ok := other[key(f)]; ok {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func ratio(x, y float64) string {

@@ -86,7 +86,7 @@ func CPULines(s *app.Server, from, to time.Time) []string {
 		out = append(out, line)
 	}
 	if rt := s.Runtime; rt != nil && rt.Name != "" {
-		line := "runtime " + rt.Name
+		line := "runtime " + string(rt.Name)
 		if rt.Version != "" {
 			line += " " + rt.Version
 		}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
 )
 
 // TestHTMLSelfContained: the page carries its script and data inline,
@@ -81,5 +83,30 @@ func TestCheckPageWaits(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// TestRunPageHost: a run's page has the host section check's page has
+// (the observed side's listeners, rates, collectors), and its errors on
+// a chart of their own: on the requests' axis a few errors a second
+// against thousands of requests would draw flat.
+func TestRunPageHost(t *testing.T) {
+	r := &Run{Report: &Report{Status: OutcomeUnhealthy, Summary: Summary{
+		Listeners: []evidence.Listener{{Proto: "tcp", Addr: "127.0.0.1:8000", RecvQ: 6, SendQ: 5, PIDs: []int{42}, Process: "python3"}},
+		Rates:     map[string]float64{"TcpPassiveOpens": 330}}},
+		Load: &load.Result{Timeline: []load.Second{{Length: time.Second, Requests: 3000, Errors: load.Errors{Connect: 12}}, {Length: time.Second, Requests: 2900}}}}
+	p := RunPage(r, time.Unix(0, 0), nil, Server)
+	var rows []string
+	for _, row := range p.HostRows {
+		rows = append(rows, row[0]+": "+row[1])
+	}
+	host := strings.Join(rows, "\n")
+	for _, want := range []string{"status: unhealthy", "listener 127.0.0.1:8000: tcp, accept queue 6 of 5, python3 (pid 42)", "TcpPassiveOpens: 330.0/s"} {
+		if !strings.Contains(host, want) {
+			t.Errorf("host section lacks %q:\n%s", want, host)
+		}
+	}
+	if len(p.Charts) < 2 || p.Charts[0].Title != "Requests per second" || len(p.Charts[0].Series) != 1 || p.Charts[1].Series[0].Name != "errors/s" {
+		t.Errorf("charts: %+v", p.Charts[:2])
 	}
 }

@@ -11,11 +11,14 @@ import (
 )
 
 // Load is the JSON of `load --json`: the result's fields at the top
-// level, plus the findings about the load generator itself.
+// level, plus the findings about the load generator itself and their
+// actions. It has no verdict, so no "status": the responses' status
+// classes are status_classes.
 type Load struct {
-	Version  int       `json:"version"`
-	Command  string    `json:"command"`
-	Findings []Finding `json:"findings"`
+	Version  int            `json:"version"`
+	Command  string         `json:"command"`
+	Findings []Finding      `json:"findings"`
+	Actions  []ReportAction `json:"actions"`
 	*load.Result
 }
 
@@ -30,7 +33,7 @@ func NewLoad(res *load.Result, findings []Finding) *Load {
 		findings = []Finding{}
 	}
 	render(findings)
-	return &Load{Version: Version, Command: "load", Findings: findings, Result: res}
+	return &Load{Version: Version, Command: "load", Findings: findings, Actions: Collect(findings), Result: res}
 }
 
 // LoadText writes a load result as the load section of run's report:

@@ -25,12 +25,12 @@ func TestOutcome(t *testing.T) {
 		prefix string
 	}{
 		{"healthy", two, nil, report.OutcomeHealthy, "HEALTHY: "},
-		{"latent", two, []report.Finding{latent}, report.OutcomeLatent, "OK now, 1 latent risk(s)"},
-		{"warnings", two, []report.Finding{warn, latent}, report.OutcomeWarnings, "DEGRADED: slow"},
-		{"findings", two, []report.Finding{crit, warn}, report.OutcomeFindings, "UNHEALTHY: Accept queue overflow"},
-		{"findings and distress", two, []report.Finding{distress, crit}, report.OutcomeFindings, "UNHEALTHY: The load shows distress"},
-		{"unexplained", two, []report.Finding{distress, warn}, report.OutcomeUnexplained, "UNHEALTHY: The load shows distress"},
-		{"incomplete", &evidence.Bundle{Snapshots: make([]evidence.Snapshot, 1)}, nil, report.OutcomeIncomplete, "incomplete: "},
+		{"latent", two, []report.Finding{latent}, report.OutcomeLatent, "LATENT: OK now, 1 latent risk(s)"},
+		{"degraded", two, []report.Finding{warn, latent}, report.OutcomeDegraded, "DEGRADED: slow"},
+		{"unhealthy", two, []report.Finding{crit, warn}, report.OutcomeUnhealthy, "UNHEALTHY: Accept queue overflow"},
+		{"unhealthy and distress", two, []report.Finding{distress, crit}, report.OutcomeUnhealthy, "UNHEALTHY: The load shows distress"},
+		{"unexplained", two, []report.Finding{distress, warn}, report.OutcomeUnexplained, "UNEXPLAINED: The load shows distress"},
+		{"incomplete", &evidence.Bundle{Snapshots: make([]evidence.Snapshot, 1)}, nil, report.OutcomeIncomplete, "INCOMPLETE: "},
 	} {
 		r := report.New("check", c.b, c.fs)
 		if r.Status != c.want || !strings.HasPrefix(r.Verdict, c.prefix) {
@@ -39,6 +39,10 @@ func TestOutcome(t *testing.T) {
 		if got := report.OutcomeOf(r.Verdict, r.Findings); got != c.want {
 			t.Errorf("%s: OutcomeOf(%q) = %q, want %q", c.name, r.Verdict, got, c.want)
 		}
+		// One vocabulary: the status is the verdict's first word.
+		if word, _, _ := strings.Cut(r.Verdict, ": "); word != strings.ToUpper(string(r.Status)) {
+			t.Errorf("%s: status %q, verdict %q: not its word", c.name, r.Status, r.Verdict)
+		}
 	}
 	if got := report.OutcomeOf("PARTIAL: UNHEALTHY: x (on the server side's evidence up to 10:00:00, when its agent stopped answering)", nil); got != report.OutcomePartial {
 		t.Errorf("OutcomeOf(PARTIAL…) = %q", got)
@@ -46,17 +50,21 @@ func TestOutcome(t *testing.T) {
 }
 
 // TestReadOldStatus: a report written before the status field reads
-// with the status its verdict says; a written one is kept.
+// with the status its verdict says, and version 1's words ("warnings",
+// "findings") read as version 2's; a written one is kept.
 func TestReadOldStatus(t *testing.T) {
 	for in, want := range map[string]report.Outcome{
-		`{"version":1,"command":"check","verdict":"DEGRADED: slow","findings":[]}`:                                                                    report.OutcomeWarnings,
+		`{"version":1,"command":"check","verdict":"DEGRADED: slow","findings":[]}`:                                                                    report.OutcomeDegraded,
+		`{"version":1,"command":"check","verdict":"DEGRADED: slow","status":"warnings","findings":[]}`:                                                report.OutcomeDegraded,
+		`{"version":1,"command":"check","verdict":"UNHEALTHY: x","status":"findings","findings":[]}`:                                                  report.OutcomeUnhealthy,
+		`{"version":1,"command":"check","verdict":"OK now, 2 latent risk(s) that will hurt at scale","findings":[]}`:                                  report.OutcomeLatent,
 		`{"version":1,"command":"run","verdict":"HEALTHY: no problem found","findings":[]}`:                                                           report.OutcomeHealthy,
 		`{"version":1,"command":"diagnose","verdict":"HEALTHY: no problem found","status":"partial"}`:                                                 report.OutcomePartial,
 		`{"version":1,"command":"check","verdict":"UNHEALTHY: x","findings":[{"id":"unexplained-distress","severity":"critical","status":"active"}]}`: report.OutcomeUnexplained,
 	} {
 		r, err := report.Read(strings.NewReader(in))
 		if err != nil || r.Status != want {
-			t.Errorf("Read(%s): status %q, %v; want %q", in, r.Status, err, want)
+			t.Errorf("Read(%s): status %v, %v; want %q", in, r, err, want)
 		}
 	}
 }

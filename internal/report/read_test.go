@@ -54,7 +54,7 @@ func TestRead(t *testing.T) {
 		t.Errorf("load report: %+v, %v", ld, err)
 	}
 
-	for _, s := range []string{`{"version":1,"host":{},"snapshots":[]}`, `{"version":2,"command":"run"}`, `{"version":1,"command":"plan"}`} {
+	for _, s := range []string{`{"version":1,"host":{},"snapshots":[]}`, `{"version":3,"command":"run"}`, `{"version":1,"command":"plan"}`} {
 		_, err := report.Read(strings.NewReader(s))
 		var k *report.KindError
 		if !errors.As(err, &k) {
@@ -63,6 +63,51 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := report.Read(strings.NewReader("nope")); err == nil || !strings.Contains(err.Error(), "not a netdoctor report") {
 		t.Errorf("Read(garbage) = %v", err)
+	}
+}
+
+// TestReadV1: a report of version 1 (a real run's, as netdoctor wrote it
+// then) reads into version 2's vocabulary: the status in the verdict's
+// words, the load's status classes, the rates and the listeners under
+// their names, and the actions listed; a version-1 load report too. A
+// newer report is refused with the version in one line.
+func TestReadV1(t *testing.T) {
+	b, err := os.ReadFile("testdata/v1/run.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := report.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Version != report.Version || r.Status != report.OutcomeUnhealthy || !strings.HasPrefix(r.Verdict, "UNHEALTHY: ") {
+		t.Errorf("version %d, status %q, verdict %q; want %d, unhealthy", r.Version, r.Status, r.Verdict, report.Version)
+	}
+	if r.Load == nil || r.Load.Status["2xx"] == 0 || r.Load.Timeline[1].Status[2] == 0 {
+		t.Errorf("load's status classes not read: %+v", r.Load)
+	}
+	if _, ok := r.Summary.Rates["TcpPassiveOpens"]; !ok || len(r.Summary.Listeners) == 0 || r.Summary.Listeners[0].SendQ == 0 {
+		t.Errorf("rates %v, listeners %+v: want nstat names and the backlogs", r.Summary.Rates, r.Summary.Listeners)
+	}
+	if len(r.Actions) == 0 {
+		t.Error("no actions listed")
+	}
+	out, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, old := range []string{`"send_q"`, `"recv_q"`, `"Tcp.PassiveOpens"`, `"status":{`, `"status":"findings"`} {
+		if bytes.Contains(out, []byte(old)) {
+			t.Errorf("written back, it still says %s", old)
+		}
+	}
+	ld, err := report.Read(strings.NewReader(`{"version":1,"command":"load","findings":[],"url":"http://127.0.0.1/","requests":3,"status":{"2xx":2,"5xx":1}}`))
+	if err != nil || ld.Load.Status["5xx"] != 1 {
+		t.Errorf("a version-1 load report: %+v, %v", ld, err)
+	}
+	_, err = report.Read(strings.NewReader(`{"version":3,"command":"check"}`))
+	if err == nil || !strings.Contains(err.Error(), "a netdoctor check report of version 3, newer than this netdoctor reads") {
+		t.Errorf("a newer report: %v", err)
 	}
 }
 

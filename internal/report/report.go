@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -12,8 +13,12 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
-// Version is the JSON report format version (docs/report.md).
-const Version = 1
+// Version is the JSON report format version (docs/report.md). Version 2
+// is one vocabulary: the status is the verdict's word, a load's status
+// classes are status_classes, a listener's backlog is backlog, counters
+// are named as nstat names them, and the actions are listed at the top.
+// Read still reads version 1.
+const Version = 2
 
 // Report is the outcome of `check` or `diagnose`: the JSON contract.
 type Report struct {
@@ -30,7 +35,11 @@ type Report struct {
 	// partial report says what is missing.
 	Collectors []evidence.Status `json:"collectors"`
 	Partial    bool              `json:"partial"`
-	Summary    Summary           `json:"summary"`
+	// Actions are every finding's actions that do something (not the
+	// notes), in the findings' order, one entry for the same step asked
+	// by several: what a script applies, without walking the findings.
+	Actions []ReportAction `json:"actions"`
+	Summary Summary        `json:"summary"`
 	// Dependencies are the listening servers' outbound connections as
 	// check or the agent traced them; nil when not traced.
 	Dependencies *Traced `json:"dependencies,omitempty"`
@@ -41,6 +50,38 @@ type Report struct {
 	// whose findings' actions are their fix lines as notes (Read). Not
 	// part of the report.
 	FixesAsText bool `json:"-"`
+}
+
+// ReportAction is an action of the report's findings, with the findings
+// that ask for it ("id subject", as tune plan names them).
+type ReportAction struct {
+	Findings []string `json:"findings"`
+	Action
+}
+
+// Collect lists the actions of fs that do something, each once with the
+// findings that ask for it.
+func Collect(fs []Finding) []ReportAction {
+	out := []ReportAction{}
+	at := map[string]int{}
+	for _, f := range fs {
+		k := strings.TrimSpace(string(f.ID) + " " + f.Subject)
+		for _, a := range f.Actions {
+			if a.Kind == ActionNote || a.Kind == "" {
+				continue
+			}
+			same := strings.Join([]string{string(a.Kind), a.Command, a.Setting, a.Value, a.Scope, a.Config, a.File, a.App, a.Addr, strconv.Itoa(a.Backlog)}, "\x00")
+			if i, ok := at[same]; ok {
+				if !slices.Contains(out[i].Findings, k) {
+					out[i].Findings = append(out[i].Findings, k)
+				}
+				continue
+			}
+			at[same] = len(out)
+			out = append(out, ReportAction{Findings: []string{k}, Action: a})
+		}
+	}
+	return out
 }
 
 // WindowInfo is the span the findings rest on.
@@ -58,13 +99,16 @@ type Summary struct {
 	Conntrack *evidence.Conntrack `json:"conntrack,omitempty"`
 	Sysctls   map[string]string   `json:"sysctls,omitempty"`
 	Resolver  *evidence.Resolver  `json:"resolver,omitempty"`
-	Rates     map[string]float64  `json:"rates,omitempty"`
-	Sockets   string              `json:"sockets_note,omitempty"`
+	// Rates are per-second rates of counters, named as nstat names them
+	// ("TcpPassiveOpens").
+	Rates   map[string]float64 `json:"rates,omitempty"`
+	Sockets string             `json:"sockets_note,omitempty"`
 }
 
-// keyRates are the counters whose per-second rate the summary shows.
-var keyRates = []string{"Tcp.ActiveOpens", "Tcp.PassiveOpens", "Tcp.InSegs", "Tcp.OutSegs", "Tcp.RetransSegs",
-	"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPTimeWaitOverflow"}
+// keyRates are the counters whose per-second rate the summary shows,
+// named as nstat names them (evidence.Nstat), as the summary's rates are.
+var keyRates = []string{"TcpActiveOpens", "TcpPassiveOpens", "TcpInSegs", "TcpOutSegs", "TcpRetransSegs",
+	"TcpExtListenOverflows", "TcpExtListenDrops", "TcpExtTCPTimeWaitOverflow"}
 
 // New builds a report from a bundle and the findings of the rules.
 func New(command string, b *evidence.Bundle, findings []Finding) *Report {
@@ -73,6 +117,7 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 		r.Findings = []Finding{}
 	}
 	render(r.Findings)
+	r.Actions = Collect(r.Findings)
 	if n := len(b.Snapshots); n > 0 {
 		first, last := &b.Snapshots[0], &b.Snapshots[n-1]
 		r.Window = WindowInfo{Start: first.Time, End: last.Time, Seconds: last.Time.Sub(first.Time).Seconds(), Snapshots: n}
@@ -92,8 +137,8 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 		if w, ok := b.Window(); ok {
 			r.Summary.Rates = map[string]float64{}
 			for _, c := range keyRates {
-				if _, ok := w.Counter(c); ok {
-					r.Summary.Rates[c] = w.Rate(c)
+				if _, ok := w.Counter(evidence.CounterKey(c)); ok {
+					r.Summary.Rates[c] = w.Rate(evidence.CounterKey(c))
 				}
 			}
 		}
@@ -144,7 +189,7 @@ func worstStatus(b *evidence.Bundle) []evidence.Status {
 // verdict is the report's sentence and its outcome.
 func verdict(fs []Finding, snapshots int) (string, Outcome) {
 	if snapshots < 2 {
-		return "incomplete: fewer than two snapshots, nothing could be measured over time", OutcomeIncomplete
+		return "INCOMPLETE: fewer than two snapshots, nothing could be measured over time", OutcomeIncomplete
 	}
 	var crit, warn, latent int
 	for _, f := range fs {
@@ -159,11 +204,12 @@ func verdict(fs []Finding, snapshots int) (string, Outcome) {
 	}
 	switch {
 	case crit > 0:
-		return fmt.Sprintf("UNHEALTHY: %s", fs[0].Title), criticalOutcome(fs)
+		o := criticalOutcome(fs)
+		return fmt.Sprintf("%s: %s", o.Word(), fs[0].Title), o
 	case warn > 0:
-		return fmt.Sprintf("DEGRADED: %s", fs[0].Title), OutcomeWarnings
+		return fmt.Sprintf("DEGRADED: %s", fs[0].Title), OutcomeDegraded
 	case latent > 0:
-		return fmt.Sprintf("OK now, %d latent risk(s) that will hurt at scale", latent), OutcomeLatent
+		return fmt.Sprintf("LATENT: OK now, %d latent risk(s) that will hurt at scale", latent), OutcomeLatent
 	}
 	return "HEALTHY: no problem found", OutcomeHealthy
 }
@@ -248,7 +294,7 @@ func (p *printer) summary(r *Report) {
 	if len(s.Listeners) > 0 {
 		p.f("\nListeners:\n")
 		tw := tabwriter.NewWriter(p.w, 2, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "  PROTO\tADDRESS\tRECV-Q\tBACKLOG\tPROCESS\n")
+		fmt.Fprintf(tw, "  PROTO\tADDRESS\tACCEPT-QUEUE\tBACKLOG\tPROCESS\n")
 		for _, l := range s.Listeners {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\n", l.Proto, l.Addr, l.RecvQ, l.SendQ, procName(l))
 		}

@@ -78,10 +78,10 @@ func TestPartialAndVerdict(t *testing.T) {
 		t.Errorf("verdict = %q", r.Verdict)
 	}
 	latent := []report.Finding{{ID: "risky-sysctl", Severity: "warning", Status: "latent", Title: "x"}}
-	if v := report.New("check", b, latent).Verdict; v != "OK now, 1 latent risk(s) that will hurt at scale" {
+	if v := report.New("check", b, latent).Verdict; v != "LATENT: OK now, 1 latent risk(s) that will hurt at scale" {
 		t.Errorf("verdict with a latent finding = %q", v)
 	}
-	if v := report.New("check", &evidence.Bundle{Snapshots: []evidence.Snapshot{t0}}, nil).Verdict; v[:10] != "incomplete" {
+	if v := report.New("check", &evidence.Bundle{Snapshots: []evidence.Snapshot{t0}}, nil).Verdict; v[:10] != "INCOMPLETE" {
 		t.Errorf("verdict with one snapshot = %q", v)
 	}
 }

@@ -30,9 +30,13 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 		return out
 	}
 	perSec := func(s load.Second, v uint64) float64 { return float64(v) / max(s.Length.Seconds(), 0.001) }
+	// Errors have a chart of their own: on the requests' axis a few
+	// dozen errors a second against thousands of requests draw flat.
 	p.Charts = append(p.Charts,
-		Chart{Title: "Requests and errors per second", Series: []Series{
+		Chart{Title: "Requests per second", Series: []Series{
 			{Name: "requests/s", Points: col(func(s load.Second) float64 { return perSec(s, s.Requests) })},
+		}},
+		Chart{Title: "Errors per second", Series: []Series{
 			{Name: "errors/s", Points: col(func(s load.Second) float64 { return perSec(s, s.Errors.Total()) })},
 			{Name: "non-2xx/3xx/s", Points: col(func(s load.Second) float64 { return perSec(s, s.Status[0]+s.Status[1]+s.Status[4]+s.Status[5]) })},
 		}},
@@ -41,7 +45,7 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 			{Name: "p99", Points: col(func(s load.Second) float64 { return float64(s.P99) / 1e6 })},
 		}})
 	var counters []Series
-	for _, c := range []string{"TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop", "conntrack.drop", "Tcp.RetransSegs", "TcpExt.TCPTimeWaitOverflow", "Tcp.PassiveOpens"} {
+	for _, c := range []string{"TcpExtListenOverflows", "TcpExtTCPReqQFullDrop", "conntrack.drop", "TcpRetransSegs", "TcpExtTCPTimeWaitOverflow", "TcpPassiveOpens"} {
 		pts := CounterSeries(tl, b, c)
 		for _, v := range pts {
 			if v > 0 {
@@ -74,8 +78,12 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 		{"requests", fmt.Sprint(l.Requests)}, {"requests/s", fmt.Sprintf("%.1f", l.RPS)},
 		{"latency p50 / p99 / max", Dur(l.Latency.P50) + " / " + Dur(l.Latency.P99) + " / " + Dur(l.Latency.Max)},
 		{"errors connect / read / write / timeout", fmt.Sprintf("%d / %d / %d / %d", l.Errors.Connect, l.Errors.Read, l.Errors.Write, l.Errors.Timeout)},
-		{"status", Statuses(l.Status)}, {"throughput over time", r.Shape.Text},
+		{"status classes", Statuses(l.Status)}, {"throughput over time", r.Shape.Text},
 		{"load generator CPU per request", fmt.Sprintf("%.1f µs", float64(l.Self.CPUPerRequest)/1e3)},
+	}
+	// The observed side's host picture, as check's page has it.
+	if r.Report != nil {
+		p.HostRows = hostRows(r.Report)
 	}
 	return p
 }

@@ -180,14 +180,14 @@ func onCPUAdvice(r *Run, s *app.Server) string {
 
 // waitFix is the advice for the wait that dominates busy workers.
 var waitFix = map[string]string{
-	app.WaitFile:    "workers queue on a file lock (flock/fcntl), as on the shared log file of seed 003: log less (raise the log level), log asynchronously or per worker, and keep locks out of the request path",
-	app.WaitLock:    "workers queue on a mutex (futex): find the contended lock (`perf lock`, thread dumps); for PHP, sessions lock per user: call session_write_close() early",
-	app.WaitSleep:   "workers sleep in the request path (sleep/usleep, retry back-offs, rate limiters): remove or shorten those sleeps",
-	app.WaitDNS:     "workers wait for name lookups (glibc's resolver polling its nameserver): point resolv.conf at a local cache (dnsmasq, systemd-resolved, nscd), resolve backends once at start, and take reverse lookups (gethostbyaddr, HostnameLookups, UseDNS) out of the request path",
-	app.WaitNetwork: "workers wait on a peer's socket (a database, cache or API): measure that backend's latency, keep connections to it open, add an index or a cache",
-	app.WaitDisk:    "workers wait for disk I/O: check `iostat -x 1`, move logs and sessions off slow disks or into memory",
-	app.WaitRunning: "workers are on CPU: profile them (`perf record -g -p PID`) and make the request cheaper",
-	app.WaitOther:   "workers wait in the kernel elsewhere: see other_waits in the JSON report for the functions",
+	app.WaitFile:    "log less (raise the log level), log asynchronously or per worker, and keep locks out of the request path: workers queue on a file lock (flock/fcntl), as on the shared log file of seed 003",
+	app.WaitLock:    "find the contended lock (`perf lock`, thread dumps) and shorten what it guards; for PHP, sessions lock per user: call session_write_close() early: workers queue on a mutex (futex)",
+	app.WaitSleep:   "remove or shorten the sleeps in the request path (sleep/usleep, retry back-offs, rate limiters): workers sleep there",
+	app.WaitDNS:     "point resolv.conf at a local cache (dnsmasq, systemd-resolved, nscd), resolve backends once at start, and take reverse lookups (gethostbyaddr, HostnameLookups, UseDNS) out of the request path: workers wait for name lookups (glibc's resolver polling its nameserver)",
+	app.WaitNetwork: "measure that backend's latency, keep connections to it open, add an index or a cache: workers wait on a peer's socket (a database, cache or API)",
+	app.WaitDisk:    "check `iostat -x 1`, move logs and sessions off slow disks or into memory: workers wait for disk I/O",
+	app.WaitRunning: "profile the workers (`perf record -g -p PID`) and make the request cheaper: they are on CPU",
+	app.WaitOther:   "see other_waits in the JSON report for the kernel functions workers wait in",
 }
 
 // waitedOnServer is the observed server, with workers seen blocking on

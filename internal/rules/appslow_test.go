@@ -43,8 +43,8 @@ func TestAppSlow(t *testing.T) {
 		waits map[string]int
 		fix   string
 	}{
-		{"php-fpm", map[string]int{app.WaitSleep: 7, app.WaitRunning: 1}, "workers sleep in the request path"},
-		{"python3", map[string]int{app.WaitLock: 6, app.WaitIdle: 2}, "workers queue on a mutex"},
+		{"php-fpm", map[string]int{app.WaitSleep: 7, app.WaitRunning: 1}, "remove or shorten the sleeps in the request path"},
+		{"python3", map[string]int{app.WaitLock: 6, app.WaitIdle: 2}, "find the contended lock"},
 	} {
 		fs := checkAppSlow(slowRun(0.1, tc.waits, tc.kind))
 		if len(fs) != 1 || fs[0].ID != AppSlow || fs[0].Subject != tc.kind+" 0.0.0.0:8080" || fs[0].Side != report.Server {

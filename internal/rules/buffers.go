@@ -27,8 +27,8 @@ var _ = define(Class{ID: SocketBufferLimit,
 
 // bufferCounters are the kernel's counters of data dropped for lack of
 // buffer or memory.
-var bufferCounters = []string{"TcpExt.TCPRcvQDrop", "TcpExt.TCPBacklogDrop", "TcpExt.PruneCalled", "TcpExt.RcvPruned",
-	"TcpExt.TCPMemoryPressures", "TcpExt.TCPAbortOnMemory", "Udp.RcvbufErrors", "Udp.SndbufErrors", "Udp6.RcvbufErrors"}
+var bufferCounters = []string{"TcpExtTCPRcvQDrop", "TcpExtTCPBacklogDrop", "TcpExtPruneCalled", "TcpExtRcvPruned",
+	"TcpExtTCPMemoryPressures", "TcpExtTCPAbortOnMemory", "UdpRcvbufErrors", "UdpSndbufErrors", "Udp6RcvbufErrors"}
 
 // checkBuffers finds data dropped because socket buffers or TCP's global
 // memory limit ran out.

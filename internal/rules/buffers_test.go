@@ -19,7 +19,7 @@ func buffersCases() []ruleCase {
 			name:   "receive queue drops",
 			bundle: bundle(nil, raise(42, "TcpExt.TCPRcvQDrop")),
 			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"TcpExt.TCPRcvQDrop +42 in 1s (42.0/s)"}}},
+				Evidence: []string{"TcpExtTCPRcvQDrop +42 in 1s (42.0/s)"}}},
 		},
 		{
 			name: "every counter the rule reads",
@@ -27,8 +27,8 @@ func buffersCases() []ruleCase {
 				raise(4, "TcpExt.RcvPruned"), raise(5, "TcpExt.TCPMemoryPressures"), raise(6, "TcpExt.TCPAbortOnMemory"),
 				raise(7, "Udp.RcvbufErrors"), raise(8, "Udp.SndbufErrors"), raise(9, "Udp6.RcvbufErrors"))),
 			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"TcpExt.TCPRcvQDrop +1", "TcpExt.TCPBacklogDrop +2", "TcpExt.PruneCalled +3", "TcpExt.RcvPruned +4",
-					"TcpExt.TCPMemoryPressures +5", "TcpExt.TCPAbortOnMemory +6", "Udp.RcvbufErrors +7", "Udp.SndbufErrors +8", "Udp6.RcvbufErrors +9"}}},
+				Evidence: []string{"TcpExtTCPRcvQDrop +1", "TcpExtTCPBacklogDrop +2", "TcpExtPruneCalled +3", "TcpExtRcvPruned +4",
+					"TcpExtTCPMemoryPressures +5", "TcpExtTCPAbortOnMemory +6", "UdpRcvbufErrors +7", "UdpSndbufErrors +8", "Udp6RcvbufErrors +9"}}},
 		},
 		{
 			name: "TCP out of memory",
@@ -36,7 +36,7 @@ func buffersCases() []ruleCase {
 				func(s *evidence.Snapshot) { s.Sockstat["TCP.mem"] = 380001 })),
 			want: []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{
-					"TcpExt.TCPAbortOnMemory +12",
+					"TcpExtTCPAbortOnMemory +12",
 					"kernel: " + oomMsg,
 					"TCP memory 380001 pages; tcp_mem (min pressure max) = 190000 253000 380000",
 				}}},
@@ -62,7 +62,7 @@ func buffersCases() []ruleCase {
 		{
 			name:   "no sockstat or sysctls",
 			bundle: bundle(nil, all(raise(3, "Udp.RcvbufErrors"), func(s *evidence.Snapshot) { s.Sockstat, s.Sysctls = nil, nil })),
-			want:   []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning, Evidence: []string{"Udp.RcvbufErrors +3"}}},
+			want:   []want{{ID: "socket-buffer-limit", Status: report.Active, Severity: report.Warning, Evidence: []string{"UdpRcvbufErrors +3"}}},
 		},
 		{
 			name:   "one snapshot",
@@ -72,7 +72,7 @@ func buffersCases() []ruleCase {
 			name:   "a UDP receiver's own drops, named with its process and buffer",
 			bundle: bundle(sockDropsOf(udpReceiver(100)), all(sockDropsOf(udpReceiver(3700)), raise(3600, "Udp.RcvbufErrors"))),
 			want: []want{{ID: SocketBufferLimit, Status: report.Active, Severity: report.Warning, Subject: "0.0.0.0:5000",
-				Evidence: []string{"UDP receiver python3 (pid 4242) on 0.0.0.0:5000: 3600 dropped in 1s (3600.0/s)", "its receive buffer takes 4.5 KiB", "held 4.5 KiB when sampled: full", "Udp.RcvbufErrors +3600"}}},
+				Evidence: []string{"UDP receiver python3 (pid 4242) on 0.0.0.0:5000: 3600 dropped in 1s (3600.0/s)", "its receive buffer takes 4.5 KiB", "held 4.5 KiB when sampled: full", "UdpRcvbufErrors +3600"}}},
 		},
 		{
 			name:   "a socket's drops before the window are not the window's",

@@ -20,7 +20,7 @@ var _ = define(Class{ID: UpstreamConnectionChurn,
 	Errors:   true, Fails: Fails5xx,
 	Consequences: []Consequence{{ID: EphemeralPortExhaustion, At: OwnRemotes}, {ID: TimewaitBucketOverflow}},
 	Meaning:      "a new connection per request to one upstream: TIME_WAIT piles up, ports and CPU are spent on connection setup",
-	Active:       "≥ 1000 and ≥ a quarter of the range in TIME_WAIT to one remote, with `Tcp.ActiveOpens` ≥ 50/s (warning; critical at ≥ half the range); in a run, an nginx upstream without reuse, or any server opening ≥ 0.5 connections per request (closed by FIN or by reset) or holding a run-out range in TIME_WAIT (warning; critical with nginx's \"Cannot assign\" lines)",
+	Active:       "≥ 1000 and ≥ a quarter of the range in TIME_WAIT to one remote, with `TcpActiveOpens` ≥ 50/s (warning; critical at ≥ half the range); in a run, an nginx upstream without reuse, or any server opening ≥ 0.5 connections per request (closed by FIN or by reset) or holding a run-out range in TIME_WAIT (warning; critical with nginx's \"Cannot assign\" lines)",
 	LatentWhen:   "none",
 	Seed:         "000 stages 4–5, 004",
 	ReportedBy:   "`check`, `diagnose`, `run`",
@@ -96,7 +96,7 @@ func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered 
 		return report.Finding{}, false
 	}
 	ev := []report.Item{
-		{Text: fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests answered upstream: %.2f new connections per request", opens, answered, perReq), Source: "Tcp.ActiveOpens", Window: true},
+		{Text: fmt.Sprintf("TcpActiveOpens +%d for %d requests answered upstream: %.2f new connections per request", opens, answered, perReq), Source: "TcpActiveOpens", Window: true},
 		{Text: fmt.Sprintf("%s %s at %s: %s", u.Pass, u.Target, u.PassSource, u.Why), Source: "nginx -T", Window: false},
 	}
 	sev := report.Warning
@@ -163,21 +163,31 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 	default:
 		return report.Finding{}, false
 	}
-	opened := fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: %.2f new connections per request", c.opens, c.answered, c.perReq)
+	opened := fmt.Sprintf("TcpActiveOpens +%d for %d requests: %.2f new connections per request", c.opens, c.answered, c.perReq)
 	if !perRequest {
-		opened = fmt.Sprintf("Tcp.ActiveOpens +%d for %d requests: the ports ran out, so most connects failed before sending a SYN", c.opens, c.answered)
+		opened = fmt.Sprintf("TcpActiveOpens +%d for %d requests: the ports ran out, so most connects failed before sending a SYN", c.opens, c.answered)
 	}
-	ev := []report.Item{{Text: opened, Source: "Tcp.ActiveOpens", Window: true}}
-	who := "The server"
+	ev := []report.Item{{Text: opened, Source: "TcpActiveOpens", Window: true}}
+	who, other := "The server", false
 	for _, s := range in.Run.Servers {
 		if s.Role == "front" {
 			who = s.Kind
+			if s.Traced && !connectsTo(in.Run.Servers, r.Addr) {
+				// The namespace's counters are every process's: a
+				// server whose own connections were traced, none to
+				// r, is not blamed for them.
+				who, other = fmt.Sprintf("A process of this namespace (not %s, whose own connections were traced and none went there)", s.Kind), true
+				ev = append(ev, report.Item{Text: fmt.Sprintf("%s's outbound connections were traced during the load: none to %s; TcpActiveOpens counts every process of the namespace", s.Kind, r.Addr), Source: "process", Window: true})
+			}
 		}
 	}
 	title := fmt.Sprintf("%s opens a new connection per request to %s", who, r.Addr)
+	if other {
+		title = fmt.Sprintf("%s keeps opening new connections to %s, %.0f a second", who, r.Addr, c.rate)
+	}
 	hold := "each new connection costs a handshake, a TIME_WAIT slot for 60 s and a search for a free local port: reuse is what raised seed 004 from 3K to 9K TPS"
 	if c.reset {
-		ev = append(ev, report.Item{Text: fmt.Sprintf("it closes them with a reset: Tcp.OutRsts +%d for %d opened, and %d in TIME_WAIT towards %s: each port is free again at once, so the range does not run out, but every request pays a handshake", c.resets, c.opens, r.TimeWait, r.Addr), Source: "Tcp.OutRsts", Window: true})
+		ev = append(ev, report.Item{Text: fmt.Sprintf("it closes them with a reset: TcpOutRsts +%d for %d opened, and %d in TIME_WAIT towards %s: each port is free again at once, so the range does not run out, but every request pays a handshake", c.resets, c.opens, r.TimeWait, r.Addr), Source: "TcpOutRsts", Window: true})
 		title += ", closing each with a reset"
 		hold = "each new connection costs a handshake on both ends and a search for a free local port; a reset also drops whatever the peer had not yet read"
 	} else {
@@ -192,6 +202,18 @@ func socketChurn(in *Input, c connects) (report.Finding, bool) {
 			"keep connections to "+r.Addr+" open and reuse them: the client library's pool (OpenResty/lua-resty: `red:set_keepalive(10000, 100)` instead of `red:close()`; PHP: persistent connections; Java: a pooled client; Go: one http.Client, bodies read to the end; haproxy: `http-reuse always` without `option httpclose`), or nginx `upstream { keepalive N; }` when nginx itself proxies (N: each worker's share of the requests in flight, "+fmt.Sprint(sizing.MinKeepalive)+"–"+fmt.Sprint(sizing.MaxKeepalive)+")",
 			hold,
 		)}, true
+}
+
+// connectsTo reports a server whose traced connections went to addr.
+func connectsTo(servers []*app.Server, addr string) bool {
+	for _, s := range servers {
+		for _, d := range s.Deps {
+			if d.Addr == addr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // upsert adds f, or, when the kernel's evidence already made the same

@@ -30,7 +30,7 @@ func churnCases() []ruleCase {
 			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
 				Evidence: []string{
 					"8000 TIME_WAIT and 10 ESTABLISHED connections to 10.0.0.5:6379",
-					"Tcp.ActiveOpens +1200 in 1s (1200.0/s)",
+					"TcpActiveOpens +1200 in 1s (1200.0/s)",
 				}}},
 		},
 		{
@@ -44,14 +44,14 @@ func churnCases() []ruleCase {
 			bundle: bundle(nil, all(remotes(redis(26000, 0)), raise(1000, "Tcp.ActiveOpens"))),
 			want: []want{
 				{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Critical, Subject: "10.0.0.5:6379",
-					Evidence: []string{"26000 TIME_WAIT", "Tcp.ActiveOpens +1000"}},
+					Evidence: []string{"26000 TIME_WAIT", "TcpActiveOpens +1000"}},
 			},
 		},
 		{
 			name:   "churn threshold: a quarter of the range in TIME_WAIT at 50/s",
 			bundle: bundle(nil, all(remotes(redis(7058, 0)), raise(50, "Tcp.ActiveOpens"))),
 			want: []want{{ID: "upstream-connection-churn", Status: report.Active, Severity: report.Warning, Subject: "10.0.0.5:6379",
-				Evidence: []string{"Tcp.ActiveOpens +50 in 1s (50.0/s)"}}},
+				Evidence: []string{"TcpActiveOpens +50 in 1s (50.0/s)"}}},
 		},
 		{
 			name:   "TIME_WAIT below a quarter of the range",
@@ -113,10 +113,10 @@ func TestChurnInRun(t *testing.T) {
 		evidence []string
 	}{
 		{"nginx without keepalive", serverRun(bundle(nil, perRequest), nginxProxy(false)), "10.0.0.5:8080",
-			[]string{"Tcp.ActiveOpens +5000 for 5000 requests answered upstream: 1.00 new connections per request",
+			[]string{"TcpActiveOpens +5000 for 5000 requests answered upstream: 1.00 new connections per request",
 				"proxy_pass backend at /etc/nginx/nginx.conf:30: upstream backend has no keepalive"}},
 		{"a proxy of its own", serverRun(bundle(nil, all(perRequest, towards(4000))), &app.Server{Kind: "myproxy", Addr: "0.0.0.0:80"}), "10.0.0.5:8080",
-			[]string{"Tcp.ActiveOpens +5000 for 5000 requests: 1.00 new connections per request", "4000 TIME_WAIT and 0 ESTABLISHED connections to 10.0.0.5:8080"}},
+			[]string{"TcpActiveOpens +5000 for 5000 requests: 1.00 new connections per request", "4000 TIME_WAIT and 0 ESTABLISHED connections to 10.0.0.5:8080"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := checkChurn(tc.in)
@@ -142,6 +142,25 @@ func TestChurnInRun(t *testing.T) {
 	in.Side = report.Client
 	if fs := checkChurn(in); len(fs) != 0 {
 		t.Errorf("client side: %+v", keys(fs))
+	}
+}
+
+// TestChurnOtherProcess: on a host where another process churns
+// connections, a server whose own outbound connections were traced and
+// went nowhere near that remote is not blamed: the namespace's
+// TcpActiveOpens are every process's. One whose traced connections went
+// there is.
+func TestChurnOtherProcess(t *testing.T) {
+	b := bundle(nil, all(raise(5000, "Tcp.ActiveOpens"), remotes(evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 4000, Ephemeral: 4000})))
+	py := &app.Server{Role: "front", Kind: "python3", Addr: "127.0.0.1:8000", Traced: true}
+	fs := checkChurn(serverRun(b, py))
+	if len(fs) != 1 || !strings.HasPrefix(fs[0].Title, "A process of this namespace (not python3, whose own connections were traced and none went there) keeps opening new connections to 127.0.0.1:9000") ||
+		!hasEvidence(fs[0], "python3's outbound connections were traced during the load: none to 127.0.0.1:9000") {
+		t.Errorf("another process's churn: %+v", fs)
+	}
+	py = &app.Server{Role: "front", Kind: "python3", Addr: "127.0.0.1:8000", Traced: true, Deps: []app.Dependency{{Addr: "127.0.0.1:9000", New: 40}}}
+	if fs := checkChurn(serverRun(b, py)); len(fs) != 1 || !strings.HasPrefix(fs[0].Title, "python3 opens a new connection per request to 127.0.0.1:9000") {
+		t.Errorf("its own churn: %+v", fs)
 	}
 }
 
@@ -180,7 +199,7 @@ func TestChurnKernelOnly(t *testing.T) {
 	reset := serverRun(bundle(nil, all(raise(5000, "Tcp.ActiveOpens", "Tcp.OutRsts"), setSysctl("net.ipv4.ip_local_port_range", "20000 20999"),
 		remotes(evidence.Remote{Addr: "10.0.0.5:8080", Established: 40, Ephemeral: 40}))), proxy)
 	fs := checkChurn(reset)
-	if len(fs) != 1 || fs[0].Subject != "10.0.0.5:8080" || !strings.Contains(fs[0].Title, "closing each with a reset") || !hasEvidence(fs[0], "Tcp.OutRsts +5000 for 5000 opened, and 0 in TIME_WAIT towards 10.0.0.5:8080") {
+	if len(fs) != 1 || fs[0].Subject != "10.0.0.5:8080" || !strings.Contains(fs[0].Title, "closing each with a reset") || !hasEvidence(fs[0], "TcpOutRsts +5000 for 5000 opened, and 0 in TIME_WAIT towards 10.0.0.5:8080") {
 		t.Errorf("reset churn: %+v", fs)
 	}
 	if ps := checkPorts(reset); len(ps) != 0 {

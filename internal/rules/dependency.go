@@ -158,10 +158,19 @@ var connKnobs = map[string]string{
 	"python": "where the client sets it (SQLAlchemy pool_size and max_overflow, requests' HTTPAdapter pool_maxsize with pool_block, aiohttp's TCPConnector limit_per_host, psycopg_pool max_size)",
 }
 
-// runtimeOf names the runtime a server runs on, from its process name:
-// "java", "node", "python", or "" when that does not tell (a Go
-// program is named after itself).
+// runtimeOf names the runtime a server runs on: what the observer
+// told (app.Runtime), else its process name: "java", "node", "python",
+// or "" when that does not tell (a Go program is named after itself).
 func runtimeOf(s *app.Server) string {
+	if rt := s.Runtime; rt != nil {
+		switch rt.Name {
+		case app.RuntimeGunicorn, app.RuntimeUvicorn:
+			return string(app.RuntimePython)
+		case "":
+		default:
+			return string(rt.Name)
+		}
+	}
 	switch k := s.Kind; {
 	case k == "java":
 		return "java"

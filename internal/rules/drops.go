@@ -596,7 +596,7 @@ func firewallFinding(in *Input, w evidence.Window, here []drop, haveMonitor bool
 			if ok {
 				limit = l.Limit
 			}
-			f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("the limit (%s) is below what the service receives: raise it above the peak rate of new connections (Tcp.PassiveOpens + what it dropped: %.0f/s in this window), or limit per source address (nft meters, iptables hashlimit) so one client's burst does not drop everyone's", limit, passiveRate(w)+rate)))
+			f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("the limit (%s) is below what the service receives: raise it above the peak rate of new connections (TcpPassiveOpens + what it dropped: %.0f/s in this window), or limit per source address (nft meters, iptables hashlimit) so one client's burst does not drop everyone's", limit, passiveRate(w)+rate)))
 		} else {
 			f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("if the service should receive these packets, remove or narrow the rule: `%snft delete rule %s %s %s handle %d`", prefix, top.Family, top.Table, top.Chain, top.Handle)))
 		}

@@ -1,10 +1,13 @@
 package rules
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -22,7 +25,7 @@ var _ = define(Class{ID: AcceptQueueOverflow,
 	Errors: true, Delays: true, Drops: true, Fails: FailsAtFront,
 	Blocks: true, AtCapacity: true,
 	Meaning:    "the application accepts connections more slowly than they arrive; the kernel drops the completed handshakes it cannot queue",
-	Active:     "`TcpExt.ListenOverflows` rose, or a listener sample had Recv-Q ≥ Send-Q (critical)",
+	Active:     "`TcpExtListenOverflows` rose, or a listener sample had Recv-Q ≥ Send-Q (critical)",
 	LatentWhen: "a TCP listener's effective backlog (Send-Q) is below 100 (warning)",
 	Seed:       "000 stage 3, 003",
 	ReportedBy: "`check`, `diagnose`",
@@ -32,7 +35,7 @@ var _ = define(Class{ID: SynQueueOverflow,
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsAtFront, OnlyWhen: report.Critical,
 	Meaning:    "half-open connection requests overflow the listener's SYN queue (flood or tiny backlog)",
-	Active:     "`TcpExt.TCPReqQFullDrop` rose (critical); only `TcpExt.TCPReqQFullDoCookies` rose or a \"SYN flooding\" kernel message (warning)",
+	Active:     "`TcpExtTCPReqQFullDrop` rose (critical); only `TcpExtTCPReqQFullDoCookies` rose or a \"SYN flooding\" kernel message (warning)",
 	LatentWhen: "none",
 	Seed:       "001 §6, 004",
 	ReportedBy: "`check`, `diagnose`",
@@ -64,21 +67,35 @@ func checkListen(in *Input) []report.Finding {
 		overflows, _ = w.Counter("TcpExt.ListenOverflows")
 	}
 	full := fullListeners(b)
-	if overflows > 0 || len(full) > 0 {
-		f := acceptOverflow(b, w, full, somaxconn, overflows, burst, p99)
-		// The drop monitor sees the handshakes' last ACKs the full queue
-		// dropped; the SYNs it drops are consumed without a reason, so
-		// its count is a part of ListenOverflows, never all of it.
+	var each []evidence.Listener
+	if (overflows > 0 || len(full) > 0) && perListenerDrops(b) {
+		each = droppedOrFull(b, full)
+	}
+	// The drop monitor sees the handshakes' last ACKs a full queue
+	// dropped; the SYNs it drops are consumed without a reason, so its
+	// count is a part of ListenOverflows, never all of it.
+	withDrops := func(f report.Finding) report.Finding {
 		if items := dropItems(in, "TCP_LISTEN_OVERFLOW"); len(items) > 0 {
 			f.Evidence = append(f.Evidence, items...)
-			f.Evidence = append(f.Evidence, report.Item{Text: "the drop monitor counts only the handshakes' final ACKs a full queue dropped; the SYNs it refused are freed without a drop reason: TcpExt.ListenOverflows counts both", Source: dropSource})
+			f.Evidence = append(f.Evidence, report.Item{Text: "the drop monitor counts only the handshakes' final ACKs a full queue dropped; the SYNs it refused are freed without a drop reason: TcpExtListenOverflows counts both", Source: dropSource})
 		}
-		out = append(out, f)
-	} else if last.Sockets != nil {
+		return f
+	}
+	switch {
+	case len(each) > 0:
+		// Each listener counts its own drops: one finding for each that
+		// dropped or filled, about it alone, the one that dropped most
+		// first. The namespace's counters are every listener's.
+		for _, l := range each {
+			out = append(out, withDrops(acceptOverflow(in, w, onlyAt(full, l), somaxconn, overflows, burst, p99, &l)))
+		}
+	case overflows > 0 || len(full) > 0:
+		out = append(out, withDrops(acceptOverflow(in, w, full, somaxconn, overflows, burst, p99, nil)))
+	case last.Sockets != nil:
 		for _, l := range last.Sockets.Listeners {
 			// Another service's small backlog is not a run's business.
 			if l.Proto != "unix" && l.SendQ < tinyBacklog && (in.Run == nil || in.Run.Serves(l.Addr)) {
-				out = append(out, tinyBacklogFinding(b, l, somaxconn, burst, p99))
+				out = append(out, tinyBacklogFinding(in, l, somaxconn, burst, p99))
 			}
 		}
 	}
@@ -174,39 +191,227 @@ func backlogLimit(l evidence.Listener, somaxconn int64) string {
 	return fmt.Sprintf("effective backlog %d = the application's listen() backlog (net.core.somaxconn is %d)", l.SendQ, somaxconn)
 }
 
-// Backlog sizes an accept queue as tune plan does (sizing.Backlog): from
-// the connections the window saw arrive (accepted and dropped) and, when
-// a run knows them, the load's burst (connections opened at once) and
-// its p99 in seconds (0: unknown). why says how it came out.
-func Backlog(b *evidence.Bundle, burst int, p99 float64) (want int, why string) {
-	arrivals := 0.0
-	if w, ok := b.Window(); ok {
-		arrivals = w.Rate("Tcp.PassiveOpens") + w.Rate("TcpExt.ListenDrops")
-	}
-	want, _ = sizing.Backlog(burst, arrivals, p99)
-	return want, sizing.BacklogWhy(burst, arrivals, p99)
+// arrivals is what reached one listener a second over the window, from
+// its own evidence: the connections it took and those its queue dropped.
+type arrivals struct {
+	// accepted is the connections a second it took; known is false when
+	// they cannot be counted for this listener alone (check, diagnose,
+	// or another listener than a run's, in a namespace of several).
+	accepted float64
+	known    bool
+	// dropped is its own drops a second (the listening socket's
+	// sk_drops, a SO_REUSEPORT group summed).
+	dropped float64
+	// how says where each number came from, for the why.
+	how string
 }
 
-// BacklogFix is the advice for l's queue, sized by Backlog.
-func BacklogFix(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) []report.Action {
-	n, why := Backlog(b, burst, p99)
+// rate is the connections a second the queue must take in.
+func (a arrivals) rate() float64 { return a.accepted + a.dropped }
+
+// listenerArrivals counts what reached l: its own drops over the
+// window; the connections it accepted from the run's load when the load
+// targets it (the load's connections opened over its duration), or the
+// namespace's new connections when l is its only TCP listener. The
+// namespace's Tcp.PassiveOpens counts every listener's connections and
+// is never given to one of several.
+func listenerArrivals(in *Input, l evidence.Listener) arrivals {
+	b := in.Bundle
+	var a arrivals
+	var how []string
+	if w, ok := b.Window(); ok && w.Duration() > 0 {
+		if lr := in.Load(); lr != nil && in.Run.Serves(l.Addr) && lr.Elapsed > 0 {
+			a.accepted, a.known = float64(lr.ConnectionsOpened)/lr.Elapsed.Seconds(), true
+			how = append(how, fmt.Sprintf("%.0f/s accepted: the load's %d connections in %.1fs", a.accepted, lr.ConnectionsOpened, lr.Elapsed.Seconds()))
+		} else if n := tcpListeners(&b.Snapshots[len(b.Snapshots)-1]); n == 1 {
+			a.accepted, a.known = w.Rate("Tcp.PassiveOpens"), true
+			how = append(how, fmt.Sprintf("%.0f/s accepted: TcpPassiveOpens, the namespace's only TCP listener's", a.accepted))
+		} else {
+			how = append(how, fmt.Sprintf("its accepted ones uncounted: the namespace's %.0f/s new connections are shared by %d TCP listeners, and only a load (netdoctor run) counts one's", w.Rate("Tcp.PassiveOpens"), n))
+		}
+		full := fullListeners(b)
+		switch {
+		case perListenerDrops(b):
+			first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
+			if last >= first {
+				a.dropped = float64(last-first) / w.Duration().Seconds()
+			}
+			how = append(how, fmt.Sprintf("%.0f/s dropped, by its own count", a.dropped))
+		case w.Rate("TcpExt.ListenDrops") == 0:
+		case tcpListeners(&b.Snapshots[len(b.Snapshots)-1]) == 1 || len(full) == 1 && full[0].Addr == l.Addr:
+			// No count per listener (a kernel before 3.19, or a
+			// bundle from before netdoctor read it): the namespace's
+			// drops are this listener's when no other could drop.
+			a.dropped = w.Rate("TcpExt.ListenDrops")
+			how = append(how, fmt.Sprintf("%.0f/s dropped: TcpExtListenDrops, the namespace's, as no other listener filled (no count per listener here)", a.dropped))
+		default:
+			how = append(how, "its drops uncounted: no count per listener here, and other listeners filled too")
+		}
+	}
+	a.how = strings.Join(how, "; ")
+	return a
+}
+
+// listenerDrops is l's drop counter in s: every socket listening on its
+// address (a SO_REUSEPORT group has one each).
+func listenerDrops(s *evidence.Snapshot, l evidence.Listener) uint64 {
+	var n uint64
+	if s.Sockets == nil {
+		return 0
+	}
+	for _, sl := range s.Sockets.Listeners {
+		if sl.Proto == l.Proto && sl.Addr == l.Addr {
+			n += sl.Drops
+		}
+	}
+	return n
+}
+
+// perListenerDrops reports a bundle whose listeners carry their own drop
+// counters: some listener's is not zero (sock_diag's SKMEMINFO; a
+// kernel before 3.19, or a bundle from before netdoctor read them, has
+// none).
+func perListenerDrops(b *evidence.Bundle) bool {
+	for _, s := range b.Snapshots {
+		if s.Sockets == nil {
+			continue
+		}
+		for _, l := range s.Sockets.Listeners {
+			if l.Drops > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tcpListeners counts the TCP listening addresses of a snapshot.
+func tcpListeners(s *evidence.Snapshot) int {
+	if s.Sockets == nil {
+		return 0
+	}
+	seen := map[string]bool{}
+	for _, l := range s.Sockets.Listeners {
+		if l.Proto != "unix" {
+			seen[l.Proto+" "+l.Addr] = true
+		}
+	}
+	return len(seen)
+}
+
+// backlogFor sizes l's accept queue as tune plan does (sizing.Backlog):
+// from the connections that reached l (listenerArrivals) and, when a run
+// knows them, the load's burst (connections opened at once) and its p99
+// in seconds (0: unknown). why says how it came out.
+func backlogFor(in *Input, l evidence.Listener, burst int, p99 float64) (want int, why string) {
+	a := listenerArrivals(in, l)
+	want, _ = sizing.Backlog(burst, a.rate(), p99)
+	return want, sizing.BacklogWhy(burst, a.rate(), a.how, p99)
+}
+
+// listenerRuntime is what serves l: the run's server on its address, else its
+// owner's command name.
+func listenerRuntime(in *Input, l evidence.Listener) (app.RuntimeName, string) {
+	for _, s := range in.Servers() {
+		if s.Addr != l.Addr {
+			continue
+		}
+		if s.Runtime != nil && s.Runtime.Name != "" {
+			return s.Runtime.Name, s.Kind
+		}
+		return app.RuntimeOf(s.Kind, "", false), s.Kind
+	}
+	return app.RuntimeOf(l.Process, "", false), l.Process
+}
+
+// backlogFix is the advice for l's queue, sized by backlogFor, the
+// action first and the reason on its line: net.core.somaxconn only when
+// it would cap the backlog asked for (the kernel takes min(listen()
+// backlog, somaxconn)); the application's own setting, named for what
+// serves l, when the queue is smaller than it must be; and what else to
+// look at when the queue is already as large and still fills.
+func backlogFix(in *Input, l evidence.Listener, somaxconn int64, burst int, p99 float64) []report.Action {
+	b := in.Bundle
+	n, size := backlogFor(in, l, burst, p99)
 	want := int64(n)
+	why := "why " + strconv.FormatInt(want, 10) + ": the queue must hold " + size
+	rt, kind := listenerRuntime(in, l)
 	var fix []report.Action
 	if somaxconn > 0 && somaxconn < want {
-		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10)))
+		fix = append(fix, sysctlFix(b, "net.core.somaxconn", strconv.FormatInt(want, 10)).Because(why))
+		why = ""
 	}
-	fix = append(fix, report.Advise("why "+strconv.FormatInt(want, 10)+": the queue must hold "+why))
+	slow := "if the queue still fills, the application accepts too slowly: add workers or find what blocks its accept loop"
 	if l.Proto == "unix" {
-		return append(fix, report.Relisten(l.Process, l.Addr, l.PIDs, n, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: php-fpm `listen.backlog = %d`, others their backlog option; then restart it",
-			l.Addr, owner(l), want, want)),
-			report.Advise("if the queue still fills, the application accepts too slowly: add workers (php-fpm pm.max_children) or find what blocks them"))
+		slow = "if the queue still fills, the application accepts too slowly: add workers (php-fpm pm.max_children) or find what blocks them"
 	}
-	return append(fix, report.Relisten(l.Process, l.Addr, l.PIDs, n, fmt.Sprintf("raise the listen() backlog of %s (%s) to %d: nginx `listen %d backlog=%d;`, php-fpm `listen.backlog = %d`, others their backlog option; then restart it, since the backlog is fixed at listen() time",
-		l.Addr, owner(l), want, l.Port, want, want)),
-		report.Advise("if the queue still fills, the application accepts too slowly: add workers or find what blocks its accept loop"))
+	if int64(l.SendQ) >= want && (somaxconn <= 0 || somaxconn >= want) {
+		// As large as it must be, and full: the backlog is not the fault.
+		a := report.Advise(fmt.Sprintf("the queue of %s (%s) is already %d, what the arrivals need: the application accepts too slowly; add workers or find what blocks its accept loop", l.Addr, owner(l), l.SendQ))
+		return append(fix, a.Because(why))
+	}
+	how := app.BacklogSetting(rt, l.Port, n)
+	if rt == app.RuntimeGo {
+		how = fmt.Sprintf("Go asks listen() for net.core.somaxconn as it was when it first listened (the socket has %d): restart it once somaxconn is at least %d", l.SendQ, want)
+	}
+	text := fmt.Sprintf("raise the listen() backlog of %s (%s) to %d — %s", l.Addr, owner(l), want, how)
+	if kind == "" {
+		kind = l.Process
+	}
+	relisten := report.Relisten(kind, l.Addr, l.PIDs, n, text)
+	if why != "" {
+		relisten = relisten.Because(why)
+	}
+	return append(fix, relisten, report.Advise(slow))
 }
 
-func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64) report.Finding {
+// droppedOrFull are the listeners whose own drop counter rose in the
+// window, or whose queue a sample caught full, most drops first.
+func droppedOrFull(b *evidence.Bundle, full []evidence.Listener) []evidence.Listener {
+	var out []evidence.Listener
+	seen := map[string]bool{}
+	add := func(l evidence.Listener) {
+		if k := l.Proto + " " + l.Addr; !seen[k] {
+			seen[k] = true
+			out = append(out, latest(b, l))
+		}
+	}
+	if last := b.Snapshots[len(b.Snapshots)-1].Sockets; last != nil {
+		for _, l := range last.Listeners {
+			if ownDrops(b, l) > 0 {
+				add(l)
+			}
+		}
+	}
+	for _, l := range full {
+		add(l)
+	}
+	slices.SortStableFunc(out, func(x, y evidence.Listener) int { return cmp.Compare(ownDrops(b, y), ownDrops(b, x)) })
+	return out
+}
+
+// ownDrops is how many connections listener l dropped over the bundle,
+// by its own counter.
+func ownDrops(b *evidence.Bundle, l evidence.Listener) uint64 {
+	first, last := listenerDrops(&b.Snapshots[0], l), listenerDrops(&b.Snapshots[len(b.Snapshots)-1], l)
+	return last - min(first, last)
+}
+
+// onlyAt is full's sample of l, if it has one.
+func onlyAt(full []evidence.Listener, l evidence.Listener) []evidence.Listener {
+	for _, f := range full {
+		if f.Proto == l.Proto && f.Addr == l.Addr {
+			return []evidence.Listener{f}
+		}
+	}
+	return nil
+}
+
+// acceptOverflow is the finding of an accept queue that overflowed:
+// about the listener only names when it is given (each listener counting
+// its own drops), else about the one the evidence points at.
+func acceptOverflow(in *Input, w evidence.Window, full []evidence.Listener, somaxconn int64, overflows uint64, burst int, p99 float64, only *evidence.Listener) report.Finding {
+	b := in.Bundle
 	f := report.Finding{ID: AcceptQueueOverflow, Severity: report.Critical, Status: report.Active,
 		Title: "Accept queue overflow: connections are dropped because the application does not accept them fast enough"}
 	if overflows > 0 {
@@ -217,9 +422,15 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 			f.Evidence = append(f.Evidence, it)
 		}
 	}
+	// The listener named is the one whose own drop counter rose most, a
+	// full one first: the namespace's counters are every listener's.
+	drops := func(l evidence.Listener) uint64 { return ownDrops(b, l) }
 	var subject evidence.Listener
+	if only != nil {
+		subject = *only
+	}
 	for i, l := range full {
-		if i == 0 {
+		if only == nil && (i == 0 || drops(l) > drops(subject)) {
 			subject = l
 		}
 		f.Evidence = append(f.Evidence, report.Item{
@@ -227,44 +438,58 @@ func acceptOverflow(b *evidence.Bundle, w evidence.Window, full []evidence.Liste
 			Source: "sockdiag", Window: true,
 		})
 	}
-	if len(full) == 0 {
+	if len(full) == 0 && only == nil {
 		// The counter rose but no sample caught a full queue: name the
-		// listener with the smallest backlog as the likely one.
+		// listener that counted drops of its own, else the one with
+		// the smallest backlog as the likely one.
 		var listeners []evidence.Listener
 		if last := b.Snapshots[len(b.Snapshots)-1]; last.Sockets != nil {
 			listeners = last.Sockets.Listeners
 		}
 		for _, l := range listeners {
-			if l.Proto != "unix" && (subject.Addr == "" || l.SendQ < subject.SendQ) {
+			if l.Proto != "unix" && (subject.Addr == "" || drops(l) > drops(subject) || drops(l) == drops(subject) && l.SendQ < subject.SendQ) {
 				subject = l
 			}
 		}
-		if subject.Addr != "" {
+		if subject.Addr != "" && drops(subject) == 0 {
 			f.Evidence = append(f.Evidence, report.Item{
 				Text:   fmt.Sprintf("smallest backlog: listener %s (%s), %s", subject.Addr, owner(subject), backlogLimit(subject, somaxconn)),
 				Source: "sockdiag",
 			})
 		}
 	}
+	if only != nil && len(full) == 0 {
+		// No sample caught its queue full: its limit, as it stands.
+		f.Evidence = append(f.Evidence, report.Item{
+			Text:   fmt.Sprintf("listener %s (%s): %s", subject.Addr, owner(subject), backlogLimit(subject, somaxconn)),
+			Source: "sockdiag",
+		})
+	}
+	if n := drops(subject); n > 0 && w.Duration() > 0 {
+		f.Evidence = append(f.Evidence, report.Item{
+			Text:   fmt.Sprintf("listener %s (%s) dropped %d connections in %s (%.1f/s; its own drop counter, of the namespace's TcpExtListenDrops)", subject.Addr, owner(subject), n, round(w), float64(n)/w.Duration().Seconds()),
+			Source: "sockdiag", Window: true,
+		})
+	}
 	if subject.Addr != "" {
 		f.Subject, f.About = subject.Addr, report.About{Listen: subject.Addr}
 		// The fix names the listener's owners as last seen: a pool
 		// that forks workers under load has more of them by then.
-		f.Actions = BacklogFix(b, latest(b, subject), somaxconn, burst, p99)
+		f.Actions = backlogFix(in, latest(b, subject), somaxconn, burst, p99)
 	} else {
 		f.Actions = notes("find the listener with `ss -ltn` (Recv-Q > Send-Q) and raise its backlog together with net.core.somaxconn")
 	}
 	return f
 }
 
-func tinyBacklogFinding(b *evidence.Bundle, l evidence.Listener, somaxconn int64, burst int, p99 float64) report.Finding {
+func tinyBacklogFinding(in *Input, l evidence.Listener, somaxconn int64, burst int, p99 float64) report.Finding {
 	return report.Finding{ID: AcceptQueueOverflow, Severity: report.Warning, Status: report.Latent, Subject: l.Addr, About: report.About{Listen: l.Addr},
 		Title: fmt.Sprintf("Listener %s has an accept queue of only %d: a burst of connections will overflow it", l.Addr, l.SendQ),
 		Evidence: []report.Item{{
 			Text:   fmt.Sprintf("listener %s (%s): accept queue %d of %d; %s", l.Addr, owner(l), l.RecvQ, l.SendQ, backlogLimit(l, somaxconn)),
 			Source: "sockdiag",
 		}},
-		Actions: BacklogFix(b, l, somaxconn, burst, p99),
+		Actions: backlogFix(in, l, somaxconn, burst, p99),
 	}
 }
 
@@ -360,19 +585,27 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (report.Finding, bool) {
 		f.Actions = append(f.Actions, sysctlFix(b, "net.ipv4.tcp_syncookies", "1"))
 	}
 	f.Actions = append(f.Actions, notes(
-		"the SYN queue limit follows the listen() backlog (capped by net.core.somaxconn): raise the application's backlog; net.ipv4.tcp_max_syn_backlog only matters with syncookies off",
+		"raise the application's listen() backlog: the SYN queue's limit follows it (capped by net.core.somaxconn); net.ipv4.tcp_max_syn_backlog only matters with syncookies off",
 		"if this is a flood, rate-limit new connections per source (nft `ct state new limit rate ...`) or use SYNPROXY; keep tcp_syncookies=1")...)
 	return f, true
 }
 
 // backlogConfig adds to an accept-queue finding of a run's server side
 // the directive, with file and line, that sets the listener's backlog,
-// and the line to change, sized as BacklogFix sizes it.
+// and the line to change, sized as backlogFix sizes it.
 func backlogConfig(in *Input, f *report.Finding, burst int, p99 float64) {
 	if f.ID != AcceptQueueOverflow {
 		return
 	}
-	want, _ := Backlog(in.Bundle, burst, p99)
+	l := evidence.Listener{Addr: f.About.Listen}
+	if last := in.Bundle.Snapshots[len(in.Bundle.Snapshots)-1].Sockets; last != nil {
+		for _, sl := range last.Listeners {
+			if sl.Addr == f.About.Listen {
+				l = sl
+			}
+		}
+	}
+	want, _ := backlogFor(in, l, burst, p99)
 	for _, s := range in.Servers() {
 		if s.Addr != f.About.Listen {
 			continue

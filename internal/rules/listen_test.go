@@ -48,8 +48,8 @@ func listenCases() []ruleCase {
 				raise(117, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{
-					"TcpExt.ListenOverflows +117 in 1s (117.0/s)",
-					"TcpExt.ListenDrops +117",
+					"TcpExtListenOverflows +117 in 1s (117.0/s)",
+					"TcpExtListenDrops +117",
 					"listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full",
 					"effective backlog 10 = the application's listen() backlog (net.core.somaxconn is 4096)",
 				}}},
@@ -60,7 +60,7 @@ func listenCases() []ruleCase {
 				all(setSysctl("net.core.somaxconn", "10"), listeners(nginxAtLimit, phpTen), raise(622, "TcpExt.ListenOverflows"))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
 				Evidence: []string{
-					"TcpExt.ListenOverflows +622",
+					"TcpExtListenOverflows +622",
 					"accept queue 11 of 10 — full",
 					"effective backlog 10 = net.core.somaxconn 10",
 				}}},
@@ -77,7 +77,7 @@ func listenCases() []ruleCase {
 				listeners(nginxBusy, phpTen, unixTiny))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "127.0.0.1:9000",
 				Evidence: []string{
-					"TcpExt.ListenOverflows +3104",
+					"TcpExtListenOverflows +3104",
 					"smallest backlog: listener 127.0.0.1:9000 (php-fpm8.2 pid 200,201), effective backlog 10",
 				}}},
 		},
@@ -85,7 +85,7 @@ func listenCases() []ruleCase {
 			name:   "counter rose, no listeners at all",
 			bundle: bundle(nil, all(raise(5, "TcpExt.ListenOverflows"), listeners())),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical,
-				Evidence: []string{"TcpExt.ListenOverflows +5"}}},
+				Evidence: []string{"TcpExtListenOverflows +5"}}},
 		},
 		{
 			name:   "tiny application backlog (seed 003)",
@@ -121,7 +121,7 @@ func listenCases() []ruleCase {
 				raise(4941, "TcpExt.TCPReqQFullDrop", "TcpExt.ListenDrops"), halfOpen(512), kmsgs("syn-flooding", synFlood))),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
-					"TcpExt.TCPReqQFullDrop +4941 in 1s",
+					"TcpExtTCPReqQFullDrop +4941 in 1s",
 					"kernel: " + synFlood,
 					"512 half-open (SYN_RECV) sockets at the end of the window",
 					"net.ipv4.tcp_syncookies = 0",
@@ -136,7 +136,7 @@ func listenCases() []ruleCase {
 					raise(1618, "TcpExt.ListenDrops"), halfOpen(193))),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
-					"TcpExt.ListenDrops +1618 in 1s (1618.0/s), of which accept-queue overflows 0: the rest are SYNs dropped",
+					"TcpExtListenDrops +1618 in 1s (1618.0/s), of which accept-queue overflows 0: the rest are SYNs dropped",
 					"193 half-open (SYN_RECV) connections at the peak, tcp_max_syn_backlog 256",
 					"net.ipv4.tcp_syncookies = 0",
 				}}},
@@ -151,13 +151,13 @@ func listenCases() []ruleCase {
 			name:   "a single dropped SYN is critical",
 			bundle: bundle(nil, raise(1, "TcpExt.TCPReqQFullDrop")),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Critical,
-				Evidence: []string{"TcpExt.TCPReqQFullDrop +1 in 1s"}}},
+				Evidence: []string{"TcpExtTCPReqQFullDrop +1 in 1s"}}},
 		},
 		{
 			name:   "SYN cookies sent (seed 000, fault 1)",
 			bundle: bundle(nil, raise(544, "TcpExt.TCPReqQFullDoCookies")),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"TcpExt.TCPReqQFullDoCookies +544", "SYN cookies answered instead of queueing"}}},
+				Evidence: []string{"TcpExtTCPReqQFullDoCookies +544", "SYN cookies answered instead of queueing"}}},
 		},
 		{
 			name:   "SYN flooding kernel message only (seed 004)",
@@ -243,7 +243,7 @@ func listenCases() []ruleCase {
 			bundle: bundle(func(s *evidence.Snapshot) { s.Sysctls = nil },
 				all(func(s *evidence.Snapshot) { s.Sysctls = nil }, listeners(nginxFull), raise(117, "TcpExt.ListenOverflows"))),
 			want: []want{{ID: "accept-queue-overflow", Status: report.Active, Severity: report.Critical, Subject: "10.77.0.2:80",
-				Evidence: []string{"TcpExt.ListenOverflows +117", "accept queue 11 of 10 — full"}}},
+				Evidence: []string{"TcpExtListenOverflows +117", "accept queue 11 of 10 — full"}}},
 		},
 	}
 }
@@ -270,7 +270,7 @@ func TestListenFix(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("checkListen(on()) = %d findings, want 1", len(got))
 			}
-			if !hasFix(got[0], "nginx `listen 80 backlog=4096;`") || !hasFix(got[0], "10.77.0.2:80 (nginx pid 3677)") {
+			if !hasFix(got[0], "nginx: `listen 80 backlog=4096;`") || !hasFix(got[0], "10.77.0.2:80 (nginx pid 3677)") {
 				t.Errorf("checkListen(on()) fix does not name the application's backlog: %q", fixOf(got[0]))
 			}
 			if g := hasFix(got[0], sysctlFix(b, "net.core.somaxconn", "4096").Lines[0]); g != tt.wantSysctl {
@@ -305,7 +305,7 @@ func TestAcceptOverflowEvidence(t *testing.T) {
 		t.Fatalf("checkListen(on()) = %v, want one finding", keys(got))
 	}
 	want := []report.Item{
-		{Text: "TcpExt.ListenOverflows +117 in 1s (117.0/s)", Source: "TcpExt.ListenOverflows", Window: true},
+		{Text: "TcpExtListenOverflows +117 in 1s (117.0/s)", Source: "TcpExtListenOverflows", Window: true},
 		{Text: "listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full; effective backlog 10 = the application's listen() backlog (net.core.somaxconn is 4096)",
 			Source: "sockdiag", Window: true},
 	}
@@ -378,5 +378,112 @@ func TestBacklogFromLoad(t *testing.T) {
 	}
 	if strings.Contains(fix, "=4096") || strings.Contains(fix, "to 4096") || strings.Contains(fix, "backlog=4096") {
 		t.Errorf("the rule's load-less 4096 is left in the fix:\n%s", fix)
+	}
+}
+
+// TestListenFixRuntime: the fix names the setting of what serves the
+// listener — Python's request_queue_size for a python3 server, a restart
+// after somaxconn for a Go program — and never nginx's or php-fpm's
+// syntax for them; the action comes first, the reason on its line.
+func TestListenFixRuntime(t *testing.T) {
+	py := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:8000", Port: 8000, RecvQ: 6, SendQ: 5, PIDs: []int{4242}, Process: "python3"}
+	b := bundle(nil, all(listeners(py), raise(50, "TcpExt.ListenOverflows", "TcpExt.ListenDrops")))
+	fix := fixOf(checkListen(on(b))[0])
+	if !strings.HasPrefix(fix[0], "raise the listen() backlog of 127.0.0.1:8000 (python3 pid 4242) to 4096 — Python: socketserver's (and http.server's) `request_queue_size = 4096`") ||
+		!strings.Contains(fix[0], "  (why 4096: ") {
+		t.Errorf("python3: first line %q, want the action, then why", fix[0])
+	}
+	for _, l := range fix {
+		if strings.Contains(l, "nginx") || strings.Contains(l, "php-fpm") || strings.HasPrefix(l, "why") {
+			t.Errorf("python3's fix says %q", l)
+		}
+	}
+
+	goSrv := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:8080", Port: 8080, RecvQ: 129, SendQ: 128, PIDs: []int{77}, Process: "api"}
+	b = bundle(nil, all(setSysctl("net.core.somaxconn", "128"), listeners(goSrv), raise(50, "TcpExt.ListenOverflows", "TcpExt.ListenDrops")))
+	in := serverRun(b, &app.Server{Role: "front", Addr: "127.0.0.1:8080", Kind: "api", Runtime: &app.Runtime{Name: app.RuntimeGo}, PIDs: []int{77}})
+	in.Run.Port = "8080"
+	fix = fixOf(checkListen(in)[0])
+	if !strings.HasPrefix(fix[0], "sysctl -w net.core.somaxconn=4096  (why 4096: ") {
+		t.Errorf("Go: first line %q, want somaxconn raised with its why", fix[0])
+	}
+	if s := strings.Join(fix, "\n"); !strings.Contains(s, "Go asks listen() for net.core.somaxconn as it was when it first listened (the socket has 128): restart it") || strings.Contains(s, "nginx") {
+		t.Errorf("Go's fix:\n%s", s)
+	}
+}
+
+// TestListenerArrivals: a service sized from its own listener's
+// evidence, on a host where another service takes far more connections:
+// the run's load took 330 connections/s from it and its own drop counter
+// rose by 100/s, while the namespace's Tcp.PassiveOpens counted 12000/s,
+// most of them the other service's. Without a load (check), its accepted
+// connections cannot be told apart, and the fix says so.
+func TestListenerArrivals(t *testing.T) {
+	slow := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:8000", Port: 8000, RecvQ: 6, SendQ: 5, PIDs: []int{4242}, Process: "python3"}
+	busy := evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:9000", Port: 9000, RecvQ: 3, SendQ: 1024, PIDs: []int{4343}, Process: "python3"}
+	start := time.Unix(1000, 0)
+	snap := func(at int, drops, opens uint64) evidence.Snapshot {
+		s := slow
+		s.Drops = drops
+		return evidence.Snapshot{Time: start.Add(time.Duration(at) * time.Second),
+			Sysctls:  map[string]string{"net.core.somaxconn": "4096"},
+			Counters: map[string]uint64{"Tcp.PassiveOpens": opens, "TcpExt.ListenOverflows": drops, "TcpExt.ListenDrops": drops},
+			Sockets:  &evidence.Sockets{Listeners: []evidence.Listener{s, busy}}}
+	}
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Start: start,
+		Snapshots: []evidence.Snapshot{snap(0, 1000, 500000), snap(3, 1300, 536000)}}
+	r := &Run{LoadStart: start, LoadEnd: start.Add(3 * time.Second), Port: "8000",
+		Load:    &load.Result{Connections: 100, ConnectionsOpened: 990, Elapsed: 3 * time.Second, Requests: 990, Status: map[string]uint64{"2xx": 990}},
+		Sides:   []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}},
+		Servers: []*app.Server{{Role: "front", Kind: "python3", Runtime: &app.Runtime{Name: app.RuntimePython}, Addr: "127.0.0.1:8000", PIDs: []int{4242}}}}
+	f := checkListen(&Input{Bundle: b, Side: report.Server, Run: r})[0]
+	fix := strings.Join(fixOf(f), "\n")
+	for _, want := range []string{"430 new connections/s arriving", "330/s accepted: the load's 990 connections in 3.0s", "100/s dropped, by its own count"} {
+		if !strings.Contains(fix, want) {
+			t.Errorf("run: fix lacks %q:\n%s", want, fix)
+		}
+	}
+	if strings.Contains(fix, "12000") || strings.Contains(fix, "12100") {
+		t.Errorf("run: the namespace's connections are given to one service:\n%s", fix)
+	}
+	if f.Subject != "127.0.0.1:8000" || !hasEvidence(f, "listener 127.0.0.1:8000 (python3 pid 4242) dropped 300 connections in 3s (100.0/s; its own drop counter") {
+		t.Errorf("run: subject %q, evidence %+v", f.Subject, f.Evidence)
+	}
+
+	f = checkListen(on(b))[0]
+	fix = strings.Join(fixOf(f), "\n")
+	if !strings.Contains(fix, "100 new connections/s arriving") || !strings.Contains(fix, "its accepted ones uncounted: the namespace's 12000/s new connections are shared by 2 TCP listeners") {
+		t.Errorf("check: fix:\n%s", fix)
+	}
+}
+
+// TestOverflowPerListener: where each listener counts its own drops, a
+// finding for each that dropped or filled, about it alone and sized from
+// its own drops, the one that dropped most first: a busy neighbour that
+// filled once is not the subject of the service that dropped hundreds.
+func TestOverflowPerListener(t *testing.T) {
+	start := time.Unix(1000, 0)
+	snap := func(at int, goDrops, busyDrops uint64, busyQueue uint32) evidence.Snapshot {
+		return evidence.Snapshot{Time: start.Add(time.Duration(at) * time.Second),
+			Sysctls:  map[string]string{"net.core.somaxconn": "16"},
+			Counters: map[string]uint64{"Tcp.PassiveOpens": uint64(at) * 9000, "TcpExt.ListenOverflows": goDrops + busyDrops, "TcpExt.ListenDrops": goDrops + busyDrops},
+			Sockets: &evidence.Sockets{Listeners: []evidence.Listener{
+				{Proto: "tcp", Addr: "127.0.0.1:8100", Port: 8100, SendQ: 16, Drops: goDrops, PIDs: []int{10}, Process: "api"},
+				{Proto: "tcp", Addr: "127.0.0.1:9000", Port: 9000, RecvQ: busyQueue, SendQ: 16, Drops: busyDrops, PIDs: []int{20}, Process: "busy"}}}}
+	}
+	b := &evidence.Bundle{Version: evidence.BundleVersion, Start: start,
+		Snapshots: []evidence.Snapshot{snap(0, 0, 0, 0), snap(2, 300, 4, 17), snap(5, 427, 15, 3)}}
+	fs := checkListen(on(b))
+	if len(fs) != 2 || fs[0].Subject != "127.0.0.1:8100" || fs[1].Subject != "127.0.0.1:9000" {
+		t.Fatalf("findings %v, want 127.0.0.1:8100 (427 drops) then 127.0.0.1:9000 (15, full once)", keys(fs))
+	}
+	if !hasEvidence(fs[0], "listener 127.0.0.1:8100 (api pid 10) dropped 427 connections") || hasEvidence(fs[0], "127.0.0.1:9000") {
+		t.Errorf("8100's evidence: %q", evidenceTexts(fs[0]))
+	}
+	if !hasEvidence(fs[1], "listener 127.0.0.1:9000 (busy pid 20): accept queue 17 of 16 — full") || !hasEvidence(fs[1], "dropped 15 connections") {
+		t.Errorf("9000's evidence: %q", evidenceTexts(fs[1]))
+	}
+	if fix := strings.Join(fixOf(fs[0]), "\n"); !strings.Contains(fix, "85/s dropped, by its own count") {
+		t.Errorf("8100 not sized from its own drops:\n%s", fix)
 	}
 }

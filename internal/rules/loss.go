@@ -20,7 +20,7 @@ var _ = define(Class{ID: PacketLoss,
 	Errors:   true, Delays: true, Latency: true,
 	Hold:       15 * time.Minute,
 	Meaning:    "TCP retransmits a significant share of what it sends",
-	Active:     "data retransmissions ≥ 1 % of `Tcp.OutSegs` (warning), ≥ 5 % (critical), with ≥ 1000 segments sent",
+	Active:     "data retransmissions ≥ 1 % of `TcpOutSegs` (warning), ≥ 5 % (critical), with ≥ 1000 segments sent",
 	LatentWhen: "none",
 	Seed:       "001 §1",
 	ReportedBy: "`check`, `diagnose`",
@@ -57,8 +57,8 @@ func checkLoss(in *Input) []report.Finding {
 	f := report.Finding{ID: PacketLoss, Severity: report.Warning, Status: report.Active,
 		Title: fmt.Sprintf("Packet loss: %.1f%% of TCP segments were retransmitted", 100*ratio),
 		Evidence: []report.Item{{
-			Text:   fmt.Sprintf("%d data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of %d segments sent in %s", retrans, out, round(w)),
-			Source: "Tcp.RetransSegs", Window: true,
+			Text:   fmt.Sprintf("%d data retransmissions (TcpRetransSegs minus TcpExtTCPSynRetrans) of %d segments sent in %s", retrans, out, round(w)),
+			Source: "TcpRetransSegs", Window: true,
 		}},
 		Actions: notes(
 			"find where packets die: interface and qdisc drops (`ip -s link`, `tc -s qdisc`), firewall rules that drop (nft/iptables counters), the kernel's drop reasons (`perf record -e skb:kfree_skb -a`)",
@@ -68,7 +68,7 @@ func checkLoss(in *Input) []report.Finding {
 	if ratio >= 0.05 {
 		f.Severity = report.Critical
 	}
-	for _, c := range []string{"TcpExt.TCPTimeouts", "TcpExt.TCPLossProbes", "TcpExt.TCPFastRetrans", "TcpExt.TCPDSACKRecv"} {
+	for _, c := range []string{"TcpExtTCPTimeouts", "TcpExtTCPLossProbes", "TcpExtTCPFastRetrans", "TcpExtTCPDSACKRecv"} {
 		if it, d := counterItem(w, c); d > 0 {
 			f.Evidence = append(f.Evidence, it)
 		}
@@ -302,5 +302,5 @@ func queueLoss(r *Run, side *Side, c report.Finding) (string, bool) {
 	if dropped == 0 || retrans > queueRetrans*dropped {
 		return "", false
 	}
-	return fmt.Sprintf("the server's listeners dropped %d connections in the same window (TcpExt.ListenDrops); each leaves its client retransmitting (its handshake's last ACK, then its request) until the queue takes it: %d retransmitted segments here, %.1f per dropped connection", dropped, retrans, float64(retrans)/float64(dropped)), true
+	return fmt.Sprintf("the server's listeners dropped %d connections in the same window (TcpExtListenDrops); each leaves its client retransmitting (its handshake's last ACK, then its request) until the queue takes it: %d retransmitted segments here, %.1f per dropped connection", dropped, retrans, float64(retrans)/float64(dropped)), true
 }

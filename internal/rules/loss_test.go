@@ -28,17 +28,17 @@ func lossCases() []ruleCase {
 				raise(615, "TcpExt.TCPLossProbes"), raise(14, "TcpExt.TCPFastRetrans"))),
 			want: []want{{ID: "packet-loss", Status: report.Active, Severity: report.Critical,
 				Evidence: []string{
-					"754 data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of 10000 segments sent in 1s",
-					"TcpExt.TCPTimeouts +125 in 1s",
-					"TcpExt.TCPLossProbes +615",
-					"TcpExt.TCPFastRetrans +14",
+					"754 data retransmissions (TcpRetransSegs minus TcpExtTCPSynRetrans) of 10000 segments sent in 1s",
+					"TcpExtTCPTimeouts +125 in 1s",
+					"TcpExtTCPLossProbes +615",
+					"TcpExtTCPFastRetrans +14",
 				}}},
 		},
 		{
 			name:   "exactly 1% is a warning",
 			bundle: bundle(nil, traffic(10000, 100, 0)),
 			want: []want{{ID: "packet-loss", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"100 data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of 10000 segments"}}},
+				Evidence: []string{"100 data retransmissions (TcpRetransSegs minus TcpExtTCPSynRetrans) of 10000 segments"}}},
 		},
 		{
 			name:   "exactly 5% is critical",
@@ -57,7 +57,7 @@ func lossCases() []ruleCase {
 			name:   "SYN retransmits subtracted",
 			bundle: bundle(nil, traffic(10000, 2412, 593)),
 			want: []want{{ID: "packet-loss", Status: report.Active, Severity: report.Critical,
-				Evidence: []string{"1819 data retransmissions (Tcp.RetransSegs minus TcpExt.TCPSynRetrans) of 10000 segments"}}},
+				Evidence: []string{"1819 data retransmissions (TcpRetransSegs minus TcpExtTCPSynRetrans) of 10000 segments"}}},
 		},
 		{
 			name:   "more SYN retransmits than retransmits",

@@ -18,7 +18,7 @@ var _ = define(Class{ID: NagleDelayedACK,
 	// client waits.
 	Consequences: []Consequence{{ID: DependencyPoolSaturated, At: OwnLeg}, {ID: DependencySlow, At: OwnLeg}},
 	Meaning:      "Nagle's algorithm on the sending side meets delayed ACK on the receiving side: about 40 ms per small request/response, on the load's connections or on a leg from a server to a dependency",
-	Active:       "the load: p50 and p75 in 35–60 ms, client `TcpExt.DelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical); a leg: the dependency's end (a socket of this host) held written bytes unsent while a segment was unacknowledged in ≥ 10 % of looks (critical when the delayed-ACK timeout is ≥ a fifth of the round trip), or the server's own end did so for its requests, or, that end not seen, answers paused a delayed-ACK timeout (`tcpi_ato`) in ≥ 10 % of looks (warning)",
+	Active:       "the load: p50 and p75 in 35–60 ms, client `TcpExtDelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical); a leg: the dependency's end (a socket of this host) held written bytes unsent while a segment was unacknowledged in ≥ 10 % of looks (critical when the delayed-ACK timeout is ≥ a fifth of the round trip), or the server's own end did so for its requests, or, that end not seen, answers paused a delayed-ACK timeout (`tcpi_ato`) in ≥ 10 % of looks (warning)",
 	LatentWhen:   "—",
 	Seed:         "001 §7, and any client/backend pair",
 	ReportedBy:   "`run`",
@@ -76,7 +76,7 @@ func nagleLoad(in *Input) (report.Finding, bool) {
 		Title: fmt.Sprintf("Nagle's algorithm meets delayed ACKs: each response waits ~40 ms (p50 %v)", l.P50.Round(100*time.Microsecond)),
 		Evidence: []report.Item{
 			{Text: fmt.Sprintf("latency p50 %v, p75 %v: inside the 35–60 ms band of the 40 ms delayed-ACK timer", l.P50.Round(100*time.Microsecond), l.P75.Round(100*time.Microsecond)), Source: "load", Window: true},
-			{Text: fmt.Sprintf("client TcpExt.DelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExt.DelayedACKs", Window: true},
+			{Text: fmt.Sprintf("client TcpExtDelayedACKs +%d for %d requests (%.2f per request)", acks, res.Requests, perReq), Source: "TcpExtDelayedACKs", Window: true},
 			{Text: fmt.Sprintf("responses are small (%d bytes each): sent as separate small writes, the second waits for the first's ACK", size), Source: "load", Window: true},
 		},
 		Actions: notes(

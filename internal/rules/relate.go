@@ -241,6 +241,9 @@ func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 	conn := lr.Errors.Total()
 	status := lr.Status["5xx"]
 	failed := failures(lr)
+	if conn == 0 {
+		retried(fs, lr, frontPort, failed)
+	}
 	if failed == 0 {
 		return
 	}
@@ -288,6 +291,30 @@ func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 			fs[i].Explains = text
 			fs[i].Failed = n
 		}
+	}
+}
+
+// retried states the impact of the active findings whose counters count
+// dropped connections in a run whose load had no connection error: the
+// drops were real, yet no request failed from them, because the clients'
+// TCP sent each dropped SYN (or handshake) again, or because they were
+// not the load's connections. Said, lest "0 failed requests" read as a
+// contradiction of the verdict.
+func retried(fs []report.Finding, lr *load.Result, frontPort string, failed uint64) {
+	for i, f := range fs {
+		c := ClassOf(f.ID)
+		if f.Status != report.Active || f.CausedBy != "" || f.Explains != "" || !c.Drops || !c.counts(f) {
+			continue
+		}
+		none := "none of the load's requests failed"
+		if failed > 0 {
+			none = fmt.Sprintf("none of the load's %d failed requests was a connection error", failed)
+		}
+		tail := fmt.Sprintf("the clients' TCP sent the dropped connections again (a SYN after 1 s, then 3 s…), so they cost time instead: the load's p99 %s, max %s", report.Dur(lr.Latency.P99), report.Dur(lr.Latency.Max))
+		if explainsClass(f, frontPort) == "" && f.About.Listen != "" && portOf(f.About.Listen) != frontPort {
+			tail = fmt.Sprintf("%s is not the port the load targets (%s): what it dropped were other clients' connections, or its own front server's, sent again by their TCP", f.About.Listen, frontPort)
+		}
+		fs[i].Explains = none + ": " + tail
 	}
 }
 

@@ -3,6 +3,7 @@ package rules
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -154,9 +155,22 @@ func TestExplain(t *testing.T) {
 	if fs[0].Explains != "" || fs[2].Explains != "" || fs[1].Failed != 60 {
 		t.Errorf("syn-queue-overflow explains %q and %q; the pool %d failures", fs[0].Explains, fs[2].Explains, fs[1].Failed)
 	}
-	healthy := []report.Finding{{ID: "conntrack-table-full", Status: report.Active}}
-	explain(healthy, &load.Result{Status: map[string]uint64{"2xx": 5}}, "80")
-	if healthy[0].Explains != "" {
-		t.Errorf("no failures, yet %q", healthy[0].Explains)
+	// A run none of whose requests failed still had its connections
+	// dropped: the impact says where they went rather than nothing,
+	// next to a verdict that names the drops.
+	unfelt := []report.Finding{
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "0.0.0.0:80", About: report.About{Listen: "0.0.0.0:80"}},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", About: report.About{Listen: "127.0.0.1:9000"}},
+		{ID: "cpu-saturated", Severity: report.Warning, Status: report.Active},
+	}
+	explain(unfelt, &load.Result{Status: map[string]uint64{"2xx": 5}, Latency: load.Latency{P99: 1200 * time.Millisecond, Max: 3100 * time.Millisecond}}, "80")
+	for i, want := range []string{
+		"none of the load's requests failed: the clients' TCP sent the dropped connections again (a SYN after 1 s, then 3 s…), so they cost time instead: the load's p99 1.20s, max 3.10s",
+		"none of the load's requests failed: 127.0.0.1:9000 is not the port the load targets (80)",
+		"",
+	} {
+		if !strings.HasPrefix(unfelt[i].Explains, want) || want == "" && unfelt[i].Explains != "" {
+			t.Errorf("%s %s explains %q, want %q", unfelt[i].ID, unfelt[i].Subject, unfelt[i].Explains, want)
+		}
 	}
 }

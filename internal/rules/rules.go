@@ -13,8 +13,8 @@ import (
 func counterItem(w evidence.Window, name string) (report.Item, uint64) {
 	d, _ := w.Counter(name)
 	return report.Item{
-		Text:   fmt.Sprintf("%s +%d in %s (%.1f/s)", name, d, round(w), w.Rate(name)),
-		Source: name, Window: true,
+		Text:   fmt.Sprintf("%s +%d in %s (%.1f/s)", evidence.Nstat(name), d, round(w), w.Rate(name)),
+		Source: evidence.Nstat(name), Window: true,
 	}, d
 }
 

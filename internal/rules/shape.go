@@ -13,8 +13,8 @@ import (
 
 // shapeCounters are the counters a throughput collapse can be tied to.
 var shapeCounters = []string{
-	"conntrack.drop", "conntrack.early_drop", "TcpExt.ListenOverflows", "TcpExt.TCPReqQFullDrop",
-	"TcpExt.TCPTimeWaitOverflow", "TcpExt.TCPTimeouts", "Tcp.RetransSegs", "Tcp.AttemptFails",
+	"conntrack.drop", "conntrack.early_drop", "TcpExtListenOverflows", "TcpExtTCPReqQFullDrop",
+	"TcpExtTCPTimeWaitOverflow", "TcpExtTCPTimeouts", "TcpRetransSegs", "TcpAttemptFails",
 }
 
 // analyse finds the shape of the load's throughput and the counters of

@@ -47,7 +47,7 @@ func TestShape(t *testing.T) {
 	tl, b = series([]uint64{1000, 990, 1010, 1000, 300, 310, 290, 300},
 		"TcpExt.ListenOverflows", []uint64{0, 0, 0, 0, 400, 380, 420, 390})
 	sh = analyse(tl, b)
-	if sh.Pattern != "step" || sh.Seconds[0] != 4 || !slices.Equal(sh.MovedWith, []string{"TcpExt.ListenOverflows"}) {
+	if sh.Pattern != "step" || sh.Seconds[0] != 4 || !slices.Equal(sh.MovedWith, []string{"TcpExtListenOverflows"}) {
 		t.Errorf("step: %+v", sh)
 	}
 

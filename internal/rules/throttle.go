@@ -173,7 +173,7 @@ func runtimeFix(s *app.Server, l cgroup.Limit) []string {
 		if over {
 			return []string{fmt.Sprintf("nginx runs %d workers (%s) on a quota of %s CPU: worker_processes %d;", rt.Parallelism, rt.Source, trimCPU(l.CPUs()), cpus)}
 		}
-	case app.RuntimePython:
+	case app.RuntimePython, app.RuntimeGunicorn, app.RuntimeUvicorn:
 		if over {
 			return []string{fmt.Sprintf("%d worker processes (%s) on a quota of %s CPU: --workers %d", rt.Parallelism, rt.Source, trimCPU(l.CPUs()), cpus)}
 		}

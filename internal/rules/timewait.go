@@ -13,7 +13,7 @@ const TimewaitBucketOverflow report.FindingID = "timewait-bucket-overflow"
 
 var _ = define(Class{ID: TimewaitBucketOverflow,
 	Meaning:    "the TIME_WAIT table hit `tcp_max_tw_buckets`; closing sockets skip TIME_WAIT",
-	Active:     "`TcpExt.TCPTimeWaitOverflow` rose or a \"time wait bucket table overflow\" kernel message (warning)",
+	Active:     "`TcpExtTCPTimeWaitOverflow` rose or a \"time wait bucket table overflow\" kernel message (warning)",
 	LatentWhen: "none (a small limit is `risky-sysctl`)",
 	Seed:       "004",
 	ReportedBy: "`check`, `diagnose`",

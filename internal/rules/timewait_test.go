@@ -23,7 +23,7 @@ func timeWaitCases() []ruleCase {
 			bundle: bundle(tiny, all(tiny, raise(19428, "TcpExt.TCPTimeWaitOverflow"), func(s *evidence.Snapshot) { s.Sockstat["TCP.tw"] = 10 })),
 			want: []want{{ID: "timewait-bucket-overflow", Status: report.Active, Severity: report.Warning,
 				Evidence: []string{
-					"TcpExt.TCPTimeWaitOverflow +19428 in 1s (19428.0/s)",
+					"TcpExtTCPTimeWaitOverflow +19428 in 1s (19428.0/s)",
 					"net.ipv4.tcp_max_tw_buckets = 10",
 					"10 sockets in TIME_WAIT at the end of the window",
 				}}},
@@ -38,7 +38,7 @@ func timeWaitCases() []ruleCase {
 			name:   "no sockstat",
 			bundle: bundle(nil, all(raise(1, "TcpExt.TCPTimeWaitOverflow"), func(s *evidence.Snapshot) { s.Sockstat = nil })),
 			want: []want{{ID: "timewait-bucket-overflow", Status: report.Active, Severity: report.Warning,
-				Evidence: []string{"TcpExt.TCPTimeWaitOverflow +1 in 1s"}}},
+				Evidence: []string{"TcpExtTCPTimeWaitOverflow +1 in 1s"}}},
 		},
 		{
 			name:   "many TIME_WAIT sockets are no finding",
@@ -79,7 +79,7 @@ func TestTimeWaitEvidence(t *testing.T) {
 		t.Fatalf("checkTimeWait(on()) = %v, want one finding", keys(got))
 	}
 	wantEvidence := []report.Item{
-		{Text: "TcpExt.TCPTimeWaitOverflow +19428 in 1s (19428.0/s)", Source: "TcpExt.TCPTimeWaitOverflow", Window: true},
+		{Text: "TcpExtTCPTimeWaitOverflow +19428 in 1s (19428.0/s)", Source: "TcpExtTCPTimeWaitOverflow", Window: true},
 		{Text: "kernel: " + twOverflowMsg, Source: "kmsg", Window: true},
 		{Text: "net.ipv4.tcp_max_tw_buckets = 10", Source: "sysctl"},
 		{Text: "10 sockets in TIME_WAIT at the end of the window", Source: "sockstat", Window: true},

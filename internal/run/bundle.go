@@ -8,6 +8,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
@@ -42,13 +43,15 @@ func (res *Result) Bundle() *Bundle {
 	return &Bundle{Version: evidence.BundleVersion, Kind: BundleKind, Run: &run}
 }
 
-// ReadBundle decodes a run bundle.
+// ReadBundle decodes a run bundle, of version 1 too (its load's status
+// classes were "status").
 func ReadBundle(r io.Reader) (*Bundle, error) {
 	var b Bundle
-	if err := json.NewDecoder(capped.Reader(r, capped.Bundle, "run bundle")).Decode(&b); err != nil {
-		if errors.Is(err, capped.ErrTooLarge) {
-			return nil, err
-		}
+	raw, err := io.ReadAll(capped.Reader(r, capped.Bundle, "run bundle"))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, fmt.Errorf("not a netdoctor run bundle: %w", err)
 	}
 	if b.Kind != BundleKind || b.Version < 1 || b.Version > evidence.BundleVersion {
@@ -56,6 +59,14 @@ func ReadBundle(r io.Reader) (*Bundle, error) {
 	}
 	if b.Run == nil || b.Load == nil {
 		return nil, errors.New("run bundle without a load result")
+	}
+	if b.Version == 1 && b.Load.Status == nil {
+		var v1 struct {
+			Load json.RawMessage `json:"load"`
+		}
+		if json.Unmarshal(raw, &v1) == nil {
+			b.Load.Status = load.StatusV1(v1.Load)
+		}
 	}
 	for _, s := range b.Sides {
 		if s == nil {

@@ -111,14 +111,18 @@ func Backlog(burst int, arrivals, p99 float64) (want int, need float64) {
 	return clamp(NextPow2(int(2*need)), DefaultSomaxconn, MaxBacklog), need
 }
 
-// BacklogWhy says how Backlog came out.
-func BacklogWhy(burst int, arrivals, p99 float64) string {
+// BacklogWhy says how Backlog came out; counted says how the arrivals
+// were counted ("" when there is nothing to add).
+func BacklogWhy(burst int, arrivals float64, counted string, p99 float64) string {
 	want, need := Backlog(burst, arrivals, p99)
 	during := fmt.Sprintf("for %.0f ms (the load's p99, at least 100 ms)", 1000*max(p99, 0.1))
 	if p99 <= 0 {
 		during = "for 100 ms (the responses' p99 is unknown without a load; at least 100 ms)"
 	}
 	what := fmt.Sprintf("%.0f new connections/s arriving %s while the application does not accept", arrivals, during)
+	if counted != "" {
+		what += " (" + counted + ")"
+	}
 	if burst > 0 {
 		what = fmt.Sprintf("a burst of %d connections opened at once and %s", burst, what)
 	}

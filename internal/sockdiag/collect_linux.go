@@ -102,7 +102,7 @@ func Collect(o Options) (*evidence.Sockets, error) {
 	}
 	s := total.Sockets()
 	if skipEstab {
-		s.Note = fmt.Sprintf("%d ESTABLISHED sockets counted from Tcp.CurrEstab, not dumped (more than %d); remotes count the other states only",
+		s.Note = fmt.Sprintf("%d ESTABLISHED sockets counted from TcpCurrEstab, not dumped (more than %d); remotes count the other states only",
 			s.TCP["ESTABLISHED"], o.MaxEstablishedDetail)
 	}
 	return s, errors.Join(errs...)

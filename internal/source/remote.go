@@ -172,6 +172,9 @@ func (r *Remote) measure(ctx context.Context) error {
 			if best >= 0 {
 				break
 			}
+			if errors.Is(err, errNoEndpoint) {
+				return fmt.Errorf("%w at %s does not serve API version %d (%s): it is an older netdoctor; run the same netdoctor version on both ends", ErrAgent, r.base, agentapi.Version, agentapi.Prefix)
+			}
 			return err
 		}
 		rtt := time.Since(t0)
@@ -297,6 +300,10 @@ func (r *Remote) Close() error {
 
 // get fetches path with the token and decodes the JSON answer into v.
 // An error names the agent and what it said.
+// errNoEndpoint is an agent without the path asked for: one of another
+// API version.
+var errNoEndpoint = errors.New("no such endpoint")
+
 func (r *Remote) get(ctx context.Context, path string, q url.Values, timeout time.Duration, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -334,6 +341,9 @@ func (r *Remote) get(ctx context.Context, path string, q url.Values, timeout tim
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			return fmt.Errorf("%w %s refused the token (%s): %w", ErrAgent, r.base, msg, ErrUnauthorized)
+		}
+		if resp.StatusCode == http.StatusNotFound && path == agentapi.PathHost {
+			return fmt.Errorf("%w %s: %s: %s: %w", ErrAgent, r.base, resp.Status, msg, errNoEndpoint)
 		}
 		return fmt.Errorf("%w %s: %s: %s", ErrAgent, r.base, resp.Status, msg)
 	}
@@ -441,7 +451,7 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 // ends, that the load ended. The dependencies come with Finish. An
 // agent that does not trace answers all the same, with none.
 // Processes is empty: the agent's host is another, whose processes the
-// agent profiles itself (GET /api/v1/profile).
+// agent profiles itself (GET /api/v2/profile).
 func (a *remoteApps) Processes() map[int]string { return nil }
 
 func (a *remoteApps) TraceDeps(ctx context.Context, _ time.Duration) error {

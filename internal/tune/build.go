@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -29,6 +30,9 @@ type Host interface {
 
 // Proc is what a reload needs of a master process.
 type Proc struct {
+	// Runtime is what the process runs on (app.DetectRuntime); empty
+	// when unknown.
+	Runtime app.RuntimeName
 	Exe     string
 	Cmdline string // NUL-separated, as /proc/PID/cmdline
 	Start   uint64
@@ -57,6 +61,9 @@ type builder struct {
 	// poolPlanned the numeric pool settings planned.
 	keep        map[string]int
 	poolPlanned map[string]string
+	// already says, per finding (key), the settings it would change that
+	// are already as its fix wants: why it has no change.
+	already map[string][]string
 }
 
 // Build computes a plan from a report. name is how the report is named in
@@ -80,6 +87,7 @@ func Build(in *Input, name string, h Host) (*Plan, error) {
 	if err := b.listeners(); err != nil {
 		return nil, err
 	}
+	b.accountFor(in.Findings)
 	for _, path := range b.order {
 		fe := b.files[path]
 		f, err := fe.file()
@@ -104,7 +112,7 @@ func Build(in *Input, name string, h Host) (*Plan, error) {
 // newBuilder starts an empty plan in the server side's namespace: the
 // report's own, unless the run observed the server in another.
 func newBuilder(in *Input, name string, h Host) *builder {
-	b := &builder{in: in, h: h, files: map[string]*fileEdits{}, relist: map[string]bool{}, keep: map[string]int{}, poolPlanned: map[string]string{},
+	b := &builder{in: in, h: h, files: map[string]*fileEdits{}, relist: map[string]bool{}, keep: map[string]int{}, poolPlanned: map[string]string{}, already: map[string][]string{},
 		p: &Plan{Version: Version, Created: time.Now().UTC(), Report: name, Command: in.Command, Kernel: in.Host.Kernel}}
 	if in.Load != nil {
 		b.p.Target = in.Load.URL
@@ -118,6 +126,43 @@ func newBuilder(in *Input, name string, h Host) *builder {
 	return b
 }
 
+// satisfied records that a finding's fix asks for what is already so:
+// the reason it has no change (accountFor).
+func (b *builder) satisfied(f report.Finding, why string) {
+	b.already[key(f)] = append(b.already[key(f)], why)
+}
+
+// accountFor makes every finding end in a change or in a note that says
+// why it has none: a plan that leaves a finding out silently reads as if
+// netdoctor had not seen it.
+func (b *builder) accountFor(fs []report.Finding) {
+	planned := map[string]bool{}
+	for _, c := range b.p.Changes {
+		for _, k := range c.Findings {
+			planned[k] = true
+		}
+	}
+	for _, path := range b.order {
+		for _, k := range b.files[path].findings {
+			planned[k] = true
+		}
+	}
+	for _, f := range fs {
+		k := key(f)
+		if planned[k] || slices.ContainsFunc(b.p.Notes, func(n string) bool { return strings.HasPrefix(n, k+": ") }) {
+			continue
+		}
+		switch {
+		case len(b.already[k]) > 0:
+			b.note(f, "not planned, because "+strings.Join(slices.Compact(b.already[k]), "; "))
+		case len(f.Fix) > 0:
+			b.note(f, "not planned, because its fix is for a person to carry out: "+f.Fix[0])
+		default:
+			b.note(f, "not planned, because its rule gives no fix: see its evidence in the report")
+		}
+	}
+}
+
 // note records why a finding gets no (or not only an) automatic change,
 // once.
 func (b *builder) note(f report.Finding, why string) {
@@ -127,7 +172,8 @@ func (b *builder) note(f report.Finding, why string) {
 	}
 }
 
-// rate is a counter's per-second rate over the report's window.
+// rate is a counter's per-second rate over the report's window, named as
+// nstat names it ("TcpPassiveOpens"), as the report's rates are.
 func (b *builder) rate(name string) float64 { return b.in.Summary.Rates[name] }
 
 // concurrency is the requests in flight the load asked for.
@@ -177,10 +223,8 @@ func (b *builder) sysctl(f report.Finding, name, proposed string, why ...string)
 	}
 	cur = normalize(cur)
 	proposed = normalize(proposed)
-	if cur == proposed {
-		return nil
-	}
-	if isLimit(name) && !larger(proposed, cur) {
+	if cur == proposed || isLimit(name) && !larger(proposed, cur) {
+		b.satisfied(f, fmt.Sprintf("%s is already %s (its fix wants %s)", name, cur, proposed))
 		return nil
 	}
 	// A host whose numbers go past the bounds gets a note, not a change

@@ -128,7 +128,7 @@ func (b *builder) twReuse(f report.Finding) error {
 	}
 	b.note(f, "the lasting fix is a connection pool in the application that connects to "+f.Subject)
 	return b.sysctl(f, "net.ipv4.tcp_tw_reuse", "1",
-		fmt.Sprintf("%.0f outgoing connections/s to %s, each leaving a port in TIME_WAIT for 60 s; with 1 a new outgoing connection may take a TIME_WAIT port older than 1 s (timestamps protect it); %s covers loopback only", b.rate("Tcp.ActiveOpens"), f.Subject, cur))
+		fmt.Sprintf("%.0f outgoing connections/s to %s, each leaving a port in TIME_WAIT for 60 s; with 1 a new outgoing connection may take a TIME_WAIT port older than 1 s (timestamps protect it); %s covers loopback only", b.rate("TcpActiveOpens"), f.Subject, cur))
 }
 
 // loopback reports destinations that are all on the loopback, which

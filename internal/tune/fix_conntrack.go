@@ -54,7 +54,7 @@ func (b *builder) conntrack(f report.Finding) error {
 // counted once (conntrack has one entry for it, TCP an open at each
 // end), and without those to upstreams the plan keeps open.
 func (b *builder) flows() (float64, string) {
-	active, passive := b.rate("Tcp.ActiveOpens"), b.rate("Tcp.PassiveOpens")
+	active, passive := b.rate("TcpActiveOpens"), b.rate("TcpPassiveOpens")
 	local, kept := true, true
 	n := 0
 	for _, s := range b.in.Servers {

@@ -3,9 +3,11 @@ package tune
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
@@ -15,33 +17,116 @@ import (
 // (backlog), a full SYN queue (synQueue), and the sockets that keep
 // their old backlog until they listen again (listeners).
 
-// backlog sizes the accept queue from what arrived: the load's
-// connections all at once, and new connections at the observed rate
-// during the service's own slowest responses (p99), when the application
-// does not accept.
+// backlog raises the accept queue to what the finding's rule sized from
+// its listener's own arrivals (its fix's listen action): net.core.somaxconn
+// when it would cap that backlog, and the application's own backlog —
+// nginx's listen and php-fpm's listen.backlog in their files, any other
+// application's setting named in a note, since netdoctor edits only those
+// two. Nothing is proposed that is already so ("4096 → 4096"); a queue
+// already as large as it must be is noted as an application that accepts
+// too slowly.
 func (b *builder) backlog(f report.Finding) error {
-	arrivals := b.rate("Tcp.PassiveOpens") + b.rate("TcpExt.ListenDrops")
+	want, why := b.backlogWant(f)
+	somax, _ := b.current("net.core.somaxconn")
+	if atoi(somax) < want {
+		if err := b.sysctl(f, "net.core.somaxconn", strconv.Itoa(want), "caps every listen() backlog; "+why); err != nil {
+			return err
+		}
+	} else {
+		b.satisfied(f, fmt.Sprintf("net.core.somaxconn is already %s, at least the %d the queue needs", somax, want))
+	}
+	s := b.serverAt(f.About.Listen)
+	switch {
+	case s != nil && s.Nginx != nil:
+		return b.nginxBacklog(s, f, want, why)
+	case s != nil && s.Pool != nil:
+		return b.poolBacklog(s, f, want, why)
+	}
+	b.appBacklog(f, s, want, atoi(somax))
+	return nil
+}
+
+// backlogWant is the backlog the finding's fix asks for: its listen
+// action's, which its rule sized from the listener's own arrivals and
+// the load, else its somaxconn's. A report written before fixes were
+// data has neither: the queue is sized again from the namespace's
+// counters, every listener's, and the reason says so.
+func (b *builder) backlogWant(f report.Finding) (int, string) {
+	for _, a := range f.Actions {
+		if a.Kind == report.ActionListen && a.Backlog > 0 {
+			return a.Backlog, fmt.Sprintf("%d, the backlog %s's fix sized from its listener's own arrivals (accepted and dropped connections) and the load's burst and p99", a.Backlog, f.ID)
+		}
+	}
+	for _, a := range f.Actions {
+		if a.Kind == report.ActionSysctl && a.Setting == "net.core.somaxconn" && atoi(a.Value) > 0 {
+			return atoi(a.Value), fmt.Sprintf("%s, the net.core.somaxconn %s's fix sized from its listener's own arrivals and the load", a.Value, f.ID)
+		}
+	}
+	arrivals := b.rate("TcpPassiveOpens") + b.rate("TcpExtListenDrops")
 	p99 := 0.0
 	if b.in.Load != nil {
 		p99 = time.Duration(b.in.Load.Latency.P99).Seconds()
 	}
 	burst := b.concurrency()
 	want, _ := sizing.Backlog(burst, arrivals, p99)
-	why := fmt.Sprintf("the queue must hold %s (the burst is the load's connections; %.0f/s of the arrivals were dropped)", sizing.BacklogWhy(burst, arrivals, p99), b.rate("TcpExt.ListenDrops"))
-	somax, _ := b.current("net.core.somaxconn")
-	if err := b.sysctl(f, "net.core.somaxconn", strconv.Itoa(want), "caps every listen() backlog; "+why); err != nil {
-		return err
+	return want, "the queue must hold " + sizing.BacklogWhy(burst, arrivals, "the namespace's new connections, every listener's: the report does not say its listener's own", p99)
+}
+
+// appBacklog notes what an application netdoctor does not configure
+// must change, in its own terms (app.BacklogSetting): the runtime the
+// run saw serving the listener, or the process that owns it now.
+func (b *builder) appBacklog(f report.Finding, s *app.Server, want, somax int) {
+	l, ok := b.listenerAt(f.About.Listen)
+	if ok && int(l.SendQ) >= want {
+		b.note(f, fmt.Sprintf("not planned, because its accept queue is already %d, what the arrivals need: the application accepts too slowly (add workers, or find what blocks its accept loop)", l.SendQ))
+		return
 	}
-	s := b.serverAt(f.About.Listen)
-	switch {
-	case s == nil:
-		b.note(f, fmt.Sprintf("the listener's application is unknown: raise its listen() backlog to %d and restart it (net.core.somaxconn %s → %d caps it only when it listens)", want, somax, want))
-	case s.Nginx != nil:
-		return b.nginxBacklog(s, f, want, why)
-	case s.Pool != nil:
-		return b.poolBacklog(s, f, want, why)
+	kernel := fmt.Sprintf("net.core.somaxconn %d already lets it through", somax)
+	if somax < want {
+		kernel = fmt.Sprintf("with net.core.somaxconn raised to %d above", want)
 	}
-	return nil
+	if !ok || len(l.PIDs) == 0 {
+		b.note(f, fmt.Sprintf("not planned, because the listener's application is unknown: %s (%s)", app.BacklogSetting("", 0, want), kernel))
+		return
+	}
+	rt, kind := b.runtimeAt(s, l)
+	if rt == app.RuntimeGo {
+		restart := fmt.Sprintf("restart it: net.core.somaxconn is %d now", somax)
+		if somax < want {
+			restart = fmt.Sprintf("restart it once net.core.somaxconn is raised to %d above", want)
+		}
+		b.note(f, fmt.Sprintf("not planned, because %s (pid %d) is a Go program, whose net.Listen asks listen() for net.core.somaxconn as it was when it first listened (the socket has %d): %s", kind, l.PIDs[0], l.SendQ, restart))
+		return
+	}
+	b.note(f, fmt.Sprintf("not planned, because netdoctor changes only nginx's and php-fpm's settings: raise %s's (pid %d) listen() backlog from %d to %d — %s (%s)", kind, l.PIDs[0], l.SendQ, want, app.BacklogSetting(rt, l.Port, want), kernel))
+}
+
+// runtimeAt is what serves listener l: the runtime the run saw, else the
+// process that owns l now, else its command name in the report.
+func (b *builder) runtimeAt(s *app.Server, l evidence.Listener) (app.RuntimeName, string) {
+	if s != nil && s.Runtime != nil && s.Runtime.Name != "" {
+		return s.Runtime.Name, s.Kind
+	}
+	if pr, err := b.h.Process(l.PIDs[0]); err == nil && (pr.Comm == l.Process || l.Process == "") {
+		if pr.Runtime != "" {
+			return pr.Runtime, pr.Comm
+		}
+		return app.RuntimeOf(pr.Comm, strings.ReplaceAll(pr.Cmdline, "\x00", " "), false), pr.Comm
+	}
+	if s != nil {
+		return app.RuntimeOf(s.Kind, "", false), s.Kind
+	}
+	return app.RuntimeOf(l.Process, "", false), l.Process
+}
+
+// listenerAt is the report's listener on addr.
+func (b *builder) listenerAt(addr string) (evidence.Listener, bool) {
+	for _, l := range b.in.Summary.Listeners {
+		if l.Addr == addr && addr != "" {
+			return l, true
+		}
+	}
+	return evidence.Listener{}, false
 }
 
 // nginxBacklog raises the backlog of nginx's listens on the finding's
@@ -52,7 +137,9 @@ func (b *builder) nginxBacklog(s *app.Server, f report.Finding, want int, why st
 		if l.Addr != f.About.Listen {
 			continue
 		}
-		if have := l.Backlog; have < want {
+		if have := l.Backlog; have >= want {
+			b.satisfied(f, fmt.Sprintf("nginx's listen %s backlog is already %d (at %s)", l.Addr, have, l.Source))
+		} else {
 			old := "nginx's default 511"
 			if have >= 0 {
 				old = strconv.Itoa(have)
@@ -71,7 +158,12 @@ func (b *builder) nginxBacklog(s *app.Server, f report.Finding, want int, why st
 // asks listen() for the limit (-1), which somaxconn then sets alone.
 func (b *builder) poolBacklog(s *app.Server, f report.Finding, want int, why string) error {
 	pb := s.Pool.Backlog
-	if pb.Value >= 0 && pb.Value < want {
+	switch {
+	case pb.Value < 0:
+		b.satisfied(f, fmt.Sprintf("php-fpm pool %s asks listen() for the limit (listen.backlog = -1): net.core.somaxconn alone sets its backlog", s.Pool.Name))
+	case pb.Value >= want:
+		b.satisfied(f, fmt.Sprintf("php-fpm pool %s's listen.backlog is already %d", s.Pool.Name, pb.Value))
+	default:
 		return b.editPool(s, "listen.backlog", strconv.Itoa(want), f, fmt.Sprintf("listen.backlog %d → %d: %s", pb.Value, want, why))
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 // is the requests it handled: a connect that found no port sent no SYN
 // and counts in no kernel counter, as the rule sizes it.
 func (b *builder) ports(f report.Finding) error {
-	rate := b.rate("Tcp.ActiveOpens")
+	rate := b.rate("TcpActiveOpens")
 	if l := b.in.Load; l != nil && (rate >= 0.5*l.RPS || f.Status == report.Active) {
 		rate = max(rate, l.RPS)
 	}
@@ -26,6 +26,7 @@ func (b *builder) ports(f report.Finding) error {
 	cur, _ := b.current("net.ipv4.ip_local_port_range")
 	need, lo, hi, widen := sizing.Ports(rate, life, rangeWidth(cur))
 	if !widen {
+		b.satisfied(f, fmt.Sprintf("net.ipv4.ip_local_port_range (%s) already holds the %d ports a destination needs", cur, need))
 		return nil
 	}
 	proposed := fmt.Sprintf("%d %d", lo, hi)

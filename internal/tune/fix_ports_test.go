@@ -43,10 +43,7 @@ func TestPortsWideEnough(t *testing.T) {
 	h := seed000Host()
 	h.sysctls["netns net.ipv4.tcp_tw_reuse"] = "1"
 	h.sysctls["netns net.ipv4.ip_local_port_range"] = "32768 60999"
-	p := build(t, latentPorts(t), h)
-	if len(p.Changes) != 0 || len(p.Notes) != 0 {
-		t.Errorf("range wide enough, yet: %s", titles(p))
-	}
+	onlyNote(t, build(t, latentPorts(t), h), "net.ipv4.ip_local_port_range (32768 60999) already holds the 1250 ports")
 }
 
 // latentPorts is seed 000's port finding as a latent one (a range too

@@ -43,7 +43,8 @@ func (b *builder) risky(f report.Finding, name string) error {
 		return b.generic(f)
 	}
 	if !bad && f.ID == rules.RiskySysctl {
-		return nil // already corrected
+		b.satisfied(f, fmt.Sprintf("%s is %s now, no longer risky", name, cur))
+		return nil
 	}
 	switch name {
 	case "net.ipv4.tcp_max_tw_buckets":

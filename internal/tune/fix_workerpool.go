@@ -64,7 +64,13 @@ func (b *builder) sizePool(s *app.Server, f report.Finding) error {
 	}
 	want, mem := b.fitMemory(f, p, want)
 	why += mem
-	if want <= p.MaxChildren.Value || want <= planned {
+	switch {
+	case want <= planned:
+		// Another finding's change to the pool already covers it.
+		b.files[poolFile(s)].addReason(f, "")
+		return nil
+	case want <= p.MaxChildren.Value:
+		b.satisfied(f, fmt.Sprintf("pool %s's pm.max_children is already %d, at least the %d needed", p.Name, p.MaxChildren.Value, want))
 		return nil
 	}
 	if err := b.editPool(s, "pm.max_children", strconv.Itoa(want), f, fmt.Sprintf("pm.max_children %d → %d: %s", p.MaxChildren.Value, want, why)); err != nil {
@@ -94,6 +100,7 @@ func (b *builder) nginxConns(f report.Finding) error {
 	want, per := sizing.WorkerConnections(b.concurrency(), w)
 	wc := s.Nginx.WorkerConnections
 	if want <= wc.Value {
+		b.satisfied(f, fmt.Sprintf("worker_connections is already %d, at least the %d needed", wc.Value, want))
 		return nil
 	}
 	why := fmt.Sprintf("%d client connections over %d workers, each with an upstream connection: %d per worker; twice that, rounded up: %d", b.concurrency(), w, per, want)

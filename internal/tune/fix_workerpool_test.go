@@ -85,8 +85,5 @@ func TestWorkerConnections(t *testing.T) {
 func TestWorkerConnectionsEnough(t *testing.T) {
 	in := readSeed000(t)
 	in.Findings = []report.Finding{nginxFull}
-	p := build(t, in, seed000Host())
-	if len(p.Changes) != 0 || len(p.Notes) != 0 {
-		t.Errorf("worker_connections 4096 is enough, yet: %s", titles(p))
-	}
+	onlyNote(t, build(t, in, seed000Host()), "worker_connections is already 4096, at least the 512 needed")
 }

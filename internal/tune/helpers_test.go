@@ -127,6 +127,15 @@ func build(t *testing.T, in *Input, h Host) *Plan {
 // notes is a plan's notes, one a line.
 func notes(p *Plan) string { return strings.Join(p.Notes, "\n") }
 
+// onlyNote fails unless p changes nothing and says why in one note that
+// contains want: a finding never leaves a plan silently.
+func onlyNote(t *testing.T, p *Plan, want string) {
+	t.Helper()
+	if len(p.Changes) != 0 || len(p.Notes) != 1 || !strings.Contains(p.Notes[0], "not planned, because ") || !strings.Contains(p.Notes[0], want) {
+		t.Errorf("want no change and one note saying %q, got %s", want, titles(p))
+	}
+}
+
 // sysctlChange is the proposal for a setting, failing the test without
 // one.
 func sysctlChange(t *testing.T, p *Plan, name string) *Sysctl {

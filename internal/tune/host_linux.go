@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/nginx"
@@ -141,7 +142,7 @@ func (Live) Process(pid int) (Proc, error) {
 	if fi, err := os.Stat("/proc/" + dir); err == nil {
 		uid = int(fi.Sys().(*syscall.Stat_t).Uid)
 	}
-	return Proc{Exe: strings.TrimSuffix(exe, " (deleted)"), Cmdline: string(cmd), Start: st.StartTime, Comm: st.Comm, Cwd: cwd, UID: uid}, nil
+	return Proc{Exe: strings.TrimSuffix(exe, " (deleted)"), Cmdline: string(cmd), Start: st.StartTime, Comm: st.Comm, Cwd: cwd, UID: uid, Runtime: app.DetectRuntime(pid)}, nil
 }
 
 // MemAvailable is /proc/meminfo's MemAvailable.

@@ -158,13 +158,13 @@ func ReadInput(r io.Reader) (*Input, error) {
 	in, err := report.Read(r)
 	var k *report.KindError
 	if errors.As(err, &k) {
-		return nil, fmt.Errorf("not a netdoctor run or check report (version %d, command %q)", k.Version, k.Command)
+		return nil, fmt.Errorf("not a netdoctor run or check report: %w", k)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if in.Command != "run" && in.Command != "check" && in.Command != "diagnose" {
-		return nil, fmt.Errorf("not a netdoctor run or check report (version %d, command %q)", in.Version, in.Command)
+		return nil, fmt.Errorf("a netdoctor %s report has no kernel evidence to plan from: plan from a run's or a check's report", in.Command)
 	}
 	return in, nil
 }
