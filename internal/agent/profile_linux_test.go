@@ -15,9 +15,9 @@ import (
 	"github.com/google/pprof/profile"
 
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
-	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/perf"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // TestProfileEndpoint: the agent profiles the servers it follows on

@@ -1,9 +1,9 @@
 package app
 
 import (
-	"encoding/json"
 	"bytes"
 	"debug/buildinfo"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path"

@@ -51,7 +51,7 @@ func TestLossOfAFullQueue(t *testing.T) {
 		consequent bool
 		evidence   string
 	}{
-		{"counters: 2 retransmissions a dropped connection", queueRun(1000, 2000), true, "1000 connections in the same window (TcpExt.ListenDrops)"},
+		{"counters: 2 retransmissions a dropped connection", queueRun(1000, 2000), true, "1000 connections in the same window (TcpExtListenDrops)"},
 		{"counters: far more than the queue dropped", queueRun(100, 2000), false, ""},
 		{"the monitor: the flows go to the queue's port", queueRun(100, 2000, toServer), true, "900 of the 900 segments retransmitted in the window (100%) were on connections to port 80"},
 		{"the monitor: the flows go elsewhere", queueRun(1000, 2000, toServer, elsewhere), false, ""},
