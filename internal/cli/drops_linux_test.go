@@ -193,7 +193,7 @@ func TestRunAcceptOverflowRetransmits(t *testing.T) {
 			t.Errorf("a drop finding on a clean link: %s", dump(&f))
 		}
 	}
-	overflows := counterRise(q, "TcpExt.ListenOverflows +")
+	overflows := counterRise(q, "TcpExtListenOverflows +")
 	if mon {
 		if n := counterRise(q, "TCP_LISTEN_OVERFLOW: "); n > overflows {
 			t.Errorf("the monitor counted %d TCP_LISTEN_OVERFLOW, more than the %d ListenOverflows", n, overflows)
@@ -307,7 +307,7 @@ func TestCheckUDPReceiverDrops(t *testing.T) {
 	if f.Subject != "127.0.0.1:7740" || !strings.Contains(f.Title, "UDP receiver "+self) || !strings.Contains(f.Title, "its receive buffer (4.0 KiB) is full") {
 		t.Errorf("subject %q title %q", f.Subject, f.Title)
 	}
-	if !evidenceHas(f, "dropped in") || !evidenceHas(f, "by the socket itself (sk_drops)") || !evidenceHas(f, "Udp.RcvbufErrors +") {
+	if !evidenceHas(f, "dropped in") || !evidenceHas(f, "by the socket itself (sk_drops)") || !evidenceHas(f, "UdpRcvbufErrors +") {
 		t.Errorf("evidence: %s", dump(f))
 	}
 	if mon && !evidenceHas(f, "SOCKET_RCVBUFF: ") {
