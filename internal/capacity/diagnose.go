@@ -139,7 +139,7 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator []string) 
 			Title:    fmt.Sprintf("%s %s at %s of its limit", h.Resource, h.Subject, report.Percent(h.Share)),
 			Evidence: []report.Item{{Text: h.Text, Source: "headroom", Window: true}}}
 		l := report.Limit{Finding: f, Basis: report.BasisHeadroom}
-		if rules.ClassOf(h.Finding).AtCapacity {
+		if rules.ClassOf(h.Finding).AtCapacity || h.Queued {
 			full = append(full, l)
 		} else {
 			rest = append(rest, l)

@@ -180,7 +180,10 @@ type Headroom struct {
 	// Active, that the diagnosis made it.
 	Finding FindingID `json:"finding"`
 	Active  bool      `json:"active,omitempty"`
-	Text    string    `json:"text"`
+	// Queued says requests waited unread for the resource while it was
+	// at its limit: it was full, as a pool is, whatever its finding.
+	Queued bool   `json:"queued,omitempty"`
+	Text   string `json:"text"`
 }
 
 // CapacityVerify is the JSON of `capacity --verify-with`: the search

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -141,8 +142,17 @@ func poolHeadroom(r *Run, s *app.Server, b *evidence.Bundle) (report.Headroom, b
 	if b != nil {
 		queued, peak = queuedRequests(r, b, s.Addr)
 	}
+	// Threads that run (on a CPU or waiting for one) as many as the CPUs
+	// they may use are no pool of their own: the CPUs are the limit (a
+	// Go server's threads, or any pool as wide as the CPUs).
+	if c, ok := cpuDemand(s, smps); ok && c.want >= atLimitCPU*c.cpus {
+		return report.Headroom{Resource: "cpu", Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(), Unit: "CPUs", Finding: CPUSaturated,
+			Used: min(c.want, c.cpus), Limit: c.cpus, Queued: queued >= 2,
+			Text: fmt.Sprintf("its threads ran on %.2f CPUs and waited for one %.2f more, on average, of the %s they may use (%s): they wanted all of them", c.on, c.want-c.on, trimCPU(c.cpus), c.why)}, true
+	}
 	h.Used = mean
 	if queued >= 2 {
+		h.Queued = true
 		h.Limit = float64(pool)
 		h.Text = fmt.Sprintf("%.1f of %d worker threads busy on average while up to %d requests waited unread for one (%d sampled seconds): the pool was full", mean, pool, peak, queued)
 	} else {
@@ -243,4 +253,40 @@ func serves(r *Run, pid int) bool {
 		}
 	}
 	return false
+}
+
+// atLimitCPU is the share of the CPUs a server may use that its threads
+// must want, running or runnable, for the CPUs to be its limit.
+const atLimitCPU = 0.9
+
+// demand is what a server's threads asked of the CPUs over the load.
+type demand struct {
+	on, want, cpus float64 // CPUs run on, run on or waited for, may use
+	why            string  // what bounds cpus
+}
+
+// cpuDemand is the server's threads' CPU time over its samples (the
+// scheduler's account, app.CPU): on CPU, and on CPU or waiting for one
+// (run delay), as CPUs, against the CPUs they may use: their affinity,
+// or their cgroup's quota when tighter. Time spent throttled waits for
+// the quota, which is the limit then.
+func cpuDemand(s *app.Server, smps []app.Sample) (demand, bool) {
+	var span, on, delay time.Duration
+	cpus := 0
+	for _, smp := range smps {
+		if c := smp.CPU; c != nil && c.Span > 0 {
+			span += c.Span
+			on += c.OnCPU
+			delay += c.RunDelay
+			cpus = max(cpus, c.CPUs)
+		}
+	}
+	if span <= 0 || cpus == 0 {
+		return demand{}, false
+	}
+	d := demand{on: float64(on) / float64(span), want: float64(on+delay) / float64(span), cpus: float64(cpus), why: "their affinity"}
+	if g := s.CGroup; g != nil && g.Limit != nil && g.Limit.CPUs() > 0 && g.Limit.CPUs() < d.cpus {
+		d.cpus, d.why = g.Limit.CPUs(), "the quota of "+g.Limit.Path
+	}
+	return d, true
 }

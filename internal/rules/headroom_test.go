@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cgroup"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -80,5 +81,56 @@ func TestHeadroom(t *testing.T) {
 	}
 	if cpus != 1 {
 		t.Errorf("%d CPU entries for one host", cpus)
+	}
+}
+
+// TestHeadroomCPUBound: a Go server whose threads run, or wait for a CPU,
+// as many as the CPUs they may use, while requests wait unread, is
+// limited by the CPUs, not by a pool of its threads; with a quota tighter
+// than its affinity, by the quota; a server whose threads wait on a
+// peer keeps its pool.
+func TestHeadroomCPUBound(t *testing.T) {
+	unread := func(s *evidence.Snapshot) {
+		s.Sockets.Listeners = append(s.Sockets.Listeners, evidence.Listener{Proto: "tcp", Addr: "10.0.0.1:8080", Port: 8080, SendQ: 4096, RecvQ: 3, Unread: 40})
+	}
+	cpuServer := func(on, delay time.Duration, waits map[string]int) *app.Server {
+		s := &app.Server{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Runtime: &app.Runtime{Name: app.RuntimeGo}}
+		for _, at := range []time.Time{t0, t0.Add(time.Second)} {
+			s.Samples = append(s.Samples, app.Sample{Time: at, Workers: 1, Waits: waits,
+				CPU: &app.CPU{Span: time.Second, Threads: 6, OnCPU: on, RunDelay: delay, CPUs: 2}})
+		}
+		return s
+	}
+	headroomOf := func(s *app.Server) map[string]report.Headroom {
+		in := serverRun(bundle(unread, unread), s)
+		in.Run.Port = "8080"
+		got := map[string]report.Headroom{}
+		for _, h := range Headroom(in.Run, nil) {
+			got[h.Resource+" "+h.Subject] = h
+		}
+		return got
+	}
+
+	got := headroomOf(cpuServer(1500*time.Millisecond, 500*time.Millisecond, map[string]int{app.WaitRunning: 3}))
+	h, ok := got["cpu api 10.0.0.1:8080"]
+	if !ok || h.Finding != CPUSaturated || !h.Queued || h.Share < 0.99 || !strings.Contains(h.Text, "ran on 1.50 CPUs and waited for one 0.50 more") {
+		t.Errorf("CPU-bound: %+v", got)
+	}
+	if _, ok := got["worker-pool api 10.0.0.1:8080"]; ok {
+		t.Errorf("a pool of threads for the CPUs' limit: %+v", got)
+	}
+
+	s := cpuServer(500*time.Millisecond, 900*time.Millisecond, map[string]int{app.WaitRunning: 2})
+	s.CGroup = &cgroup.Group{Version: 1, Path: "/api", Limit: &cgroup.Limit{Path: "/api", Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond}}
+	if h := headroomOf(s)["cpu api 10.0.0.1:8080"]; h.Limit != 0.5 || !strings.Contains(h.Text, "the quota of /api") {
+		t.Errorf("quota: %+v", h)
+	}
+
+	got = headroomOf(cpuServer(50*time.Millisecond, 0, map[string]int{app.WaitNetwork: 4, app.WaitIdle: 1}))
+	if h, ok := got["worker-pool api 10.0.0.1:8080"]; !ok || h.Finding != WorkerPoolExhausted || !h.Queued {
+		t.Errorf("waiting on a peer: %+v", got)
+	}
+	if _, ok := got["cpu api 10.0.0.1:8080"]; ok {
+		t.Errorf("the CPUs blamed for threads that wait on a peer: %+v", got)
 	}
 }
