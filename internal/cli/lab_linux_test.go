@@ -390,7 +390,7 @@ var labEvidence = map[string]func(t *testing.T, r *runJSON){
 	// size, the requests queued unread, the latency decomposed.
 	"python-pool": func(t *testing.T, r *runJSON) {
 		f := findActive(r, rules.WorkerPoolExhausted)
-		for _, want := range []string{"python3 (pid", "4 worker threads busy at most", "requests waited unread in their connections", "× the service time"} {
+		for _, want := range []string{"python3 (pid", "4 worker threads busy", "requests waited unread in their connections", "× the service time"} {
 			if f != nil && !evidenceHas(f, want) {
 				t.Errorf("no %q in %+v", want, f.Evidence)
 			}

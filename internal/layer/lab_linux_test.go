@@ -199,7 +199,7 @@ func TestLabTCPAgreesWithIperf3(t *testing.T) {
 	e := labtest.New(t, "layertcp")
 	startIperf3(t, e)
 	nd, addr := startAgent(t, e)
-	compare := func(name string, rounds, secs int, low float64) {
+	compare := func(name string, rounds, secs int, low, high float64) {
 		t.Helper()
 		var refUp, refDown, up, down []float64
 		for i := range rounds {
@@ -220,8 +220,8 @@ func TestLabTCPAgreesWithIperf3(t *testing.T) {
 		}{{Up, refUp, up}, {Down, refDown, down}} {
 			r, o := median(c.ref), median(c.ours)
 			t.Logf("%s %s: iperf3 %s; netdoctor %s: medians %s and %s, ratio %.3f", name, c.dir, mbits(c.ref), mbits(c.ours), mbit(r), mbit(o), o/r)
-			if o < low*r || o > 1.1*r {
-				t.Errorf("%s %s: netdoctor %s, iperf3 %s: ratio %.3f, want %.2f to 1.1", name, c.dir, mbit(o), mbit(r), o/r, low)
+			if o < low*r || o > high*r {
+				t.Errorf("%s %s: netdoctor %s, iperf3 %s: ratio %.3f, want %.2f to %.2f", name, c.dir, mbit(o), mbit(r), o/r, low, high)
 			}
 		}
 	}
@@ -230,12 +230,20 @@ func TestLabTCPAgreesWithIperf3(t *testing.T) {
 		low = 0.75
 		t.Logf("not pinned (%d CPUs): the unshaped veth is held to 0.75 to 1.1", runtime.NumCPU())
 	}
-	compare("veth", 5, 1, low)
-	for _, rate := range []string{"1gbit", "50mbit"} {
-		labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, rate))
-		labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, rate))
-		compare("tbf "+rate, 1, 2, 0.9)
-	}
+	// Unshaped, both tools are bound by the CPUs, and one second of
+	// iperf3 alone moves by a fifth on this shared VM (14.4 to 18.3
+	// Gbit/s in five rounds of one run): the ceiling is there to catch
+	// bytes counted twice, not to time netdoctor (bench/README.md does).
+	compare("veth", 5, 1, low, 1.25)
+	// A gigabit tbf still costs the CPUs enough to move by a tenth
+	// between runs (iperf3 769 to 862 Mbit/s): three rounds; 50 Mbit/s
+	// is the shaper's alone.
+	labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, "1gbit"))
+	labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, "1gbit"))
+	compare("tbf 1gbit", 3, 2, 0.85, 1.15)
+	labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, "50mbit"))
+	labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, "50mbit"))
+	compare("tbf 50mbit", 1, 2, 0.9, 1.1)
 }
 
 // udp runs `netdoctor load udp://addr` in the client namespace, 5000
