@@ -18,7 +18,7 @@ func TestLoadPortExhaustion(t *testing.T) {
 	ns := testNetns(t)
 	mustExec(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=40000 40009", "net.ipv4.tcp_tw_reuse=0")
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0])
-	cmd.Env = append(os.Environ(), "ND_HELPER=load", "ND_LOAD_ARGS=load -c 4 -t 1 -d 1s --no-keepalive --json -")
+	cmd.Env = append(os.Environ(), "ND_HELPER=load", "ND_LOAD_ARGS=load -c 4 -t 1 -d 3s --no-keepalive --json -")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
