@@ -37,7 +37,17 @@ func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side rep
 		}
 		background := true
 		counted := false
+		// A listener that counts its own drops is judged by them: the
+		// namespace's counters are every listener's, and a busy
+		// neighbour's drops before the load are not this one's.
+		own, byOwn := ownDropRates(b, bw, lw, f)
+		if byOwn {
+			counted, background = true, own.before > 0 && own.before >= 0.5*own.load
+		}
 		for _, e := range f.Evidence {
+			if byOwn {
+				break
+			}
 			if !e.Window || !isCounter(e.Source) {
 				continue
 			}
@@ -81,4 +91,42 @@ func connFailed(lr *load.Result) bool {
 func isCounter(src string) bool {
 	return strings.HasPrefix(src, "Tcp") || strings.HasPrefix(src, "Udp") || strings.HasPrefix(src, "Ip") ||
 		strings.HasPrefix(src, "conntrack.")
+}
+
+// dropRates are one listener's own drops a second, before the load and
+// during it.
+type dropRates struct{ before, load float64 }
+
+// ownDropRates are the own drop rates of the listener an accept-queue
+// finding is about, when the bundle's listeners count their own drops
+// and that one dropped during the load.
+func ownDropRates(b *evidence.Bundle, bw, lw evidence.Window, f *report.Finding) (dropRates, bool) {
+	if f.ID != AcceptQueueOverflow || f.About.Listen == "" || !perListenerDrops(b) {
+		return dropRates{}, false
+	}
+	rate := func(w evidence.Window) float64 {
+		secs := w.Duration().Seconds()
+		if secs <= 0 {
+			return 0
+		}
+		first, last := dropsAt(w.First, f.About.Listen), dropsAt(w.Last, f.About.Listen)
+		return float64(last-min(first, last)) / secs
+	}
+	r := dropRates{before: rate(bw), load: rate(lw)}
+	return r, r.load > 0
+}
+
+// dropsAt sums the own drop counters of the listeners on addr (IPv4
+// and IPv6 sockets of one port) in a snapshot.
+func dropsAt(s *evidence.Snapshot, addr string) uint64 {
+	var n uint64
+	if s == nil || s.Sockets == nil {
+		return 0
+	}
+	for _, l := range s.Sockets.Listeners {
+		if l.Addr == addr {
+			n += l.Drops
+		}
+	}
+	return n
 }

@@ -33,3 +33,37 @@ func TestBaseline(t *testing.T) {
 		t.Errorf("load-driven overflows: %+v", fs[1])
 	}
 }
+
+// TestBaselineOwnDrops: a listener that counts its own drops is judged by
+// them. The namespace's overflows rise as fast before the load (a busy
+// neighbour drops all along), but the served listener's own drops start
+// with the load: its finding stays critical; the neighbour's, whose own
+// drops rose as fast before, is background.
+func TestBaselineOwnDrops(t *testing.T) {
+	start := t0.Add(3 * time.Second)
+	b := &evidence.Bundle{}
+	for i := 0; i <= 6; i++ {
+		served := uint64(0)
+		if i > 3 {
+			served = uint64(60 * (i - 3))
+		}
+		b.Snapshots = append(b.Snapshots, evidence.Snapshot{Time: t0.Add(time.Duration(i) * time.Second),
+			Counters: map[string]uint64{"TcpExt.ListenOverflows": uint64(70 * i)},
+			Sockets: &evidence.Sockets{Listeners: []evidence.Listener{
+				{Proto: "tcp", Addr: "127.0.0.1:8100", Port: 8100, Drops: served},
+				{Proto: "tcp", Addr: "127.0.0.1:8000", Port: 8000, Drops: uint64(10 * i)},
+			}}})
+	}
+	overflow := func(addr string) report.Finding {
+		return report.Finding{ID: AcceptQueueOverflow, Severity: report.Critical, Status: report.Active, Side: "local",
+			About: report.About{Listen: addr}, Evidence: []report.Item{{Source: "TcpExtListenOverflows", Window: true}}}
+	}
+	fs := []report.Finding{overflow("127.0.0.1:8100"), overflow("127.0.0.1:8000")}
+	baseline(fs, b, start, "local", nil)
+	if fs[0].Severity != report.Critical || len(fs[0].Evidence) != 1 {
+		t.Errorf("the served listener's own drops began with the load: %+v", fs[0])
+	}
+	if fs[1].Severity != report.Warning || len(fs[1].Evidence) != 2 || fs[1].Evidence[1].Source != "baseline" {
+		t.Errorf("the neighbour dropped as fast before the load: %+v", fs[1])
+	}
+}
