@@ -87,6 +87,13 @@ func hasItem(items []report.Item, source string) bool {
 // TestPathProbeStreams: the probe's TCP runs on several streams and
 // their sum is the path's capacity: under a 20 Mbit/s tbf from the
 // server, within 10 % of it, each stream reported.
+//
+// A busy machine only lowers what the tbf delivers (its 50 ms queue
+// drains while the sender waits for a CPU, and the idle link's time is
+// lost: 15.7 and 16.6 Mbit/s with both CPUs taken 15 to 45 ms in every
+// 100), never raises it past the rate and its 4 KB burst: the probe runs
+// up to three times and the best must be within 10 %; every run must
+// report its streams.
 func TestPathProbeStreams(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
@@ -95,24 +102,31 @@ func TestPathProbeStreams(t *testing.T) {
 	url, tok, _, err := e.StartAgent(ctx, "--test-endpoint", e.ServerIP+":9121")
 	labMust(t, err)
 	labMust(t, e.Shape(e.ServerNS, e.ServerDev, "20mbit"))
-	_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
-	p := r.Path
-	if p == nil || p.Error != "" {
-		t.Fatalf("path %+v:\n%s", p, text)
-	}
-	var sum float64
-	for i, s := range p.TCPStreams {
-		t.Logf("stream %d: %.2f Mbit/s, %d retransmits, RTT %v, min %v", i, s.BitsPerSecond/1e6, s.Retransmits, s.RTT, s.MinRTT)
-		if s.BitsPerSecond <= 0 {
-			t.Errorf("stream %d carried nothing", i)
+	var best float64
+	for attempt := 1; attempt <= 3; attempt++ {
+		_, r, text := runIn(t, e.ClientNS.Name, "runremote", "-c 2 -t 1 -d 1s --baseline 1s --tail 1s --server-agent "+url+" --token-file "+tok+" http://"+e.ServerIP+"/")
+		p := r.Path
+		if p == nil || p.Error != "" {
+			t.Fatalf("path %+v:\n%s", p, text)
 		}
-		sum += s.BitsPerSecond
+		var sum float64
+		for i, s := range p.TCPStreams {
+			t.Logf("stream %d: %.2f Mbit/s, %d retransmits, RTT %v, min %v", i, s.BitsPerSecond/1e6, s.Retransmits, s.RTT, s.MinRTT)
+			if s.BitsPerSecond <= 0 {
+				t.Errorf("stream %d carried nothing", i)
+			}
+			sum += s.BitsPerSecond
+		}
+		t.Logf("path: %.2f Mbit/s down over %d streams, %d retransmits", p.DownBitsPerSecond/1e6, len(p.TCPStreams), p.Retransmits)
+		if len(p.TCPStreams) != 4 || sum < 0.999*p.DownBitsPerSecond || sum > 1.001*p.DownBitsPerSecond {
+			t.Fatalf("%d streams summing to %.2f Mbit/s, want 4 summing to the total %.2f", len(p.TCPStreams), sum/1e6, p.DownBitsPerSecond/1e6)
+		}
+		if d := p.DownBitsPerSecond / 20e6; d > 1.1 {
+			t.Fatalf("path down %.2f Mbit/s, more than the tbf's 20 and 10 %%", p.DownBitsPerSecond/1e6)
+		}
+		if best = max(best, p.DownBitsPerSecond); best >= 0.9*20e6 {
+			return
+		}
 	}
-	t.Logf("path: %.2f Mbit/s down over %d streams, %d retransmits", p.DownBitsPerSecond/1e6, len(p.TCPStreams), p.Retransmits)
-	if len(p.TCPStreams) != 4 || sum < 0.999*p.DownBitsPerSecond || sum > 1.001*p.DownBitsPerSecond {
-		t.Errorf("%d streams summing to %.2f Mbit/s, want 4 summing to the total %.2f", len(p.TCPStreams), sum/1e6, p.DownBitsPerSecond/1e6)
-	}
-	if d := p.DownBitsPerSecond / 20e6; d < 0.9 || d > 1.1 {
-		t.Errorf("path down %.2f Mbit/s, want the tbf's 20 within 10 %%", p.DownBitsPerSecond/1e6)
-	}
+	t.Errorf("path down %.2f Mbit/s at best of three, want the tbf's 20 within 10 %%", best/1e6)
 }
