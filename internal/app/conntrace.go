@@ -168,12 +168,29 @@ const (
 // the jiffy its handshake ended). tcp_info gives ages in jiffies (4 ms
 // at HZ=250): a request sent in the tick of the previous answer and
 // acknowledged at once shows none of these.
+//
+// The ACK after the last data counts only within ackedAlone of the last
+// send: a keepalive probe's ACK also comes after the last data, and
+// with nothing sent since (the kernel takes any ACK it accepts as the
+// last one received), on a pool's connection idle past its keepalive
+// time (Go's: 15 s) it read a whole idle connection as busy, which kept
+// its lattice from forming.
 func outstanding(t *sockdiag.TCPInfo) bool {
-	if t.LastDataSent < t.LastDataRecv || t.Unacked > 0 || t.LastAckRecv < t.LastDataRecv {
+	if t.LastDataSent < t.LastDataRecv || t.Unacked > 0 {
+		return true
+	}
+	if t.LastAckRecv < t.LastDataRecv && t.LastAckRecv <= t.LastDataSent && t.LastDataSent-t.LastAckRecv <= ackedAlone {
 		return true
 	}
 	return t.HasDataSegs() && t.DataSegsIn == 0 && t.DataSegsOut > 0
 }
+
+// ackedAlone is the longest, in ms, after a request's send that an ACK
+// of it alone comes: the peer's delayed ACK (200 ms at most in Linux,
+// 500 ms by RFC 1122) and a round trip. A keepalive probe goes out after
+// a second of silence at the least (TCP_KEEPIDLE; Go's default is 15 s,
+// Linux's 2 hours).
+const ackedAlone = 1000
 
 // heldBack reports whether this end holds data it has written while one
 // segment is unacknowledged and the congestion window has room: Nagle's

@@ -35,6 +35,13 @@ func TestOutstanding(t *testing.T) {
 		// A new connection's first request, sent in the tick its
 		// handshake ended and acknowledged at once: nothing came back.
 		{"the first request, nothing received", 60, 60, 60, 0, true},
+		// An idle pool connection whose keepalive probe (Go's, after
+		// 15 s of silence) the peer acknowledged 2 s ago.
+		{"idle, a keepalive probe acknowledged since", 30000, 30000, 2000, 0, false},
+		// A request acknowledged alone at the peer's longest delayed
+		// ACK, and one a keepalive's time after its send.
+		{"sent in the answer's tick, acknowledged alone 200 ms later", 300, 300, 100, 0, true},
+		{"sent in the answer's tick, an ACK 15 s later", 16000, 16000, 1000, 0, false},
 	} {
 		ti := sockdiag.TCPInfo{Size: 232, DataSegsOut: 9, DataSegsIn: 8, LastDataSent: tc.sent, LastDataRecv: tc.recv, LastAckRecv: tc.ack, Unacked: tc.un}
 		if strings.HasPrefix(tc.name, "the first request") {
@@ -59,6 +66,9 @@ type exchange struct {
 	reqBytes  int
 	ackAfter  float64
 	ato       uint32
+	// keepalives are when the peer acknowledged a keepalive probe: an
+	// ACK of nothing new, after the last data.
+	keepalives []float64
 }
 
 // serial builds an exchange of back-to-back requests from start to end:
@@ -128,6 +138,12 @@ func (x exchange) info(now float64) sockdiag.TCPInfo {
 			lastAck = max(lastAck, p)
 		}
 	}
+	for _, k := range x.keepalives {
+		if k <= now {
+			ti.SegsIn++
+			lastAck = max(lastAck, k)
+		}
+	}
 	ti.LastDataSent, ti.LastDataRecv, ti.LastAckRecv = age(lastSend), age(lastRecv), age(lastAck)
 	return ti
 }
@@ -186,6 +202,17 @@ func TestDependenciesExchange(t *testing.T) {
 		{"fast dependency, long pauses", func(i int) exchange {
 			return serial(0.013+0.011*float64(i), 3, 0.2491, []float64{0.0001}, 7)
 		}, 0, 0, false, true},
+		// A pool idle past its keepalive time before the trace (one
+		// exchange 30 s before, probes acknowledged 15 s and 0.3 s
+		// before), then a fast backend asked some 5 times each 100 ms.
+		{"fast dependency, idle past its keepalive before", func(i int) exchange {
+			x := serial(0.5+0.003*float64(i), 3, 0.0197, []float64{0.0003}, 7)
+			x.sends = append([]float64{-30}, x.sends...)
+			x.parts = append([][]float64{{-29.9997}}, x.parts...)
+			x.partBytes = append([][]int{{7}}, x.partBytes...)
+			x.keepalives = []float64{-15, -0.3}
+			return x
+		}, 0.015, 300 * time.Microsecond, false, true},
 		{"answers of several sizes, headers first, saturated", func(i int) exchange {
 			x := serial(-0.013*float64(i), 3, 0.0002, headers, 66, 100, 100, 100)
 			for j := range x.partBytes {

@@ -395,6 +395,11 @@ var labEvidence = map[string]func(t *testing.T, r *runJSON){
 				t.Errorf("no %q in %+v", want, f.Evidence)
 			}
 		}
+		// Where the time went: unread in the server's sockets, waiting
+		// for a worker (91 % of the p50 measured), not "outside".
+		if ts := r.TimeSplit; ts == nil || ts.P50.Share(report.BucketUnread) < 0.5 {
+			t.Errorf("time split %+v: want the p50 mostly unread in the server's sockets", ts)
+		}
 	},
 	// A lossy resolver: its loss rate, what glibc makes of it, the
 	// workers waiting on it; not a dead one.

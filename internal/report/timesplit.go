@@ -12,6 +12,7 @@ const (
 	BucketWaiting   = "waiting-for-cpu" // runnable, waiting for a CPU other threads held
 	BucketOnCPU     = "on-cpu"          // running
 	BucketOffCPU    = "off-cpu:"        // prefix: blocked, on the wait class that follows ("off-cpu:network")
+	BucketUnread    = "unread"          // sent, waiting in the server's socket for the server to read it
 	BucketOutside   = "outside-threads" // in no server thread: queues, the network, a dependency waited on through epoll
 )
 
@@ -62,6 +63,8 @@ func BucketName(b string) string {
 		return "waiting for a CPU"
 	case b == BucketOnCPU:
 		return "on CPU"
+	case b == BucketUnread:
+		return "unread in the server's sockets"
 	case b == BucketOutside:
 		return "outside the servers' threads"
 	case strings.HasPrefix(b, BucketOffCPU):

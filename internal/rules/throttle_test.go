@@ -8,6 +8,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/cgroup"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -149,5 +150,47 @@ func TestTimeSplit(t *testing.T) {
 	ts = TimeSplit(cpuRun(s, idle, map[string]int{app.WaitIdle: 2}).Run)
 	if got := ts.P99.Share(report.BucketOutside); got < 0.99 {
 		t.Errorf("outside share %.3f: %s", got, ts.Text())
+	}
+}
+
+// TestTimeSplitUnread: requests a front server had not read, 6 of them
+// at any look for 100 answered a second, waited 60 ms each (Little's
+// law): half of a 120 ms mean goes to "unread", out of the time outside
+// the threads. Neither the look taken as the load began (every
+// connection's first request just sent), nor a dependency's port, nor a
+// port's second listener counts; from fewer than three looks nothing is
+// measured.
+func TestTimeSplitUnread(t *testing.T) {
+	idle := app.CPU{Span: time.Second, Threads: 4, ThreadTime: 4 * time.Second, OnCPU: 100 * time.Millisecond, CPUs: 2, IdleCPUs: 1.8}
+	s := &app.Server{Role: "front", Kind: "pyapi", Addr: "0.0.0.0:8080", Runtime: &app.Runtime{Name: app.RuntimePython}}
+	in := cpuRun(s, idle, map[string]int{app.WaitIdle: 4})
+	r := in.Run
+	look := func(at time.Time, unread int) evidence.Snapshot {
+		snap := healthy(at)
+		snap.Sockets.Listeners = []evidence.Listener{
+			{Proto: "tcp", Addr: "0.0.0.0:8080", Unread: unread},
+			{Proto: "tcp", Addr: "0.0.0.0:8080", Unread: unread}, // the same port's counts again
+			{Proto: "tcp", Addr: "127.0.0.1:6379", Unread: 40},   // a dependency
+		}
+		return snap
+	}
+	b := r.Server().Bundle
+	b.Snapshots = []evidence.Snapshot{look(r.LoadStart.Add(-time.Second), 0), look(r.LoadStart.Add(10*time.Millisecond), 50)}
+	for i, n := range []int{5, 7, 5, 7, 6} {
+		b.Snapshots = append(b.Snapshots, look(r.LoadStart.Add(time.Duration(i)*time.Second+500*time.Millisecond), n))
+	}
+	ts := TimeSplit(r)
+	if got := ts.P50.Share(report.BucketUnread); got < 0.48 || got > 0.52 {
+		t.Errorf("unread share %.3f, want 0.50: %s", got, ts.Text())
+	}
+	if got := ts.P50.Share(report.BucketOutside); got < 0.47 || got > 0.51 {
+		t.Errorf("outside share %.3f, want the rest of 0.49: %s", got, ts.Text())
+	}
+	if !strings.Contains(ts.Text(), "unread in the server's sockets 45.00ms (50%)") {
+		t.Errorf("text %q", ts.Text())
+	}
+	b.Snapshots = b.Snapshots[:4]
+	if got := TimeSplit(r).P50.Share(report.BucketUnread); got != 0 {
+		t.Errorf("from two looks: unread share %.3f, want none", got)
 	}
 }

@@ -27,6 +27,14 @@ const minSplitRequests = 20
 // as much of the outside time as the threads' busy time was held
 // runnable (throttled or waiting for a CPU) goes to those causes.
 //
+// Part of the outside time is measured: requests sent and still unread
+// in the front servers' sockets, as the connections holding unread bytes
+// sampled once a second count them (Little's law: their mean number
+// over the requests answered a second). What the held threads do not
+// explain of it goes to "unread": the server's threads or its runtime
+// had not reached them (a full worker pool, an event loop or a Go
+// program whose threads are all busy).
+//
 // The p50 is split as the whole load's time went; the p99 as the time
 // of the seconds the tail came from (those whose own p99 reached the
 // load's).
@@ -56,18 +64,89 @@ func TimeSplit(r *Run) *report.TimeSplit {
 	ts.Servers = names
 	busy := sumBuckets(b50)
 	ts.PerRequest = busy / time.Duration(n50)
-	ts.P50 = split(b50, n50, lr.Latency.Mean, lr.Latency.P50)
+	ts.P50 = split(b50, n50, r.unreadTime(tl, all), lr.Latency.Mean, lr.Latency.P50)
 	b99, n99, _ := r.threadTime(tl, tail)
+	u99 := r.unreadTime(tl, tail)
 	if n99 == 0 || len(b99) == 0 {
-		b99, n99 = b50, n50
+		b99, n99, u99 = b50, n50, r.unreadTime(tl, all)
 	}
-	ts.P99 = split(b99, n99, lr.Latency.Mean, lr.Latency.P99)
+	ts.P99 = split(b99, n99, u99, lr.Latency.Mean, lr.Latency.P99)
 	return ts
 }
 
-// split turns the threads' time in buckets over n requests into the
-// parts of latency.
-func split(b map[string]time.Duration, n uint64, mean, latency time.Duration) report.Split {
+// unreadTime is the time the requests answered in the load seconds
+// marked in use spent unread in the front servers' sockets, summed:
+// each second's mean count of connections holding unread bytes on the
+// servers' ports (evidence.Listener.Unread, one listener a port) times
+// its length, a second without a sample counted as the mean of those
+// with one; 0 from fewer than minUnreadLooks samples. The snapshot taken as the load began is left out: it finds
+// every connection's first request just sent, a moment no later one
+// resembles, where Little's law wants looks at any time.
+func (r *Run) unreadTime(tl []load.Second, use []bool) time.Duration {
+	b := r.serverBundle()
+	if b == nil {
+		return 0
+	}
+	addrs := map[string]bool{}
+	for _, s := range r.Servers {
+		if s.Role == "front" {
+			addrs[s.Addr] = true
+		}
+	}
+	sum := make([]float64, len(tl))
+	n := make([]int, len(tl))
+	for _, snap := range b.Snapshots {
+		if snap.Sockets == nil || snap.Time.Before(r.LoadStart.Add(loadStartLook)) {
+			continue
+		}
+		i := second(tl, snap.Time)
+		if i < 0 || !use[i] {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, l := range snap.Sockets.Listeners {
+			// Listeners of one port carry the same counts.
+			if addrs[l.Addr] && l.Proto != "unix" && !seen[l.Addr] {
+				seen[l.Addr] = true
+				sum[i] += float64(l.Unread)
+			}
+		}
+		if len(seen) > 0 {
+			n[i]++
+		}
+	}
+	var sampled, seconds, sampledSeconds float64
+	looks := 0
+	for i, s := range tl {
+		if !use[i] {
+			continue
+		}
+		seconds += s.Length.Seconds()
+		looks += n[i]
+		if n[i] > 0 {
+			sampled += sum[i] / float64(n[i]) * s.Length.Seconds()
+			sampledSeconds += s.Length.Seconds()
+		}
+	}
+	if looks < minUnreadLooks {
+		return 0
+	}
+	return time.Duration(sampled / sampledSeconds * seconds * float64(time.Second))
+}
+
+// minUnreadLooks is the fewest snapshots a time unread is measured
+// from: one look at a count that moves by tens from second to second
+// (a tail's second) is no mean.
+const minUnreadLooks = 3
+
+// loadStartLook is how long after the load's start a snapshot is still
+// the one taken as it began.
+const loadStartLook = 250 * time.Millisecond
+
+// split turns the threads' time in buckets over n requests, and the time
+// those requests spent unread in the servers' sockets, into the parts of
+// latency.
+func split(b map[string]time.Duration, n uint64, unread, mean, latency time.Duration) report.Split {
 	busy := sumBuckets(b)
 	if busy <= 0 || n == 0 {
 		return report.Split{Latency: latency, Parts: []report.Part{{Bucket: report.BucketOutside, Share: 1, Time: latency}}}
@@ -87,6 +166,12 @@ func split(b map[string]time.Duration, n uint64, mean, latency time.Duration) re
 		shares[report.BucketThrottled] += moved * float64(b[report.BucketThrottled]) / float64(hw)
 		shares[report.BucketWaiting] += moved * float64(b[report.BucketWaiting]) / float64(hw)
 		out -= moved
+	}
+	if unread > 0 && out > 0 {
+		// The held threads' part of it is theirs already (moved).
+		q := min(out, float64(unread)/float64(n)/float64(mean)*(1-held))
+		shares[report.BucketUnread] = q
+		out -= q
 	}
 	if out > 0 {
 		shares[report.BucketOutside] = out
