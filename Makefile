@@ -51,7 +51,7 @@ lint:
 # only makes it slower: `make stress` runs them with every CPU kept busy.
 # What each pass skips the other runs (-skip and -run of one list), so
 # no test is left out. Measured on the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestCapacitySeed000|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestCapacitySeed000|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared), TestRun* (loads judged
 #                    from both hosts' counters), TestPath* (capacity
@@ -63,7 +63,8 @@ MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|Tes
 #                    TestWrkCompatible (beside
 #                    wrk), TestPrometheusAlerts, TestLabCleanAfterKill and
 #                    TestRunSeveralFaults (nf_conntrack_max)
-#   internal/layer   TCP beside iperf3, UDP loss through nft
+#   internal/layer   TCP beside iperf3 and through a tbf with slow joins,
+#                    UDP loss through nft
 #   internal/load    the open-loop rate, the stall in p99, Req/Sec
 #                    samples, the ramp, scripts' delays beside wrk
 #   internal/collect a tbf's rate and drops
@@ -78,7 +79,7 @@ test-parallel:
 	go test -count=1 -timeout 30m -skip '$(MEASURING)' ./...
 
 test-measuring:
-	go test -count=1 -p 1 -timeout 45m -run '$(MEASURING)' ./...
+	go test -count=1 -p 1 -parallel 2 -timeout 45m -run '$(MEASURING)' ./...
 
 # The tests that wait on processes, sockets and timers, TIMED's packages
 # but for the measuring ones, STRESS_ROUNDS times in a row with four busy

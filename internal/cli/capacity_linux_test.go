@@ -87,6 +87,7 @@ func within(t *testing.T, c *report.Capacity, want float64) {
 // = 80 requests a second. The search finds it within 10 %, and what
 // limited it is the pool of that server.
 func TestCapacityWorkerPool(t *testing.T) {
+	lightLoad(t)
 	sc, _ := lab.Lookup("python-pool")
 	e := newLab(t)
 	target, err := sc.Build(context.Background(), e, 1)
@@ -113,6 +114,7 @@ func TestCapacityWorkerPool(t *testing.T) {
 // requests a second, whatever its own threads: the search finds it
 // within 10 % and names the pool to that backend.
 func TestCapacityDependencyPool(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	backend := e.ServerIP + ":7300"
 	api := depStart(t, e, e.ServerNS.Name, backend, false, 50*time.Millisecond, 0)

@@ -73,6 +73,7 @@ func depFindings(r *report.Report) []report.Finding {
 // that answers in 20 ms busy all the time: the pool is saturated, ~20 ms
 // per round trip (within 25 %), at most ~200 req/s; in Go and python3.
 func TestCheckDependencyPool(t *testing.T) {
+	lightLoad(t)
 	for _, py := range []bool{false, true} {
 		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
 			e := newLab(t)
@@ -107,6 +108,7 @@ func TestCheckDependencyPool(t *testing.T) {
 // the middle service's as the cause of the API's (JSON and text), and
 // does not advise the API a bigger pool: the middle service has no room.
 func TestCheckDependencyChain(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	backend, mid, api := e.ServerIP+":7300", e.ServerIP+":7400", e.ServerIP+":8080"
 	startHelper(t, e.ServerNS.Name, "depbackend", "ND_ADDR="+backend, "ND_DELAY=20ms")
@@ -181,6 +183,7 @@ func TestCheckDependencyQuiet(t *testing.T) {
 // /metrics has the pool's series, ~20 ms per round trip (within 25 %),
 // lint-clean, and its diagnosis holds the saturated pool active.
 func TestAgentDependency(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	api := depStart(t, e, e.ServerNS.Name, e.ServerIP+":7300", false, 20*time.Millisecond, 0)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -52,6 +52,7 @@ func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helper
 // starved of CPU holds its connections idle, and times its own delays
 // into its calls) is run again once.
 func TestRunDependencyAnswerParts(t *testing.T) {
+	lightLoad(t)
 	for _, front := range []string{"go", "node"} {
 		for _, nagle := range []bool{false, true} {
 			name := front + map[bool]string{false: "-nodelay", true: "-nagle"}[nagle]

@@ -254,6 +254,7 @@ func apiRoundTrip(t *testing.T, h *helperProc) (time.Duration, int) {
 // owner, the pool and the time per round trip within 25 %, in Go
 // (goroutines, no thread per request) and in python3 (threads).
 func TestRunDependencyPool(t *testing.T) {
+	lightLoad(t)
 	for _, py := range []bool{false, true} {
 		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
 			e := newLab(t)
@@ -292,6 +293,7 @@ func TestRunDependencyPool(t *testing.T) {
 // needs (minLatticeRequests) even when those requests take a fifth
 // longer: over 3 s, 440 ms round trips gave 7 and none were timed.
 func TestRunDependencyLong(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	backend := e.ServerIP + ":7300"
 	api, h := depStartAPI(t, e, e.ServerNS.Name, backend, false, 400*time.Millisecond, 0)
@@ -358,6 +360,7 @@ func dependencyOf(r *runJSON, addr string) *app.Dependency {
 // the time per round trip within 25 %; the backend is observed as a
 // server of the run.
 func TestRunDependencyElsewhere(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	ns, ip, err := e.AddDepNS()
 	if err != nil {
@@ -392,6 +395,7 @@ func TestRunDependencyElsewhere(t *testing.T) {
 // it is another), the pool and the time per round trip within 25 %, and
 // the backend is observed as a server of the run.
 func TestRunDependencyAgent(t *testing.T) {
+	lightLoad(t)
 	for _, elsewhere := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same-netns", true: "other-netns"}[elsewhere], func(t *testing.T) {
 			e := newLab(t)
@@ -495,6 +499,7 @@ select.select([sys.stdin], [], [])
 // trip is the backend's queue and service (~80 ms), and the fix is not a
 // bigger pool.
 func TestRunDependencyChain(t *testing.T) {
+	lightLoad(t)
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3")
 	}

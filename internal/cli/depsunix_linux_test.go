@@ -20,6 +20,7 @@ import (
 // socket) and with no timing finding; the backend is observed as a
 // server of the run (role dependency, its threads sampled).
 func TestRunDependencyUnix(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	sock := filepath.Join(t.TempDir(), "backend.sock")
 	backend := "unix:" + sock
@@ -74,6 +75,7 @@ func TestRunDependencyUnix(t *testing.T) {
 // php-fpm's accept queue (nginx connected, not yet accepted) sit unread
 // at its end: the row's unread share.
 func TestRunDependencyUnixPHP(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	ctx := context.Background()
 	sock := filepath.Join(e.Dir, "fpm", "www.sock")

@@ -20,6 +20,7 @@ import (
 // retransmissions). --no-path-probe turns
 // the probe off.
 func TestPathProbeRun(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	ctx := context.Background()
 	_, err := e.StartNginx(ctx, &lab.Nginx{BodyBytes: 20000})
@@ -95,6 +96,7 @@ func hasItem(items []report.Item, source string) bool {
 // up to three times and the best must be within 10 %; every run must
 // report its streams.
 func TestPathProbeStreams(t *testing.T) {
+	lightLoad(t)
 	e := newLab(t)
 	ctx := context.Background()
 	_, err := e.StartNginx(ctx, &lab.Nginx{BodyBytes: 100})

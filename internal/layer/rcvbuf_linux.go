@@ -28,3 +28,24 @@ func roomy(c any) {
 		}
 	})
 }
+
+// unread is what a stream's socket has received and not yet been read
+// (SIOCINQ), 0 when it cannot tell.
+func unread(c any) uint64 {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var n int
+	rc.Control(func(fd uintptr) {
+		n, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	if err != nil || n < 0 {
+		return 0
+	}
+	return uint64(n)
+}

@@ -9,3 +9,6 @@ func roomy(c any) {
 		b.SetReadBuffer(udpReadBuffer)
 	}
 }
+
+// unread is what a stream's socket holds unread: not known here.
+func unread(any) uint64 { return 0 }
