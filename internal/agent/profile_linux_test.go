@@ -1,13 +1,16 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +29,7 @@ import (
 // refused. Its threads' time is in /metrics.
 func TestProfileEndpoint(t *testing.T) {
 	a := newTestAgent(t, Config{})
-	port := followSpinner(t, a)
+	port, _ := followSpinner(t, a)
 	ctx := context.Background()
 	snap, err := a.Take(ctx)
 	if err != nil {
@@ -100,7 +103,7 @@ func TestProfileEndpoint(t *testing.T) {
 
 // followSpinner starts a python server with a thread spinning on CPU,
 // and has the agent follow it; it skips without root (perf) or python3.
-func followSpinner(t *testing.T, a *Agent) int {
+func followSpinner(t *testing.T, a *Agent) (port, pid int) {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -122,7 +125,6 @@ func followSpinner(t *testing.T, a *Agent) int {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdin.Close(); srv.Process.Kill(); srv.Wait() })
-	var port int
 	if _, err := fmt.Fscan(out, &port); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +136,24 @@ func followSpinner(t *testing.T, a *Agent) int {
 	if len(a.pools.processes(port)) == 0 {
 		t.Skipf("port %d is not among the %d lowest listening ports the agent follows on this host", port, MaxPools)
 	}
-	return port
+	return port, srv.Process.Pid
+}
+
+// cpuTicks is the CPU time process pid has had, in USER_HZ ticks
+// (utime + stime of /proc/PID/stat).
+func cpuTicks(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	s, _ := strconv.ParseUint(f[12], 10, 64)
+	return u + s
 }
 
 // TestIncidentProfile: an incident carries an on-CPU profile of the
@@ -143,7 +162,7 @@ func followSpinner(t *testing.T, a *Agent) int {
 func TestIncidentProfile(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "incidents")
 	a := newTestAgent(t, Config{Recent: 3 * time.Second, Retain: time.Minute, Incidents: dir, Before: 10 * time.Second, After: 2 * time.Second})
-	followSpinner(t, a)
+	_, spinner := followSpinner(t, a)
 	snap := fixture(t).Snapshots[0]
 	start := time.Now()
 	next := feed(t, a, start, []evidence.Snapshot{overflows(snap, 0), overflows(snap, 0)})
@@ -154,8 +173,10 @@ func TestIncidentProfile(t *testing.T) {
 		t.Fatal("no incident began")
 	}
 	// The profile runs in real time, the window in the feed's: let it
-	// gather a second before its end comes due.
-	time.Sleep(time.Second)
+	// gather a third of a second of the spinner's CPU (some 30 samples)
+	// before its end comes due, however long a busy machine takes.
+	from := cpuTicks(t, spinner)
+	poll.True(t, time.Minute, "a third of a second of the spinner's CPU", func() bool { return cpuTicks(t, spinner) >= from+33 })
 	feed(t, a, next, []evidence.Snapshot{overflows(snap, 400), overflows(snap, 400), overflows(snap, 400), overflows(snap, 400)})
 	files := incidentFiles(t, dir)
 	if len(files) == 0 {

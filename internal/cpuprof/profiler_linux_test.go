@@ -2,20 +2,32 @@ package cpuprof
 
 import (
 	"os"
+	"runtime"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
+// burnForProfile burns CPU on a thread of its own until stop, and keeps
+// in burned the CPU time that thread has had: what a profile at Hz can
+// have sampled of it, whatever else the machine runs.
+//
 //go:noinline
-func burnForProfile(stop *atomic.Bool) int {
+func burnForProfile(stop *atomic.Bool, burned *atomic.Int64) int {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	x := 1
-	for !stop.Load() {
+	for n := 0; !stop.Load(); n++ {
 		for i := range 1000 {
 			x = x*31 + i
+		}
+		if n%1000 == 0 {
+			burned.Store(int64(threadCPU()))
 		}
 	}
 	return x
@@ -35,14 +47,11 @@ func TestProfileSelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stop atomic.Bool
-	go burnForProfile(&stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-		if time.Since(p.start) > time.Second {
-			break
-		}
-	}
+	var burned atomic.Int64
+	go burnForProfile(&stop, &burned)
+	// Half a second of the burner's CPU is some 50 samples at 99 Hz, however
+	// long a busy machine takes to give it that.
+	poll.True(t, time.Minute, "half a second of the burner's CPU", func() bool { return time.Duration(burned.Load()) >= 500*time.Millisecond })
 	stop.Store(true)
 	prof := p.Stop()
 	if prof.Kept < 20 || len(prof.PProf) == 0 {
