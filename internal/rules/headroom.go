@@ -226,21 +226,59 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 		}
 	}
 	if side != report.Client {
-		for _, p := range last.Processes {
-			if p.NofileSoft == 0 || p.OpenFDs == 0 || !serves(r, p.PID) {
-				continue
-			}
-			peak := p.OpenFDs
-			for _, s := range w.Snapshots {
-				for _, q := range s.Processes {
-					if q.PID == p.PID {
-						peak = max(peak, q.OpenFDs)
-					}
+		out = append(out, fdHeadroom(r, w, last, side)...)
+	}
+	return out
+}
+
+// fdHeadroom is the servers' descriptors against their RLIMIT_NOFILE:
+// one row per command and limit, its fullest process's (a php-fpm or a
+// gunicorn of fifty workers has fifty processes of one kind, and the
+// one nearest its limit is what stops it; fifty rows at 0.0 % said
+// nothing more).
+func fdHeadroom(r *Run, w *evidence.Bundle, last *evidence.Snapshot, side report.Side) []report.Headroom {
+	type kind struct {
+		comm  string
+		limit uint64
+	}
+	type fullest struct {
+		pid, peak, n int
+	}
+	by := map[kind]*fullest{}
+	var order []kind
+	for _, p := range last.Processes {
+		if p.NofileSoft == 0 || p.OpenFDs == 0 || !serves(r, p.PID) {
+			continue
+		}
+		peak := p.OpenFDs
+		for _, s := range w.Snapshots {
+			for _, q := range s.Processes {
+				if q.PID == p.PID {
+					peak = max(peak, q.OpenFDs)
 				}
 			}
-			out = append(out, report.Headroom{Resource: "fds", Subject: fmt.Sprintf("%s (pid %d)", p.Comm, p.PID), Side: side, Used: float64(peak), Limit: float64(p.NofileSoft), Unit: "descriptors", Finding: FDLimit,
-				Text: fmt.Sprintf("%d open descriptors at most, of its RLIMIT_NOFILE %d", peak, p.NofileSoft)})
 		}
+		k := kind{p.Comm, p.NofileSoft}
+		f := by[k]
+		if f == nil {
+			f = &fullest{pid: p.PID, peak: peak}
+			by[k] = f
+			order = append(order, k)
+		} else if peak > f.peak {
+			f.pid, f.peak = p.PID, peak
+		}
+		f.n++
+	}
+	var out []report.Headroom
+	for _, k := range order {
+		f := by[k]
+		subject := fmt.Sprintf("%s (pid %d)", k.comm, f.pid)
+		text := fmt.Sprintf("%d open descriptors at most, of its RLIMIT_NOFILE %d", f.peak, k.limit)
+		if f.n > 1 {
+			subject = fmt.Sprintf("%s (pid %d of %d)", k.comm, f.pid, f.n)
+			text = fmt.Sprintf("%d open descriptors at most, of its RLIMIT_NOFILE %d: the fullest of %d %s processes", f.peak, k.limit, f.n, k.comm)
+		}
+		out = append(out, report.Headroom{Resource: "fds", Subject: subject, Side: side, Used: float64(f.peak), Limit: float64(k.limit), Unit: "descriptors", Finding: FDLimit, Text: text})
 	}
 	return out
 }

@@ -134,3 +134,40 @@ func TestHeadroomCPUBound(t *testing.T) {
 		t.Errorf("the CPUs blamed for threads that wait on a peer: %+v", got)
 	}
 }
+
+// TestHeadroomFDsByKind: a server of many processes of one kind (a
+// php-fpm pool's children) has one descriptors row, its fullest
+// process's, saying how many there are; a process of its own keeps its
+// row, and so do processes of one command under another limit.
+func TestHeadroomFDsByKind(t *testing.T) {
+	procs := func(s *evidence.Snapshot) {
+		s.Processes = []evidence.Process{{PID: 100, Comm: "nginx", OpenFDs: 3104, NofileSoft: 20000}, {PID: 200, Comm: "php-fpm8.2", OpenFDs: 10, NofileSoft: 20000}}
+		for pid := 201; pid < 251; pid++ {
+			s.Processes = append(s.Processes, evidence.Process{PID: pid, Comm: "php-fpm8.2", OpenFDs: 10, NofileSoft: 20000})
+		}
+		s.Processes = append(s.Processes, evidence.Process{PID: 300, Comm: "php-fpm8.2", OpenFDs: 12, NofileSoft: 1024})
+	}
+	b := bundle(procs, func(s *evidence.Snapshot) {
+		procs(s)
+		s.Processes[30].OpenFDs = 465 // pid 229
+	})
+	fpm := &app.Server{Role: "upstream", Kind: "php-fpm", Addr: "127.0.0.1:9000", Master: 200, PIDs: []int{300}}
+	for pid := 201; pid < 251; pid++ {
+		fpm.PIDs = append(fpm.PIDs, pid)
+	}
+	in := serverRun(b, &app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", Master: 100}, fpm)
+	var rows []string
+	for _, h := range Headroom(in.Run, nil) {
+		if h.Resource == "fds" {
+			rows = append(rows, h.Subject+": "+h.Text)
+		}
+	}
+	want := []string{
+		"nginx (pid 100): 3104 open descriptors at most, of its RLIMIT_NOFILE 20000",
+		"php-fpm8.2 (pid 229 of 51): 465 open descriptors at most, of its RLIMIT_NOFILE 20000: the fullest of 51 php-fpm8.2 processes",
+		"php-fpm8.2 (pid 300): 12 open descriptors at most, of its RLIMIT_NOFILE 1024",
+	}
+	if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+		t.Errorf("fds rows:\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+}
