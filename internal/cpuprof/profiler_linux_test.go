@@ -2,9 +2,9 @@ package cpuprof
 
 import (
 	"os"
-	"runtime"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
