@@ -51,8 +51,11 @@ func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helper
 // during which other work saturated the host's CPUs (an event loop
 // starved of CPU holds its connections idle, and times its own delays
 // into its calls) is run again once.
+//
+// Not a lightLoad test: beside another, Node's event loop fell behind
+// and its agent replaced connections mid-run (a pool 82 % busy, once in
+// five paired runs).
 func TestRunDependencyAnswerParts(t *testing.T) {
-	lightLoad(t)
 	for _, front := range []string{"go", "node"} {
 		for _, nagle := range []bool{false, true} {
 			name := front + map[bool]string{false: "-nodelay", true: "-nagle"}[nagle]
