@@ -327,7 +327,7 @@ func TestLabTCPSlowJoins(t *testing.T) {
 	dials := 0
 	dial := func(ctx context.Context, network, a string) (c net.Conn, err error) {
 		if dials++; dials > 2 { // the control connection, then the first stream
-			time.Sleep(150 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond) // the fault under test: a slow join
 		}
 		err = e.ClientNS.Do(func() (err error) {
 			c, err = (&net.Dialer{}).DialContext(ctx, network, a)

@@ -8,16 +8,19 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
+// withLoad is a counter at second i of a bundle whose load starts after
+// its third second: 0 until then, then per a second.
+func withLoad(i, per int) uint64 {
+	return uint64(per * max(0, i-3))
+}
+
 // TestBaseline: retransmits rising as fast before the load are
 // background; overflows that start with the load are not.
 func TestBaseline(t *testing.T) {
 	start := t0.Add(3 * time.Second)
 	b := &evidence.Bundle{}
 	for i := 0; i <= 6; i++ {
-		overflows := uint64(0)
-		if i > 3 {
-			overflows = uint64(100 * (i - 3))
-		}
+		overflows := withLoad(i, 100)
 		b.Snapshots = append(b.Snapshots, evidence.Snapshot{Time: t0.Add(time.Duration(i) * time.Second),
 			Counters: map[string]uint64{"Tcp.RetransSegs": uint64(50 * i), "TcpExt.ListenOverflows": overflows}})
 	}
@@ -43,10 +46,7 @@ func TestBaselineOwnDrops(t *testing.T) {
 	start := t0.Add(3 * time.Second)
 	b := &evidence.Bundle{}
 	for i := 0; i <= 6; i++ {
-		served := uint64(0)
-		if i > 3 {
-			served = uint64(60 * (i - 3))
-		}
+		served := withLoad(i, 60)
 		b.Snapshots = append(b.Snapshots, evidence.Snapshot{Time: t0.Add(time.Duration(i) * time.Second),
 			Counters: map[string]uint64{"TcpExt.ListenOverflows": uint64(70 * i)},
 			Sockets: &evidence.Sockets{Listeners: []evidence.Listener{
