@@ -29,7 +29,7 @@ import (
 // refused. Its threads' time is in /metrics.
 func TestProfileEndpoint(t *testing.T) {
 	a := newTestAgent(t, Config{})
-	port, _ := followSpinner(t, a)
+	port, spinner := followSpinner(t, a)
 	ctx := context.Background()
 	snap, err := a.Take(ctx)
 	if err != nil {
@@ -59,7 +59,9 @@ func TestProfileEndpoint(t *testing.T) {
 	busy.Stop()
 	release()
 
+	from := cpuTicks(t, spinner)
 	code, body := get(t, hs, fmt.Sprintf("/api/v2/profile?port=%d&seconds=1.5&hz=99", port), testToken)
+	ran := float64(cpuTicks(t, spinner)-from) / 100 // seconds of CPU, USER_HZ ticks
 	if code != http.StatusOK {
 		t.Fatalf("profile: %d %s", code, body)
 	}
@@ -73,8 +75,12 @@ func TestProfileEndpoint(t *testing.T) {
 			n += s.Value[0]
 		}
 	}
-	if n < 20 {
-		t.Errorf("%d samples of the spinning python server in %d", n, len(p.Sample))
+	// At 99 Hz, some 99 samples a second of the spinner's CPU, which a
+	// busy machine gives it less of than the 1.5 s asked (16 samples
+	// in one stress round, where 20 were wanted): half of its due, and
+	// a few at least.
+	if want := max(5, int64(ran*99/2)); n < want {
+		t.Errorf("%d samples of the spinning python server in %d, want %d for its %.2f s on CPU", n, len(p.Sample), want, ran)
 	}
 	code, body = get(t, hs, fmt.Sprintf("/api/v2/profile?port=%d&seconds=0.5&format=json", port), testToken)
 	var sum cpuprof.Summary
