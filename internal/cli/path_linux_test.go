@@ -61,6 +61,12 @@ func TestPathProbeRun(t *testing.T) {
 	}
 	cited := map[report.FindingID]bool{}
 	for _, f := range r.Findings {
+		if f.ID == rules.BandwidthSaturated {
+			t.Logf("%s", f.Title)
+			for _, it := range f.Evidence {
+				t.Logf("  %s: %s", it.Source, it.Text)
+			}
+		}
 		if f.Status == report.Active && (f.ID == rules.BandwidthSaturated || f.ID == rules.PacketLoss) {
 			cited[f.ID] = hasItem(f.Evidence, "path probe")
 		}

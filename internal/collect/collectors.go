@@ -99,9 +99,7 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 	if cfg.Drops {
 		// Next to the counters: the kernel's counts and the monitor's
 		// of one moment.
-		cs = slices.Insert(cs, 1, Collector(funcCollector{"drops", func(_ context.Context, s *evidence.Snapshot) error {
-			return dm.read(nsInode, s)
-		}}))
+		cs = slices.Insert(cs, 1, Collector(dropsCollector{dm, nsInode}))
 	}
 	return cs
 }
@@ -130,14 +128,41 @@ type dropSource struct {
 	why string
 }
 
-// read reads the drop monitor's counts for the namespace, or says why
-// there are none.
-func (d dropSource) read(nsInode uint64, s *evidence.Snapshot) error {
-	if d.m == nil {
-		s.Drops = &evidence.Drops{Unavailable: d.why}
-		return fmt.Errorf("%w: %s", ErrUnavailable, d.why)
+// dropsCollector reads the drop monitor for one namespace: its maps at
+// the snapshot's moment, next to the counters, and the rest (naming the
+// locations, the retransmitting flows' tcp_info) after the other
+// collectors.
+type dropsCollector struct {
+	dm  dropSource
+	ino uint64
+}
+
+func (d dropsCollector) Name() string { return "drops" }
+
+func (d dropsCollector) Collect(ctx context.Context, s *evidence.Snapshot) error {
+	finish, err := d.Read(ctx, s)
+	if err != nil {
+		return err
 	}
-	s.Drops = d.m.Namespace(nsInode)
+	return finish()
+}
+
+func (d dropsCollector) Read(_ context.Context, s *evidence.Snapshot) (func() error, error) {
+	if d.dm.m == nil {
+		s.Drops = &evidence.Drops{Unavailable: d.dm.why}
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, d.dm.why)
+	}
+	c, err := d.dm.m.Read()
+	if err != nil {
+		s.Drops = &evidence.Drops{Since: d.dm.m.Since(), Unavailable: err.Error()}
+		return nil, err
+	}
+	return func() error { return d.dm.finish(d.dm.m.Drops(c, d.ino), s) }, nil
+}
+
+// finish stores what the monitor counted for the namespace.
+func (d dropSource) finish(drops *evidence.Drops, s *evidence.Snapshot) error {
+	s.Drops = drops
 	if s.Drops.Unavailable != "" {
 		return errors.New(s.Drops.Unavailable)
 	}

@@ -2,7 +2,9 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -13,7 +15,7 @@ import (
 // on the counters.
 func TestDropsUnavailable(t *testing.T) {
 	var s evidence.Snapshot
-	err := dropSource{why: "not root: loading BPF needs root, or CAP_BPF and CAP_PERFMON"}.read(1, &s)
+	err := dropsCollector{dropSource{why: "not root: loading BPF needs root, or CAP_BPF and CAP_PERFMON"}, 1}.Collect(context.Background(), &s)
 	st := status("drops", err, 0)
 	if s.Drops == nil || s.Drops.Unavailable != "not root: loading BPF needs root, or CAP_BPF and CAP_PERFMON" {
 		t.Errorf("drops %+v", s.Drops)
@@ -52,5 +54,56 @@ func TestDropsCollected(t *testing.T) {
 	defer s.Close()
 	if snap := s.Snapshot(context.Background()); snap.Drops != nil {
 		t.Errorf("drops not asked for, yet collected")
+	}
+}
+
+// stage is a collector that records when it runs; as a stagedStage, its
+// finish runs after the others and fails with err.
+type stage struct {
+	name  string
+	order *[]string
+	err   error
+}
+
+func (c stage) Name() string { return c.name }
+
+func (c stage) Collect(_ context.Context, _ *evidence.Snapshot) error {
+	*c.order = append(*c.order, c.name)
+	return nil
+}
+
+type stagedStage struct{ stage }
+
+func (c stagedStage) Read(_ context.Context, _ *evidence.Snapshot) (func() error, error) {
+	*c.order = append(*c.order, c.name+" read")
+	return func() error {
+		*c.order = append(*c.order, c.name+" finish")
+		return c.err
+	}, nil
+}
+
+// TestStagedCollector: a staged collector's slow part runs after every
+// other collector, so that theirs are read at the snapshot's time, and
+// its status keeps its place and says how the finish went.
+func TestStagedCollector(t *testing.T) {
+	var order []string
+	s := &Snapshotter{collectors: []Collector{
+		stage{name: "counters", order: &order},
+		stagedStage{stage{name: "drops", order: &order, err: partial{errors.New("table full")}}},
+		stage{name: "interfaces", order: &order},
+	}}
+	snap := s.Snapshot(context.Background())
+	if want := []string{"counters", "drops read", "interfaces", "drops finish"}; !slices.Equal(order, want) {
+		t.Errorf("ran %q, want %q", order, want)
+	}
+	var names []string
+	for _, st := range snap.Status {
+		names = append(names, st.Collector)
+	}
+	if !slices.Equal(names, []string{"counters", "drops", "interfaces"}) {
+		t.Errorf("statuses %q", names)
+	}
+	if st := snap.Status[1]; st.State != evidence.StatePartial || st.Error != "table full" {
+		t.Errorf("the finished collector's status %+v, want partial: table full", st)
 	}
 }

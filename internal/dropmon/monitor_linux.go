@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,19 +44,52 @@ type Monitor struct {
 const fresh = 50 * time.Millisecond
 
 // Namespace is what the monitor counted for the namespace of inode ino
-// (and elsewhere on the host), since it started.
+// (and elsewhere on the host), since it started: Read and Drops at once.
 func (m *Monitor) Namespace(ino uint64) *evidence.Drops {
-	c, err := m.counts()
+	c, err := m.Read()
 	if err != nil {
 		return &evidence.Drops{Since: m.since, Unavailable: err.Error()}
 	}
-	d := c.Namespace(ino, namespaceNames())
+	return m.Drops(c, ino)
+}
+
+// Drops is what c counted for the namespace of inode ino (and elsewhere
+// on the host), its locations named. Naming a location not seen before
+// reads /proc/kallsyms, 50 ms of the kernel's time on an idle machine
+// and several times that on a busy one: a snapshot calls it after its
+// other collectors (Read is of the snapshot's moment), so that their
+// counters are not read that much later than the snapshot's time.
+func (m *Monitor) Drops(c *Counts, ino uint64) *evidence.Drops {
+	m.mu.Lock()
+	named := c.named(&m.syms)
+	m.mu.Unlock()
+	d := named.Namespace(ino, namespaceNames())
 	d.Since = m.since
 	return d
 }
 
-// counts reads the maps, or returns a read taken within fresh.
-func (m *Monitor) counts() (*Counts, error) {
+// named returns a copy of c with the drops' locations named, c itself
+// unchanged: it may serve another namespace's snapshot at once.
+func (c *Counts) named(syms *symbols) *Counts {
+	locs := map[uint64]bool{}
+	for _, d := range c.Drops {
+		locs[d.Location] = true
+	}
+	syms.resolve(sortedKeys(locs))
+	out := *c
+	out.Drops, out.Ports = slices.Clone(c.Drops), slices.Clone(c.Ports)
+	for _, ds := range [][]RawDrop{out.Drops, out.Ports} {
+		for i := range ds {
+			ds[i].Func = syms.name(ds[i].Location)
+		}
+	}
+	return &out
+}
+
+// Read reads the maps, or returns a read taken within fresh: everything
+// counted so far, the reasons named, the locations not yet (Drops names
+// them).
+func (m *Monitor) Read() (*Counts, error) {
 	m.mu.Lock()
 	last := m.last
 	m.mu.Unlock()
@@ -185,7 +219,7 @@ func (m *Monitor) Since() time.Time { return m.since }
 func (m *Monitor) RetransUnavailable() string { return m.noRetrans }
 
 // read returns everything counted so far, summed over CPUs, with the
-// locations named.
+// reasons named.
 func (m *Monitor) read() (*Counts, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -199,10 +233,6 @@ func (m *Monitor) read() (*Counts, error) {
 	}
 	if c.Ports, err = readPortDrops(m.ports); err != nil {
 		return nil, err
-	}
-	locs := map[uint64]bool{}
-	for _, d := range c.Drops {
-		locs[d.Location] = true
 	}
 	err = readPerCPU(m.retrans, func(k *dropmonFlowKey, vs []dropmonFlowVal) {
 		f := RawFlow{NetNS: k.Netns, Family: k.Family, Sport: k.Sport, Dport: k.Dport, Saddr: k.Saddr, Daddr: k.Daddr}
@@ -227,11 +257,9 @@ func (m *Monitor) read() (*Counts, error) {
 			c.Stats[slot] += v
 		}
 	}
-	m.syms.resolve(sortedKeys(locs))
 	for _, ds := range [][]RawDrop{c.Drops, c.Ports} {
 		for i := range ds {
 			ds[i].Name = m.reasons.Name(ds[i].Reason)
-			ds[i].Func = m.syms.name(ds[i].Location)
 		}
 	}
 	return c, nil

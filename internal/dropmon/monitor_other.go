@@ -25,3 +25,11 @@ func (m *Monitor) RetransUnavailable() string { return "not Linux" }
 
 // Namespace has nothing to say.
 func (m *Monitor) Namespace(uint64) *evidence.Drops { return &evidence.Drops{Unavailable: "not Linux"} }
+
+// Read says the monitor needs Linux.
+func (m *Monitor) Read() (*Counts, error) { return nil, unavailable("not Linux", nil) }
+
+// Drops has nothing to say.
+func (m *Monitor) Drops(*Counts, uint64) *evidence.Drops {
+	return &evidence.Drops{Unavailable: "not Linux"}
+}
