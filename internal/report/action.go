@@ -70,9 +70,10 @@ const (
 
 // Tags of advice that code looks for.
 const (
-	// TagBiggerPool is the advice to grow a client's pool of connections
-	// to a dependency, which relate replaces when the dependency is
-	// itself at capacity.
+	// TagBiggerPool is the advice on the size of a client's pool of
+	// connections to a dependency (grow it; not yet, the host's CPU
+	// being busy), which relate replaces when the dependency is itself
+	// at capacity.
 	TagBiggerPool = "bigger-pool"
 )
 

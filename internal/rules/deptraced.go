@@ -88,7 +88,9 @@ func tracedFinding(t *report.Traced, b *evidence.Bundle, s *app.Server, d *app.D
 		maxRate := d.MaxRoundTripsPerSec()
 		first := biggerPoolFix(fmt.Sprintf(biggerPool+", about twice the %d connections, "+poolKnobs+", when %s has room for more requests at once (its CPU and its workers not busy); otherwise make it faster first (its own findings, its slow log)", d.Conns, who))
 		if cpuOK && cpu >= 0.7 {
-			first = report.Advise(fmt.Sprintf("not a bigger pool yet: the host's CPU is %.0f%% busy, %s may have no spare capacity; make it faster first (its own findings, its slow log)", 100*cpu, who))
+			// Still advice on the pool's size: a dependency known to be
+			// at capacity replaces it too (notBigger).
+			first = biggerPoolFix(fmt.Sprintf("not a bigger pool yet: the host's CPU is %.0f%% busy, %s may have no spare capacity; make it faster first (its own findings, its slow log)", 100*cpu, who))
 		}
 		fix := append([]report.Action{first}, notes("or ask it less: cache its answers, batch or pipeline the round trips each request makes",
 			"to measure what the waiting costs the server's requests: netdoctor run against the server")...)

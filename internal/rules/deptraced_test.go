@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -95,6 +96,25 @@ func TestCheckHostChain(t *testing.T) {
 		if !strings.HasPrefix(fixOf(*api)[0], "not a bigger pool: 10.0.0.1:7400 is itself at capacity") || !strings.HasPrefix(fixOf(*m)[0], "a bigger pool") {
 			t.Errorf("fixes: API %q, mid %q", fixOf(*api)[0], fixOf(*m)[0])
 		}
+	}
+	// The host's CPU 95 % busy: the middle service's own advice waits
+	// for the CPU, the API's still names the middle service at capacity
+	// (the known cause before the host's CPU).
+	mid := &app.Server{Role: "front", Kind: "mid", Addr: "0.0.0.0:7400", PIDs: []int{78}, Deps: []app.Dependency{pool(0.98, 20*time.Millisecond)}}
+	b := timeline(4, func(k int, s *evidence.Snapshot) {
+		s.CPU[0].User += uint64(k * 190)
+		s.CPU[0].Idle += uint64(k * 10)
+	})
+	fs := CheckHost(b, &report.Traced{Start: t0, Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2})
+	fixes := map[string]string{}
+	for _, f := range fs {
+		if f.ID == DependencyPoolSaturated {
+			fixes[strings.Fields(f.Subject)[0]] = fixOf(f)[0]
+		}
+	}
+	if !strings.HasPrefix(fixes["api"], "not a bigger pool: 10.0.0.1:7400 is itself at capacity") ||
+		!strings.HasPrefix(fixes["mid"], "not a bigger pool yet: the host's CPU is 95% busy") {
+		t.Errorf("a busy host: fixes %q", fixes)
 	}
 	if CheckHost(nil, nil) != nil {
 		t.Error("findings from nothing")

@@ -22,7 +22,7 @@ var _ = define(Class{ID: WorkerPoolExhausted,
 	Errors:   true, Delays: true, Holds: true, Latency: true, Fails: Fails5xx,
 	Consequences: []Consequence{{ID: AcceptQueueOverflow, At: OwnListener}}, Blocks: true, AtCapacity: true,
 	Meaning:    "the application's worker pool (php-fpm `pm.max_children`, nginx `worker_connections`, a JVM executor, Tomcat's threads, or any server's threads) is full; requests queue or time out",
-	Active:     "php-fpm logged \"reached pm.max_children\", or every worker was busy for ≥ 2 s while requests queued on the pool's socket; nginx logged \"worker_connections are not enough\"; named threads (`pool-1-thread-N`, `http-nio-8080-exec-N`): all of a family busy (in any wait but the one each idled in outside the load, off the CPU) in ≥ half the load's seconds while Little's law puts more requests in flight than threads, queue or not; other servers: its most busy threads all busy off-CPU for ≥ 2 s while requests waited unread, p50 ≥ 3 service times (critical)",
+	Active:     "php-fpm logged \"reached pm.max_children\", or every worker was busy for ≥ 2 s while requests queued on the pool's socket; nginx logged \"worker_connections are not enough\"; named threads (`pool-1-thread-N`, `http-nio-8080-exec-N`): all of a family busy (in any wait but the one each idled in outside the load, off the CPU) in ≥ half the load's seconds while Little's law puts more requests in flight than threads, queue or not; other servers: its most busy threads all busy off-CPU for ≥ 2 s (at least half their time off it by the process's schedstat, or the host's CPU under 70 % without it) while requests waited unread, p50 ≥ 3 service times (critical)",
 	LatentWhen: "—",
 	Seed:       "000 stage 2, and any thread pool",
 	ReportedBy: "`run`",
@@ -275,9 +275,12 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 	if len(sh) == 0 || !parallel[sh[0].class] || 2*sh[0].n < total {
 		return report.Finding{}, false
 	}
-	cpu, cpuOK := hostBusy(b, r.LoadStart, r.LoadEnd)
 	secs := r.LoadEnd.Sub(r.LoadStart).Seconds()
-	if pool == 0 || full < 2 || queued < 2 || !cpuOK || cpu >= 0.7 || secs <= 0 || pool >= lr.Connections {
+	if pool == 0 || full < 2 || queued < 2 || secs <= 0 || pool >= lr.Connections {
+		return report.Finding{}, false
+	}
+	cpuItem, ok := poolOffCPU(r, s, b, float64(sum)/float64(len(smps)))
+	if !ok {
 		return report.Finding{}, false
 	}
 	// Little's law on the workers: busy = throughput × service time.
@@ -298,7 +301,7 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 		{Text: fmt.Sprintf("up to %d requests waited unread in their connections to %s, in %d sampled seconds", peak, s.Addr, queued), Source: "sockdiag", Window: true},
 		{Text: fmt.Sprintf("service time ≈ %v (%.1f busy workers on average / %.0f requests/s); responses took p50 %v = %.0f × the service time: requests waited for a free worker",
 			service.Round(time.Millisecond/10), float64(sum)/float64(len(smps)), x, p50.Round(time.Millisecond), ratio), Source: "load", Window: true},
-		{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*cpu), Source: "/proc/stat", Window: true},
+		cpuItem,
 	}
 	want, spare := sizing.Workers(lr.Connections, pool)
 	fix := notes(fmt.Sprintf("raise the pool of %s on %s from %d to %d workers: %d requests in flight and %d spare (gunicorn --workers/--threads, ThreadPoolExecutor(max_workers=…), Tomcat maxThreads, uWSGI processes, or the limit a Go or Node service puts on concurrent requests)",
@@ -309,6 +312,41 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 		Title: fmt.Sprintf("%s on %s serves with a pool of %d workers, all busy: requests wait for a free one (p50 %v ≈ %.0f × the %v service time)",
 			s.Kind, s.Addr, pool, p50.Round(time.Millisecond), ratio, service.Round(time.Millisecond)),
 		Evidence: ev, Actions: fix}, true
+}
+
+// poolOffCPU tells whether a pool's busy workers spent their time off
+// the CPU, where more workers overlap, and says so. The process's own
+// accounting decides (schedstat: on a CPU, waiting for one, the rest
+// off it): at least half of the busy workers' time off the CPU, whatever
+// else keeps the host busy. A batch job or a neighbour that takes the
+// CPUs makes the workers wait for one too, and that share is named; a
+// pool stretched mostly by the wait for a CPU is the CPU's finding
+// (cpu-saturated, run-queue-contention). Without that accounting the
+// host's CPU stands in: under 70 % busy, requests waited for a worker.
+func poolOffCPU(r *Run, s *app.Server, b *evidence.Bundle, busy float64) (report.Item, bool) {
+	host, hostOK := hostBusy(b, r.LoadStart, r.LoadEnd)
+	c, ok := r.loadCPU(s)
+	held := time.Duration(busy * float64(c.Span))
+	if !ok || held <= 0 {
+		if !hostOK || host >= 0.7 {
+			return report.Item{}, false
+		}
+		return report.Item{Text: fmt.Sprintf("server CPU %.0f%% busy: requests waited for a worker, not for CPU", 100*host), Source: "/proc/stat", Window: true}, true
+	}
+	// All the process's threads' CPU and run delay against the busy
+	// workers' time: an acceptor's CPU counts against the pool, never
+	// for it.
+	onCPU, waited := c.OnCPU, c.RunDelay
+	if 2*(onCPU+waited) >= held {
+		return report.Item{}, false
+	}
+	share := func(d time.Duration) float64 { return 100 * float64(d) / float64(held) }
+	text := fmt.Sprintf("the busy workers' time: %.0f%% off the CPU, %.0f%% waiting for a CPU, %.0f%% on one (the process's schedstat): requests waited for a worker, not for CPU",
+		100-share(onCPU)-share(waited), share(waited), share(onCPU))
+	if hostOK {
+		text += fmt.Sprintf("; host CPU %.0f%% busy", 100*host)
+	}
+	return report.Item{Text: text, Source: "schedstat", Window: true}, true
 }
 
 // parallel are the waits that more workers overlap rather than contend

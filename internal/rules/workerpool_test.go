@@ -67,6 +67,15 @@ func TestWorkerPoolFull(t *testing.T) {
 	}
 }
 
+// withCPU gives each of a pythonPool's samples a second of its 6
+// threads' accounting: runDelay waiting for a CPU, onCPU on one.
+func withCPU(in *Input, runDelay, onCPU time.Duration) {
+	for i := range in.Run.Servers[0].Samples {
+		in.Run.Servers[0].Samples[i].CPU = &app.CPU{Span: time.Second, Threads: 6, ThreadTime: 6 * time.Second,
+			OnCPU: onCPU, RunDelay: runDelay, CPUs: 2, IdleCPUs: 0.1}
+	}
+}
+
 // pythonPool is a run against a Python server with a pool of 4 worker
 // threads, each request 50 ms asleep: 50 connections, 400 requests in
 // 5 s (80/s), p50 620 ms. waits is what its 6 threads (the pool, an
@@ -123,13 +132,28 @@ func TestWorkerPoolThreads(t *testing.T) {
 		!hasEvidence(fs[0], "4 worker threads busy (5 in one second: a thread passing through) in 5 of 5 sampled seconds") {
 		t.Errorf("a thread passing through: %+v", fs)
 	}
+	// The host's CPU busy with something else (a batch job, a
+	// neighbour): the workers' own accounting says they waited off the
+	// CPU, 10 % of their time for one; the pool is still full.
+	in = pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 46, 0.9)
+	withCPU(in, 400*time.Millisecond, 20*time.Millisecond)
+	if fs := checkWorkerPool(in); len(fs) != 1 ||
+		!hasEvidence(fs[0], "the busy workers' time: 90% off the CPU, 10% waiting for a CPU, 0% on one (the process's schedstat): requests waited for a worker, not for CPU; host CPU 90% busy") {
+		t.Errorf("a busy host, the workers off the CPU: %+v", fs)
+	}
+	// Its workers stretched by the wait for a CPU: the CPU's finding.
+	waiting := pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 46, 0.9)
+	withCPU(waiting, 1800*time.Millisecond, 300*time.Millisecond)
 	// Quiet: workers on one lock (more would queue there too), on the
-	// CPU, requests not waiting, the host's CPU the limit.
+	// CPU, requests not waiting, the host's CPU the limit (without the
+	// process's accounting, or with it saying the workers waited for a
+	// CPU).
 	for name, in := range map[string]*Input{
 		"file lock":  pythonPool(map[string]int{app.WaitFile: 4, app.WaitIdle: 2}, 46, 0.05),
 		"on CPU":     pythonPool(map[string]int{app.WaitRunning: 4, app.WaitIdle: 2}, 46, 0.05),
 		"no queue":   pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 0, 0.05),
 		"busy host":  pythonPool(map[string]int{app.WaitSleep: 4, app.WaitIdle: 2}, 46, 0.9),
+		"waiting":    waiting,
 		"futex only": pythonPool(map[string]int{app.WaitLock: 4, app.WaitIdle: 2}, 46, 0.05),
 	} {
 		if fs := checkWorkerPool(in); len(fs) != 0 {
