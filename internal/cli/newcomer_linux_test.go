@@ -144,7 +144,7 @@ func TestNewcomerGenericListener(t *testing.T) {
 				t.Errorf("the namespace's %.0f new connections/s given to one service:\n%s", passive, fix)
 			}
 			if q.Explains == "" {
-				t.Errorf("no impact on the load stated")
+				t.Errorf("no impact on the load stated (caused by %q %q):\n%s", q.CausedBy, q.CauseSubject, text)
 			}
 
 			code, plan := nsCLI(t, ns, "tune", "plan", out)

@@ -250,7 +250,11 @@ func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 	byClass := map[string][]int{}
 	taken := map[string]bool{}
 	for i, f := range fs {
-		if f.Status != report.Active || f.CausedBy != "" {
+		// A consequence accounts for its class too (an accept queue
+		// overflowing behind a full pool: the connections it dropped);
+		// the report names its cause beside it, and rank credits the
+		// cause with what its consequences account for.
+		if f.Status != report.Active {
 			continue
 		}
 		if f.Explains != "" {
@@ -273,9 +277,11 @@ func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 			continue
 		}
 		for _, i := range idx {
+			// Shared with the other findings of the class, not with a
+			// cause or a consequence: a chain fails the same requests.
 			var with []string
 			for _, j := range idx {
-				if j != i {
+				if j != i && !isCause(fs[i], fs[j]) && !isCause(fs[j], fs[i]) {
 					with = append(with, string(fs[j].ID))
 				}
 			}
@@ -294,6 +300,11 @@ func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 	}
 }
 
+// isCause reports whether finding a is named as b's cause.
+func isCause(a, b report.Finding) bool {
+	return b.CausedBy == a.ID && b.CauseSubject == a.Subject
+}
+
 // retried states the impact of the active findings whose counters count
 // dropped connections in a run whose load had no connection error: the
 // drops were real, yet no request failed from them, because the clients'
@@ -303,7 +314,7 @@ func explain(fs []report.Finding, lr *load.Result, frontPort string) {
 func retried(fs []report.Finding, lr *load.Result, frontPort string, failed uint64) {
 	for i, f := range fs {
 		c := ClassOf(f.ID)
-		if f.Status != report.Active || f.CausedBy != "" || f.Explains != "" || !c.Drops || !c.counts(f) {
+		if f.Status != report.Active || f.Explains != "" || !c.Drops || !c.counts(f) {
 			continue
 		}
 		none := "none of the load's requests failed"
@@ -350,10 +361,20 @@ func rank(fs []report.Finding, lr *load.Result) []report.Finding {
 		groups[len(groups)-1] = append(groups[len(groups)-1], f)
 	}
 	slow := slowLoad(lr)
+	// A cause fails what its consequences account for.
+	failed := func(g []report.Finding) uint64 {
+		var n uint64
+		for _, f := range g {
+			if f.Status == report.Active {
+				n = max(n, f.Failed)
+			}
+		}
+		return n
+	}
 	slices.SortStableFunc(groups, func(a, b []report.Finding) int {
 		x, y := a[0], b[0]
 		return cmp.Or(cmp.Compare(activeRank(x), activeRank(y)),
-			cmp.Compare(y.Failed, x.Failed),
+			cmp.Compare(failed(b), failed(a)),
 			cmp.Compare(latencyRank(x, slow), latencyRank(y, slow)),
 			cmp.Compare(sevRank(x.Severity), sevRank(y.Severity)),
 			cmp.Compare(sideRank(x.Side), sideRank(y.Side)),

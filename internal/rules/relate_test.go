@@ -155,6 +155,24 @@ func TestExplain(t *testing.T) {
 	if fs[0].Explains != "" || fs[2].Explains != "" || fs[1].Failed != 60 {
 		t.Errorf("syn-queue-overflow explains %q and %q; the pool %d failures", fs[0].Explains, fs[2].Explains, fs[1].Failed)
 	}
+	// An accept queue overflowing at the front behind a full pool (a
+	// single-threaded Python server): the consequence accounts for the
+	// connections it dropped, and its cause ranks before a busier
+	// neighbour's overflow that failed none of the load's requests.
+	conn := &load.Result{Errors: load.Errors{Timeout: 91}, Status: map[string]uint64{"2xx": 297}}
+	chain := []report.Finding{
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:9000", About: report.About{Listen: "127.0.0.1:9000"}, Side: "server"},
+		{ID: "worker-pool-exhausted", Severity: report.Critical, Status: report.Active, Subject: "python3 127.0.0.1:8000", Side: "server"},
+		{ID: "accept-queue-overflow", Severity: report.Critical, Status: report.Active, Subject: "127.0.0.1:8000", About: report.About{Listen: "127.0.0.1:8000"}, Side: "server",
+			CausedBy: "worker-pool-exhausted", CauseSubject: "python3 127.0.0.1:8000"},
+	}
+	explain(chain, conn, "8000")
+	if want := "accounts for the 91 connection errors and timeouts: 100% of the 91 failed requests"; chain[2].Explains != want || chain[0].Explains != "" {
+		t.Errorf("the consequence explains %q, want %q; the neighbour's %q", chain[2].Explains, want, chain[0].Explains)
+	}
+	if ranked := rank(chain, conn); ranked[0].ID != "worker-pool-exhausted" || ranked[1].Subject != "127.0.0.1:8000" {
+		t.Errorf("ranked %s %s, %s %s: want the pool and its overflow first", ranked[0].ID, ranked[0].Subject, ranked[1].ID, ranked[1].Subject)
+	}
 	// A run none of whose requests failed still had its connections
 	// dropped: the impact says where they went rather than nothing,
 	// next to a verdict that names the drops.

@@ -292,6 +292,9 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 	}
 	ratio := float64(p50) / float64(service)
 	most := fmt.Sprintf("%d worker threads busy at most, all %d of them", pool, pool)
+	if pool == 1 {
+		most = "1 worker thread busy at most, its only one"
+	}
 	if peak1 > pool {
 		most = fmt.Sprintf("%d worker threads busy (%d in one second: a thread passing through)", pool, peak1)
 	}
@@ -304,13 +307,19 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 		cpuItem,
 	}
 	want, spare := sizing.Workers(lr.Connections, pool)
-	fix := notes(fmt.Sprintf("raise the pool of %s on %s from %d to %d workers: %d requests in flight and %d spare (gunicorn --workers/--threads, ThreadPoolExecutor(max_workers=…), Tomcat maxThreads, uWSGI processes, or the limit a Go or Node service puts on concurrent requests)",
-		s.Kind, s.Addr, pool, want, lr.Connections, spare),
-		fmt.Sprintf("or shorten what each request holds a worker for: busy workers were mostly in %s (%s)", sh[0].class, waitFix[sh[0].class]))
+	knobs := "gunicorn --workers/--threads, ThreadPoolExecutor(max_workers=…), Tomcat maxThreads, uWSGI processes, or the limit a Go or Node service puts on concurrent requests"
+	first := fmt.Sprintf("raise the pool of %s on %s from %d to %d workers: %d requests in flight and %d spare (%s)", s.Kind, s.Addr, pool, want, lr.Connections, spare, knobs)
+	title := fmt.Sprintf("%s on %s serves with a pool of %d workers, all busy: requests wait for a free one", s.Kind, s.Addr, pool)
+	if pool == 1 {
+		// One thread serving every request in turn: a server with no
+		// pool at all (Python's http.server without ThreadingMixIn).
+		first = fmt.Sprintf("let %s on %s serve requests at once, %d workers: %d requests in flight and %d spare (Python: ThreadingHTTPServer or socketserver.ThreadingMixIn; %s)", s.Kind, s.Addr, want, lr.Connections, spare, knobs)
+		title = fmt.Sprintf("%s on %s serves one request at a time, on its only worker thread: requests wait for it", s.Kind, s.Addr)
+	}
+	fix := notes(first, fmt.Sprintf("or shorten what each request holds a worker for: busy workers were mostly in %s (%s)", sh[0].class, waitFix[sh[0].class]))
 	return report.Finding{ID: WorkerPoolExhausted, Severity: report.Critical, Status: report.Active,
 		Subject: s.Kind + " " + s.Addr, About: report.About{Server: s.Kind, Listen: s.Addr}, Side: r.ServerSide(),
-		Title: fmt.Sprintf("%s on %s serves with a pool of %d workers, all busy: requests wait for a free one (p50 %v ≈ %.0f × the %v service time)",
-			s.Kind, s.Addr, pool, p50.Round(time.Millisecond), ratio, service.Round(time.Millisecond)),
+		Title:    fmt.Sprintf("%s (p50 %v ≈ %.0f × the %v service time)", title, p50.Round(time.Millisecond), ratio, service.Round(time.Millisecond)),
 		Evidence: ev, Actions: fix}, true
 }
 

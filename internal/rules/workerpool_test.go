@@ -132,6 +132,14 @@ func TestWorkerPoolThreads(t *testing.T) {
 		!hasEvidence(fs[0], "4 worker threads busy (5 in one second: a thread passing through) in 5 of 5 sampled seconds") {
 		t.Errorf("a thread passing through: %+v", fs)
 	}
+	// One thread serving every request in turn (http.server without
+	// ThreadingMixIn): a pool of one, said as such.
+	one := pythonPool(map[string]int{app.WaitSleep: 1, app.WaitIdle: 1}, 6, 0.05)
+	one.Run.Load.Requests, one.Run.Load.Latency.P50 = 100, 600*time.Millisecond
+	if fs := checkWorkerPool(one); len(fs) != 1 || !strings.Contains(fs[0].Title, "serves one request at a time, on its only worker thread") ||
+		!hasEvidence(fs[0], "1 worker thread busy at most, its only one") || !strings.HasPrefix(fixOf(fs[0])[0], "let python3 on 0.0.0.0:8080 serve requests at once") {
+		t.Errorf("one thread: %+v", fs)
+	}
 	// The host's CPU busy with something else (a batch job, a
 	// neighbour): the workers' own accounting says they waited off the
 	// CPU, 10 % of their time for one; the pool is still full.
