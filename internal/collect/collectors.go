@@ -58,19 +58,11 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 			s.Counters = m
 			return partialIf(len(m) > 0, err)
 		}},
-		// The firewall's counters next to the kernel's: a rule's
-		// drops and the counters they move are of one moment.
-		funcCollector{"firewall", firewall},
-		funcCollector{"sockstat", func(_ context.Context, s *evidence.Snapshot) error {
-			m, err := p.Sockstat()
-			s.Sockstat = m
-			return partialIf(len(m) > 0, err)
-		}},
-		funcCollector{"sysctl", func(_ context.Context, s *evidence.Snapshot) error {
-			m, err := p.Sysctls(Sysctls)
-			s.Sysctls = m
-			return partialIf(len(m) > 0, err)
-		}},
+		// The counters rates are taken from next, at the snapshot's
+		// time: the rules divide their change by the time between
+		// snapshots, so whatever runs before them shifts their read
+		// (the firewall's dump and the sysctls took 40 ms each on a
+		// busy machine).
 		funcCollector{"softnet", func(_ context.Context, s *evidence.Snapshot) error {
 			v, err := p.Softnet()
 			s.Softnet = v
@@ -85,6 +77,19 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 			v, err := interfaces(p)
 			s.Interfaces = v
 			return err
+		}},
+		// The firewall's counters a few milliseconds from the kernel's:
+		// a rule's drops and the counters they move are of one moment.
+		funcCollector{"firewall", firewall},
+		funcCollector{"sockstat", func(_ context.Context, s *evidence.Snapshot) error {
+			m, err := p.Sockstat()
+			s.Sockstat = m
+			return partialIf(len(m) > 0, err)
+		}},
+		funcCollector{"sysctl", func(_ context.Context, s *evidence.Snapshot) error {
+			m, err := p.Sysctls(Sysctls)
+			s.Sysctls = m
+			return partialIf(len(m) > 0, err)
 		}},
 		newConntrack(cfg, p),
 		funcCollector{"sockdiag", func(_ context.Context, s *evidence.Snapshot) error {
