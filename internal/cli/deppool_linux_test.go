@@ -48,9 +48,10 @@ func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helper
 // the front's delayed ACK of the headers (~40 ms a request instead of
 // 20): the stall is named on the backend's side, read on its sockets, as
 // the cause of the pool's finding; without, nothing names it. A run
-// during which other work saturated the host's CPUs (an event loop
-// starved of CPU holds its connections idle, and times its own delays
-// into its calls) is run again once.
+// during which other work saturated the host's CPUs, or in which the
+// front's own clock ran more than 5 % over the backend's without Nagle
+// (an event loop starved of CPU holds its connections idle, and times
+// its own delays into its calls), is run again once.
 //
 // Not a lightLoad test: beside another, Node's event loop fell behind
 // and its agent replaced connections mid-run (a pool 82 % busy, once in
@@ -104,7 +105,12 @@ func answerParts(t *testing.T, e *lab.Env, fr, back *helperProc, backend, api st
 	truth := time.Duration((float64(n1)*float64(m1) - float64(n0)*float64(m0)) / float64(n1-n0))
 	_, own, _ := helperStats(back)
 	everyActiveHasWindowEvidence(t, r)
-	saturated = findActive(r, rules.CPUSaturated) != nil
+	// Starved: the host's CPUs saturated, or, without Nagle (whose stall
+	// the front's clock holds and the backend's does not), the front's
+	// own clock more than 5 % over the backend's (21.8 ms against 20.6
+	// in a CI run where Node's pool read 80 % busy; 20.9 against 20.5 on
+	// a quiet machine): the front came round to its answers late.
+	saturated = findActive(r, rules.CPUSaturated) != nil || !nagle && truth > own*105/100
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 	d := dependencyOf(r, backend)
 	if d == nil {
