@@ -243,7 +243,7 @@ func BenchmarkSustained(b *testing.B) {
 				for range 100 {
 					s.send()
 				}
-				m.Namespace(ino)
+				namespace(m, ino)
 			}
 			rt0, _ := bpfStats(progs)
 			var read time.Duration
@@ -263,7 +263,7 @@ func BenchmarkSustained(b *testing.B) {
 				if m != nil {
 					r := time.Now()
 					m.last = nil // a fresh read, as a snapshot a second later makes
-					m.Namespace(ino)
+					namespace(m, ino)
 					read += time.Since(r)
 				}
 			}
@@ -296,6 +296,6 @@ func BenchmarkNamespace(b *testing.B) {
 	n.Do(func() error { ino, _ = netns.Inode(""); return nil })
 	for b.Loop() {
 		m.last = nil
-		m.Namespace(ino)
+		namespace(m, ino)
 	}
 }

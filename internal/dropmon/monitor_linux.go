@@ -43,16 +43,6 @@ type Monitor struct {
 // snapshot.
 const fresh = 50 * time.Millisecond
 
-// Namespace is what the monitor counted for the namespace of inode ino
-// (and elsewhere on the host), since it started: Read and Drops at once.
-func (m *Monitor) Namespace(ino uint64) *evidence.Drops {
-	c, err := m.Read()
-	if err != nil {
-		return &evidence.Drops{Since: m.since, Unavailable: err.Error()}
-	}
-	return m.Drops(c, ino)
-}
-
 // Drops is what c counted for the namespace of inode ino (and elsewhere
 // on the host), its locations named. Naming a location not seen before
 // reads /proc/kallsyms, 50 ms of the kernel's time on an idle machine

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -61,7 +62,7 @@ func TestMonitorCountsNoSocket(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		d := m.Namespace(ino)
+		d := namespace(m, ino)
 		if d.Unavailable != "" {
 			t.Fatal(d.Unavailable)
 		}
@@ -151,4 +152,14 @@ func TestSharedClosesWithTheLast(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// namespace is what m counted for the namespace of inode ino, read and
+// named at once, as a snapshot's collector does in its two stages.
+func namespace(m *Monitor, ino uint64) *evidence.Drops {
+	c, err := m.Read()
+	if err != nil {
+		return &evidence.Drops{Since: m.Since(), Unavailable: err.Error()}
+	}
+	return m.Drops(c, ino)
 }

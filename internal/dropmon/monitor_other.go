@@ -23,9 +23,6 @@ func (m *Monitor) Since() time.Time { return time.Time{} }
 // RetransUnavailable says Linux is needed.
 func (m *Monitor) RetransUnavailable() string { return "not Linux" }
 
-// Namespace has nothing to say.
-func (m *Monitor) Namespace(uint64) *evidence.Drops { return &evidence.Drops{Unavailable: "not Linux"} }
-
 // Read says the monitor needs Linux.
 func (m *Monitor) Read() (*Counts, error) { return nil, unavailable("not Linux", nil) }
 
