@@ -44,32 +44,32 @@ func labList(args []string, stdout, stderr io.Writer) error {
 	if len(pos) > 0 {
 		return badInput("lab list takes no arguments")
 	}
-	p := &printer{w: stdout}
+	p := report.NewPrinter(stdout)
 	if *verbose {
-		p.f("Each scenario's figures in the lab beside the article's: docs/lab.md\n\n")
+		p.F("Each scenario's figures in the lab beside the article's: docs/lab.md\n\n")
 	}
 	for _, s := range lab.Scenarios {
 		if !*verbose {
-			p.f("%-22s seed %-28s %s\n", s.Name, s.Seed, s.Summary)
+			p.F("%-22s seed %-28s %s\n", s.Name, s.Seed, s.Summary)
 			continue
 		}
-		p.f("%s — seed %s\n  %s\n", s.Name, s.Seed, s.Summary)
+		p.F("%s — seed %s\n  %s\n", s.Name, s.Seed, s.Summary)
 		for i, st := range s.Stages {
-			p.f("  stage %d: %s\n           fix: %s\n           reports: %s\n", i+1, st.Fault, st.Fix, report.JoinIDs(st.Reports))
+			p.F("  stage %d: %s\n           fix: %s\n           reports: %s\n", i+1, st.Fault, st.Fix, report.JoinIDs(st.Reports))
 		}
 		if len(s.Reports) > 0 {
-			p.f("  default (every fault at once) reports: %s\n", report.JoinIDs(s.Reports))
+			p.F("  default (every fault at once) reports: %s\n", report.JoinIDs(s.Reports))
 		} else {
-			p.f("  reports: no critical finding\n")
+			p.F("  reports: no critical finding\n")
 		}
-		p.f("  load: netdoctor run %s\n", strings.Join(s.Load, " "))
-		p.f("  article: %s\n", s.Article)
+		p.F("  load: netdoctor run %s\n", strings.Join(s.Load, " "))
+		p.F("  article: %s\n", s.Article)
 		if s.Note != "" {
-			p.f("  note: %s\n", s.Note)
+			p.F("  note: %s\n", s.Note)
 		}
-		p.f("\n")
+		p.F("\n")
 	}
-	return p.err
+	return p.Err()
 }
 
 func labClean(args []string, stdout, stderr io.Writer) error {

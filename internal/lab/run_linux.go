@@ -98,9 +98,9 @@ func Run(ctx context.Context, sc *Scenario, o RunOptions, stdout, stderr io.Writ
 			return err
 		}
 	}
-	p := &printer{w: stdout}
+	p := report.NewPrinter(stdout)
 	if o.Fixed {
-		p.f("\n")
+		p.F("\n")
 		a, err := readReport(phases[0].json)
 		if err != nil {
 			return err
@@ -113,19 +113,19 @@ func Run(ctx context.Context, sc *Scenario, o RunOptions, stdout, stderr io.Writ
 			return err
 		}
 	}
-	p.f("\nReports:\n")
+	p.F("\nReports:\n")
 	for _, ph := range phases {
 		pad := strings.Repeat(" ", len(ph.label()))
-		p.f("  %s: %s\n  %s  %s\n  %s  %s (evidence: netdoctor diagnose reads it)\n", ph.label(), ph.html, pad, ph.json, pad, ph.bundle)
+		p.F("  %s: %s\n  %s  %s\n  %s  %s (evidence: netdoctor diagnose reads it)\n", ph.label(), ph.html, pad, ph.json, pad, ph.bundle)
 	}
 	if o.Tune {
-		p.f("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
+		p.F("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
 		if before.capacity != "" {
 			html := before.capacityHTML()
-			p.f("  capacity (before, after): %s, %s and %s\n", before.capacity, html, strings.TrimSuffix(html, ".html")+".after.html")
+			p.F("  capacity (before, after): %s, %s and %s\n", before.capacity, html, strings.TrimSuffix(html, ".html")+".after.html")
 		}
 	}
-	return p.err
+	return p.Err()
 }
 
 // Reports makes the default directory of a scenario's reports,
@@ -182,16 +182,16 @@ func (ph phase) label() string {
 }
 
 func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (err error) {
-	p := &printer{w: stdout}
+	p := report.NewPrinter(stdout)
 	sc := ph.sc
 	if ph.from == 0 {
-		p.f("netdoctor lab %s — seed %s\n%s\n", sc.Name, sc.Seed, sc.Summary)
+		p.F("netdoctor lab %s — seed %s\n%s\n", sc.Name, sc.Seed, sc.Summary)
 	} else {
-		p.f("\nApplying the fix: %s\n", sc.Fixes(ph.from, ph.stage))
+		p.F("\nApplying the fix: %s\n", sc.Fixes(ph.from, ph.stage))
 	}
-	p.f("Faults: %s\n", sc.Faults(ph.stage))
+	p.F("Faults: %s\n", sc.Faults(ph.stage))
 	if want := sc.Expected(ph.stage); len(want) > 0 {
-		p.f("Expected: %s\n", report.JoinIDs(want))
+		p.F("Expected: %s\n", report.JoinIDs(want))
 	}
 	e, err := New("L" + strconv.Itoa(os.Getpid()%100000))
 	if err != nil {
@@ -210,9 +210,9 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 		}
 		return fmt.Errorf("lab %s: build: %w", sc.Name, err)
 	}
-	p.f("Lab: server %s in netns %s, client %s in netns %s; files in %s\n\n", e.ServerIP, e.ServerNS, e.ClientIP, e.ClientNS, e.Dir)
-	if p.err != nil {
-		return p.err
+	p.F("Lab: server %s in netns %s, client %s in netns %s; files in %s\n\n", e.ServerIP, e.ServerNS, e.ClientIP, e.ClientNS, e.Dir)
+	if err := p.Err(); err != nil {
+		return err
 	}
 	args := append(append([]string{"run"}, sc.Load...), t.Args...)
 	args = append(args, "--baseline", "1s", "--tail", "1s")
@@ -224,7 +224,7 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 		if err != nil {
 			return err
 		}
-		p.f("Agent: %s in netns %s (log %s)\n\n", url, e.ServerNS, filepath.Join(e.Dir, "agent.out"))
+		p.F("Agent: %s in netns %s (log %s)\n\n", url, e.ServerNS, filepath.Join(e.Dir, "agent.out"))
 		args = append(args, "--server-agent", url, "--token-file", tok)
 	} else {
 		args = append(args, "--server-netns", e.ServerNS.Name)
@@ -239,10 +239,10 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 		}
 	}
 	if keep {
-		p.f("\nThe lab is kept: e.g. `ip netns exec %s curl %s`; Ctrl-C removes it.\n", e.ClientNS, t.URL)
+		p.F("\nThe lab is kept: e.g. `ip netns exec %s curl %s`; Ctrl-C removes it.\n", e.ClientNS, t.URL)
 		<-ctx.Done()
 	}
-	return p.err
+	return p.Err()
 }
 
 // StartAgent starts `netdoctor agent` in the lab's server namespace, on
@@ -309,8 +309,8 @@ func Netdoctor(ctx context.Context, ns netns.NS, args []string, stdout, stderr i
 // tune plans from the phase's report and verifies the plan in the lab:
 // netdoctor's own fix, where --fixed applies the scenario's.
 func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.Writer) error {
-	p := &printer{w: stdout}
-	p.f("\nPlanning from %s:\n\n", ph.json)
+	p := report.NewPrinter(stdout)
+	p.F("\nPlanning from %s:\n\n", ph.json)
 	plan, err := planFrom(ph.json)
 	if err != nil {
 		return err
@@ -321,7 +321,7 @@ func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.W
 	if err := writeJSON(ph.plan, "plan", plan); err != nil {
 		return err
 	}
-	p.f("\n")
+	p.F("\n")
 	args := append(append([]string{"run"}, ph.sc.Load...), t.Args...)
 	if ph.profileHz > 0 {
 		args = append(args, "--profile-hz", strconv.Itoa(ph.profileHz))
@@ -334,7 +334,7 @@ func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.W
 	if ph.capacity != "" {
 		// How much it takes within its SLO, before and after the same
 		// plan: the capacity search with its diagnosis, twice.
-		p.f("\nCapacity before → after the plan (within p99<=500ms, errors<=0.1%%; %v at most):\n\n", ph.capacityFor)
+		p.F("\nCapacity before → after the plan (within p99<=500ms, errors<=0.1%%; %v at most):\n\n", ph.capacityFor)
 		args := append([]string{"capacity"}, t.Args...)
 		args = append(args, "--server-netns", e.ServerNS.Name, "--verify-with", ph.plan, "--max-duration", ph.capacityFor.String(),
 			"--json", ph.capacity, "--html", ph.capacityHTML(), t.URL)
@@ -342,7 +342,7 @@ func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.W
 			return err
 		}
 	}
-	return p.err
+	return p.Err()
 }
 
 // planFrom plans from a run's report against the live host, as `tune
@@ -390,16 +390,4 @@ func writeJSON(path, what string, v any) error {
 		return fmt.Errorf("write %s %s: %w", what, path, err)
 	}
 	return nil
-}
-
-// printer writes until the first error, and keeps it.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) f(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
 }

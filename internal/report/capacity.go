@@ -201,31 +201,31 @@ type CapacityVerify struct {
 // CapacityText writes a capacity report for a person: the verdict, what
 // limited it, the steps as a rate-vs-latency table, the headroom.
 func CapacityText(w io.Writer, c *Capacity) error {
-	p := &printer{w: w}
-	p.f("netdoctor capacity: %s\n", c.URL)
-	p.f("SLO: %s (latency of every request from its intended send time, failed ones at the time they failed)\n\n", c.SLO.Text)
-	p.f("%s\n", c.Verdict)
+	p := NewPrinter(w)
+	p.F("netdoctor capacity: %s\n", c.URL)
+	p.F("SLO: %s (latency of every request from its intended send time, failed ones at the time they failed)\n\n", c.SLO.Text)
+	p.F("%s\n", c.Verdict)
 	if c.Noise != nil {
-		p.f("Run to run at %s req/s: %s %s, goodput %s (spread %.0f %%)\n", rate(c.Noise.Rate), c.Noise.Objective, durs(c.Noise.Latency), rates(c.Noise.Goodput), 100*c.Noise.Spread)
+		p.F("Run to run at %s req/s: %s %s, goodput %s (spread %.0f %%)\n", rate(c.Noise.Rate), c.Noise.Objective, durs(c.Noise.Latency), rates(c.Noise.Goodput), 100*c.Noise.Spread)
 	}
 	if len(c.LimitedBy) > 0 {
-		p.f("\nLimited by:\n")
+		p.F("\nLimited by:\n")
 		for _, l := range c.LimitedBy {
-			p.f("  %s (%s", l.Title, l.ID)
+			p.F("  %s (%s", l.Title, l.ID)
 			if l.Subject != "" {
-				p.f(", %s", l.Subject)
+				p.F(", %s", l.Subject)
 			}
-			p.f("; %s)\n", basisText(l.Basis))
+			p.F("; %s)\n", basisText(l.Basis))
 			for _, it := range l.Evidence {
-				p.f("    - %s\n", it.Text)
+				p.F("    - %s\n", it.Text)
 			}
 			for _, fx := range l.Fix {
-				p.f("    fix: %s\n", fx)
+				p.F("    fix: %s\n", fx)
 			}
 		}
 	}
-	p.f("\nSteps (open loop; latency of every request):\n")
-	if err := p.err; err != nil {
+	p.F("\nSteps (open loop; latency of every request):\n")
+	if err := p.Err(); err != nil {
 		return err
 	}
 	if err := StepsTable(w, c); err != nil {
@@ -236,7 +236,7 @@ func CapacityText(w io.Writer, c *Capacity) error {
 		if d := diagnosed(c); d != nil {
 			at = fmt.Sprintf(" at %s req/s (step %d)", rate(d.Rate), d.N)
 		}
-		p.f("\nHeadroom%s, fullest first:\n", at)
+		p.F("\nHeadroom%s, fullest first:\n", at)
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "  resource\tsubject\tused\tof its limit\n")
 		for _, h := range c.Headroom {
@@ -247,18 +247,18 @@ func CapacityText(w io.Writer, c *Capacity) error {
 		}
 	}
 	if d := c.Diagnosis; d != nil {
-		p.f("\nDiagnosis of that step: %s\n", d.Verdict)
+		p.F("\nDiagnosis of that step: %s\n", d.Verdict)
 		for _, f := range d.Findings {
 			if f.Status == Active {
-				p.f("  [%s] %s (%s)\n", f.Severity, f.Title, f.ID)
+				p.F("  [%s] %s (%s)\n", f.Severity, f.Title, f.ID)
 			}
 		}
 	}
 	for _, n := range c.Notes {
-		p.f("Note: %s\n", n)
+		p.F("Note: %s\n", n)
 	}
-	p.f("\nSearch: %d steps in %s of --max-duration %s; %s.\n", len(c.Steps), shortDur(c.Elapsed.Round(time.Second)), shortDur(c.MaxDuration), c.Stopped)
-	return p.err
+	p.F("\nSearch: %d steps in %s of --max-duration %s; %s.\n", len(c.Steps), shortDur(c.Elapsed.Round(time.Second)), shortDur(c.MaxDuration), c.Stopped)
+	return p.Err()
 }
 
 // StepsTable writes the steps: each rate's goodput, success share and
@@ -336,8 +336,8 @@ func stepPercentiles(c *Capacity) []float64 {
 // CapacityVerifyText writes both searches of capacity --verify-with and
 // the capacity before → after.
 func CapacityVerifyText(w io.Writer, v *CapacityVerify) error {
-	p := &printer{w: w}
-	p.f("\nCapacity before → after %s:\n", v.Plan)
+	p := NewPrinter(w)
+	p.F("\nCapacity before → after %s:\n", v.Plan)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	row := func(name, a, b string) { fmt.Fprintf(tw, "  %s\t%s\t→ %s\n", name, a, b) }
 	row("capacity (req/s within "+v.Before.SLO.Text+")", capText(v.Before), capText(v.After))
@@ -347,9 +347,9 @@ func CapacityVerifyText(w io.Writer, v *CapacityVerify) error {
 		return err
 	}
 	if v.Change > 0 {
-		p.f("  change: ×%.2f\n", v.Change)
+		p.F("  change: ×%.2f\n", v.Change)
 	}
-	return p.err
+	return p.Err()
 }
 
 func capText(c *Capacity) string {

@@ -86,41 +86,41 @@ func (d Diff) Regressions(least Severity) []Finding {
 // findings gone, new, changed (latent → active, warning → critical and
 // back) and in both. Each is named by its path.
 func CompareText(w io.Writer, aPath string, a *Run, bPath string, b *Run) error {
-	p := &printer{w: w}
-	p.f("netdoctor compare: %s → %s\n", aPath, bPath)
+	p := NewPrinter(w)
+	p.F("netdoctor compare: %s → %s\n", aPath, bPath)
 	switch {
 	case a.Load != nil && b.Load != nil:
-		p.f("\n")
+		p.F("\n")
 		if err := compareLoad(w, a.Load, b.Load); err != nil {
 			return err
 		}
 	case a.Load != nil || b.Load != nil:
-		p.f("\nLoad: only %s has one (%s vs %s report): findings only\n", map[bool]string{true: aPath, false: bPath}[a.Load != nil], a.Command, b.Command)
+		p.F("\nLoad: only %s has one (%s vs %s report): findings only\n", map[bool]string{true: aPath, false: bPath}[a.Load != nil], a.Command, b.Command)
 	}
 	if a.Status != "" || b.Status != "" {
-		p.f("\nStatus: %s → %s\n", orDash(string(a.Status)), orDash(string(b.Status)))
+		p.F("\nStatus: %s → %s\n", orDash(string(a.Status)), orDash(string(b.Status)))
 	}
 	d := Match(a, b)
 	section := func(title string, fs []Finding) {
-		p.f("\n%s:\n", title)
+		p.F("\n%s:\n", title)
 		for _, f := range fs {
-			p.f("  [%s %s] %s (%s)\n", f.Severity, f.Status, f.Title, f.ID)
+			p.F("  [%s %s] %s (%s)\n", f.Severity, f.Status, f.Title, f.ID)
 		}
 		if len(fs) == 0 {
-			p.f("  none\n")
+			p.F("  none\n")
 		}
 	}
 	section("Findings gone", d.Gone)
 	section("Findings new", d.New)
-	p.f("\nFindings changed:\n")
+	p.F("\nFindings changed:\n")
 	for _, c := range d.Changed {
-		p.f("  [%s %s → %s %s] %s (%s)\n", c.Before.Severity, c.Before.Status, c.After.Severity, c.After.Status, c.After.Title, c.After.ID)
+		p.F("  [%s %s → %s %s] %s (%s)\n", c.Before.Severity, c.Before.Status, c.After.Severity, c.After.Status, c.After.Title, c.After.ID)
 	}
 	if len(d.Changed) == 0 {
-		p.f("  none\n")
+		p.F("  none\n")
 	}
 	section("Findings in both", d.Same)
-	return p.err
+	return p.Err()
 }
 
 // compareLoad writes the table of the two loads' figures.

@@ -42,62 +42,62 @@ func NewLoad(res *load.Result, findings []Finding) *Load {
 // instead (WrkText); run's section stays this one, since a run read back
 // from its bundle has no Req/Sec samples to fill wrk's table with.
 func LoadText(w io.Writer, r *load.Result, latency bool) error {
-	p := &printer{w: w}
+	p := NewPrinter(w)
 	mode := "keep-alive"
 	if !r.KeepAlive {
 		mode = "a new connection per request"
 	}
-	p.f("  %d threads and %d connections (%s)", r.Threads, r.Connections, mode)
+	p.F("  %d threads and %d connections (%s)", r.Threads, r.Connections, mode)
 	if r.Rate > 0 {
-		p.f(", %.0f req/s open-loop", r.Rate)
+		p.F(", %.0f req/s open-loop", r.Rate)
 	}
-	p.f("\n")
+	p.F("\n")
 	l := r.Latency
-	p.f("  Latency   avg %s  stdev %s  max %s\n", Dur(l.Mean), Dur(l.Stdev), Dur(l.Max))
+	p.F("  Latency   avg %s  stdev %s  max %s\n", Dur(l.Mean), Dur(l.Stdev), Dur(l.Max))
 	if latency {
-		p.f("  Latency Distribution\n")
+		p.F("  Latency Distribution\n")
 		for _, pc := range r.Percentiles {
-			p.f("  %7s%%  %s\n", trimFloat(pc.Percentile), Dur(pc.Latency))
+			p.F("  %7s%%  %s\n", trimFloat(pc.Percentile), Dur(pc.Latency))
 		}
 	}
-	p.f("  %d requests in %.2fs, %s read\n", r.Requests, r.Elapsed.Seconds(), size(float64(r.Bytes)))
+	p.F("  %d requests in %.2fs, %s read\n", r.Requests, r.Elapsed.Seconds(), size(float64(r.Bytes)))
 	if e := r.Errors; e.Total() > 0 {
-		p.f("  Socket errors: connect %d, read %d, write %d, timeout %d\n", e.Connect, e.Read, e.Write, e.Timeout)
-		p.f("  Error causes: %s\n", causes(r.ErrorCauses))
+		p.F("  Socket errors: connect %d, read %d, write %d, timeout %d\n", e.Connect, e.Read, e.Write, e.Timeout)
+		p.F("  Error causes: %s\n", causes(r.ErrorCauses))
 	}
 	if line := EveryRequest(r); line != "" {
-		p.f("  %s\n", line)
+		p.F("  %s\n", line)
 	}
-	p.f("  Status: %s\n", Statuses(r.Status))
+	p.F("  Status: %s\n", Statuses(r.Status))
 	if n := r.Requests - r.Status["2xx"] - r.Status["3xx"]; n > 0 {
-		p.f("  Non-2xx or 3xx responses: %d\n", n)
+		p.F("  Non-2xx or 3xx responses: %d\n", n)
 	}
-	p.f("Requests/sec: %10.2f\n", r.RPS)
-	p.f("Transfer/sec: %10s\n", size(r.BytesPerSec))
+	p.F("Requests/sec: %10.2f\n", r.RPS)
+	p.F("Transfer/sec: %10s\n", size(r.BytesPerSec))
 	busy := make([]string, len(r.Self.ThreadBusy))
 	for i, b := range r.Self.ThreadBusy {
 		busy[i] = fmt.Sprintf("%.0f%%", 100*b)
 	}
-	p.f("Load generator: %.1f µs CPU per request, threads busy %s, %d connections opened\n",
+	p.F("Load generator: %.1f µs CPU per request, threads busy %s, %d connections opened\n",
 		float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "), r.ConnectionsOpened)
-	p.caveats(r)
-	return p.err
+	caveats(p, r)
+	return p.Err()
 }
 
 // caveats are what qualifies a load's numbers, in both text layouts:
 // its notes, a saturated generator, an interrupted run.
-func (p *printer) caveats(r *load.Result) {
+func caveats(p *Printer, r *load.Result) {
 	for _, n := range r.Notes {
-		p.f("Note: %s\n", n)
+		p.F("Note: %s\n", n)
 	}
 	if r.Saturated {
-		p.f("WARNING: the load generator may be the bottleneck (%s):\n", LoadGeneratorSaturated)
+		p.F("WARNING: the load generator may be the bottleneck (%s):\n", LoadGeneratorSaturated)
 		for _, s := range r.SaturatedBy {
-			p.f("  - %s\n", s)
+			p.F("  - %s\n", s)
 		}
 	}
 	if r.Interrupted {
-		p.f("Interrupted: the numbers cover the run until Ctrl-C.\n")
+		p.F("Interrupted: the numbers cover the run until Ctrl-C.\n")
 	}
 }
 

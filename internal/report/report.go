@@ -224,75 +224,64 @@ func JSON(w io.Writer, r *Report) error {
 // Text writes the human report: verdict first, then each finding with its
 // evidence and fix, then the host picture and the collectors' health.
 func Text(w io.Writer, r *Report) error {
-	p := &printer{w: w}
+	p := NewPrinter(w)
 	ns := "host namespace"
 	if r.Host.NetNS != "" {
 		ns = "netns " + r.Host.NetNS
 	}
-	p.f("netdoctor %s — %s (%s), kernel %s, %.1fs window\n\n", r.Command, r.Host.Hostname, ns, r.Host.Kernel, r.Window.Seconds)
-	p.f("%s\n", r.Verdict)
+	p.F("netdoctor %s — %s (%s), kernel %s, %.1fs window\n\n", r.Command, r.Host.Hostname, ns, r.Host.Kernel, r.Window.Seconds)
+	p.F("%s\n", r.Verdict)
 	if r.TimeSplit != nil {
-		p.f("Where the time went: %s\n", r.TimeSplit.Text())
+		p.F("Where the time went: %s\n", r.TimeSplit.Text())
 	}
 	if r.Partial {
-		p.f("(partial evidence: some collectors failed, see the end)\n")
+		p.F("(partial evidence: some collectors failed, see the end)\n")
 	}
 	for i, f := range r.Findings {
 		where := string(f.ID)
 		if f.Side != "" {
 			where += ", " + string(f.Side) + " side"
 		}
-		p.f("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(string(f.Severity)), f.Status, f.Title, where)
+		p.F("\n%d. [%s %s] %s  (%s)\n", i+1, strings.ToUpper(string(f.Severity)), f.Status, f.Title, where)
 		if f.CausedBy != "" {
 			if c := CauseIndex(r.Findings, i); c >= 0 {
-				p.f("   a consequence of #%d: %s\n", c+1, causeName(r.Findings[c]))
+				p.F("   a consequence of #%d: %s\n", c+1, causeName(r.Findings[c]))
 			} else {
-				p.f("   a consequence of %s (above)\n", f.CausedBy)
+				p.F("   a consequence of %s (above)\n", f.CausedBy)
 			}
 		}
 		if f.Explains != "" {
-			p.f("   impact: %s\n", f.Explains)
+			p.F("   impact: %s\n", f.Explains)
 		}
 		for _, e := range f.Evidence {
 			mark := " "
 			if e.Window {
 				mark = "*"
 			}
-			p.f("   %s %s\n", mark, e.Text)
+			p.F("   %s %s\n", mark, e.Text)
 		}
 		for _, fx := range f.Fix {
-			p.f("   fix: %s\n", fx)
+			p.F("   fix: %s\n", fx)
 		}
 	}
 	if len(r.Findings) > 0 {
-		p.f("\n(* = observed during the window)\n")
+		p.F("\n(* = observed during the window)\n")
 	}
-	p.summary(r)
+	summary(p, r)
 	if p.err == nil && r.Dependencies != nil {
 		writeTraced(p.w, r.Dependencies)
 	}
-	return p.err
+	return p.Err()
 }
 
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) f(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
-}
-
-func (p *printer) summary(r *Report) {
+func summary(p *Printer, r *Report) {
 	s := r.Summary
-	p.f("\nTCP sockets: %s\n", states(s.TCPStates))
+	p.F("\nTCP sockets: %s\n", states(s.TCPStates))
 	if s.Sockets != "" {
-		p.f("  (%s)\n", s.Sockets)
+		p.F("  (%s)\n", s.Sockets)
 	}
 	if len(s.Listeners) > 0 {
-		p.f("\nListeners:\n")
+		p.F("\nListeners:\n")
 		tw := tabwriter.NewWriter(p.w, 2, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "  PROTO\tADDRESS\tACCEPT-QUEUE\tBACKLOG\tPROCESS\n")
 		for _, l := range s.Listeners {
@@ -303,7 +292,7 @@ func (p *printer) summary(r *Report) {
 		}
 	}
 	if c := s.Conntrack; c != nil {
-		p.f("\nConntrack: %d of %d entries, %d buckets, drop %d, early_drop %d, insert_failed %d (totals)\n",
+		p.F("\nConntrack: %d of %d entries, %d buckets, drop %d, early_drop %d, insert_failed %d (totals)\n",
 			c.Count, c.Max, c.Buckets, c.Stats["drop"], c.Stats["early_drop"], c.Stats["insert_failed"])
 	}
 	if len(s.Rates) > 0 {
@@ -313,10 +302,10 @@ func (p *printer) summary(r *Report) {
 				parts = append(parts, fmt.Sprintf("%s %.1f/s", k, v))
 			}
 		}
-		p.f("\nRates over the window: %s\n", strings.Join(parts, ", "))
+		p.F("\nRates over the window: %s\n", strings.Join(parts, ", "))
 	}
 	if res := s.Resolver; res != nil {
-		p.f("\nResolver (%s): nameservers %v\n", res.ConfPath, res.Nameservers)
+		p.F("\nResolver (%s): nameservers %v\n", res.ConfPath, res.Nameservers)
 		for _, g := range probeGroups(res.Probes) {
 			pr := g[0]
 			if len(g) == 1 {
@@ -324,20 +313,20 @@ func (p *printer) summary(r *Report) {
 				if pr.Err != "" {
 					out = pr.Err
 				}
-				p.f("  %s %s %s: %s in %s\n", pr.Server, pr.Type, pr.Name, out, pr.Duration.Round(time.Millisecond))
+				p.F("  %s %s %s: %s in %s\n", pr.Server, pr.Type, pr.Name, out, pr.Duration.Round(time.Millisecond))
 				continue
 			}
-			p.f("  %s %s %s: %s\n", pr.Server, pr.Type, pr.Name, probeSummary(g))
+			p.F("  %s %s %s: %s\n", pr.Server, pr.Type, pr.Name, probeSummary(g))
 		}
 	}
-	p.f("\nCollectors:")
+	p.F("\nCollectors:")
 	for _, st := range r.Collectors {
-		p.f(" %s=%s", st.Collector, st.State)
+		p.F(" %s=%s", st.Collector, st.State)
 	}
-	p.f("\n")
+	p.F("\n")
 	for _, st := range r.Collectors {
 		if st.State != evidence.StateOK {
-			p.f("  %s %s: %s\n", st.Collector, st.State, st.Error)
+			p.F("  %s %s: %s\n", st.Collector, st.State, st.Error)
 		}
 	}
 }

@@ -47,25 +47,25 @@ func WrkDuration(d time.Duration) string {
 // netdoctor's own lines: the finer percentiles, the status classes,
 // the errors by cause, the load generator's cost and warnings.
 func WrkText(w io.Writer, r *load.Result, latency bool) error {
-	p := &printer{w: w}
-	p.f("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev")
+	p := NewPrinter(w)
+	p.F("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev")
 	wrkStats(p, "Latency", r.LatencySpread, wrkTimeUs)
 	wrkStats(p, "Req/Sec", r.ReqPerSec, wrkMetric)
 	if latency {
-		p.f("  Latency Distribution\n")
+		p.F("  Latency Distribution\n")
 		for _, pc := range []float64{50, 75, 90, 99} {
-			p.f("%7.0f%%%s\n", pc, wrkColumn(wrkTimeUs(float64(percentile(r, pc)/time.Microsecond)), 10))
+			p.F("%7.0f%%%s\n", pc, wrkColumn(wrkTimeUs(float64(percentile(r, pc)/time.Microsecond)), 10))
 		}
 	}
-	p.f("  %d requests in %s, %sB read\n", r.Requests, wrkTimeUs(float64(r.Elapsed/time.Microsecond)), wrkBinary(float64(r.Bytes)))
+	p.F("  %d requests in %s, %sB read\n", r.Requests, wrkTimeUs(float64(r.Elapsed/time.Microsecond)), wrkBinary(float64(r.Bytes)))
 	if e := r.Errors; e.Total() > 0 {
-		p.f("  Socket errors: connect %d, read %d, write %d, timeout %d\n", e.Connect, e.Read, e.Write, e.Timeout)
+		p.F("  Socket errors: connect %d, read %d, write %d, timeout %d\n", e.Connect, e.Read, e.Write, e.Timeout)
 	}
 	if n := r.Requests - r.Status["2xx"] - r.Status["3xx"]; n > 0 {
-		p.f("  Non-2xx or 3xx responses: %d\n", n)
+		p.F("  Non-2xx or 3xx responses: %d\n", n)
 	}
-	p.f("Requests/sec: %9.2f\n", r.RPS)
-	p.f("Transfer/sec: %10sB\n", wrkBinary(r.BytesPerSec))
+	p.F("Requests/sec: %9.2f\n", r.RPS)
+	p.F("Transfer/sec: %10sB\n", wrkBinary(r.BytesPerSec))
 
 	// netdoctor's lines.
 	pcs := make([]string, 0, len(r.Percentiles))
@@ -77,33 +77,33 @@ func WrkText(w io.Writer, r *load.Result, latency bool) error {
 		pcs = append(pcs, name+" "+Dur(pc.Latency))
 	}
 	if len(pcs) > 0 && r.Requests > 0 {
-		p.f("Percentiles: %s\n", strings.Join(pcs, ", "))
+		p.F("Percentiles: %s\n", strings.Join(pcs, ", "))
 	}
 	if line := EveryRequest(r); line != "" {
-		p.f("%s\n", line)
+		p.F("%s\n", line)
 	}
-	p.f("Status: %s\n", Statuses(r.Status))
+	p.F("Status: %s\n", Statuses(r.Status))
 	if r.Errors.Total() > 0 {
-		p.f("Errors by cause: %s\n", causes(r.ErrorCauses))
+		p.F("Errors by cause: %s\n", causes(r.ErrorCauses))
 	}
 	mode := "keep-alive"
 	if !r.KeepAlive {
 		mode = "a new one per request"
 	}
-	p.f("Connections: %s, %d opened", mode, r.ConnectionsOpened)
+	p.F("Connections: %s, %d opened", mode, r.ConnectionsOpened)
 	if r.Rate > 0 {
-		p.f("; open loop at %.0f req/s", r.Rate)
+		p.F("; open loop at %.0f req/s", r.Rate)
 	}
-	p.f("\n")
+	p.F("\n")
 	// Shares, not percentages: a script grepping wrk's "99%" line must
 	// not find a thread 99% busy.
 	busy := make([]string, len(r.Self.ThreadBusy))
 	for i, b := range r.Self.ThreadBusy {
 		busy[i] = fmt.Sprintf("%.2f", b)
 	}
-	p.f("Load generator: %.1f µs CPU per request; share of the run each thread was on CPU: %s\n", float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "))
-	p.caveats(r)
-	return p.err
+	p.F("Load generator: %.1f µs CPU per request; share of the run each thread was on CPU: %s\n", float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "))
+	caveats(p, r)
+	return p.Err()
 }
 
 // percentile is the latency at pc from the result's distribution.
@@ -117,8 +117,8 @@ func percentile(r *load.Result, pc float64) time.Duration {
 }
 
 // wrkStats writes one row of the Thread Stats table (wrk's print_stats).
-func wrkStats(p *printer, name string, s load.Spread, format func(float64) string) {
-	p.f("    %-10s%s%s%s%8.2f%%\n", name, wrkColumn(format(s.Mean), 8), wrkColumn(format(s.Stdev), 10),
+func wrkStats(p *Printer, name string, s load.Spread, format func(float64) string) {
+	p.F("    %-10s%s%s%s%8.2f%%\n", name, wrkColumn(format(s.Mean), 8), wrkColumn(format(s.Stdev), 10),
 		wrkColumn(format(s.Max), 9), s.WithinStdev)
 }
 
