@@ -142,8 +142,13 @@ func search(ctx context.Context, o Options, d driver) (*Result, error) {
 	if o.MaxRate > 0 && o.MaxRate < o.MinRate {
 		return nil, fmt.Errorf("%w: --max-rate %g is below the lowest rate tried, %g", load.ErrInvalid, o.MaxRate, o.MinRate)
 	}
+	// load's own defaults: the pools (poolFor) and the timeout's check
+	// below size with what the load will use.
 	if o.Load.Timeout == 0 {
 		o.Load.Timeout = 2 * time.Second
+	}
+	if o.Load.Threads == 0 {
+		o.Load.Threads = 2
 	}
 	s := &searcher{o: o, d: d, start: d.now(), passed: map[float64]int{}, failed: map[float64]int{}}
 	s.deadline = s.start.Add(o.MaxDuration)

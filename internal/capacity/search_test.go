@@ -147,8 +147,9 @@ func TestSearchFindsKnee(t *testing.T) {
 		t.Errorf("verdict %q, stopped %q", c.Verdict, c.Stopped)
 	}
 	for _, o := range m.loads[1:] {
-		// Each step's pool fits its rate at twice the bound (Little).
-		if want := int(math.Ceil(o.Rate*0.5)) + 2; o.Connections != want || !o.Grow || o.Measure <= 0 || o.Measure >= o.Duration {
+		// Each step's pool fits its rate at twice the bound (Little),
+		// and two more per thread (load's default two).
+		if want := int(math.Ceil(o.Rate*0.5)) + 2*2; o.Connections != want || !o.Grow || o.Measure <= 0 || o.Measure >= o.Duration {
 			t.Errorf("step at %.1f/s: %d connections (want %d), grow %v, warm-up %v of %v", o.Rate, o.Connections, want, o.Grow, o.Measure, o.Duration)
 		}
 	}

@@ -19,6 +19,13 @@ const (
 	NotJudged = "not judged"
 )
 
+// Measured is one measurement of a verification (Verify): the run's
+// report and what Judge compares of it. run.Measure makes them.
+type Measured struct {
+	Report  *report.Run
+	Outcome Outcome
+}
+
 // Outcome is one measurement: its findings and its counters' rates over
 // the load window.
 type Outcome struct {
