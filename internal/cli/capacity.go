@@ -108,47 +108,64 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if o.Run.ServerAgent != nil && *verify != "" {
 		return badInput("--verify-with changes the server's host: run it there, with --server-netns or locally")
 	}
-	if err := oneStdout("json", lo.jsonOut, "html", *htmlOut); err != nil {
+	o.Load = lo.o
+	return doCapacity(ctx, capacityJob{o: o, json: lo.jsonOut, html: *htmlOut, verify: *verify, failBelow: *failBelow}, stdout, stderr)
+}
+
+// capacityJob is a capacity search once its options are read: `capacity`
+// makes one of its flags, `lab measure` of the lab's typed job
+// (labrun.Job), and both run it through doCapacity.
+type capacityJob struct {
+	o          capacity.Options
+	json, html string // the reports' files (--json, --html); "-" is stdout
+	verify     string // --verify-with: the plan to verify
+	failBelow  float64
+}
+
+// doCapacity runs j: the search (or, with a plan, the searches before
+// and after it) and its reports.
+func doCapacity(ctx context.Context, j capacityJob, stdout, stderr io.Writer) error {
+	if err := oneStdout("json", j.json, "html", j.html); err != nil {
 		return err
 	}
-	o.Load = lo.o
-	text := textOut(lo.jsonOut, stdout, stderr)
+	o := j.o
+	text := textOut(j.json, stdout, stderr)
 	p := newProgress(stderr, 0, false)
 	o.OnPhase = p.phase
 	o.OnStep = func(s report.Step) {
 		p.done()
 		fmt.Fprintf(text, "  %s\n", stepLine(o.SLO, s))
 	}
-	if *verify != "" {
-		return capacityVerify(ctx, o, *verify, lo.jsonOut, *htmlOut, *failBelow, stdout, stderr, text)
+	if j.verify != "" {
+		return capacityVerify(ctx, o, j, stdout, stderr, text)
 	}
-	fmt.Fprintf(text, "Searching the capacity of %s within %s, for %s at most:\n", lo.o.URL, o.SLO.Text, o.MaxDuration)
+	fmt.Fprintf(text, "Searching the capacity of %s within %s, for %s at most:\n", o.Load.URL, o.SLO.Text, o.MaxDuration)
 	res, err := capacity.Search(ctx, o)
 	p.done()
 	if err != nil {
 		return capacityErr(err)
 	}
 	c := res.Report
-	if lo.jsonOut != "-" {
+	if j.json != "-" {
 		fmt.Fprintln(text)
 		if err := report.CapacityText(stdout, c); err != nil {
 			return err
 		}
 	}
-	if lo.jsonOut != "" {
-		if err := writeOut(lo.jsonOut, stdout, "report", indentedJSON(c)); err != nil {
+	if j.json != "" {
+		if err := writeOut(j.json, stdout, "report", indentedJSON(c)); err != nil {
 			return err
 		}
 	}
-	if *htmlOut != "" {
-		if err := writeOut(*htmlOut, stdout, "HTML report", func(w io.Writer) error { return report.CapacityHTML(w, c) }); err != nil {
+	if j.html != "" {
+		if err := writeOut(j.html, stdout, "HTML report", func(w io.Writer) error { return report.CapacityHTML(w, c) }); err != nil {
 			return err
 		}
-		if lo.jsonOut != "-" && *htmlOut != "-" {
-			fmt.Fprintf(stdout, "HTML report: %s\n", *htmlOut)
+		if j.json != "-" && j.html != "-" {
+			fmt.Fprintf(stdout, "HTML report: %s\n", j.html)
 		}
 	}
-	return belowCapacity(c, *failBelow, stderr)
+	return belowCapacity(c, j.failBelow, stderr)
 }
 
 // afterPath is where the after search's page goes: NAME.after.html.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/netdoctor/netdoctor/internal/capacity"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -13,16 +12,13 @@ import (
 )
 
 // capacityVerify is capacity --verify-with: the capacity before → after
-// the plan, which is always rolled back.
-func capacityVerify(ctx context.Context, o capacity.Options, planPath, jsonOut, htmlOut string, failBelow float64, stdout, stderr, text io.Writer) error {
-	plan, err := readPlan(planPath)
+// the plan, which is always rolled back (capacity.Verify).
+func capacityVerify(ctx context.Context, o capacity.Options, j capacityJob, stdout, stderr, text io.Writer) error {
+	plan, err := readPlan(j.verify)
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return deniedError{tune.ErrNotRoot}
-	}
-	v, err := capacity.Verify(ctx, o, plan, planPath, text)
+	v, err := capacity.Verify(ctx, o, plan, j.verify, text)
 	if err != nil {
 		if errors.Is(err, tune.ErrNotRoot) {
 			return deniedError{err}
@@ -30,7 +26,7 @@ func capacityVerify(ctx context.Context, o capacity.Options, planPath, jsonOut, 
 		return capacityErr(err)
 	}
 	r := v.Report
-	if jsonOut != "-" {
+	if j.json != "-" {
 		for _, c := range []struct {
 			name string
 			c    *report.Capacity
@@ -44,21 +40,21 @@ func capacityVerify(ctx context.Context, o capacity.Options, planPath, jsonOut, 
 			return err
 		}
 	}
-	if jsonOut != "" {
-		if err := writeOut(jsonOut, stdout, "report", indentedJSON(r)); err != nil {
+	if j.json != "" {
+		if err := writeOut(j.json, stdout, "report", indentedJSON(r)); err != nil {
 			return err
 		}
 	}
-	if htmlOut != "" {
+	if j.html != "" {
 		// One page per search: the after page beside the named one.
 		for _, c := range []struct {
 			path string
 			c    *report.Capacity
-		}{{htmlOut, r.Before}, {afterPath(htmlOut), r.After}} {
+		}{{j.html, r.Before}, {afterPath(j.html), r.After}} {
 			if err := writeOut(c.path, stdout, "HTML report", func(w io.Writer) error { return report.CapacityHTML(w, c.c) }); err != nil {
 				return err
 			}
 		}
 	}
-	return belowCapacity(r.After, failBelow, stderr)
+	return belowCapacity(r.After, j.failBelow, stderr)
 }

@@ -10,6 +10,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/capacity"
 )
 
-func capacityVerify(context.Context, capacity.Options, string, string, string, float64, io.Writer, io.Writer, io.Writer) error {
+func capacityVerify(context.Context, capacity.Options, capacityJob, io.Writer, io.Writer, io.Writer) error {
 	return errors.New("capacity --verify-with needs Linux: a plan writes /proc/sys and reloads Linux services")
 }

@@ -84,7 +84,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return badInput("run needs exactly one URL, e.g. netdoctor run -c 50 -d 10s http://127.0.0.1:8080/ (with -s, the script's arguments may follow it)")
 	}
 	lo.o.URL = pos[0]
-	lo.o.ScriptArgs, lo.o.ScriptOut = pos[1:], textOut(lo.jsonOut, stdout, stderr)
+	lo.o.ScriptArgs = pos[1:]
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := lo.check(set); err != nil {
@@ -115,31 +115,58 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *keep && *verify == "" {
 		return badInput("--keep goes with --verify-with")
 	}
-	if err := oneStdout("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
-		return err
-	}
-	if err := checkOutputs("json", lo.jsonOut, "html", *htmlOut, "bundle", *bundleOut); err != nil {
-		return err
-	}
-	_ = connRoom(&lo.o, stderr)
-	if *verify != "" {
-		return runVerify(ctx, o, lo, set, *verify, *keep, *fail, stdout, stderr)
-	}
-	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
-	lo.o.OnSecond = p.second
-	o.OnPhase = p.phase
-	lo.o.OnStart = func() {
-		fmt.Fprintf(textOut(lo.jsonOut, stdout, stderr), "Running %s test @ %s, sampling %s every second\n", describe(lo.o), lo.o.URL, sidesText(o.ServerNetNS.String(), ag.url))
-	}
 	o.Load = lo.o
-	res, err := run.Run(ctx, o)
+	return doRun(ctx, runJob{o: o, json: lo.jsonOut, html: *htmlOut, bundle: *bundleOut, verify: *verify, keep: *keep, fail: *fail,
+		latency: lo.latency, timed: set["d"] || lo.o.Requests == 0}, stdout, stderr)
+}
+
+// runJob is a run once its options are read: `run` makes one of its
+// flags, `lab measure` of the lab's typed job (labrun.Job), and both run it
+// through doRun, the one way a run is made, written and exited.
+type runJob struct {
+	o                  run.Options
+	json, html, bundle string // the reports' files (--json, --html, --bundle); "-" is stdout
+	verify             string // --verify-with: the plan to verify
+	keep               bool
+	fail               failOn
+	latency            bool // the latency distribution in the text (--latency)
+	timed              bool // the progress counts the load's duration down (no -n without -d)
+}
+
+// doRun runs j: the run (or, with a plan, its verification) and its
+// reports.
+func doRun(ctx context.Context, j runJob, stdout, stderr io.Writer) error {
+	if err := oneStdout("json", j.json, "html", j.html, "bundle", j.bundle); err != nil {
+		return err
+	}
+	if err := checkOutputs("json", j.json, "html", j.html, "bundle", j.bundle); err != nil {
+		return err
+	}
+	text := textOut(j.json, stdout, stderr)
+	j.o.Load.ScriptOut = text
+	_ = connRoom(&j.o.Load, stderr)
+	if j.verify != "" {
+		return runVerify(ctx, j, stdout, stderr)
+	}
+	p := newProgress(stderr, j.o.Load.Duration, j.timed)
+	j.o.Load.OnSecond = p.second
+	j.o.OnPhase = p.phase
+	agentURL := ""
+	if j.o.ServerAgent != nil {
+		agentURL = j.o.ServerAgent.URL
+	}
+	lo := j.o.Load
+	j.o.Load.OnStart = func() {
+		fmt.Fprintf(text, "Running %s test @ %s, sampling %s every second\n", describe(lo), lo.URL, sidesText(j.o.ServerNetNS.String(), agentURL))
+	}
+	res, err := run.Run(ctx, j.o)
 	p.done()
 	if err != nil {
 		return runErr(err)
 	}
 	r := res.Report()
-	if lo.jsonOut != "-" {
-		if err := report.RunText(stdout, r, lo.latency); err != nil {
+	if j.json != "-" {
+		if err := report.RunText(stdout, r, j.latency); err != nil {
 			return err
 		}
 	}
@@ -148,39 +175,49 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usageError{err}
 		}
 	}
-	if lo.jsonOut != "" {
-		if err := writeRunJSON(lo.jsonOut, stdout, r); err != nil {
-			return err
-		}
-	}
-	if *htmlOut != "" {
-		if err := writeRunHTML(*htmlOut, stdout, r, res); err != nil {
-			return err
-		}
-		if lo.jsonOut != "-" && *htmlOut != "-" {
-			fmt.Fprintf(stdout, "HTML report: %s\n", *htmlOut)
-		}
-	}
-	if *bundleOut != "" {
-		if err := writeOut(*bundleOut, stdout, "bundle", gzipped(*bundleOut, indentedJSON(res.Bundle()))); err != nil {
-			return err
-		}
-		if p := res.Profile; p != nil && len(p.PProf) > 0 && *bundleOut != "-" {
-			path := pprofPath(*bundleOut)
-			if err := writeOut(path, stdout, "pprof profile", func(w io.Writer) error { _, err := w.Write(p.PProf); return err }); err != nil {
-				return err
-			}
-			if lo.jsonOut != "-" {
-				fmt.Fprintf(stdout, "On-CPU profile: %s (go tool pprof -http : %s)\n", path, path)
-			}
-		}
+	if err := writeRun(j, res, r, stdout); err != nil {
+		return err
 	}
 	for _, s := range r.Sides {
 		if s.Lost != "" {
 			return fmt.Errorf("%w: the %s side's %s", errLost, s.Name, s.Lost)
 		}
 	}
-	return exitFor(r.Findings, *fail)
+	return exitFor(r.Findings, j.fail)
+}
+
+// writeRun writes a run's reports where j says: JSON, HTML, the bundle
+// and its profile beside it.
+func writeRun(j runJob, res *run.Result, r *report.Run, stdout io.Writer) error {
+	if j.json != "" {
+		if err := writeRunJSON(j.json, stdout, r); err != nil {
+			return err
+		}
+	}
+	if j.html != "" {
+		if err := writeRunHTML(j.html, stdout, r, res); err != nil {
+			return err
+		}
+		if j.json != "-" && j.html != "-" {
+			fmt.Fprintf(stdout, "HTML report: %s\n", j.html)
+		}
+	}
+	if j.bundle == "" {
+		return nil
+	}
+	if err := writeOut(j.bundle, stdout, "bundle", gzipped(j.bundle, indentedJSON(res.Bundle()))); err != nil {
+		return err
+	}
+	if p := res.Profile; p != nil && len(p.PProf) > 0 && j.bundle != "-" {
+		path := pprofPath(j.bundle)
+		if err := writeOut(path, stdout, "pprof profile", func(w io.Writer) error { _, err := w.Write(p.PProf); return err }); err != nil {
+			return err
+		}
+		if j.json != "-" {
+			fmt.Fprintf(stdout, "On-CPU profile: %s (go tool pprof -http : %s)\n", path, path)
+		}
+	}
+	return nil
 }
 
 // pprofPath is where a bundle's profile goes: beside it, its name less

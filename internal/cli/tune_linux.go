@@ -164,58 +164,29 @@ func tuneErr(err error) error {
 	return err
 }
 
-// runVerify verifies a plan with run's load (tune.Verify): each
-// measurement is a run with the flags given.
-func runVerify(ctx context.Context, o run.Options, lo *loadOpts, set map[string]bool, planPath string, keep bool, fail failOn, stdout, stderr io.Writer) error {
-	p, err := readPlan(planPath)
+// runVerify is run --verify-with: tune.Verify measuring with runs of
+// j's load (run.Measure), each step's progress shown as a run's.
+func runVerify(ctx context.Context, j runJob, stdout, stderr io.Writer) error {
+	p, err := readPlan(j.verify)
 	if err != nil {
 		return err
 	}
 	// With --json - the progress goes to stderr: stdout is the JSON's.
-	text := textOut(lo.jsonOut, stdout, stderr)
-	measure := func(ctx context.Context, what string) (*tune.Measured, error) {
-		fmt.Fprintf(text, "%s: %s @ %s\n", what, describe(lo.o), lo.o.URL)
-		pr := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
-		o.Load = lo.o
+	text := textOut(j.json, stdout, stderr)
+	measure := run.Measure(j.o, func(step string, o *run.Options) func() {
+		fmt.Fprintf(text, "%s: %s @ %s\n", step, describe(o.Load), o.Load.URL)
+		pr := newProgress(stderr, o.Load.Duration, j.timed)
 		o.Load.OnSecond = pr.second
-		res, err := run.Run(ctx, o)
-		pr.done()
-		if err != nil {
-			return nil, runErr(err)
-		}
-		// Each measurement runs the script as a run does: its own setup
-		// and init (in run.Run), and its done, printed after the load.
-		if res.Load != nil {
-			if err := res.Load.ScriptDone(); err != nil {
-				return nil, usageError{err}
-			}
-		}
-		return &tune.Measured{Report: res.Report(), Outcome: outcomeOf(res)}, nil
-	}
-	vr, err := tune.Verify(ctx, p, planPath, tune.VerifyOptions{Measure: measure, Keep: keep, Out: text})
+		return pr.done
+	})
+	vr, err := tune.Verify(ctx, p, j.verify, tune.VerifyOptions{Measure: measure, Keep: j.keep, Out: text})
 	if err != nil {
-		return tuneErr(err)
+		return runErr(tuneErr(err))
 	}
-	if lo.jsonOut != "" {
-		if err := writeOut(lo.jsonOut, stdout, "report", indentedJSON(vr)); err != nil {
+	if j.json != "" {
+		if err := writeOut(j.json, stdout, "report", indentedJSON(vr)); err != nil {
 			return err
 		}
 	}
-	return exitFor(vr.After.Findings, fail)
-}
-
-// outcomeOf is a run's findings and its server side's counter rates over
-// the load window (the client's when the server was not observed).
-func outcomeOf(res *run.Result) tune.Outcome {
-	o := tune.Outcome{Findings: res.Findings}
-	for _, s := range res.Sides {
-		if !s.Observed {
-			continue
-		}
-		if w, ok := res.Window(s).Window(); ok {
-			o.Rate = w.SourceRate
-			break
-		}
-	}
-	return o
+	return exitFor(vr.After.Findings, j.fail)
 }
