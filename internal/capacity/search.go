@@ -42,8 +42,8 @@ type Options struct {
 	NoDiagnosis bool
 	// OnStep, if set, is called as each step ends; OnPhase as each
 	// begins, with what it is and how long it takes.
-	OnStep  func(report.Step)
-	OnPhase func(what string, d time.Duration)
+	OnStep  func(report.Step)                  `json:"-"`
+	OnPhase func(what string, d time.Duration) `json:"-"`
 }
 
 // Result is a finished search: its report, and the diagnosed run's

@@ -185,7 +185,7 @@ func TestCapacitySeed000(t *testing.T) {
 	labtest.Must(t, err)
 	dir := t.TempDir()
 	before, plan, verify := filepath.Join(dir, "before.json"), filepath.Join(dir, "plan.json"), filepath.Join(dir, "verify.json")
-	load := append(append(slices.Clone(sc.Load), target.Args...), "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name)
+	load := labRunArgs(sc, target, e)
 	if code, out := netdoctorIn(t, e.ClientNS.Name, append(append([]string{"run"}, load...), "--json", before, target.URL)...); code > 1 {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/lab/labrun"
 	"github.com/netdoctor/netdoctor/internal/tune"
 	"github.com/netdoctor/netdoctor/internal/tune/tunetest"
 )
@@ -78,10 +79,9 @@ func captureOne(dir string, c captureCase) (err error) {
 		return fmt.Errorf("build: %w", err)
 	}
 	report := filepath.Join(dir, c.name+".json")
-	args := append(append([]string{"run"}, c.sc.Load...), tg.Args...)
-	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name,
-		"--json", report, "--bundle", filepath.Join(dir, c.name+".bundle.json.gz"), tg.URL)
-	if err := lab.Netdoctor(ctx, e.ClientNS, args, io.Discard, io.Discard); err != nil {
+	o := labrun.RunOptions(e, c.sc, tg, 0)
+	j := labrun.Job{Run: &o, Reports: labrun.Outputs{JSON: report, Bundle: filepath.Join(dir, c.name+".bundle.json.gz")}}
+	if err := labrun.Measure(ctx, e, j, io.Discard, io.Discard); err != nil {
 		return err
 	}
 	in, err := readWith(report, "report", tune.ReadInput)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/lab/labrun"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -28,6 +29,8 @@ func runLabCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return labClean(args[1:], stdout, stderr)
 	case "serve":
 		return labServe(ctx, args[1:], stdout, stderr)
+	case "measure":
+		return labMeasure(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		return subcommandHelp(stdout, "lab")
 	}
@@ -62,7 +65,7 @@ func labList(args []string, stdout, stderr io.Writer) error {
 		} else {
 			p.F("  reports: no critical finding\n")
 		}
-		p.F("  load: netdoctor run %s\n", strings.Join(s.Load, " "))
+		p.F("  load: netdoctor run %s\n", strings.Join(loadArgs(s.Load), " "))
 		p.F("  article: %s\n", s.Article)
 		if s.Note != "" {
 			p.F("  note: %s\n", s.Note)
@@ -96,7 +99,7 @@ func labClean(args []string, stdout, stderr io.Writer) error {
 
 func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lab run", stderr)
-	var o lab.RunOptions
+	var o labrun.Options
 	fs.BoolVar(&o.Fixed, "fixed", false, "then apply the scenario's fix (or the stage's), run again and compare")
 	fs.IntVar(&o.Stage, "stage", 0, "start at this stage: the faults of it and later stages (default 1: all; one past the last: none, the fixed lab)")
 	fs.BoolVar(&o.Tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
@@ -148,11 +151,31 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if os.Geteuid() != 0 {
 		return deniedError{lab.ErrNeedsRoot}
 	}
-	err = lab.Run(ctx, sc, o, stdout, stderr)
+	err = labrun.Run(ctx, sc, o, stdout, stderr)
 	if errors.Is(err, lab.ErrNeedsRoot) {
 		return deniedError{err}
 	}
 	return err
+}
+
+// labMeasure is the lab's child in its client namespace (labrun.Measure;
+// not for direct use): it reads the typed job on stdin and runs it as
+// run and capacity run theirs once their flags are read, through the
+// same code (doRun, doCapacity): the same reports, text and exit.
+func labMeasure(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return badInput("lab measure takes no arguments: it reads its job (JSON) on stdin")
+	}
+	j, err := labrun.ReadJob(os.Stdin)
+	if err != nil {
+		return usageError{err}
+	}
+	if j.Capacity != nil {
+		return doCapacity(ctx, capacityJob{o: *j.Capacity, json: j.Reports.JSON, html: j.Reports.HTML, verify: j.Verify}, stdout, stderr)
+	}
+	o := *j.Run
+	return doRun(ctx, runJob{o: o, json: j.Reports.JSON, html: j.Reports.HTML, bundle: j.Reports.Bundle, verify: j.Verify, fail: failCritical,
+		timed: o.Load.Duration > 0 || o.Load.Requests == 0}, stdout, stderr)
 }
 
 // labServe runs one of the lab's built-in servers (started by the lab in

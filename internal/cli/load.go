@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,48 @@ func loadFlags(fs *flag.FlagSet) *loadOpts {
 	fs.StringVar(&lo.script, "s", "", "same as --script")
 	fs.StringVar(&lo.jsonOut, "json", "", "write the result as JSON to this file (- for stdout, and the text to stderr)")
 	return lo
+}
+
+// loadArgs is o as the load flags of run (and load) that make it: how
+// `lab list -v` shows a scenario's load, and how tests give one to the
+// command line. TestLoadArgs parses them back (loadFlags) into o.
+func loadArgs(o load.Options) []string {
+	var a []string
+	add := func(name, value string) { a = append(a, flagName(name), value) }
+	if o.Connections != 0 {
+		add("c", strconv.Itoa(o.Connections))
+	}
+	if o.Threads != 0 {
+		add("t", strconv.Itoa(o.Threads))
+	}
+	if o.Duration != 0 {
+		add("d", o.Duration.String())
+	}
+	if o.Requests != 0 {
+		add("n", strconv.FormatInt(o.Requests, 10))
+	}
+	if o.Rate != 0 {
+		add("R", strconv.FormatFloat(o.Rate, 'g', -1, 64))
+	}
+	if o.Timeout != 0 {
+		add("timeout", o.Timeout.String())
+	}
+	if o.NoKeepAlive {
+		a = append(a, flagName("no-keepalive"))
+	}
+	if o.Method != "" && o.Method != "GET" {
+		add("m", o.Method)
+	}
+	for _, h := range o.Header {
+		add("H", h)
+	}
+	if o.Body != nil {
+		add("body", string(o.Body))
+	}
+	if r := o.Ramp; r != nil {
+		add("ramp", fmt.Sprintf("%d:%d:%s", r.From, r.To, r.Over))
+	}
+	return a
 }
 
 // wrkShort are the flags splitShort separates from their attached

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/lab/labrun"
 )
 
 // sharedTmp is a directory like /tmp, which TMPDIR points at for the
@@ -55,7 +55,7 @@ func TestLabReportsPreempted(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stderr strings.Builder
-			dir, err := lab.Reports("healthy", &stderr)
+			dir, err := labrun.Reports("healthy", &stderr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestLabReportsPreempted(t *testing.T) {
 	t.Run("free", func(t *testing.T) {
 		tmp := sharedTmp(t)
 		var stderr strings.Builder
-		dir, err := lab.Reports("healthy", &stderr)
+		dir, err := labrun.Reports("healthy", &stderr)
 		if err != nil || dir != filepath.Join(tmp, "netdoctor-reports", "healthy") || stderr.Len() > 0 {
 			t.Fatalf("lab.Reports = %s, %v (%q)", dir, err, stderr.String())
 		}

@@ -139,7 +139,7 @@ func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
 	labtest.Must(t, err)
 	dir := t.TempDir()
 	before, plan, verify := filepath.Join(dir, "before.json"), filepath.Join(dir, "plan.json"), filepath.Join(dir, "verify.json")
-	load := append(append(slices.Clone(sc.Load), target.Args...), "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name)
+	load := labRunArgs(sc, target, e)
 	if code, out := netdoctorIn(t, e.ClientNS.Name, append(append([]string{"run"}, load...), "--json", before, target.URL)...); code > 1 {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
@@ -178,6 +178,16 @@ func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
 		t.Error(err)
 	}
 	return p, &v
+}
+
+// labRunArgs are run's flags for a scenario's load in lab e, as a user
+// types them: what the lab hands its runs as data (labrun.RunOptions).
+func labRunArgs(sc *lab.Scenario, t *lab.Target, e *lab.Env) []string {
+	args := append(loadArgs(sc.Load), "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name)
+	if t.DNS {
+		args = append(args, "--dns")
+	}
+	return args
 }
 
 func planHas(p *tune.Plan, pred func(tune.Change) bool) bool {

@@ -20,10 +20,10 @@ import (
 // /etc/netns files. The lab runs nft this way: no nftables library is
 // among netdoctor's dependencies.
 func (e *Env) Exec(ns netns.NS, args ...string) error {
-	return ns.Do(func() error { return run(args[0], args[1:]...) })
+	return ns.Do(func() error { return runCmd(args[0], args[1:]...) })
 }
 
-func run(name string, args ...string) error {
+func runCmd(name string, args ...string) error {
 	out, err := exec.Command(name, args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))

@@ -2,7 +2,9 @@ package lab
 
 import (
 	"strings"
+	"time"
 
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -18,9 +20,9 @@ type Scenario struct {
 	// Reports are the findings netdoctor must report active at stage 1.
 	Reports []report.FindingID
 	Stages  []Stage
-	// Load is the run's load, as netdoctor run flags, the same before
-	// and after the fix.
-	Load []string
+	// Load is the run's load, the same before and after the fix: typed
+	// options, as the lab hands them to the run (Job), never flags.
+	Load load.Options
 	// Article is what the seed's author measured; docs/lab.md has it
 	// beside what the lab measures.
 	Article string
@@ -109,7 +111,7 @@ var Scenarios = []Scenario{
 			{Fault: "ip_local_port_range 20000 20050 (51 ports) with fastcgi_keep_conn off", Fix: "ip_local_port_range 15000 65000", Reports: []report.FindingID{rules.EphemeralPortExhaustion, rules.UpstreamConnectionChurn}},
 			{Fault: "a new FastCGI connection per request with tcp_tw_reuse 0", Fix: "upstream keepalive 128 with fastcgi_keep_conn on", Reports: []report.FindingID{rules.UpstreamConnectionChurn}},
 		},
-		Load:    []string{"-c", "200", "-t", "2", "-d", "5s", "--timeout", "2s"},
+		Load:    load.Options{Connections: 200, Threads: 2, Duration: 5 * time.Second, Timeout: 2 * time.Second},
 		Article: "189 req/s all non-2xx → 5382 (conntrack) → 4683 (max_children) → 6185 (backlog) → 3208 (ports) → 5180 req/s, no non-2xx (keepalive, tw_reuse)",
 	},
 	{
@@ -120,7 +122,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "nginx tcp_nodelay off, sendfile on, a 900-byte page over keep-alive", Fix: "tcp_nodelay on (nginx's default)", Reports: []report.FindingID{rules.NagleDelayedACK}},
 		},
-		Load:    []string{"-c", "20", "-t", "1", "-d", "5s"},
+		Load:    load.Options{Connections: 20, Threads: 1, Duration: 5 * time.Second},
 		Article: "wrk p50 44 ms vs 7.8 ms on the other port, 2283 → 12384 req/s after tcp_nodelay on",
 	},
 	{
@@ -131,7 +133,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "empty resolv.conf in the server's namespace", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []report.FindingID{rules.DNSMisconfigured}},
 		},
-		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
+		Load:    load.Options{Connections: 20, Threads: 1, Duration: 4 * time.Second},
 		Article: "nslookup: “no servers could be reached”",
 	},
 	{
@@ -142,7 +144,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "resolv.conf points at a resolver 150 ms away (a relay that holds each query, as there is no netem)", Fix: "resolv.conf pointing at a local dnsmasq cache", Reports: []report.FindingID{rules.DNSSlow, rules.AppSlow}},
 		},
-		Load:    []string{"-c", "20", "-t", "1", "-d", "4s"},
+		Load:    load.Options{Connections: 20, Threads: 1, Duration: 4 * time.Second},
 		Article: "far resolver: 140 ms ping, lookups of 10–15 s when lossy; with a dnsmasq cache 0.49 s then 0.011 s",
 	},
 	{
@@ -153,7 +155,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "the resolver never answers PTR queries (glibc options timeout:1 attempts:2); the page calls gethostbyaddr(client)", Fix: "a resolver that answers private-range PTR locally (dnsmasq bogus-priv)", Reports: []report.FindingID{rules.ReverseDNSLookup, rules.AppSlow}},
 		},
-		Load:    []string{"-c", "20", "-t", "1", "-d", "5s", "--timeout", "4s"},
+		Load:    load.Options{Connections: 20, Threads: 1, Duration: 5 * time.Second, Timeout: 4 * time.Second},
 		Article: "ping -c 3 took 11 s: two PTR lookups of 5 s went unanswered; ping -n is instant",
 	},
 	{
@@ -164,7 +166,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "SYN flood at 2000/s from random sources; tcp_syncookies 0, tcp_max_syn_backlog 256", Fix: "tcp_syncookies 1 (the default)", Reports: []report.FindingID{rules.SynQueueOverflow}},
 		},
-		Load:     []string{"-c", "10", "-t", "1", "-d", "5s", "--no-keepalive"},
+		Load:     load.Options{Connections: 10, Threads: 1, Duration: 5 * time.Second, NoKeepAlive: true},
 		Article:  "193 connections in SYN_RECV, curl times out; tcp_max_syn_backlog 256",
 		Persists: []report.FindingID{rules.SynQueueOverflow},
 		Note:     "after the fix the flood goes on: " + string(rules.SynQueueOverflow) + " stays, as a warning that SYN cookies now answer it",
@@ -177,7 +179,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "stateful firewall, nf_conntrack_max 2000, TIME_WAIT entries kept 3 s (the article's 120 s cycle, shortened to fit the run)", Fix: "nf_conntrack_max 262144", Reports: []report.FindingID{rules.ConntrackTableFull}},
 		},
-		Load:    []string{"-c", "100", "-t", "1", "-d", "10s"},
+		Load:    load.Options{Connections: 100, Threads: 1, Duration: 10 * time.Second},
 		Article: "TPS climbs to ~300, collapses, climbs again, regularly; dmesg “nf_conntrack: table full, dropping packet”; 1000 TPS without iptables",
 	},
 	{
@@ -189,7 +191,7 @@ var Scenarios = []Scenario{
 			{Fault: "listen backlog 50 with 100 worker threads under 400 connections", Fix: "listen backlog 5000", Reports: []report.FindingID{rules.AcceptQueueOverflow}},
 			{Fault: "every request appends to one log under an exclusive flock held 2 ms", Fix: "log level raised: no log line per request", Reports: []report.FindingID{rules.AppSlow}},
 		},
-		Load:     []string{"-c", "400", "-t", "2", "-d", "5s", "--no-keepalive", "--timeout", "3s"},
+		Load:     load.Options{Connections: 400, Threads: 2, Duration: 5 * time.Second, NoKeepAlive: true, Timeout: 3 * time.Second},
 		Article:  "errors (connection reset) from ~3800 TPS; Send-Q 50 on :5000; backlog 5000 → no errors; at 4600 threads RT grows with idle CPU, threads BLOCKED on the log lock; log level → RT 37 ms",
 		Persists: []report.FindingID{rules.AppSlow},
 		Note:     "after both fixes the mock still sleeps 35 ms per request, as the seed's did: " + string(rules.AppSlow) + " stays, now naming that sleep, and p50 falls to the sleep plus queueing",
@@ -202,7 +204,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "a new redis connection per request (red:close()), tcp_max_tw_buckets 1024", Fix: "red:set_keepalive(10000, 1024): a pool per worker", Reports: []report.FindingID{rules.UpstreamConnectionChurn, rules.TimewaitBucketOverflow}},
 		},
-		Load:    []string{"-c", "100", "-t", "1", "-d", "5s"},
+		Load:    load.Options{Connections: 100, Threads: 1, Duration: 5 * time.Second},
 		Article: "strace: a connect() to redis per request; upstream keepalive 1024: TPS 3K → 9K, RT 300 ms → 20 ms; dmesg “time wait bucket table overflow”",
 	},
 	// The scenarios below run servers netdoctor knows nothing of: it
@@ -215,7 +217,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "4 worker threads for 50 keep-alive connections, each request 50 ms off the CPU", Fix: "64 worker threads", Reports: []report.FindingID{rules.WorkerPoolExhausted}},
 		},
-		Load:    []string{"-c", "50", "-t", "1", "-d", "5s"},
+		Load:    load.Options{Connections: 50, Threads: 1, Duration: 5 * time.Second},
 		Article: "no article; the lab: 79 req/s (4 workers / 50 ms), p50 607 ms, 46 of 50 connections with their request unread in Recv-Q → 64 workers: 979 req/s, p50 51 ms",
 	},
 	{
@@ -226,7 +228,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "an nft rule drops 30 % of the UDP queries to dnsmasq in the server's namespace", Fix: "no drop rule", Reports: []report.FindingID{rules.DNSSlow}},
 		},
-		Load:    []string{"-c", "20", "-t", "1", "-d", "6s", "--timeout", "8s"},
+		Load:    load.Options{Connections: 20, Threads: 1, Duration: 6 * time.Second, Timeout: 8 * time.Second},
 		Article: "no article; the lab: 4–9 req/s, none at all for 4 of the 6 seconds, p99 5.0 s (glibc's timeout), 20 connections left in CLOSE_WAIT → 7.5k req/s, p99 7 ms",
 	},
 	{
@@ -237,7 +239,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "haproxy option http-server-close, http-pretend-keepalive and nolinger: a connection to nginx per request, closed by haproxy with a RST", Fix: "keep-alive to the backend with http-reuse always", Reports: []report.FindingID{rules.UpstreamConnectionChurn}},
 		},
-		Load:    []string{"-c", "50", "-t", "1", "-d", "5s"},
+		Load:    load.Options{Connections: 50, Threads: 1, Duration: 5 * time.Second},
 		Article: "no article; the lab: 40k req/s with a connect and a RST per request (TcpActiveOpens = TcpOutRsts ≈ 41k/s), 0 TIME_WAIT → 91k req/s",
 	},
 	{
@@ -248,7 +250,7 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "a new backend connection per request, closed by the proxy; ip_local_port_range 20000 20099 (100 ports), tcp_tw_reuse 0", Fix: "a pool of persistent HTTP/1.1 backend connections (--keepalive) and the kernel's default port range (tcp_tw_reuse stays 0)", Reports: []report.FindingID{rules.UpstreamConnectionChurn, rules.EphemeralPortExhaustion}},
 		},
-		Load:    []string{"-c", "50", "-t", "1", "-d", "5s"},
+		Load:    load.Options{Connections: 50, Threads: 1, Duration: 5 * time.Second},
 		Article: "no article; the lab: 99 requests answered, then 100 % 502 (connect: EADDRNOTAVAIL), 100 TIME_WAIT on ports 20000–20099 → 37–39k req/s, no errors",
 	},
 	{
@@ -259,14 +261,14 @@ var Scenarios = []Scenario{
 		Stages: []Stage{
 			{Fault: "every tenth request held 5 s (--every 10 --hold 5s)", Fix: "no stall (--every 0)", Reports: []report.FindingID{rules.UnexplainedDistress}},
 		},
-		Load:    []string{"-c", "20", "-t", "1", "-d", "6s", "--timeout", "8s"},
+		Load:    load.Options{Connections: 20, Threads: 1, Duration: 6 * time.Second, Timeout: 8 * time.Second},
 		Article: "no article; the lab: 63 req/s, no response at all for 4 of the 6 seconds, p50 0.14 ms but p99 5.0 s → 86–94k req/s",
 	},
 	{
 		Name:    "healthy",
 		Seed:    "none (the negative control)",
 		Summary: "nginx → php-fpm as seed 000 ends: its stateful firewall with a roomy table, upstream keepalive, a pool with room, deep queues",
-		Load:    []string{"-c", "200", "-t", "2", "-d", "5s", "--timeout", "2s"},
+		Load:    load.Options{Connections: 200, Threads: 2, Duration: 5 * time.Second, Timeout: 2 * time.Second},
 		Article: "seed 000 after every fix: 5180 req/s, no non-2xx",
 	},
 }

@@ -8,11 +8,13 @@ import (
 	"time"
 )
 
-// Target is what a built scenario serves, and the run flags beyond its
-// load that observing it needs.
+// Target is what a built scenario serves, and what observing it needs
+// beyond the scenario's load.
 type Target struct {
-	URL  string
-	Args []string
+	URL string
+	// DNS: the run also probes the nameservers of both sides (run
+	// --dns), because what the scenario breaks is name resolution.
+	DNS bool
 }
 
 // Build starts the scenario's servers in e with the faults of stage
@@ -234,7 +236,7 @@ if ($ip === %q) { http_response_code(502); echo "cannot resolve %s\n"; } else { 
 			return nil, err
 		}
 		t := e.url(80)
-		t.Args = []string{"--dns"}
+		t.DNS = true
 		return t, nil
 	}
 }

@@ -2,7 +2,10 @@ package lab
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +15,8 @@ import (
 )
 
 // Self is how the lab starts netdoctor itself in a namespace (its small
-// built-in servers, and `netdoctor run` on the client side): the binary
+// built-in servers, its agent, and the measurements on the client side,
+// labrun.Measure): the binary
 // and extra environment. A test binary sets it to re-run itself in a
 // helper role.
 var Self = func() (exe string, env []string) {
@@ -251,4 +255,27 @@ func (e *Env) StartHAProxy(ctx context.Context, h *HAProxy) (*Proc, error) {
 		return nil, err
 	}
 	return proc, nil
+}
+
+// StartAgent starts `netdoctor agent` in the lab's server namespace, on
+// the server's address with a token of its own, and returns its URL and
+// the token's file: the run reaches it over the veth, as it would reach
+// an agent on another host. extra are more of the agent's flags. The
+// agent is the product under test, so it runs as users run it: a
+// process started with its flags (what it serves, on which address,
+// with which token, has no type of its own that a job could carry).
+func (e *Env) StartAgent(ctx context.Context, extra ...string) (url, tokenFile string, p *Proc, err error) {
+	var b [24]byte
+	rand.Read(b[:])
+	tokenFile = filepath.Join(e.Dir, "agent.token")
+	if err := os.WriteFile(tokenFile, []byte(base64.StdEncoding.EncodeToString(b[:])+"\n"), 0o600); err != nil {
+		return "", "", nil, fmt.Errorf("agent token: %w", err)
+	}
+	addr := net.JoinHostPort(e.ServerIP, "9120")
+	// Resolvers are probed when the run asks, as with --server-netns.
+	args := append([]string{"agent", "--listen", addr, "--token-file", tokenFile, "--dns-every", "0"}, extra...)
+	if p, err = e.StartSelf(ctx, e.ServerNS, "agent", "agent serving", args...); err != nil {
+		return "", "", nil, fmt.Errorf("start the agent: %w", err)
+	}
+	return "http://" + addr, tokenFile, p, nil
 }

@@ -61,19 +61,21 @@ type Options struct {
 
 	// Script, if set, is a wrk Lua script: it sets the requests (Method,
 	// Header and Body become wrk.method, wrk.headers and wrk.body), may
-	// see the responses, and its done runs in Result.ScriptDone.
-	Script *Script
+	// see the responses, and its done runs in Result.ScriptDone. It is
+	// compiled code, not data: Options as JSON (the lab's jobs) carry
+	// none, nor the writer and hooks below.
+	Script *Script `json:"-"`
 	// ScriptArgs are init's args after args[0], the URL.
 	ScriptArgs []string
 	// ScriptOut receives the script's print and io.write; nil discards.
-	ScriptOut io.Writer
+	ScriptOut io.Writer `json:"-"`
 
 	// OnStart, if set, is called once the options are valid and the host
 	// resolved, just before the first connection.
-	OnStart func()
+	OnStart func() `json:"-"`
 	// OnSecond, if set, receives each second of the timeline as soon as it
 	// is complete, on a goroutine of its own; it must return quickly.
-	OnSecond func(Second)
+	OnSecond func(Second) `json:"-"`
 }
 
 // Ramp is --ramp FROM:TO:DURATION.

@@ -49,7 +49,7 @@ type Options struct {
 	// OnPhase, if set, is called as each timed step begins: "baseline"
 	// and "tail" with their length, "load" with the load's duration (0
 	// when bounded by its requests alone).
-	OnPhase func(name string, d time.Duration)
+	OnPhase func(name string, d time.Duration) `json:"-"`
 }
 
 // Result is a finished run: what it observed (the embedded rules.Run, which

@@ -1,14 +1,12 @@
-package lab
+package labrun
 
 import (
+	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,14 +15,21 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/agentapi"
+	"github.com/netdoctor/netdoctor/internal/capacity"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/safepath"
+	"github.com/netdoctor/netdoctor/internal/source"
 	"github.com/netdoctor/netdoctor/internal/tune"
 )
 
-// RunOptions are the choices of one lab run (`netdoctor lab run`).
-type RunOptions struct {
+// Options are the choices of one lab run (`netdoctor lab run`).
+type Options struct {
 	// Stage is the first stage whose faults are built (0: 1, all of
 	// them; one past the last: none, the fixed lab).
 	Stage int
@@ -54,11 +59,11 @@ type RunOptions struct {
 // an error.
 const ExitFindings = 1
 
-// Run builds the scenario's lab, runs netdoctor against it (`netdoctor
-// run` in the client's namespace, observing the server's) and writes
+// Run builds the scenario's lab, runs netdoctor against it (a run from
+// the client's namespace observing the server's: Measure) and writes
 // the reports to o.Out; with o.Fixed, or o.Tune, it fixes the lab and
 // runs again. Its output, and the runs', goes to stdout and stderr.
-func Run(ctx context.Context, sc *Scenario, o RunOptions, stdout, stderr io.Writer) error {
+func Run(ctx context.Context, sc *lab.Scenario, o Options, stdout, stderr io.Writer) error {
 	stage := o.Stage
 	if stage == 0 {
 		stage = 1
@@ -152,7 +157,7 @@ func Reports(name string, stderr io.Writer) (string, error) {
 
 // phase is one lab built at one stage and one run against it.
 type phase struct {
-	sc          *Scenario
+	sc          *lab.Scenario
 	stage, from int
 	profileHz   int
 	json, html  string
@@ -193,7 +198,7 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 	if want := sc.Expected(ph.stage); len(want) > 0 {
 		p.F("Expected: %s\n", report.JoinIDs(want))
 	}
-	e, err := New("L" + strconv.Itoa(os.Getpid()%100000))
+	e, err := lab.New("L" + strconv.Itoa(os.Getpid()%100000))
 	if err != nil {
 		return err
 	}
@@ -204,7 +209,7 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 	}()
 	t, err := sc.Build(ctx, e, ph.stage)
 	if err != nil {
-		var m ErrMissing
+		var m lab.ErrMissing
 		if errors.As(err, &m) {
 			return fmt.Errorf("lab %s: %w", sc.Name, err)
 		}
@@ -214,23 +219,21 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 	if err := p.Err(); err != nil {
 		return err
 	}
-	args := append(append([]string{"run"}, sc.Load...), t.Args...)
-	args = append(args, "--baseline", "1s", "--tail", "1s")
-	if ph.profileHz > 0 {
-		args = append(args, "--profile-hz", strconv.Itoa(ph.profileHz))
-	}
+	o := RunOptions(e, sc, t, ph.profileHz)
 	if ph.agent {
-		url, tok, _, err := e.StartAgent(ctx)
+		url, tokenFile, _, err := e.StartAgent(ctx)
 		if err != nil {
 			return err
 		}
 		p.F("Agent: %s in netns %s (log %s)\n\n", url, e.ServerNS, filepath.Join(e.Dir, "agent.out"))
-		args = append(args, "--server-agent", url, "--token-file", tok)
-	} else {
-		args = append(args, "--server-netns", e.ServerNS.Name)
+		token, err := agentapi.ReadToken(tokenFile)
+		if err != nil {
+			return fmt.Errorf("agent token: %w", err)
+		}
+		o.ServerNetNS, o.ServerAgent = netns.NS{}, &source.RemoteConfig{URL: url, Token: token}
 	}
-	args = append(args, "--json", ph.json, "--html", ph.html, "--bundle", ph.bundle, t.URL)
-	if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
+	j := Job{Run: &o, Reports: Outputs{JSON: ph.json, HTML: ph.html, Bundle: ph.bundle}}
+	if err := Measure(ctx, e, j, stdout, stderr); err != nil {
 		return err
 	}
 	if ph.plan != "" {
@@ -245,48 +248,60 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 	return p.Err()
 }
 
-// StartAgent starts `netdoctor agent` in the lab's server namespace, on
-// the server's address with a token of its own, and returns its URL and
-// the token's file: the run reaches it over the veth, as it would reach
-// an agent on another host. extra are more of the agent's flags.
-func (e *Env) StartAgent(ctx context.Context, extra ...string) (url, tokenFile string, p *Proc, err error) {
-	var b [24]byte
-	rand.Read(b[:])
-	tokenFile = filepath.Join(e.Dir, "agent.token")
-	if err := os.WriteFile(tokenFile, []byte(base64.StdEncoding.EncodeToString(b[:])+"\n"), 0o600); err != nil {
-		return "", "", nil, fmt.Errorf("agent token: %w", err)
+// RunOptions is the run the lab makes of scenario sc built in e (at
+// t): the scenario's load at the target, both sides sampled through a
+// second's baseline and tail, the server observed in its namespace,
+// the servers' on-CPU profile at profileHz (0: run's default).
+func RunOptions(e *lab.Env, sc *lab.Scenario, t *lab.Target, profileHz int) run.Options {
+	o := run.Options{Load: sc.Load, ServerNetNS: e.ServerNS, Baseline: time.Second, Tail: time.Second, DNS: t.DNS, ProfileHz: profileHz}
+	o.Load.URL = t.URL
+	if o.ProfileHz == 0 {
+		o.ProfileHz = cpuprof.DefaultHz
 	}
-	addr := net.JoinHostPort(e.ServerIP, "9120")
-	// Resolvers are probed when the run asks, as with --server-netns.
-	args := append([]string{"agent", "--listen", addr, "--token-file", tokenFile, "--dns-every", "0"}, extra...)
-	if p, err = e.StartSelf(ctx, e.ServerNS, "agent", "agent serving", args...); err != nil {
-		return "", "", nil, fmt.Errorf("start the agent: %w", err)
-	}
-	return "http://" + addr, tokenFile, p, nil
+	return o
 }
 
-// Netdoctor runs netdoctor with args in namespace ns, its output
-// passed through. Exit 1 (active critical findings) is the point of
-// most scenarios, not an error.
-func Netdoctor(ctx context.Context, ns netns.NS, args []string, stdout, stderr io.Writer) error {
-	exe, env := Self()
-	cmd := exec.Command("ip", append([]string{"netns", "exec", ns.Name, exe}, args...)...)
+// Measure has netdoctor make j from the lab's client namespace, its
+// output passed through: a child (`netdoctor lab measure`, entered with
+// `ip netns exec`) reads j as JSON on its stdin and runs it as `run`
+// and `capacity` run once their flags are read, writing the same
+// reports and exiting as they do. Exit 1 (active critical findings) is
+// the point of most scenarios, not an error.
+//
+// A child, not run.Run called in this process, because a network
+// namespace belongs to a thread and a run's client side is many: the
+// load engine's event loops (each on a thread of its own), the
+// goroutines that dial its TLS connections, the resolver that looks the
+// target up, the probes and the client's sampling would each have to
+// enter the namespace, and Go's resolver cannot be made to: it reads
+// /etc/resolv.conf in the process's mount namespace, while the client's
+// own (/etc/netns/NAME/resolv.conf, NS.ResolvConf) is put in its place
+// only by `ip netns exec`, in a mount namespace of the child's. In the
+// child every thread, socket and file is the client's, as for a user
+// who runs netdoctor there, and Ctrl-C reaches the measurement as it
+// reaches the command: it stops the load and still reports.
+func Measure(ctx context.Context, e *lab.Env, j Job, stdout, stderr io.Writer) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("lab job: %w", err)
+	}
+	exe, env := lab.Self()
+	cmd := exec.Command("ip", "netns", "exec", e.ClientNS.Name, exe, "lab", "measure")
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), stdout, stderr
 	// Its own process group, so that Ctrl-C reaches it once, from us:
 	// it then stops the load and still reports.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start netdoctor run: %w", err)
+		return fmt.Errorf("start netdoctor in the lab's client namespace: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// Interrupted: what the run said is beside the point, it only
-		// has to end.
+		// Interrupted: what the measurement said is beside the point,
+		// it only has to end.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
 		select {
 		case <-done:
@@ -301,14 +316,26 @@ func Netdoctor(ctx context.Context, ns netns.NS, args []string, stdout, stderr i
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("netdoctor run in the lab failed: %v", err)
+		return fmt.Errorf("netdoctor %s in the lab failed: %v", j.what(), err)
 	}
 	return nil
 }
 
+// what the job is, for an error.
+func (j Job) what() string {
+	w := "run"
+	if j.Capacity != nil {
+		w = "capacity"
+	}
+	if j.Verify != "" {
+		w += " verifying " + j.Verify
+	}
+	return w
+}
+
 // tune plans from the phase's report and verifies the plan in the lab:
 // netdoctor's own fix, where --fixed applies the scenario's.
-func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.Writer) error {
+func (ph phase) tune(ctx context.Context, e *lab.Env, t *lab.Target, stdout, stderr io.Writer) error {
 	p := report.NewPrinter(stdout)
 	p.F("\nPlanning from %s:\n\n", ph.json)
 	plan, err := planFrom(ph.json)
@@ -322,23 +349,28 @@ func (ph phase) tune(ctx context.Context, e *Env, t *Target, stdout, stderr io.W
 		return err
 	}
 	p.F("\n")
-	args := append(append([]string{"run"}, ph.sc.Load...), t.Args...)
-	if ph.profileHz > 0 {
-		args = append(args, "--profile-hz", strconv.Itoa(ph.profileHz))
+	if err := p.Err(); err != nil {
+		return err
 	}
-	args = append(args, "--baseline", "1s", "--tail", "1s", "--server-netns", e.ServerNS.Name,
-		"--verify-with", ph.plan, "--json", ph.verify, t.URL)
-	if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
+	o := RunOptions(e, ph.sc, t, ph.profileHz)
+	if err := Measure(ctx, e, Job{Run: &o, Verify: ph.plan, Reports: Outputs{JSON: ph.verify}}, stdout, stderr); err != nil {
 		return err
 	}
 	if ph.capacity != "" {
 		// How much it takes within its SLO, before and after the same
-		// plan: the capacity search with its diagnosis, twice.
-		p.F("\nCapacity before → after the plan (within p99<=500ms, errors<=0.1%%; %v at most):\n\n", ph.capacityFor)
-		args := append([]string{"capacity"}, t.Args...)
-		args = append(args, "--server-netns", e.ServerNS.Name, "--verify-with", ph.plan, "--max-duration", ph.capacityFor.String(),
-			"--json", ph.capacity, "--html", ph.capacityHTML(), t.URL)
-		if err := Netdoctor(ctx, e.ClientNS, args, stdout, stderr); err != nil {
+		// plan: the capacity search with its diagnosis, twice, with
+		// capacity's default SLO and load.
+		slo, err := capacity.ParseSLO(nil)
+		if err != nil {
+			return err
+		}
+		p.F("\nCapacity before → after the plan (within %s; %v at most):\n\n", slo.Text, ph.capacityFor)
+		if err := p.Err(); err != nil {
+			return err
+		}
+		c := capacity.Options{Load: load.Options{URL: t.URL}, Run: run.Options{ServerNetNS: e.ServerNS, DNS: t.DNS}, SLO: slo, MaxDuration: ph.capacityFor}
+		j := Job{Capacity: &c, Verify: ph.plan, Reports: Outputs{JSON: ph.capacity, HTML: ph.capacityHTML()}}
+		if err := Measure(ctx, e, j, stdout, stderr); err != nil {
 			return err
 		}
 	}
