@@ -25,6 +25,8 @@ var _ = define(Class{ID: AppSlow,
 	ReportedBy: "`run`",
 })
 
+var _ = register(Rule{Name: "appslow", Order: 230, Scope: Symptom, IDs: []report.FindingID{AppSlow}, Checks: "time held in the application", Check: checkAppSlow})
+
 // appSlowLatency is the median below which a response is not called slow:
 // a hello-world through nginx and php-fpm answers in about a millisecond,
 // and 40 ms is Nagle's signature, which has its own rule.

@@ -27,6 +27,8 @@ var _ = define(Class{ID: BandwidthSaturated,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "bandwidth", Order: 130, Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Checks: "bandwidth and shapers", Check: checkBandwidth})
+
 // Thresholds of bandwidth-saturated. A rate counts as saturated at 90 %
 // of its limit: TCP through a shaper settles at 95–100 % of its rate, and
 // Ethernet counters, which leave out preamble, gap and FCS, read about

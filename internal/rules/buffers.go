@@ -25,6 +25,9 @@ var _ = define(Class{ID: SocketBufferLimit,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "buffers", Order: 120, Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Checks: "socket memory", Check: checkBuffers,
+	Watches: bufferCounters})
+
 // bufferCounters are the kernel's counters of data dropped for lack of
 // buffer or memory.
 var bufferCounters = []string{"TcpExtTCPRcvQDrop", "TcpExtTCPBacklogDrop", "TcpExtPruneCalled", "TcpExtRcvPruned",

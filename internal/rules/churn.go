@@ -26,6 +26,8 @@ var _ = define(Class{ID: UpstreamConnectionChurn,
 	ReportedBy:   "`check`, `diagnose`, `run`",
 })
 
+var _ = register(Rule{Name: "churn", Order: 40, Scope: PerSide, IDs: []report.FindingID{UpstreamConnectionChurn}, Checks: "connections per request to upstreams", Check: checkChurn})
+
 // checkChurn finds a server that opens a new connection for each
 // request to its upstream (seeds 000 and 004), from three kinds of
 // evidence, strongest first:

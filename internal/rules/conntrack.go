@@ -23,6 +23,8 @@ var _ = define(Class{ID: ConntrackTableFull,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "conntrack", Order: 20, Scope: PerSide, IDs: []report.FindingID{ConntrackTableFull}, Checks: "connection tracking", Check: checkConntrack})
+
 // checkConntrack finds a connection-tracking table that drops new flows
 // (seed 000 stage 1, seed 002) or is close to doing so.
 func checkConntrack(in *Input) []report.Finding {

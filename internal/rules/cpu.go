@@ -22,6 +22,8 @@ var _ = define(Class{ID: CPUSaturated,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "cpu", Order: 110, Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Checks: "CPU", Check: checkCPU})
+
 // checkCPU finds CPUs with no idle time left in the window. A saturated
 // CPU makes every other number a symptom, so this is reported first among
 // equals; a single saturated CPU among idle ones usually means interrupts

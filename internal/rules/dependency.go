@@ -40,6 +40,8 @@ var _ = define(Class{ID: DependencySlow,
 	ReportedBy: "`run`, `check`, agent",
 })
 
+var _ = register(Rule{Name: "dependency", Order: 200, Scope: PerRun, IDs: []report.FindingID{DependencyPoolSaturated, DependencySlow}, Checks: "dependencies (databases, caches, backends)", Check: checkDependency, Traced: true, LooksIn: traced})
+
 // Thresholds of the dependency rule.
 const (
 	// depBusy is the pool's busy share from which it is full: requests

@@ -140,9 +140,8 @@ func clean(found []report.Finding, r *Run) (clean, rose []string) {
 			active[f.ID] = true
 		}
 	}
-	deps, cpu := traced(r), accounted(r)
 	for _, rule := range Registry {
-		if rule.Scope == Symptom || rule.Checks == "" || rule.Name == "dependency" && !deps || (rule.Name == "throttle" || rule.Name == "runqueue") && !cpu {
+		if rule.Scope == Symptom || rule.Checks == "" || rule.LooksIn != nil && !rule.LooksIn(r) {
 			continue
 		}
 		hit := false

@@ -24,6 +24,8 @@ var _ = define(Class{ID: UnexplainedDistress,
 	ReportedBy: "`run`",
 })
 
+var _ = register(Rule{Name: "distress", Order: 240, Scope: Symptom, IDs: []report.FindingID{UnexplainedDistress}, Checks: "distress no rule explains", Check: checkDistress})
+
 // symptom is one way the load shows distress, and what can explain it.
 type symptom struct {
 	text string

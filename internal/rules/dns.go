@@ -51,6 +51,8 @@ var _ = define(Class{ID: ReverseDNSLookup,
 	ReportedBy:   "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "dns", Order: 90, Scope: PerSide, IDs: []report.FindingID{DNSMisconfigured, DNSSlow, ReverseDNSLookup}, Checks: "name lookups", Check: checkDNS})
+
 // slowDNS is the lookup time above which every uncached name costs a
 // request noticeable latency; a cache on the host answers in under 1 ms.
 const slowDNS = 100 * time.Millisecond

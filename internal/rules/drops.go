@@ -39,6 +39,11 @@ var _ = define(Class{ID: PacketDrops,
 	ReportedBy: "`check`, `diagnose`, `run`",
 })
 
+var _ = register(Rule{Name: "drops", Order: 140, Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,
+	Looks: func(s *evidence.Snapshot) bool {
+		return s.Firewall != nil || s.Drops != nil && s.Drops.Unavailable == ""
+	}})
+
 // dropSource is the Source of the items that rest on the drop monitor.
 const dropSource = "drop monitor"
 

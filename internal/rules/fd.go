@@ -24,6 +24,8 @@ var _ = define(Class{ID: FDLimit,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "fd", Order: 80, Scope: PerSide, IDs: []report.FindingID{FDLimit}, Checks: "file descriptors", Check: checkFD})
+
 // checkFD finds processes at or near their open-file limit (seeds 004
 // and the fd-limit fault: accept4() fails with EMFILE, connections wait in
 // the accept queue), and a host near fs.file-max.

@@ -41,6 +41,9 @@ var _ = define(Class{ID: SynQueueOverflow,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "listen", Order: 10, Scope: PerSide, IDs: []report.FindingID{AcceptQueueOverflow, SynQueueOverflow}, Checks: "accept and SYN queues", Check: checkListen,
+	Watches: []string{"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPReqQFullDrop", "TcpExt.TCPReqQFullDoCookies"}})
+
 // tinyBacklog is the effective backlog below which a listener cannot
 // absorb a burst of connections: seed 003 broke at 50, seed 000 at 10.
 const tinyBacklog = 100

@@ -20,6 +20,8 @@ var _ = define(Class{ID: LoadGeneratorSaturated,
 	ReportedBy: "`load` (JSON `findings`, and a WARNING in the text)",
 })
 
+var _ = register(Rule{Name: "loadgen", Order: 170, Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Checks: "the load generator", Check: checkLoadGen})
+
 // checkLoadGen turns the load generator's judgement of itself into a
 // finding: its threads were busy, or it ran out of descriptors or local
 // ports, so the numbers say more about the client than the server.

@@ -26,6 +26,9 @@ var _ = define(Class{ID: PacketLoss,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "loss", Order: 60, Scope: PerSide, IDs: []report.FindingID{PacketLoss}, Checks: "retransmissions", Check: checkLoss,
+	Watches: []string{"Tcp.RetransSegs", "TcpExt.TCPSynRetrans"}})
+
 // minSegments is the traffic below which a retransmission ratio means
 // nothing: a handful of retransmits on an idle host is noise.
 const minSegments = 1000

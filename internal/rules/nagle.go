@@ -24,6 +24,8 @@ var _ = define(Class{ID: NagleDelayedACK,
 	ReportedBy:   "`run`",
 })
 
+var _ = register(Rule{Name: "nagle", Order: 180, Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Checks: "Nagle and delayed ACKs", Check: checkNagle})
+
 // The Linux delayed-ACK timer fires after 40 ms (TCP_DELACK_MIN); a
 // request-response exchange caught between Nagle on the sender and a
 // delayed ACK on the receiver takes 40–50 ms whatever the server does.

@@ -23,6 +23,8 @@ var _ = define(Class{ID: NeighbourTableOverflow,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "neighbour", Order: 160, Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Checks: "the neighbour table", Check: checkNeighbour})
+
 // checkNeighbour finds a full neighbour table. The kernel keeps one entry
 // per next hop on a directly connected network; past gc_thresh3 it
 // refuses new ones, logs "neighbor table overflow!" and drops what it

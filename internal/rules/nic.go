@@ -21,6 +21,8 @@ var _ = define(Class{ID: NICDrops,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "nic", Order: 70, Scope: PerSide, IDs: []report.FindingID{NICDrops}, Checks: "interface and softnet drops", Check: checkNIC})
+
 // checkNIC finds packets dropped by interfaces and by the per-CPU backlog.
 func checkNIC(in *Input) []report.Finding {
 	b := in.Bundle

@@ -28,6 +28,9 @@ var _ = define(Class{ID: PathMTUBlackhole,
 	ReportedBy: "`check`, `diagnose`, `run`",
 })
 
+var _ = register(Rule{Name: "pmtu", Order: 150, Scope: PerSide, IDs: []report.FindingID{PathMTUBlackhole}, Checks: "the path MTU", Check: checkPMTU,
+	Looks: func(s *evidence.Snapshot) bool { return s.Drops != nil && s.Drops.Unavailable == "" }})
+
 // minFullRetrans is how many full-size retransmissions a black hole
 // needs: a handful are any path's losses.
 const minFullRetrans = 10

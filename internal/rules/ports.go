@@ -24,6 +24,8 @@ var _ = define(Class{ID: EphemeralPortExhaustion,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "ports", Order: 30, Scope: PerSide, IDs: []report.FindingID{EphemeralPortExhaustion}, Checks: "local ports", Check: checkPorts})
+
 // smallPortRange is the size of ip_local_port_range below which a busy
 // client runs out of ports: at 1000 new connections per second and 60 s
 // of TIME_WAIT, 60000 ports are in use.

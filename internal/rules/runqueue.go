@@ -23,6 +23,8 @@ var _ = define(Class{ID: RunQueueContention,
 	ReportedBy: "`run`",
 })
 
+var _ = register(Rule{Name: "runqueue", Order: 220, Scope: PerRun, IDs: []report.FindingID{RunQueueContention}, Checks: "run-queue contention", Check: checkRunQueue, LooksIn: accounted})
+
 // Thresholds of run-queue-contention.
 const (
 	// waitingShare is the least share of the threads' busy time (on CPU

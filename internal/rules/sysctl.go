@@ -19,6 +19,8 @@ var _ = define(Class{ID: RiskySysctl,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "sysctl", Order: 100, Scope: PerSide, IDs: []report.FindingID{RiskySysctl}, Checks: "risky settings", Check: checkSysctls})
+
 // risky is one setting that copy-paste tuning guides recommend and that
 // hurts on current kernels (docs/advice.md).
 type risky struct {

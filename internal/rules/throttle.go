@@ -29,6 +29,8 @@ var _ = define(Class{ID: CPUQuotaThrottling,
 	ReportedBy: "`run`",
 })
 
+var _ = register(Rule{Name: "throttle", Order: 210, Scope: PerRun, IDs: []report.FindingID{CPUQuotaThrottling}, Checks: "CPU quota throttling", Check: checkThrottle, LooksIn: accounted})
+
 // Thresholds of cpu-quota-throttling.
 const (
 	// throttledPeriodsShare is the share of the quota's periods that

@@ -19,6 +19,9 @@ var _ = define(Class{ID: TimewaitBucketOverflow,
 	ReportedBy: "`check`, `diagnose`",
 })
 
+var _ = register(Rule{Name: "timewait", Order: 50, Scope: PerSide, IDs: []report.FindingID{TimewaitBucketOverflow}, Checks: "the TIME_WAIT table", Check: checkTimeWait,
+	Watches: []string{"TcpExt.TCPTimeWaitOverflow"}})
+
 // checkTimeWait finds TIME_WAIT sockets destroyed early because the table
 // hit tcp_max_tw_buckets (seed 004). On 6.x only the counter records it;
 // older kernels also log "time wait bucket table overflow".

@@ -28,6 +28,8 @@ var _ = define(Class{ID: WorkerPoolExhausted,
 	ReportedBy: "`run`",
 })
 
+var _ = register(Rule{Name: "workerpool", Order: 190, Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Checks: "worker pools", Check: checkWorkerPool})
+
 // checkWorkerPool finds application worker pools that were full during the
 // load: seed 000 stage 2, php-fpm "server reached pm.max_children setting
 // (5)" while nginx answered 499s. The pool's own words (its log line, its
