@@ -105,6 +105,12 @@ type About struct {
 	// Setting is the kernel setting or configuration directive it is
 	// about: "net.core.somaxconn", "fs.file-max", "worker_connections".
 	Setting string `json:"setting,omitempty"`
+	// Interface is the network interface it is about: a saturated
+	// link, one that drops.
+	Interface string `json:"interface,omitempty"`
+	// DropReason is the kernel's drop reason it is about (packet-drops:
+	// QDISC_DROP, NEIGH_FAILED…).
+	DropReason string `json:"drop_reason,omitempty"`
 }
 
 // Hurts reports an active critical finding: what makes a command exit 1.

@@ -16,6 +16,7 @@ import (
 const AppSlow report.FindingID = "app-slow"
 
 var _ = define(Class{ID: AppSlow,
+	Is:     TimeHeld,
 	Delays: true, Holds: true,
 	Blocks:     true,
 	Meaning:    "the server holds requests while CPU and network are idle (locks, sleeps, slow backends)",

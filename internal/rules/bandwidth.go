@@ -18,6 +18,7 @@ import (
 const BandwidthSaturated report.FindingID = "bandwidth-saturated"
 
 var _ = define(Class{ID: BandwidthSaturated,
+	DropReasons: []string{"QDISC_DROP"}, OnItsLink: true, PathFault: true, Resource: "bandwidth",
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true,
 	Meaning:    "a link or shaper is at its rate; queues add latency and drop",
@@ -135,7 +136,7 @@ func bandwidthFinding(b *evidence.Bundle, ifc *evidence.Interface) (report.Findi
 	}
 	slices.SortStableFunc(hits, func(x, y hit) int { return cmp.Compare(x.l.bytesPerSec, y.l.bytesPerSec) })
 	top := hits[0]
-	f := report.Finding{ID: BandwidthSaturated, Severity: report.Warning, Status: report.Active, Subject: ifc.Name,
+	f := report.Finding{ID: BandwidthSaturated, Severity: report.Warning, Status: report.Active, Subject: ifc.Name, About: report.About{Interface: ifc.Name},
 		Title: fmt.Sprintf("Interface %s is saturated: %s at %.0f%% of its %s for %s", ifc.Name, top.l.dir,
 			100*rateOf(top.u)/top.l.bytesPerSec, limitName(top.l), top.u.satTime.Round(100*time.Millisecond))}
 	for _, h := range hits {

@@ -97,11 +97,12 @@ func isCounter(src string) bool {
 // during it.
 type dropRates struct{ before, load float64 }
 
-// ownDropRates are the own drop rates of the listener an accept-queue
-// finding is about, when the bundle's listeners count their own drops
-// and that one dropped during the load.
+// ownDropRates are the own drop rates of the listener a finding is
+// about when its class rests on a listener's own drops (ListenerDrops),
+// the bundle's listeners count theirs, and that one dropped during the
+// load.
 func ownDropRates(b *evidence.Bundle, bw, lw evidence.Window, f *report.Finding) (dropRates, bool) {
-	if f.ID != AcceptQueueOverflow || f.About.Listen == "" || !perListenerDrops(b) {
+	if !ClassOf(f.ID).ListenerDrops || f.About.Listen == "" || !perListenerDrops(b) {
 		return dropRates{}, false
 	}
 	rate := func(w evidence.Window) float64 {

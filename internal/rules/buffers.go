@@ -17,7 +17,8 @@ import (
 const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
 var _ = define(Class{ID: SocketBufferLimit,
-	Errors: true, Delays: true,
+	DropReasons: []string{"SOCKET_RCVBUFF", "SOCKET_BACKLOG", "PROTO_MEM", "TCP_OFOMERGE", "TCP_OFO_QUEUE_PRUNE"},
+	Errors:      true, Delays: true,
 	Meaning:    "data dropped because a socket buffer or TCP's global memory limit ran out",
 	Active:     "a buffer or memory counter rose, or an \"out of memory\" / \"too many orphaned sockets\" kernel message (warning)",
 	LatentWhen: "none",

@@ -18,7 +18,7 @@ const UpstreamConnectionChurn report.FindingID = "upstream-connection-churn"
 var _ = define(Class{ID: UpstreamConnectionChurn,
 	Critical: true,
 	Errors:   true, Fails: Fails5xx,
-	Consequences: []Consequence{{ID: EphemeralPortExhaustion, At: OwnRemotes}, {ID: TimewaitBucketOverflow}},
+	Consequences: []Consequence{{Effect: PortsExhausted, At: OwnRemotes}, {Effect: TimeWaitFull}},
 	Meaning:      "a new connection per request to one upstream: TIME_WAIT piles up, ports and CPU are spent on connection setup",
 	Active:       "≥ 1000 and ≥ a quarter of the range in TIME_WAIT to one remote, with `TcpActiveOpens` ≥ 50/s (warning; critical at ≥ half the range); in a run, an nginx upstream without reuse, or any server opening ≥ 0.5 connections per request (closed by FIN or by reset) or holding a run-out range in TIME_WAIT (warning; critical with nginx's \"Cannot assign\" lines)",
 	LatentWhen:   "none",

@@ -39,8 +39,19 @@ func TestClasses(t *testing.T) {
 			t.Errorf("%s: Latent %v, but its LatentWhen says %q", c.ID, c.Latent, c.LatentWhen)
 		}
 		for _, s := range c.Consequences {
-			if !ids[s.ID] {
-				t.Errorf("%s: consequence %s is no rule's", c.ID, s.ID)
+			if len(ofEffect(s.Effect)) == 0 {
+				t.Errorf("%s: consequence %d is no class's effect (Is)", c.ID, s.Effect)
+			}
+		}
+		if c.Resource != "" && resourceOwner(c.Resource) != c.ID {
+			t.Errorf("%s: resource %s is also %s's", c.ID, c.Resource, resourceOwner(c.Resource))
+		}
+		for _, r := range c.DropReasons {
+			if stray[r] {
+				t.Errorf("%s: drop reason %s is a stray every host has", c.ID, r)
+			}
+			if o, ok := dropOwner(r); ok && o != c.ID && !c.OnItsLink {
+				t.Errorf("%s: drop reason %s is also %s's", c.ID, r, o)
 			}
 		}
 		if c.Waits && !c.Blocks {

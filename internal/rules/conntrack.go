@@ -14,6 +14,7 @@ import (
 const ConntrackTableFull report.FindingID = "conntrack-table-full"
 
 var _ = define(Class{ID: ConntrackTableFull,
+	Resource: "conntrack",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
 	Meaning:    "the netfilter connection-tracking table is full and new flows are dropped",

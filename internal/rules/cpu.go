@@ -13,7 +13,8 @@ import (
 const CPUSaturated report.FindingID = "cpu-saturated"
 
 var _ = define(Class{ID: CPUSaturated,
-	Delays: true, Holds: true, Latency: true,
+	Resource: "cpu",
+	Delays:   true, Holds: true, Latency: true,
 	Hold:       30 * time.Minute,
 	Meaning:    "CPUs have no idle time left; other numbers are then symptoms",
 	Active:     "a CPU ≥ 90 % busy over the window (warning)",

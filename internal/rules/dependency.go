@@ -17,6 +17,7 @@ import (
 const DependencyPoolSaturated report.FindingID = "dependency-pool-saturated"
 
 var _ = define(Class{ID: DependencyPoolSaturated,
+	Is: LegWait, Resource: "dependency-pool",
 	Critical: true,
 	Delays:   true, Holds: true,
 	Blocks: true, Waits: true, AtCapacity: true,
@@ -31,6 +32,7 @@ var _ = define(Class{ID: DependencyPoolSaturated,
 const DependencySlow report.FindingID = "dependency-slow"
 
 var _ = define(Class{ID: DependencySlow,
+	Is:     LegWait,
 	Delays: true, Holds: true,
 	Blocks: true, Waits: true,
 	Meaning:    "most of a request's time is spent waiting for a dependency's answers",

@@ -16,6 +16,7 @@ import (
 const UnexplainedDistress = report.UnexplainedDistress
 
 var _ = define(Class{ID: UnexplainedDistress,
+	Residual:   true,
 	Critical:   true,
 	Meaning:    "the load shows distress that no other finding explains: netdoctor does not call it healthy",
 	Active:     "errors or timeouts (≥ 10, or ≥ 0.1 %), ≥ 1 % 5xx, a slow tail (p99 ≥ 1 s, or ≥ 100 ms and ≥ 10 × p50), a whole second without a response, a saw-tooth or a step down to under half that no counter moved with, or ≥ 5 connections left in CLOSE_WAIT on the server's port, with no active finding that explains that symptom (critical)",

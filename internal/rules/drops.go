@@ -20,8 +20,9 @@ const FirewallDrop report.FindingID = "firewall-drop"
 const PacketDrops report.FindingID = "packet-drops"
 
 var _ = define(Class{ID: FirewallDrop,
-	Critical: true,
-	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
+	DropReasons: []string{"NETFILTER_DROP"},
+	Critical:    true,
+	Errors:      true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
 	Meaning:    "a firewall rule (nftables, or iptables-nft) drops or rejects a service's packets; named with its matches and the counter that moved",
 	Active:     "a counted drop/reject rule's counter rose, or the drop monitor saw `NETFILTER_DROP`, ≥ 20 packets and ≥ 1/s, on a rate limit, a listening port or in a run (warning; critical at ≥ 10/s in a run or behind a rate limit)",
 	LatentWhen: "none",
@@ -210,14 +211,6 @@ var (
 		"IP_INADDRERRORS": true, "IPV6_BAD_EXTHDR": true, "TCP_AUTH_HDR": true, "TCP_AONOTFOUND": true, "TCP_AOUNEXPECTED": true,
 		"TCP_AOKEYNOTFOUND": true, "TCP_AOFAILURE": true, "SKB_CONSUMED": true, "SKB_NOT_DROPPED_YET": true, "PFMEMALLOC": true,
 	}
-	// owned are the reasons another rule reads the kernel's counters
-	// for, and so names: the accept queue, socket buffers, the per-CPU
-	// backlog, the MTU, the firewall and conntrack.
-	owned = map[string]report.FindingID{
-		"TCP_LISTEN_OVERFLOW": AcceptQueueOverflow, "SOCKET_RCVBUFF": SocketBufferLimit, "SOCKET_BACKLOG": SocketBufferLimit,
-		"PROTO_MEM": SocketBufferLimit, "TCP_OFOMERGE": SocketBufferLimit, "TCP_OFO_QUEUE_PRUNE": SocketBufferLimit,
-		"CPU_BACKLOG": NICDrops, "PKT_TOO_BIG": PathMTUBlackhole, "NETFILTER_DROP": FirewallDrop,
-	}
 	// places say, for the other reasons, where the packets died and
 	// what to look at or change.
 	places = map[string]string{
@@ -289,11 +282,8 @@ func checkDrops(in *Input) []report.Finding {
 	byReason := map[string][]drop{}
 	var reasons []string
 	for _, d := range here {
-		if stray[d.Reason] || owned[d.Reason] != "" {
+		if stray[d.Reason] || named(in, d) {
 			continue
-		}
-		if d.Reason == "QDISC_DROP" && saturated(in, d.Iface) {
-			continue // bandwidth-saturated names it, with the qdisc
 		}
 		if byReason[d.Reason] == nil {
 			reasons = append(reasons, d.Reason)
@@ -320,7 +310,7 @@ func checkDrops(in *Input) []report.Finding {
 // packetDrops is the finding for one reason's drops in the namespace.
 func packetDrops(b *evidence.Bundle, w evidence.Window, reason string, ds []drop, n uint64) report.Finding {
 	where := ds[0].Iface
-	f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: reason,
+	f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: reason, About: report.About{DropReason: reason, Interface: where},
 		Title: fmt.Sprintf("The kernel dropped %d packets (%s)", n, reason)}
 	if where != "" {
 		f.Title += " on " + where
@@ -373,12 +363,34 @@ func qdiscItems(s *evidence.Snapshot, iface string) []report.Item {
 	return out
 }
 
-// saturated reports whether bandwidth-saturated names an interface in
-// this input: its QDISC_DROPs are that finding's evidence.
-func saturated(in *Input, iface string) bool {
-	for _, f := range checkBandwidth(in) {
-		if f.Subject == iface && f.Status == report.Active {
+// named reports whether another finding names a drop of this namespace
+// as its own evidence: one whose class owns its reason (DropReasons:
+// the accept queue's, the socket buffers', the MTU's, the firewall's),
+// or owns it on the interface it names and names this one (a saturated
+// link's qdisc).
+func named(in *Input, d drop) bool {
+	for _, c := range Classes() {
+		if !slices.Contains(c.DropReasons, d.Reason) {
+			continue
+		}
+		if !c.OnItsLink || namesLink(in, c.ID, d.Iface) {
 			return true
+		}
+	}
+	return false
+}
+
+// namesLink reports whether the rule that makes id finds it active in
+// this input about an interface.
+func namesLink(in *Input, id report.FindingID, iface string) bool {
+	for _, r := range Registry {
+		if !slices.Contains(r.IDs, id) || r.Scope != PerSide && r.Scope != PerHost {
+			continue
+		}
+		for _, f := range r.Check(in) {
+			if f.ID == id && f.Status == report.Active && f.About.Interface == iface {
+				return true
+			}
 		}
 	}
 	return false
@@ -398,8 +410,8 @@ func elsewhereFindings(in *Input, w evidence.Window, elsewhere []drop) []report.
 			continue
 		}
 		key := nsLabel(d) + " " + d.Reason
-		if seen[key] || d.Reason == "PKT_TOO_BIG" {
-			continue // the MTU's drops are path-mtu-blackhole's
+		if seen[key] || namedElsewhere(d.Reason) {
+			continue
 		}
 		seen[key] = true
 		f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: "netns " + nsLabel(d) + " " + d.Reason,
@@ -413,6 +425,17 @@ func elsewhereFindings(in *Input, w evidence.Window, elsewhere []drop) []report.
 		out = append(out, f)
 	}
 	return out
+}
+
+// namedElsewhere reports whether another finding names a reason's drops
+// in the host's other namespaces (Class.DropsElsewhere: the MTU's).
+func namedElsewhere(reason string) bool {
+	for _, c := range Classes() {
+		if c.DropsElsewhere && slices.Contains(c.DropReasons, reason) {
+			return true
+		}
+	}
+	return false
 }
 
 // onPort reports whether a drop's attributed ports include port.
@@ -620,7 +643,7 @@ func firewallFinding(in *Input, w evidence.Window, here []drop, haveMonitor bool
 		f.Evidence = append(f.Evidence, report.Item{Text: dropText(d, w), Source: dropSource, Window: true})
 	}
 	if ct > 0 {
-		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("of netfilter's drops, %d were conntrack's full table (%s)", ct, ConntrackTableFull), Source: "conntrack.drop", Window: true})
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("of netfilter's drops, %d were conntrack's, its table full (its own finding)", ct), Source: "conntrack.drop", Window: true})
 	}
 	if len(moves) == 0 && last.Firewall != nil {
 		var cands []string

@@ -15,6 +15,7 @@ import (
 const FDLimit report.FindingID = "fd-limit"
 
 var _ = define(Class{ID: FDLimit,
+	Resource: "fds",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Holds: true, Fails: FailsConnections,
 	Meaning:    "a process (or the host) is out of file descriptors; `accept()` fails with EMFILE and connections wait in the accept queue",

@@ -12,7 +12,8 @@ import (
 const LoadGeneratorSaturated = report.LoadGeneratorSaturated
 
 var _ = define(Class{ID: LoadGeneratorSaturated,
-	Errors: true, Delays: true, Latency: true,
+	Generator: true,
+	Errors:    true, Delays: true, Latency: true,
 	Meaning:    "the load generator, not the server, is the bottleneck of a benchmark",
 	Active:     "an event-loop thread on CPU ≥ 90 % of the run; connections failed for lack of descriptors (`fd-limit`) or local ports (`no-local-port`); `-c` clamped by RLIMIT_NOFILE; with `-R`, under 95 % of the asked rate while threads were ≥ 75 % busy (warning)",
 	LatentWhen: "—",

@@ -16,8 +16,9 @@ import (
 const PacketLoss report.FindingID = "packet-loss"
 
 var _ = define(Class{ID: PacketLoss,
-	Critical: true,
-	Errors:   true, Delays: true, Latency: true,
+	PathFault: true,
+	Critical:  true,
+	Errors:    true, Delays: true, Latency: true,
 	Hold:       15 * time.Minute,
 	Meaning:    "TCP retransmits a significant share of what it sends",
 	Active:     "data retransmissions ≥ 1 % of `TcpOutSegs` (warning), ≥ 5 % (critical), with ≥ 1000 segments sent",
@@ -193,13 +194,7 @@ func markLoss(f *report.Finding, w evidence.Window, c report.Finding, what, why,
 
 // lossOwner is the finding a drop reason's packets are the evidence of.
 func lossOwner(d drop) (report.FindingID, string) {
-	switch d.Reason {
-	case "NETFILTER_DROP":
-		return FirewallDrop, ""
-	case "PKT_TOO_BIG":
-		return PathMTUBlackhole, ""
-	}
-	if id := owned[d.Reason]; id != "" {
+	if id, ok := dropOwner(d.Reason); ok {
 		return id, ""
 	}
 	return PacketDrops, d.Reason

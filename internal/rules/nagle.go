@@ -16,7 +16,7 @@ var _ = define(Class{ID: NagleDelayedACK,
 	Delays:   true, Latency: true,
 	// On a leg to a dependency, the stall is part of the time the leg's
 	// client waits.
-	Consequences: []Consequence{{ID: DependencyPoolSaturated, At: OwnLeg}, {ID: DependencySlow, At: OwnLeg}},
+	Consequences: []Consequence{{Effect: LegWait, At: OwnLeg}},
 	Meaning:      "Nagle's algorithm on the sending side meets delayed ACK on the receiving side: about 40 ms per small request/response, on the load's connections or on a leg from a server to a dependency",
 	Active:       "the load: p50 and p75 in 35–60 ms, client `TcpExtDelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical); a leg: the dependency's end (a socket of this host) held written bytes unsent while a segment was unacknowledged in ≥ 10 % of looks (critical when the delayed-ACK timeout is ≥ a fifth of the round trip), or the server's own end did so for its requests, or, that end not seen, answers paused a delayed-ACK timeout (`tcpi_ato`) in ≥ 10 % of looks (warning)",
 	LatentWhen:   "—",

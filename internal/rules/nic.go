@@ -12,7 +12,8 @@ import (
 const NICDrops report.FindingID = "nic-drops"
 
 var _ = define(Class{ID: NICDrops,
-	Errors: true, Delays: true,
+	DropReasons: []string{"CPU_BACKLOG"},
+	Errors:      true, Delays: true,
 	Hold:       30 * time.Minute,
 	Meaning:    "an interface, or the per-CPU input backlog, drops packets",
 	Active:     "an interface drop/error counter or softnet `dropped` rose (warning)",
@@ -55,7 +56,7 @@ func checkNIC(in *Input) []report.Finding {
 		if len(items) == 0 {
 			continue
 		}
-		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: l.Name,
+		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: l.Name, About: report.About{Interface: l.Name},
 			Title:    fmt.Sprintf("Interface %s is dropping packets", l.Name),
 			Evidence: items,
 			Actions: notes(

@@ -19,6 +19,7 @@ import (
 const PathMTUBlackhole report.FindingID = "path-mtu-blackhole"
 
 var _ = define(Class{ID: PathMTUBlackhole,
+	DropReasons: []string{"PKT_TOO_BIG"}, DropsElsewhere: true, PathFault: true,
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Fails: FailsConnections,
 	Meaning:    "a path drops the packets above its MTU and the ICMP that would say so never arrives: full-size segments are retransmitted while small ones pass",

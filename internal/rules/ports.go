@@ -15,6 +15,7 @@ import (
 const EphemeralPortExhaustion report.FindingID = "ephemeral-port-exhaustion"
 
 var _ = define(Class{ID: EphemeralPortExhaustion,
+	Is: PortsExhausted, Resource: "ports",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Fails: FailsOutgoing,
 	Meaning:    "outgoing connections to one destination use up the local port range; `connect()` fails with EADDRNOTAVAIL",
@@ -64,7 +65,7 @@ func checkPorts(in *Input) []report.Finding {
 		Subject: strings.Join(u.Servers, ","), About: report.About{Remotes: u.Servers},
 		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
 		Evidence: []report.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", in.Run.Load.Status["5xx"]), Source: "load", Window: true}},
-		Actions:  append(portFix(in.Bundle, c), report.Advise("the lasting fix: reuse upstream connections (see "+string(UpstreamConnectionChurn)+")"))})
+		Actions:  append(portFix(in.Bundle, c), report.Advise("the lasting fix: reuse upstream connections (see "+report.JoinIDs(causesOf(EphemeralPortExhaustion))+")"))})
 }
 
 // portsLogged is the first line in which an nginx of a run's server side

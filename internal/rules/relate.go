@@ -48,7 +48,7 @@ func relate(fs []report.Finding) []report.Finding {
 		for _, sym := range ClassOf(c.ID).Consequences {
 			for j := range fs {
 				s := &fs[j]
-				if j == i || causeOf[j] >= 0 || s.ID != sym.ID || s.Status != report.Active || !sym.At.owns(c.About, s.About) {
+				if j == i || causeOf[j] >= 0 || sym.Effect == NoEffect || ClassOf(s.ID).Is != sym.Effect || s.Status != report.Active || !sym.At.owns(c.About, s.About) {
 					continue
 				}
 				link(fs, causeOf, i, j)
@@ -78,7 +78,7 @@ func relate(fs []report.Finding) []report.Finding {
 	// queue there: the fix is the cause's, whatever the client's pool
 	// looked like from its side.
 	for j, i := range causeOf {
-		if i >= 0 && fs[j].ID == DependencyPoolSaturated && ClassOf(fs[i].ID).AtCapacity {
+		if i >= 0 && ClassOf(fs[i].ID).AtCapacity {
 			notBigger(&fs[j], fs[i])
 		}
 	}

@@ -12,6 +12,7 @@ import (
 const TimewaitBucketOverflow report.FindingID = "timewait-bucket-overflow"
 
 var _ = define(Class{ID: TimewaitBucketOverflow,
+	Is:         TimeWaitFull,
 	Meaning:    "the TIME_WAIT table hit `tcp_max_tw_buckets`; closing sockets skip TIME_WAIT",
 	Active:     "`TcpExtTCPTimeWaitOverflow` rose or a \"time wait bucket table overflow\" kernel message (warning)",
 	LatentWhen: "none (a small limit is `risky-sysctl`)",

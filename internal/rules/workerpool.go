@@ -20,7 +20,8 @@ const WorkerPoolExhausted report.FindingID = "worker-pool-exhausted"
 var _ = define(Class{ID: WorkerPoolExhausted,
 	Critical: true,
 	Errors:   true, Delays: true, Holds: true, Latency: true, Fails: Fails5xx,
-	Consequences: []Consequence{{ID: AcceptQueueOverflow, At: OwnListener}}, Blocks: true, AtCapacity: true,
+	Consequences: []Consequence{{Effect: AcceptQueueFull, At: OwnListener}}, Blocks: true, AtCapacity: true,
+	Is: WorkersFull, Resource: "worker-pool",
 	Meaning:    "the application's worker pool (php-fpm `pm.max_children`, nginx `worker_connections`, a JVM executor, Tomcat's threads, or any server's threads) is full; requests queue or time out",
 	Active:     "php-fpm logged \"reached pm.max_children\", or every worker was busy for ≥ 2 s while requests queued on the pool's socket; nginx logged \"worker_connections are not enough\"; named threads (`pool-1-thread-N`, `http-nio-8080-exec-N`): all of a family busy (in any wait but the one each idled in outside the load, off the CPU) in ≥ half the load's seconds while Little's law puts more requests in flight than threads, queue or not; other servers: its most busy threads all busy off-CPU for ≥ 2 s (at least half their time off it by the process's schedstat, or the host's CPU under 70 % without it) while requests waited unread, p50 ≥ 3 service times (critical)",
 	LatentWhen: "—",
@@ -160,7 +161,7 @@ func fpmPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 		Actions:  notes(poolFix(r, s)),
 	}
 	if len(sh) > 0 && sh[0].class != app.WaitRunning {
-		f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see %s's advice for that wait)", sh[0].class, AppSlow)))
+		f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see %s's advice for that wait)", sh[0].class, report.JoinIDs(ofEffect(TimeHeld)))))
 	}
 	f.Actions = append(f.Actions, report.Advise("then reload php-fpm (kill -USR2 on the master) and re-run"))
 	return f, true
