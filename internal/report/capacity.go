@@ -216,7 +216,7 @@ func CapacityText(w io.Writer, c *Capacity) error {
 				p.f(", %s", l.Subject)
 			}
 			p.f("; %s)\n", basisText(l.Basis))
-			for _, it := range l.Evidence {
+			for _, it := range l.Shown() {
 				p.f("    - %s\n", it.Text)
 			}
 			for _, fx := range l.Fix {

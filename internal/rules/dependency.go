@@ -62,6 +62,9 @@ const (
 // the time is the dependency's: the pool is full and requests queue for
 // a connection, or the dependency's answers are most of the p50.
 func checkDependency(in *Input) []report.Finding {
+	if in.Run == nil {
+		return checkTraced(in.Traced, in.Bundle)
+	}
 	r := in.Run
 	if r == nil || r.Load == nil || r.Load.Requests < 20 || r.Load.Latency.P50 < appSlowLatency {
 		return nil

@@ -37,14 +37,14 @@ const (
 	tracedMinRoundTrip = time.Millisecond
 )
 
-// CheckTraced reads the dependencies check and the agent traced under
+// checkTraced reads the dependencies check and the agent traced under
 // the host's own traffic (report.Traced) and says which of them hold the
 // servers' requests: a pool whose connections are busy nearly all the
 // time (requests wait for one: the pool caps the rate at connections /
 // time per round trip), or a dependency whose round trips are long. b is
 // the window's snapshots, for the host's CPU. Rule `dependency`'s
 // findings, made without a load.
-func CheckTraced(t *report.Traced, b *evidence.Bundle) []report.Finding {
+func checkTraced(t *report.Traced, b *evidence.Bundle) []report.Finding {
 	if t == nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ func TestCheckTraced(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &app.Server{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{tc.d}}
-			fs := CheckTraced(&report.Traced{Seconds: 4, IntervalMS: 100, Servers: []*app.Server{s}, Followed: 1}, nil)
+			fs := checkTraced(&report.Traced{Seconds: 4, IntervalMS: 100, Servers: []*app.Server{s}, Followed: 1}, nil)
 			if tc.id == "" {
 				if len(fs) > 0 {
 					t.Fatalf("findings %+v", fs)
@@ -51,7 +51,7 @@ func TestCheckTraced(t *testing.T) {
 			}
 		})
 	}
-	if CheckTraced(nil, nil) != nil {
+	if checkTraced(nil, nil) != nil {
 		t.Error("findings without a trace")
 	}
 }

@@ -356,4 +356,4 @@ var tables = []table{
 func on(b *evidence.Bundle) *Input { return &Input{Bundle: b} }
 
 // fixOf is a finding's fix as a report renders it from its actions.
-func fixOf(f report.Finding) []string { return report.Render(f.Actions) }
+func fixOf(f report.Finding) []string { return report.FixOf(f) }
