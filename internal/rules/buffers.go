@@ -17,6 +17,7 @@ import (
 const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
 var _ = define(Class{ID: SocketBufferLimit,
+	Tunables:    []Tunable{{Name: "net.core.rmem_max", Min: 4 << 20, Max: sizing.MaxRcvBuf, Why: "4 MiB, below which buffers' rule proposes 16 MiB (sizing.RcvBuf's floor), to 64 MiB"}},
 	DropReasons: []string{"SOCKET_RCVBUFF", "SOCKET_BACKLOG", "PROTO_MEM", "TCP_OFOMERGE", "TCP_OFO_QUEUE_PRUNE"},
 	Errors:      true, Delays: true,
 	Meaning:    "data dropped because a socket buffer or TCP's global memory limit ran out",

@@ -16,6 +16,7 @@ import (
 const UpstreamConnectionChurn report.FindingID = "upstream-connection-churn"
 
 var _ = define(Class{ID: UpstreamConnectionChurn,
+	Tunables: []Tunable{{Name: "net.ipv4.tcp_tw_reuse", Values: []string{"1"}, Why: "outgoing connections reuse TIME_WAIT ports"}},
 	Critical: true,
 	Errors:   true, Fails: Fails5xx,
 	Consequences: []Consequence{{Effect: PortsExhausted, At: OwnRemotes}, {Effect: TimeWaitFull}},

@@ -111,6 +111,11 @@ type Class struct {
 	// Generator: it is about netdoctor's own load generator, not the
 	// service under load.
 	Generator bool
+	// Tunables are the kernel settings tune may set for it, each with
+	// the values it may propose; apply writes nothing else, whatever a
+	// plan file says (internal/tune). Each setting is declared once, by
+	// the finding whose fix it is; another finding's fix may name it too.
+	Tunables []Tunable
 
 	// Hold is how long its alert waits before firing; zero for its
 	// severity's (internal/alerts: ForCritical, ForWarning). Findings
@@ -129,6 +134,30 @@ type Class struct {
 	// Seed names the seed cases that show it, and ReportedBy the
 	// commands that report it.
 	Seed, ReportedBy string
+}
+
+// Tunable is a kernel setting tune may set, and the values it may
+// propose: one of Values when set, else "LOW HIGH" when Range, else an
+// integer in [Min, Max].
+type Tunable struct {
+	Name     string
+	Values   []string
+	Range    bool
+	Min, Max int64
+	// Why says where the bounds come from, for the error and the docs.
+	Why string
+}
+
+// Tunables lists the settings tune may set, every class's, in the
+// registry's order.
+func Tunables() []Tunable {
+	var out []Tunable
+	for _, r := range Registry {
+		for _, id := range r.IDs {
+			out = append(out, ClassOf(id).Tunables...)
+		}
+	}
+	return out
 }
 
 // Failure is the kind of failed requests a finding accounts for.

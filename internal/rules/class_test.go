@@ -58,6 +58,13 @@ func TestClasses(t *testing.T) {
 			t.Errorf("%s: a server waiting on a dependency also makes its own clients wait (Blocks)", c.ID)
 		}
 	}
+	tunables := map[string]bool{}
+	for _, tu := range Tunables() {
+		if tunables[tu.Name] {
+			t.Errorf("%s is declared twice (Class.Tunables): once, in the class of the finding whose fix it is", tu.Name)
+		}
+		tunables[tu.Name] = true
+	}
 	if c := ClassOf("no-such-finding"); c.ID != "no-such-finding" || c.Critical || c.Errors || c.Delays || c.Fails != FailsNone || len(c.Consequences) > 0 {
 		t.Error("ClassOf of an unknown ID is not the zero class")
 	}

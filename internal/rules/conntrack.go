@@ -14,6 +14,10 @@ import (
 const ConntrackTableFull report.FindingID = "conntrack-table-full"
 
 var _ = define(Class{ID: ConntrackTableFull,
+	Tunables: []Tunable{
+		{Name: "net.netfilter.nf_conntrack_max", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "sizing.Conntrack's floor to 16M entries (~5 GiB at ~320 B)"},
+		{Name: "net.netfilter.nf_conntrack_buckets", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "as nf_conntrack_max, which it follows"},
+	},
 	Resource: "conntrack",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,

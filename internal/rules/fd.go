@@ -15,6 +15,7 @@ import (
 const FDLimit report.FindingID = "fd-limit"
 
 var _ = define(Class{ID: FDLimit,
+	Tunables: []Tunable{{Name: "fs.file-max", Min: 8192, Max: 1 << 40, Why: "a limit, not memory: only ever raised"}},
 	Resource: "fds",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Holds: true, Fails: FailsConnections,

@@ -21,6 +21,8 @@ const (
 )
 
 var _ = define(Class{ID: AcceptQueueOverflow,
+	// The accept queue: sizing.Backlog's range; the advice table's 4096.
+	Tunables: []Tunable{{Name: "net.core.somaxconn", Min: sizing.DefaultSomaxconn, Max: sizing.MaxBacklog, Why: "the kernel's default to the deepest useful accept queue"}},
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Drops: true, Fails: FailsAtFront,
 	Blocks: true, AtCapacity: true,
@@ -33,6 +35,7 @@ var _ = define(Class{ID: AcceptQueueOverflow,
 })
 
 var _ = define(Class{ID: SynQueueOverflow,
+	Tunables: []Tunable{{Name: "net.ipv4.tcp_syncookies", Values: []string{"1"}, Why: "the advice table's value"}},
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsAtFront, OnlyWhen: report.Critical,
 	Meaning:    "half-open connection requests overflow the listener's SYN queue (flood or tiny backlog)",

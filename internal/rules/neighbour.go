@@ -14,6 +14,14 @@ import (
 const NeighbourTableOverflow report.FindingID = "neighbour-table-overflow"
 
 var _ = define(Class{ID: NeighbourTableOverflow,
+	Tunables: []Tunable{
+		{Name: "net.ipv4.neigh.default.gc_thresh1", Min: 1 << 10, Max: 1 << 17, Why: "an eighth of gc_thresh3"},
+		{Name: "net.ipv4.neigh.default.gc_thresh2", Min: 1 << 12, Max: 1 << 19, Why: "half of gc_thresh3"},
+		{Name: "net.ipv4.neigh.default.gc_thresh3", Min: 1 << 13, Max: 1 << 20, Why: "sizing.Neighbour's floor to 1M entries (~500 MiB)"},
+		{Name: "net.ipv6.neigh.default.gc_thresh1", Min: 1 << 10, Max: 1 << 17, Why: "an eighth of gc_thresh3"},
+		{Name: "net.ipv6.neigh.default.gc_thresh2", Min: 1 << 12, Max: 1 << 19, Why: "half of gc_thresh3"},
+		{Name: "net.ipv6.neigh.default.gc_thresh3", Min: 1 << 13, Max: 1 << 20, Why: "sizing.Neighbour's floor to 1M entries (~500 MiB)"},
+	},
 	Critical: true,
 	Errors:   true, Delays: true,
 	Meaning:    "the neighbour (ARP/NDP) table is full; packets to next hops it cannot add are dropped",

@@ -12,6 +12,7 @@ import (
 const NICDrops report.FindingID = "nic-drops"
 
 var _ = define(Class{ID: NICDrops,
+	Tunables:    []Tunable{{Name: "net.core.netdev_max_backlog", Min: 1000, Max: 1 << 18, Why: "the kernel's default to 256k packets per CPU"}},
 	DropReasons: []string{"CPU_BACKLOG"},
 	Errors:      true, Delays: true,
 	Hold:       30 * time.Minute,

@@ -19,6 +19,7 @@ import (
 const PathMTUBlackhole report.FindingID = "path-mtu-blackhole"
 
 var _ = define(Class{ID: PathMTUBlackhole,
+	Tunables:    []Tunable{{Name: "net.ipv4.tcp_mtu_probing", Values: []string{"1"}, Why: "a path MTU black hole: probe the path's MTU when full-size segments go unanswered"}},
 	DropReasons: []string{"PKT_TOO_BIG"}, DropsElsewhere: true, PathFault: true,
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Fails: FailsConnections,

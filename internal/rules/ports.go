@@ -15,7 +15,8 @@ import (
 const EphemeralPortExhaustion report.FindingID = "ephemeral-port-exhaustion"
 
 var _ = define(Class{ID: EphemeralPortExhaustion,
-	Is: PortsExhausted, Resource: "ports",
+	Tunables: []Tunable{{Name: "net.ipv4.ip_local_port_range", Range: true, Why: "sizing.Ports: LOW HIGH with HIGH 65535 and LOW a multiple of 1000 from 10000 to 37000 (at least the default's 28232 ports): never narrowed, never moved below 10000 or off 65535"}},
+	Is:       PortsExhausted, Resource: "ports",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Fails: FailsOutgoing,
 	Meaning:    "outgoing connections to one destination use up the local port range; `connect()` fails with EADDRNOTAVAIL",

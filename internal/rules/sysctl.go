@@ -11,6 +11,16 @@ import (
 const RiskySysctl report.FindingID = "risky-sysctl"
 
 var _ = define(Class{ID: RiskySysctl,
+	Tunables: []Tunable{
+		{Name: "net.ipv4.tcp_abort_on_overflow", Values: []string{"0"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_timestamps", Values: []string{"1"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_tw_recycle", Values: []string{"0"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_low_latency", Values: []string{"0"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_moderate_rcvbuf", Values: []string{"1"}, Why: "the advice table's value"},
+		// The advice table proposes the default 7200 when it is below 60,
+		// which it calls harmful; nothing else.
+		{Name: "net.ipv4.tcp_keepalive_time", Values: []string{"7200"}, Why: "the kernel's default, which the advice table restores when the setting is below 60"},
+	},
 	Latent:     true,
 	Meaning:    "a setting that copy-paste tuning guides recommend and that hurts on current kernels",
 	Active:     "none",

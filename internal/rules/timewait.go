@@ -6,12 +6,14 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/kmsg"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // TimewaitBucketOverflow: TIME_WAIT sockets were destroyed early: tcp_max_tw_buckets was reached.
 const TimewaitBucketOverflow report.FindingID = "timewait-bucket-overflow"
 
 var _ = define(Class{ID: TimewaitBucketOverflow,
+	Tunables:   []Tunable{{Name: "net.ipv4.tcp_max_tw_buckets", Min: sizing.MinTWBuckets, Max: 1 << 24, Why: "the kernel's default with 4 GiB of memory to 16M sockets (~3 GiB)"}},
 	Is:         TimeWaitFull,
 	Meaning:    "the TIME_WAIT table hit `tcp_max_tw_buckets`; closing sockets skip TIME_WAIT",
 	Active:     "`TcpExtTCPTimeWaitOverflow` rose or a \"time wait bucket table overflow\" kernel message (warning)",
