@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -134,6 +135,13 @@ type Class struct {
 	// Seed names the seed cases that show it, and ReportedBy the
 	// commands that report it.
 	Seed, ReportedBy string
+
+	// Doc is its section of docs/findings.md, under a heading of its ID:
+	// exactly what its rule reads and the thresholds it applies, in
+	// Markdown, with ´ for a backtick (a Go raw string cannot hold one).
+	// A rule whose findings share one section says it in Rule.Doc
+	// instead. go generate ./internal/gen writes the docs from it.
+	Doc string
 }
 
 // Tunable is a kernel setting tune may set, and the values it may
@@ -322,6 +330,45 @@ func resourceOwner(resource string) report.FindingID {
 	}
 	return ""
 }
+
+// A DocSection is a section of docs/findings.md: a heading of the IDs
+// it documents and its text, in Markdown.
+type DocSection struct {
+	Heading string
+	IDs     []report.FindingID
+	Text    string
+}
+
+// DocSections are the sections of docs/findings.md for the rules' findings,
+// in the registry's order: one per rule that documents its findings
+// together (Rule.Doc), else one per finding (Class.Doc).
+func DocSections() []DocSection {
+	var out []DocSection
+	for _, r := range Registry {
+		if r.Doc != "" {
+			out = append(out, DocSection{Heading: report.JoinIDs(r.IDs), IDs: r.IDs, Text: markdown(r.Doc)})
+			continue
+		}
+		for _, id := range r.IDs {
+			out = append(out, DocSection{Heading: string(id), IDs: []report.FindingID{id}, Text: markdown(ClassOf(id).Doc)})
+		}
+	}
+	return out
+}
+
+// Section is the heading of the section of docs/findings.md that
+// documents a finding, "" for an ID no rule makes.
+func Section(id report.FindingID) string {
+	for _, s := range DocSections() {
+		if slices.Contains(s.IDs, id) {
+			return s.Heading
+		}
+	}
+	return ""
+}
+
+// markdown is a Doc as Markdown: its ´ are backticks.
+func markdown(doc string) string { return strings.ReplaceAll(doc, "´", "`") }
 
 // Continuous reports whether an agent's diagnosis, which runs without a
 // load, can make the finding: the PerSide and PerHost rules', and those

@@ -1,16 +1,11 @@
 package rules
 
 import (
-	"flag"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/report"
 )
-
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/findings.md's summary table from the classes")
 
 // TestClasses: every finding ID a rule makes has a class, declared once
 // beside its constant, and every class is a registered ID's; its severity
@@ -68,68 +63,6 @@ func TestClasses(t *testing.T) {
 	if c := ClassOf("no-such-finding"); c.ID != "no-such-finding" || c.Critical || c.Errors || c.Delays || c.Fails != FailsNone || len(c.Consequences) > 0 {
 		t.Error("ClassOf of an unknown ID is not the zero class")
 	}
-}
-
-// TestClassesMatchDocs: docs/findings.md's summary table is the
-// classes' rows, word for word, one per finding ID. With -update-docs
-// the table is rewritten from them (its rows kept in their order, new
-// IDs after them).
-func TestClassesMatchDocs(t *testing.T) {
-	const path = "../../docs/findings.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(b), "\n")
-	first, last := -1, -1
-	var order []report.FindingID
-	for i, l := range lines {
-		cells := strings.Split(l, " | ")
-		if len(cells) != 6 || !strings.HasPrefix(l, "| `") {
-			continue
-		}
-		if first < 0 {
-			first = i
-		}
-		last = i
-		id := report.FindingID(strings.Trim(cells[0], "| `"))
-		order = append(order, id)
-		c, ok := classes[id]
-		if !ok {
-			t.Errorf("docs/findings.md's summary has %s, which has no class", id)
-			continue
-		}
-		if want := docsRow(*c); l != want {
-			t.Errorf("%s: docs/findings.md's row is\n%s\nits class says\n%s\n(go test ./internal/rules -run TestClassesMatchDocs -update-docs rewrites it)", id, l, want)
-		}
-	}
-	if first < 0 {
-		t.Fatal("no summary table in docs/findings.md")
-	}
-	for _, c := range Classes() {
-		if !slices.Contains(order, c.ID) {
-			order = append(order, c.ID)
-			t.Errorf("%s: not in docs/findings.md's summary", c.ID)
-		}
-	}
-	if !*updateDocs {
-		return
-	}
-	var rows []string
-	for _, id := range order {
-		if c, ok := classes[id]; ok {
-			rows = append(rows, docsRow(*c))
-		}
-	}
-	out := slices.Concat(lines[:first], rows, lines[last+1:])
-	if err := os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// docsRow is a class's row in docs/findings.md's summary.
-func docsRow(c Class) string {
-	return "| `" + string(c.ID) + "` | " + strings.Join([]string{c.Meaning, c.Active, c.LatentWhen, c.Seed, c.ReportedBy}, " | ") + " |"
 }
 
 // TestContinuous: the agent's diagnosis (no load) makes the kernel

@@ -28,6 +28,39 @@ var _ = define(Class{ID: FirewallDrop,
 	LatentWhen: "none",
 	Seed:       "001 §6 (rate-limiting SYNs)",
 	ReportedBy: "`check`, `diagnose`, `run`",
+	Doc: `Rule ´drops´ (´drops.go´, ´firewallFinding´). It reads the namespace's nftables rules that can
+discard a packet — a ´drop´ or ´reject´ verdict, a rate ´limit´, a random drop (iptables' ´statistic´) —
+and the base chains whose policy drops, over netlink (´internal/nftables´, with
+github.com/google/nftables) in every snapshot, with their counters. iptables-nft's rules (Debian's
+´iptables´) are nftables rules too, in tables ´filter´, ´nat´, ´mangle´, ´raw´ and ´security´: they are
+named in both syntaxes (´tcp flags syn / fin,syn,rst,ack tcp dport 80 drop´, ´-A INPUT -p tcp --syn
+--dport 80 -j DROP´), their xt matches (´limit´, ´hashlimit´, ´statistic´, ´icmp´, ´conntrack´) decoded.
+iptables-legacy's rules are not read.
+
+- A rule whose counter rose in the window, with a ´drop´ or ´reject´ verdict, is a **moved** rule. The drop
+  monitor's ´NETFILTER_DROP´ drops in the namespace, less conntrack's own (´conntrack drop´, which
+  ´conntrack-table-full´ names), are netfilter's drops.
+- **Active** when the moved rules' packets (or, without one, netfilter's drops) are at least 20 and one
+  a second, and the drops concern a service: in a run (the load's traffic), a rule that limits a rate or
+  drops what a rate limit in front of it let fall through (iptables' ´-m limit … -j ACCEPT´ then ´-j DROP´),
+  a port with a listener or a local socket, or, when the kernel named no port, at least 10 a second.
+  Packets to ports nothing serves (a scan on a host whose policy drops) are the firewall doing its job:
+  no finding. **Critical** at 10 drops a second or more in a run or behind a rate limit (clients the
+  service should serve), else warning (a ban list dropping one attacker's packets is the firewall's job).
+- The subject is ´family table chain´ of the busiest moved rule, or ´netfilter´ when none moved. Evidence:
+  each moved rule (up to three), ´ip filter INPUT (hook input): \´tcp flags syn / fin,syn,rst,ack tcp
+  dport 80 drop\´ (handle 3); iptables: \´-A INPUT -p tcp --syn --dport 80 -j DROP\´ dropped 400 packets
+  in 5s (80.0/s): its counter moved´, the rate limit in front of it, the monitor's ´NETFILTER_DROP´ rows
+  (´… by nft_do_chain on eth0 (port 80: 400)´), conntrack's share; without a moved rule, the drop rules
+  that have no counter (one of them, or a policy, dropped the packets).
+- Fix: how to list the chain with handles and counters (´nft -a list chain …´, in the namespace); for a
+  rate limit, raise it above the service's peak rate of new connections (´TcpPassiveOpens´ plus the drops
+  in the window) or limit per source address (nft meters, iptables ´hashlimit´); otherwise remove or narrow
+  the rule (´nft delete rule … handle N´; ´iptables -D …´ for iptables-nft's); without a moved rule, add
+  ´counter´ to the drop rules and policies to see which one drops.
+
+Tested by TestRunFirewallRateLimit: an iptables rule that accepts 20 new connections a second to a
+server that closes its connections, and drops the rest.`,
 })
 
 var _ = define(Class{ID: PacketDrops,
@@ -38,6 +71,46 @@ var _ = define(Class{ID: PacketDrops,
 	LatentWhen: "none",
 	Seed:       "—",
 	ReportedBy: "`check`, `diagnose`, `run`",
+	Doc: `Rule ´drops´ (´drops.go´). **The drop monitor** (´internal/dropmon´): BPF programs on the tracepoints
+´skb:kfree_skb´ and ´tcp:tcp_retransmit_skb´ (tp_btf; CO-RE, compiled ahead and committed, rebuilt by
+´go generate ./internal/dropmon´ with clang and libbpf's headers) count, host-wide, every packet the
+kernel frees as dropped, by network namespace (the inode the kernel names namespaces by), drop reason
+(´SKB_DROP_REASON_*´, named from the running kernel's BTF ´enum skb_drop_reason´, since the numbers
+differ between kernels), the kernel function that freed it (from ´/proc/kallsyms´), protocol, interface,
+and port — the local socket's when the kernel knows it, else the packet's destination port. The counts
+stay in kernel maps: exact per (namespace, reason, function, protocol, interface) in a table of 2048 keys
+(a key that finds it full is counted as overflowed: ´drops.overflow´), and per port in an LRU table of
+4096 (ports are many where they are ephemeral; the least recently hit make room). Retransmissions are
+counted per flow with their sizes (segments, bytes, full-size ones: at least the flow's MSS). Every
+snapshot reads the namespace's part (´drops´ in the bundle: at most 64 rows, and 64 rows of the host's
+other namespaces, named by ´ip netns´ name or inode), and the tcp_info of the 8 flows that retransmitted
+most (path MTU, segment size). run and the agent start it once, check and collect for their window; it
+is detached when the command ends, whichever way (the links are file descriptors, never pinned).
+
+**Without BPF** (not root, a kernel lockdown, no BTF, a kernel older than 5.17 or without the
+tracepoints) the snapshots' ´drops´ say why (´unavailable´), the collector's status is ´unavailable´
+with that reason, and every rule runs on the kernel's counters as before: ´firewall-drop´ on the rules'
+counters, ´socket-buffer-limit´ on sock_diag's per-socket drops, ´packet-loss´ without the places;
+´packet-drops´ and ´path-mtu-blackhole´ need the monitor.
+
+**What each reason becomes.** ´TCP_LISTEN_OVERFLOW´ is ´accept-queue-overflow´'s evidence (the monitor
+sees only the handshakes' final ACKs a full queue drops: the SYNs it refuses are consumed without a
+reason, so ´TcpExtListenOverflows´ stays the count); ´SOCKET_RCVBUFF´, ´SOCKET_BACKLOG´, ´PROTO_MEM´,
+´TCP_OFOMERGE´, ´TCP_OFO_QUEUE_PRUNE´ are ´socket-buffer-limit´'s; ´CPU_BACKLOG´ is ´nic-drops´'s
+(´net.core.netdev_max_backlog´); ´QDISC_DROP´ on an interface ´bandwidth-saturated´ names is its; ´PKT_TOO_BIG´
+is ´path-mtu-blackhole´'s; ´NETFILTER_DROP´ is ´firewall-drop´'s (or conntrack's full table). The drops every
+host has — ´NO_SOCKET´ (a segment for a socket just closed), ´NOT_SPECIFIED´, ´QUEUE_PURGE´ and
+´SOCKET_CLOSE´ (a closing socket's unread queue), ´TCP_OLD_DATA´, ´TCP_CLOSE´, ´OTHERHOST´, checksum and
+sequence checks… (´stray´ in ´drops.go´) — are never blamed. **Every other reason** with at least 20 drops
+and one a second in the window is a ´packet-drops´ finding, subject the reason, **warning**, **critical**
+at 100 a second: its rows (´QDISC_DROP: 300 tcp packets dropped in 1s (300.0/s) by __dev_queue_xmit on
+eth0 (socket port 80: 300)´), for a qdisc its kind and limits, and the fix names the place and the knob:
+the qdisc's limit (´tc -s qdisc show dev eth0´), the neighbour's queue (´unres_qlen_bytes´), the route (´ip
+route get´), ´rp_filter´, an XDP or tc program, the device's ring (´ethtool -G´), and how to see each
+drop's kernel stack (´perf record -e skb:kfree_skb -a -g´).
+In a run, a drop in **another namespace of the host** on the run's port (a router between client and
+server) is a ´packet-drops´ finding of its own, subject ´netns NAME REASON´, named once (on the server's
+side), **critical** at 10 a second.`,
 })
 
 var _ = register(Rule{Name: "drops", Order: 140, Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,

@@ -25,6 +25,40 @@ var _ = define(Class{ID: PacketLoss,
 	LatentWhen: "none",
 	Seed:       "001 §1",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´loss´ (´loss.go´, ´checkLoss´). It needs two snapshots. Data retransmissions are the rise of
+´TcpRetransSegs´ minus the rise of ´TcpExtTCPSynRetrans´, floored at 0. SYN retransmits come from
+dropped SYNs, which the listen rules explain. Nothing is reported unless ´TcpOutSegs´ rose by at least
+1000.
+
+- **Active, warning** when retransmissions are at least 1 % of the segments sent. **Critical** at 5 %
+  or more.
+- Evidence: ´754 data retransmissions (TcpRetransSegs minus TcpExtTCPSynRetrans) of 10000 segments
+  sent in 1s´, plus ´TcpExtTCPTimeouts´, ´TcpExtTCPLossProbes´, ´TcpExtTCPFastRetrans´ and
+  ´TcpExtTCPDSACKRecv´ when they rose.
+- **Where the packets die**, with the drop monitor: its drops in the namespace that lose traffic (not the
+  strays, see ´packet-drops´), up to three, or ´the drop monitor saw no packet dropped in this namespace
+  …: the segments died beyond it´; in a run, the drops of its packets in another namespace of the host;
+  and the connections that retransmitted most, with how many of their segments were full-size.
+- **What a full queue dropped.** In a run, retransmissions that a full accept queue on the server explains
+  are not a lossy path: the client's connection is established on its side while the server dropped the
+  handshake's last ACK, so the request behind it is retransmitted until the queue takes it. The rule reads
+  it from the server's evidence: a listener whose queue overflowed (its own drop counter rose, or a sample
+  had Recv-Q ≥ Send-Q, or ´TcpExtListenOverflows´ rose), and either the drop monitor counted at least
+  80 % of the retransmitted segments on connections to that listener's port or, without it, the
+  retransmissions are at most 4 for each connection the server's listeners dropped (´TcpExtListenDrops´).
+  The finding is then titled ´Retransmissions: 9.7% of TCP segments were retransmitted — what the full
+  queue of 10.99.201.1:5000 dropped, not a lossy path´, says why, its fix points to the queue's, and its
+  ´dropped´ names the drops (´TCP_LISTEN_OVERFLOW´ at that listener, on the server's side): the
+  ´accept-queue-overflow´ about that listener, the class that owns the reason, is its cause
+  (´caused_by´), and it is listed under it. Tested by TestRunAcceptOverflowRetransmits (an accept-queue
+  overflow on a clean link), TestLossOfAFullQueue and the golden accept-queue-backlog run.
+- **What was dropped here.** Otherwise, in ´check´ as in a run, when the drop monitor counted in the
+  namespace, for the reasons one finding owns (a class's drop reasons: the firewall's ´NETFILTER_DROP´, a
+  saturated link's ´QDISC_DROP´…, or one reason no class owns), at least half as many drops as data
+  retransmissions, the segments died here: the title ends ´— dropped in this namespace (QDISC_DROP on
+  eth0), not on the path´, the evidence says how many, the fix is what drops them, and the active finding
+  that owns those drops on the same side (its class's reason, or ´packet-drops´ about it, on the same
+  interface) is its cause. Tested by TestLossOfAQdisc.`,
 })
 
 var _ = register(Rule{Name: "loss", Order: 60, Scope: PerSide, IDs: []report.FindingID{PacketLoss}, Checks: "retransmissions", Check: checkLoss,

@@ -29,6 +29,16 @@ var _ = define(Class{ID: NeighbourTableOverflow,
 	LatentWhen: "none",
 	Seed:       "— (many peers on one segment: nodes with many pods)",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´neighbour´ (´neighbour.go´, ´checkNeighbour´). The kernel keeps one neighbour entry per next
+hop on a directly connected network; past ´gc_thresh3´ it refuses new ones, logs ´neighbour:
+arp_cache: neighbor table overflow!´ (´ndisc_cache´ for IPv6) and drops the packets it cannot
+resolve. **Active, critical** when such a kernel message was written in the window. The table and
+its thresholds are the host's (´net.ipv4.neigh.default.gc_thresh1/2/3´ exist in the initial
+namespace only), so the message counts in any namespace, and the evidence adds ´gc_thresh3´ where it
+can be read. The fix (´tune/fix_neighbour.go´ plans the same) sets the three thresholds of the family
+that overflowed to four times the limit in force (at least 8192, a power of two) with the kernel's
+own ratios below it: an eighth and a half. This rule is the worked example of
+[architecture.md](architecture.md#adding-a-rule-and-its-fix).`,
 })
 
 var _ = register(Rule{Name: "neighbour", Order: 160, Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Checks: "the neighbour table", Check: checkNeighbour})

@@ -21,6 +21,16 @@ var _ = define(Class{ID: NICDrops,
 	LatentWhen: "none",
 	Seed:       "001 §1",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´nic´ (´nic.go´, ´checkNIC´). It needs two snapshots.
+
+- Per interface present in both snapshots (by name): **active, warning** when the receive drop, errs
+  or fifo column, or the transmit drop, errs or carrier column, of ´/proc/net/dev´ rose. The evidence
+  names them ´rx_dropped´, ´rx_errors´, ´rx_fifo´, ´tx_dropped´, ´tx_errors´ and ´tx_carrier´, as in
+  ´eth0 tx_dropped +343 in 1s´. The subject is the interface.
+- Per-CPU backlog: **active, warning** when the ´dropped´ column of ´/proc/net/softnet_stat´, summed
+  over CPUs, rose (´softnet_stat dropped +12 in 1s´, plus ´net.core.netdev_max_backlog = N´). The
+  subject is ´softnet´. ´time_squeeze´ alone is not a drop and is ignored. The fix doubles
+  ´netdev_max_backlog´, to at least 2000.`,
 })
 
 var _ = register(Rule{Name: "nic", Order: 70, Scope: PerSide, IDs: []report.FindingID{NICDrops}, Checks: "interface and softnet drops", Check: checkNIC})

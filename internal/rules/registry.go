@@ -61,6 +61,11 @@ type Rule struct {
 	// always): the dependencies when a server's connections were
 	// traced, the CPU rules when a server's threads were accounted.
 	LooksIn func(*Run) bool
+	// Doc is the one section of docs/findings.md for all its findings,
+	// under a heading of their IDs, when they share one (name lookups);
+	// else each class has its own (Class.Doc). Markdown, with ´ for a
+	// backtick.
+	Doc string
 }
 
 // Registry is every rule, in the order they run: by stage (the rules

@@ -20,6 +20,12 @@ var _ = define(Class{ID: TimewaitBucketOverflow,
 	LatentWhen: "none (a small limit is `risky-sysctl`)",
 	Seed:       "004",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´timewait´ (´timewait.go´). It needs two snapshots. It is **active, warning** when
+´TcpExtTCPTimeWaitOverflow´ rose, or when there is a kernel message of class ´timewait-overflow´
+(´TCP: time wait bucket table overflow´; kernels since 6.x only count). The evidence adds
+´net.ipv4.tcp_max_tw_buckets = N´ and ´N sockets in TIME_WAIT at the end of the window´ (sockstat
+´TCP.tw´). The fix is ´tcp_max_tw_buckets=262144´ and fewer short connections. A small limit without
+overflows is reported as ´risky-sysctl´.`,
 })
 
 var _ = register(Rule{Name: "timewait", Order: 50, Scope: PerSide, IDs: []report.FindingID{TimewaitBucketOverflow}, Checks: "the TIME_WAIT table", Check: checkTimeWait,
