@@ -1,8 +1,10 @@
 // Package gen makes the files that are written from the code rather
 // than by hand, so that they cannot disagree with it: docs/findings.md's
 // summary and its sections on each finding (the rules' declarations:
-// rules.Class, rules.Rule.Doc), and the Prometheus alerting rules in
-// deploy/ (internal/alerts, as `netdoctor rules` prints them).
+// rules.Class, rules.Rule.Doc), docs/tune.md's table of the kernel
+// settings a plan may set (rules.Class.Tunables), and the Prometheus
+// alerting rules in deploy/ (internal/alerts, as `netdoctor rules`
+// prints them).
 // `go generate ./internal/gen` writes them; TestGenerated fails, naming
 // that command, when a committed one is stale.
 package gen
@@ -32,19 +34,27 @@ type File struct {
 }
 
 // Files are the generated files as the code makes them now, the
-// repository being at root. docs/findings.md is read: only its
+// repository being at root. The Markdown files are read: only their
 // generated blocks are the code's.
 func Files(root string) ([]File, error) {
 	var out []File
-	findings, err := os.ReadFile(filepath.Join(root, "docs/findings.md"))
-	if err != nil {
-		return nil, err
+	for _, md := range []struct {
+		path   string
+		blocks map[string]func() string
+	}{
+		{"docs/findings.md", findingsBlocks},
+		{"docs/tune.md", tuneBlocks},
+	} {
+		doc, err := os.ReadFile(filepath.Join(root, md.path))
+		if err != nil {
+			return nil, err
+		}
+		doc, err = Markdown(doc, md.blocks)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", md.path, err)
+		}
+		out = append(out, File{md.path, doc})
 	}
-	findings, err = Findings(findings)
-	if err != nil {
-		return nil, fmt.Errorf("docs/findings.md: %w", err)
-	}
-	out = append(out, File{"docs/findings.md", findings})
 	for _, a := range []struct {
 		path     string
 		operator bool
@@ -68,17 +78,22 @@ const (
 	endMark   = "<!-- end of generated text -->"
 )
 
-// blocks are docs/findings.md's generated blocks, by name: the summary
-// table, then the sections of the findings check makes (the rules that
-// read a namespace) and of those only a run makes.
-var blocks = map[string]func() string{
+// findingsBlocks are docs/findings.md's generated blocks, by name: the
+// summary table, then the sections of the findings check makes (the
+// rules that read a namespace) and of those only a run makes.
+var findingsBlocks = map[string]func() string{
 	"summary":         summary,
 	"namespace-rules": func() string { return sections(false) },
 	"run-rules":       func() string { return sections(true) },
 }
 
-// Findings is docs/findings.md with its generated blocks made again.
-func Findings(doc []byte) ([]byte, error) {
+// tuneBlocks are docs/tune.md's: the kernel settings a plan may set.
+var tuneBlocks = map[string]func() string{
+	"tunables": tunables,
+}
+
+// Markdown is a Markdown document with its generated blocks made again.
+func Markdown(doc []byte, blocks map[string]func() string) ([]byte, error) {
 	lines := strings.SplitAfter(string(doc), "\n")
 	var out strings.Builder
 	done := map[string]bool{}
@@ -134,6 +149,30 @@ func sections(run bool) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n", s.Heading, strings.TrimSpace(s.Text))
+	}
+	return b.String()
+}
+
+// tunables is the table of the kernel settings a plan may set, from the
+// findings' classes (rules.Class.Tunables), as tune checks them.
+func tunables() string {
+	var b strings.Builder
+	b.WriteString("| setting | scope | values |\n|---|---|---|\n")
+	for _, t := range rules.Tunables() {
+		scope := "namespace"
+		if rules.GlobalSysctl(t.Name) {
+			scope = "host-wide"
+		}
+		var values string
+		switch {
+		case len(t.Values) > 0:
+			values = strings.Join(t.Values, " or ") + " (" + t.Why + ")"
+		case t.Range:
+			values = t.Why
+		default:
+			values = fmt.Sprintf("%d–%d (%s)", t.Min, t.Max, t.Why)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", t.Name, scope, values)
 	}
 	return b.String()
 }

@@ -28,29 +28,29 @@ func TestGenerated(t *testing.T) {
 	}
 }
 
-// TestFindingsBlocks: a generated block is replaced whole, the text
+// TestMarkdownBlocks: a generated block is replaced whole, the text
 // around it kept; a document without one, or with one left open, is an
 // error.
-func TestFindingsBlocks(t *testing.T) {
+func TestMarkdownBlocks(t *testing.T) {
 	var doc strings.Builder
 	doc.WriteString("# Findings\n\nby hand\n")
-	for name := range blocks {
+	for name := range findingsBlocks {
 		doc.WriteString(beginMark + name + " -->\nstale\n" + endMark + "\nby hand, after " + name + "\n")
 	}
-	out, err := Findings([]byte(doc.String()))
+	out, err := Markdown([]byte(doc.String()), findingsBlocks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(out), "stale") || !strings.Contains(string(out), "by hand, after summary") || !strings.Contains(string(out), "| `accept-queue-overflow` |") || !strings.Contains(string(out), "\n## accept-queue-overflow\n") {
-		t.Errorf("Findings:\n%s", out)
+		t.Errorf("Markdown:\n%s", out)
 	}
-	if again, _ := Findings(out); !bytes.Equal(again, out) {
-		t.Error("Findings is not idempotent")
+	if again, _ := Markdown(out, findingsBlocks); !bytes.Equal(again, out) {
+		t.Error("Markdown is not idempotent")
 	}
-	if _, err := Findings([]byte("# Findings\n")); err == nil {
+	if _, err := Markdown([]byte("# Findings\n"), findingsBlocks); err == nil {
 		t.Error("a document without the blocks")
 	}
-	if _, err := Findings([]byte(beginMark + "summary -->\n")); err == nil {
+	if _, err := Markdown([]byte(beginMark+"summary -->\n"), findingsBlocks); err == nil {
 		t.Error("a block without its end")
 	}
 }
