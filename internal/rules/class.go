@@ -12,12 +12,14 @@ import (
 
 // Class is what a finding ID means, declared once, beside the ID's
 // constant (define): how bad it can be, what its fault does to a run's
-// requests, what it causes, how long an alert on it waits, and its row
-// in docs/findings.md's summary. Everything that acts on a finding's
-// meaning reads its class: the ranking of causes (rank), the distress no
-// finding explains (distress), causes and their symptoms (relate), the
-// share of failed requests a cause accounts for (explain), the baseline,
-// app-slow, the alerts (internal/alerts) and the docs (TestClasses).
+// requests, what it causes and what it owns of the evidence, the
+// settings tune may set for it, how long an alert on it waits, and its
+// row and section in docs/findings.md. Everything that acts on a
+// finding's meaning reads its class, never a list of IDs: the ranking of
+// causes (rank), the distress no finding explains (distress), causes and
+// their symptoms (relate), the share of failed requests a cause accounts
+// for (explain), the baseline, drops, headroom, app-slow, capacity,
+// tune, the alerts (internal/alerts) and the docs (internal/gen).
 type Class struct {
 	// ID is the finding's ID; its constant is declared next to the class.
 	ID report.FindingID

@@ -349,8 +349,9 @@ func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpu
 }
 
 // biggerPool begins the advice to grow a client's pool, poolKnobs says
-// where pools are sized; relate replaces that advice (notBigger), which
-// biggerPoolFix tags, when the dependency is itself at capacity.
+// where pools are sized; when the dependency is itself at capacity
+// (relate: CauseAtCapacity) the report says not to in place of that
+// advice, which biggerPoolFix tags (report.FixOf).
 const (
 	biggerPool = "a bigger pool"
 	poolKnobs  = "where the client library sets it (Go database/sql SetMaxOpenConns, go-redis PoolSize, HikariCP maximumPoolSize, SQLAlchemy pool_size, a hand-made pool's size)"
@@ -564,7 +565,7 @@ func tracedFinding(t *report.Traced, b *evidence.Bundle, s *app.Server, d *app.D
 		first := biggerPoolFix(fmt.Sprintf(biggerPool+", about twice the %d connections, "+poolKnobs+", when %s has room for more requests at once (its CPU and its workers not busy); otherwise make it faster first (its own findings, its slow log)", d.Conns, who))
 		if cpuOK && cpu >= 0.7 {
 			// Still advice on the pool's size: a dependency known to be
-			// at capacity replaces it too (notBigger).
+			// at capacity replaces it too (CauseAtCapacity).
 			first = biggerPoolFix(fmt.Sprintf("not a bigger pool yet: the host's CPU is %.0f%% busy, %s may have no spare capacity; make it faster first (its own findings, its slow log)", 100*cpu, who))
 		}
 		fix := append([]report.Action{first}, notes("or ask it less: cache its answers, batch or pipeline the round trips each request makes",

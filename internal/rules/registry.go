@@ -48,7 +48,7 @@ type Rule struct {
 	Check  func(in *Input) []report.Finding
 	// Traced: the rule also judges, without a load, the dependencies
 	// check and the agent trace under the host's own traffic
-	// (CheckTraced), so the agent can make its findings.
+	// (Input.Traced), so the agent can make its findings.
 	Traced bool
 	// Watches are the counters the rule judges: one that rose in a
 	// run's window without a finding is reported as such, never as

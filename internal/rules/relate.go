@@ -14,9 +14,13 @@ import (
 
 // relate marks symptoms with their cause and orders every cause right
 // before its symptoms, keeping the impact order otherwise. What causes
-// what is the causes' classes' (Class.Consequences, Blocks, AtCapacity);
-// which finding is whose, their About: a pool is blamed for the overflow
-// of its own socket only, churn for the ports of its own destination.
+// what is the causes' classes' (Class.Consequences and Is, Blocks and
+// Waits, DropReasons against a finding's Dropped, AtCapacity); which
+// finding is whose, their About: a pool is blamed for the overflow of
+// its own socket only, churn for the ports of its own destination. It
+// adds the links as data (CausedBy, CauseSubject, CauseAtCapacity) and
+// raises a cause's severity to its worst symptom's; it never changes a
+// finding's words.
 func relate(fs []report.Finding) []report.Finding {
 	fs = report.Sort(fs)
 	causeOf := make([]int, len(fs))
