@@ -143,7 +143,9 @@ type Dropped struct {
 	// Side is where they were dropped when it is not the finding's own
 	// side: a client's retransmissions dropped at the server's queue.
 	Side Side `json:"side,omitempty"`
-	// Packets is how many the evidence counted dropped there.
+	// Packets is how many the evidence counted dropped there: for a
+	// listener's queue, the connections the server's listeners dropped
+	// (TcpExtListenDrops).
 	Packets uint64 `json:"packets"`
 }
 

@@ -218,10 +218,10 @@ func queueLost(in *Input, w evidence.Window, retrans uint64) (lost, bool) {
 		return lost{}, false
 	}
 	owner, _ := dropOwner(overflowReason)
-	at := func(addr, why string, n uint64) lost {
+	at := func(addr, why string) lost {
 		return lost{what: "what the full queue of " + cmp.Or(addr, "the listener") + " dropped, not a lossy path", why: why,
 			fix:     "nothing to fix on the path: these are the connections the server's queue dropped; fix the queue (" + string(owner) + ")",
-			dropped: report.Dropped{Reason: overflowReason, Listen: addr, Side: r.ServerSide(), Packets: n}}
+			dropped: report.Dropped{Reason: overflowReason, Listen: addr, Side: r.ServerSide(), Packets: dropped}}
 	}
 	if flows := retransIn(w); len(flows) > 0 {
 		ports := []string{r.Port}
@@ -246,7 +246,7 @@ func queueLost(in *Input, w evidence.Window, retrans uint64) (lost, bool) {
 			if len(queues) > 0 {
 				addr = queues[i].Addr
 			}
-			return at(addr, fmt.Sprintf("%d of the %d segments retransmitted in the window (%.0f%%) were on connections to port %s, whose queue overflowed (the drop monitor, by flow)", to, all, 100*float64(to)/float64(all), port), to), true
+			return at(addr, fmt.Sprintf("%d of the %d segments retransmitted in the window (%.0f%%) were on connections to port %s, whose queue overflowed (the drop monitor, by flow)", to, all, 100*float64(to)/float64(all), port)), true
 		}
 		return lost{}, false
 	}
@@ -257,7 +257,7 @@ func queueLost(in *Input, w evidence.Window, retrans uint64) (lost, bool) {
 	if len(queues) > 0 {
 		addr = queues[0].Addr
 	}
-	return at(addr, fmt.Sprintf("the server's listeners dropped %d connections in the same window (TcpExtListenDrops); each leaves its client retransmitting (its handshake's last ACK, then its request) until the queue takes it: %d retransmitted segments here, %.1f per dropped connection", dropped, retrans, float64(retrans)/float64(dropped)), dropped), true
+	return at(addr, fmt.Sprintf("the server's listeners dropped %d connections in the same window (TcpExtListenDrops); each leaves its client retransmitting (its handshake's last ACK, then its request) until the queue takes it: %d retransmitted segments here, %.1f per dropped connection", dropped, retrans, float64(retrans)/float64(dropped))), true
 }
 
 // overflowReason is the kernel's drop reason of a full accept queue:
