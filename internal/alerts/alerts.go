@@ -11,6 +11,7 @@
 package alerts
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -173,15 +174,10 @@ var acronyms = map[string]string{"cpu": "CPU", "dns": "DNS", "nic": "NIC", "fd":
 
 // Anchor is the finding's section in docs/findings.md as GitHub names
 // it: the heading lower-cased, spaces to hyphens, punctuation dropped.
+// The heading is the rules' (rules.Section): findings a rule documents
+// together share one ("## dns-misconfigured, dns-slow, …").
 func Anchor(id report.FindingID) string {
-	switch id {
-	case rules.DNSMisconfigured, rules.DNSSlow, rules.ReverseDNSLookup:
-		// One section for the three: "## dns-misconfigured, dns-slow, …".
-		return HeadingAnchor(report.JoinIDs([]report.FindingID{rules.DNSMisconfigured, rules.DNSSlow, rules.ReverseDNSLookup}))
-	case rules.DependencyPoolSaturated, rules.DependencySlow:
-		return HeadingAnchor(report.JoinIDs([]report.FindingID{rules.DependencyPoolSaturated, rules.DependencySlow}))
-	}
-	return HeadingAnchor(string(id))
+	return HeadingAnchor(cmp.Or(rules.Section(id), string(id)))
 }
 
 // HeadingAnchor is GitHub's anchor for a Markdown heading.

@@ -17,42 +17,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// generated are the committed outputs of `netdoctor rules`: a user
-// takes them from deploy/ without building netdoctor.
-var generated = []struct {
-	path     string
-	operator bool
-}{
-	{"../../deploy/prometheus/netdoctor.rules.yml", false},
-	{"../../deploy/kubernetes/prometheusrule.yaml", true},
-}
-
-// TestGeneratedUpToDate: the committed rule files are what netdoctor
-// generates now. Regenerate with `go test ./internal/alerts -update`.
-func TestGeneratedUpToDate(t *testing.T) {
-	for _, g := range generated {
-		var want bytes.Buffer
-		if err := Write(&want, Options{}, g.operator, "netdoctor"); err != nil {
-			t.Fatal(err)
-		}
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(g.path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(g.path, want.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := os.ReadFile(g.path)
-		if err != nil {
-			t.Fatalf("%v (generate it: go test ./internal/alerts -update)", err)
-		}
-		if !bytes.Equal(got, want.Bytes()) {
-			t.Errorf("%s is not what `netdoctor rules` writes now: go test ./internal/alerts -update", g.path)
-		}
-	}
-}
-
 // TestAlerts: one alert per finding the agent can make, none for those
 // only a run makes; latent alerts exactly for IDs with a latent form;
 // each runbook link lands on a section of docs/findings.md; critical

@@ -107,12 +107,12 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator []string) 
 	var failing, full, slow, unexplained []report.Limit
 	for _, f := range fs {
 		c := rules.ClassOf(f.ID)
-		if f.Status != report.Active || f.CausedBy != "" || f.ID == report.LoadGeneratorSaturated || f.Severity == report.Info {
+		if f.Status != report.Active || f.CausedBy != "" || c.Generator || f.Severity == report.Info {
 			continue
 		}
 		l := report.Limit{Finding: f, Basis: report.BasisFinding}
 		switch {
-		case f.ID == rules.UnexplainedDistress:
+		case c.Residual:
 			unexplained = append(unexplained, l)
 		case f.Failed > 0 && c.Errors:
 			failing = append(failing, l)

@@ -70,7 +70,18 @@ var commandDocs = []commandDoc{
 	{Path: "version", Summary: "Print netdoctor's version, the Go it was built with, and the kernel features it found.",
 		Examples: []string{"netdoctor version", "netdoctor --version"}},
 	{Path: "help", Args: "[COMMAND | FINDING-ID]", Summary: "Print a command's help, or what a finding ID of a report means: when it is active, when latent, and the seed case behind it.", Complete: "help",
-		Examples: []string{"netdoctor help run", "netdoctor help " + string(rules.AcceptQueueOverflow)}},
+		Examples: []string{"netdoctor help run", "netdoctor help " + exampleFinding()}},
+}
+
+// exampleFinding is the finding ID the help and the man page show: a
+// full accept queue's, the example report's.
+func exampleFinding() string {
+	for _, c := range rules.Classes() {
+		if c.Is == rules.AcceptQueueFull {
+			return string(c.ID)
+		}
+	}
+	return ""
 }
 
 // docOf returns the description of a command line ("run", "lab run").
@@ -593,12 +604,12 @@ var quickStartRoff = ".SH QUICK START\n" +
 	".PP\nThe first line is the verdict: " + roffEscape("HEALTHY, LATENT (nothing hurts now, something will at scale), DEGRADED, UNHEALTHY or UNEXPLAINED (the load suffered and no finding says why)") +
 	". Then each finding: [SEVERITY status] title (its ID), the evidence (* observed during the window), and its fixes, each the action first and why after it:\n" +
 	".PP\n.nf\n" + roffEscape("UNHEALTHY: Accept queue overflow: connections are dropped because the application does not accept them fast enough\n\n"+
-	"1. [CRITICAL active] Accept queue overflow: ...  ("+string(rules.AcceptQueueOverflow)+")\n"+
+	"1. [CRITICAL active] Accept queue overflow: ...  ("+exampleFinding()+")\n"+
 	"   * TcpExtListenOverflows +1093 in 5s (218.3/s)\n"+
 	"   * listener 127.0.0.1:8000 (python3 pid 812): accept queue 6 of 5 — full; ...\n"+
 	"   fix: raise the listen() backlog of 127.0.0.1:8000 (python3 pid 812) to 4096 — Python: socketserver's\n"+
 	"        `request_queue_size = 4096` ...; then restart it  (why 4096: the queue must hold ...)") + "\n.fi\n" +
-	".PP\n" + roffEscape("netdoctor help "+string(rules.AcceptQueueOverflow)+" says what a finding means; netdoctor tune plan r.json (from check --json r.json) turns the fixes into reviewed changes.") + "\n" +
+	".PP\n" + roffEscape("netdoctor help "+exampleFinding()+" says what a finding means; netdoctor tune plan r.json (from check --json r.json) turns the fixes into reviewed changes.") + "\n" +
 	".PP\nThen load a service while netdoctor watches both ends, and read the same report with the load beside it:\n" +
 	".PP\n.nf\n" + roffEscape("sudo netdoctor run -c 50 -d 10 --html run.html http://127.0.0.1:8000/") + "\n.fi\n" +
 	".PP\nExit status 1 means an active critical finding (below); 2 a mistake, said in one line before anything is measured.\n"

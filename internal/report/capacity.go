@@ -216,7 +216,7 @@ func CapacityText(w io.Writer, c *Capacity) error {
 				p.F(", %s", l.Subject)
 			}
 			p.F("; %s)\n", basisText(l.Basis))
-			for _, it := range l.Evidence {
+			for _, it := range l.Shown() {
 				p.F("    - %s\n", it.Text)
 			}
 			for _, fx := range l.Fix {

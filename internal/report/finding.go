@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -76,6 +77,21 @@ type Finding struct {
 	// CauseSubject is the cause's subject, which tells it from another
 	// finding with the same ID: the full pool of php-fpm, not of nginx.
 	CauseSubject string `json:"cause_subject,omitempty"`
+	// CauseAtCapacity: the dependency this finding's server waits on is
+	// its cause and has no room for more requests at once (a full pool,
+	// a full queue), so more connections to it would only queue there:
+	// its fix says so in place of a bigger pool (FixOf).
+	CauseAtCapacity bool `json:"cause_at_capacity,omitempty"`
+	// Dropped says where the packets the finding counts were dropped,
+	// when its rule could tell from the evidence: relate names the
+	// finding that owns those drops as its cause.
+	Dropped *Dropped `json:"dropped,omitempty"`
+	// Background says that its counters rose as fast in the quiet
+	// seconds before a run's load (the baseline).
+	Background *Background `json:"background,omitempty"`
+	// Shape is the run's throughput shape when the finding's counters
+	// moved with it: a saw-tooth in step with conntrack's drops.
+	Shape *Shape `json:"shape,omitempty"`
 	// Explains says which share of the run's failed requests (or of its
 	// latency) this finding accounts for, when that is measurable.
 	Explains string `json:"explains,omitempty"`
@@ -105,6 +121,78 @@ type About struct {
 	// Setting is the kernel setting or configuration directive it is
 	// about: "net.core.somaxconn", "fs.file-max", "worker_connections".
 	Setting string `json:"setting,omitempty"`
+	// Interface is the network interface it is about: a saturated
+	// link, one that drops.
+	Interface string `json:"interface,omitempty"`
+	// DropReason is the kernel's drop reason it is about (packet-drops:
+	// QDISC_DROP, NEIGH_FAILED…).
+	DropReason string `json:"drop_reason,omitempty"`
+}
+
+// Dropped is where packets a finding counts were dropped, as its rule
+// read the evidence (the drop monitor's rows, a listener's drop
+// counters).
+type Dropped struct {
+	// Reason is the kernel's drop reason: TCP_LISTEN_OVERFLOW for a
+	// full accept queue, NETFILTER_DROP, QDISC_DROP…
+	Reason string `json:"reason"`
+	// Interface is the interface they were dropped on, when one.
+	Interface string `json:"interface,omitempty"`
+	// Listen is the listener whose full queue dropped them.
+	Listen string `json:"listen,omitempty"`
+	// Side is where they were dropped when it is not the finding's own
+	// side: a client's retransmissions dropped at the server's queue.
+	Side Side `json:"side,omitempty"`
+	// Packets is how many the evidence counted dropped there: for a
+	// listener's queue, the connections the server's listeners dropped
+	// (TcpExtListenDrops).
+	Packets uint64 `json:"packets"`
+}
+
+// Background is what the quiet seconds before a run's load showed of a
+// finding's counters: they rose as fast without the load.
+type Background struct {
+	// Seconds is the quiet baseline's length.
+	Seconds float64 `json:"seconds"`
+	// LoadFailed: the load's connections failed with them all the same,
+	// so the finding kept its severity; else it is background, and a
+	// critical one became a warning.
+	LoadFailed bool `json:"load_failed,omitempty"`
+}
+
+// Shown is the finding's evidence as a person reads it: its rule's
+// items, then what the passes that look across findings said of it as
+// data (its background, the throughput's shape), in words.
+func (f Finding) Shown() []Item {
+	out := f.Evidence
+	if b := f.Background; b != nil {
+		text := fmt.Sprintf("these counters rose as fast in the %.0f s before the load: background, not caused by it", b.Seconds)
+		if b.LoadFailed {
+			text = fmt.Sprintf("these counters rose as fast in the %.0f s before the load: something besides the load drives them, and the load's connections failed with them", b.Seconds)
+		}
+		out = append(slices.Clip(out), Item{Text: text, Source: "baseline", Window: true})
+	}
+	if s := f.Shape; s != nil {
+		out = append(slices.Clip(out), Item{Text: s.Text, Source: "timeline", Window: true})
+	}
+	return out
+}
+
+// FixOf is a finding's fix as a person reads it, rendered from its
+// actions: where its cause is a dependency at capacity
+// (CauseAtCapacity), the advice of a bigger pool towards it
+// (TagBiggerPool) says not to.
+func FixOf(f Finding) []string {
+	acts := f.Actions
+	if f.CauseAtCapacity && len(f.About.Remotes) > 0 {
+		acts = slices.Clone(acts)
+		for i, a := range acts {
+			if a.Tag == TagBiggerPool {
+				acts[i] = Advise(fmt.Sprintf("not a bigger pool: %s is itself at capacity (%s: %s), and more connections would only queue there; fix that first", f.About.Remotes[0], f.CausedBy, f.CauseSubject))
+			}
+		}
+	}
+	return Render(acts)
 }
 
 // Hurts reports an active critical finding: what makes a command exit 1.

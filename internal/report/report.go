@@ -157,7 +157,7 @@ func New(command string, b *evidence.Bundle, findings []Finding) *Report {
 // lines a person reads are made.
 func render(fs []Finding) {
 	for i := range fs {
-		fs[i].Fix = Render(fs[i].Actions)
+		fs[i].Fix = FixOf(fs[i])
 	}
 }
 
@@ -253,7 +253,7 @@ func Text(w io.Writer, r *Report) error {
 		if f.Explains != "" {
 			p.F("   impact: %s\n", f.Explains)
 		}
-		for _, e := range f.Evidence {
+		for _, e := range f.Shown() {
 			mark := " "
 			if e.Window {
 				mark = "*"

@@ -16,6 +16,7 @@ import (
 const AppSlow report.FindingID = "app-slow"
 
 var _ = define(Class{ID: AppSlow,
+	Is:     TimeHeld,
 	Delays: true, Holds: true,
 	Blocks:     true,
 	Meaning:    "the server holds requests while CPU and network are idle (locks, sleeps, slow backends)",
@@ -23,7 +24,21 @@ var _ = define(Class{ID: AppSlow,
 	LatentWhen: "—",
 	Seed:       "003 (log lock)",
 	ReportedBy: "`run`",
+	Doc: `Rule ´appslow´ (´appslow.go´). **Active, warning** when the load's p50 is at least 30 ms over at least 20
+requests, the server's CPUs were under 70 % busy over the load, and no other active finding explains
+latency (worker pool, Nagle, CPU, CPU quota throttling, run-queue contention, conntrack, SYN queue, loss,
+bandwidth, a saturated generator). Evidence: the latencies, the idle CPU, and the wait classes of the
+innermost server's busy workers (´sleep 92%, running 6%´), and, where the server's threads were accounted
+(below), what their busy time went to as the scheduler counts it (´throttled by the CPU quota 88%, on CPU
+11%´). The fix follows what the threads did: the largest part of their accounted busy time (the quota, a
+CPU others hold, the CPU itself — naming the profile's hottest functions — or the off-CPU wait), else the
+dominant wait class: a file lock (seed 003's shared log), a mutex, sleeps in the request path, a
+backend's socket, disk; and always how to profile off-CPU time. Tested with php-fpm workers that append
+to one log file under ´flock´ and hold it 20 ms, and with a throttled Go server whose threads sampled
+"running" and on a futex.`,
 })
+
+var _ = register(Rule{Name: "appslow", Order: 230, Scope: Symptom, IDs: []report.FindingID{AppSlow}, Checks: "time held in the application", Check: checkAppSlow})
 
 // appSlowLatency is the median below which a response is not called slow:
 // a hello-world through nginx and php-fpm answers in about a millisecond,

@@ -18,6 +18,7 @@ import (
 const BandwidthSaturated report.FindingID = "bandwidth-saturated"
 
 var _ = define(Class{ID: BandwidthSaturated,
+	DropReasons: []string{"QDISC_DROP"}, OnItsLink: true, PathFault: true, Resource: "bandwidth",
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true,
 	Meaning:    "a link or shaper is at its rate; queues add latency and drop",
@@ -25,7 +26,48 @@ var _ = define(Class{ID: BandwidthSaturated,
 	LatentWhen: "none",
 	Seed:       "001 §1 (`%ifutil`)",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´bandwidth´ (´bandwidth.go´, ´checkBandwidth´). It needs two snapshots and reads, per interface, the
+´/proc/net/dev´ byte counters, the link speed and kind, and the egress qdiscs and htb classes with their
+counters (´Interface.Qdiscs´, read over rtnetlink like ´tc -s qdisc´ and ´tc -s class´). A shaper on its
+own is no fault, so there is no latent finding.
+
+- The limits of an interface, as configured in the last snapshot, are:
+  - a tbf's rate. At the root it is measured against everything the interface sent (´tx_bytes´);
+    a tbf further down against the bytes of that tbf;
+  - each htb class's ceil, measured against the class's bytes (htb charges a packet to its class and
+    every ancestor, so a parent class's bytes include its children's);
+  - the link speed from ethtool, against ´tx_bytes´ and, separately, ´rx_bytes´. Speed 0 (unknown, as
+    on ´lo´) has no limit. Neither has a link of kind ´veth´, ´tuntap´, ´dummy´ or ´ifb´, whose speed is
+    a constant of the driver (veth says 10000 Mb/s), nor a link that moved more than 125 % of its speed
+    in some interval (the speed is nominal).
+- The rate is taken in each interval between consecutive snapshots, not over the whole window,
+  because a load may fill only part of it. An interval counts as saturated at ≥ 90 % of the limit.
+  TCP through a shaper settles at 95–100 % of its rate, and Ethernet counters leave out preamble, gap
+  and FCS, so a full link with full-size frames reads about 98 %.
+- **Active, warning** when the saturated intervals add up to at least 3 s and at least 64 KiB for some
+  limit. One or two seconds at the rate are a burst, not saturation. With ´check´'s two snapshots 5 s
+  apart, the one interval has to average ≥ 90 %.
+- **Critical** when the queue in front of a saturated limit shows the harm: its drops rose in the
+  window, or it held packets (backlog or qlen > 0) in at least half, and at least two, of the
+  snapshots that bound the saturated intervals. That queue is the tbf itself, the htb class with its
+  descendants, or, for the link speed, the root qdisc (received traffic has none).
+- One finding per interface; the subject is the interface. Every saturated limit gets its items, the
+  lowest rate first: ´veth0 sent 9.6 Mbit/s for 8s = 96% of its tbf rate 10 Mbit/s (peak 9.6 Mbit/s;
+  7.68 Mbit/s averaged over 10s)´, with the mean over the saturated intervals, then ´qdisc tbf 1:
+  dropped +1232, overlimits +5680, backlog peaked 45 KiB; packets were queued in 8 of 9 samples while
+  saturated´, then the configuration as static evidence (´qdisc tbf 1: (parent root) on veth0: rate 10
+  Mbit/s, burst 3.91 KiB, limit 64.9 KiB´, ´htb class 1:10 (parent 1:1) on veth0: rate 2 Mbit/s, ceil
+  5 Mbit/s´, ´eth0 link speed 1000 Mb/s´).
+- Fix, for the lowest saturated limit: a tbf, raised (´tc qdisc change dev veth0 root tbf rate 20mbit
+  burst 10000 limit 66500´, twice the rate, keeping its limit) or removed (´tc qdisc del dev veth0
+  root´); an htb class, a higher ceil (´tc class change dev veth0 parent 1:1 classid 1:10 htb rate 2mbit
+  ceil 10mbit´) or other traffic moved out of it; the link, more capacity (a faster link, a bond).
+  Always: send less (compression, caching of large responses, bulk traffic moved off the link). To
+  confirm: ´tc -s qdisc show dev X´ and ´ip -s link show dev X´ while the load runs. Commands carry
+  ´ip netns exec NS´ (or ´nsenter --net=PATH´) for another namespace.`,
 })
+
+var _ = register(Rule{Name: "bandwidth", Order: 130, Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Checks: "bandwidth and shapers", Check: checkBandwidth})
 
 // Thresholds of bandwidth-saturated. A rate counts as saturated at 90 %
 // of its limit: TCP through a shaper settles at 95–100 % of its rate, and
@@ -133,7 +175,7 @@ func bandwidthFinding(b *evidence.Bundle, ifc *evidence.Interface) (report.Findi
 	}
 	slices.SortStableFunc(hits, func(x, y hit) int { return cmp.Compare(x.l.bytesPerSec, y.l.bytesPerSec) })
 	top := hits[0]
-	f := report.Finding{ID: BandwidthSaturated, Severity: report.Warning, Status: report.Active, Subject: ifc.Name,
+	f := report.Finding{ID: BandwidthSaturated, Severity: report.Warning, Status: report.Active, Subject: ifc.Name, About: report.About{Interface: ifc.Name},
 		Title: fmt.Sprintf("Interface %s is saturated: %s at %.0f%% of its %s for %s", ifc.Name, top.l.dir,
 			100*rateOf(top.u)/top.l.bytesPerSec, limitName(top.l), top.u.satTime.Round(100*time.Millisecond))}
 	for _, h := range hits {

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -12,8 +11,9 @@ import (
 
 // baseline compares each counter behind an active finding with its rate
 // in the quiet seconds before the load. A counter that rose as fast
-// without load is background, not the load's doing: the finding keeps the
-// evidence but says so, and a critical one becomes a warning.
+// without load is background, not the load's doing: the finding keeps its
+// evidence and says so (Finding.Background), and a critical one becomes
+// a warning.
 //
 // Unless the load failed with it: drops that a flood or another client
 // keeps going (seed 001 §6) are not the load's doing either, but when the
@@ -60,18 +60,8 @@ func baseline(fs []report.Finding, b *evidence.Bundle, start time.Time, side rep
 		if !counted || !background {
 			continue
 		}
-		if connFailed(lr) && ClassOf(f.ID).Drops {
-			f.Evidence = append(f.Evidence, report.Item{
-				Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: something besides the load drives them, and the load's connections failed with them", bw.Duration().Seconds()),
-				Source: "baseline", Window: true,
-			})
-			continue
-		}
-		f.Evidence = append(f.Evidence, report.Item{
-			Text:   fmt.Sprintf("these counters rose as fast in the %.0f s before the load: background, not caused by it", bw.Duration().Seconds()),
-			Source: "baseline", Window: true,
-		})
-		if f.Severity == report.Critical {
+		f.Background = &report.Background{Seconds: bw.Duration().Seconds(), LoadFailed: connFailed(lr) && ClassOf(f.ID).Drops}
+		if !f.Background.LoadFailed && f.Severity == report.Critical {
 			f.Severity = report.Warning
 		}
 	}
@@ -97,11 +87,12 @@ func isCounter(src string) bool {
 // during it.
 type dropRates struct{ before, load float64 }
 
-// ownDropRates are the own drop rates of the listener an accept-queue
-// finding is about, when the bundle's listeners count their own drops
-// and that one dropped during the load.
+// ownDropRates are the own drop rates of the listener a finding is
+// about when its class rests on a listener's own drops (ListenerDrops),
+// the bundle's listeners count theirs, and that one dropped during the
+// load.
 func ownDropRates(b *evidence.Bundle, bw, lw evidence.Window, f *report.Finding) (dropRates, bool) {
-	if f.ID != AcceptQueueOverflow || f.About.Listen == "" || !perListenerDrops(b) {
+	if !ClassOf(f.ID).ListenerDrops || f.About.Listen == "" || !perListenerDrops(b) {
 		return dropRates{}, false
 	}
 	rate := func(w evidence.Window) float64 {

@@ -17,13 +17,42 @@ import (
 const SocketBufferLimit report.FindingID = "socket-buffer-limit"
 
 var _ = define(Class{ID: SocketBufferLimit,
-	Errors: true, Delays: true,
+	Tunables:    []Tunable{{Name: "net.core.rmem_max", Min: 4 << 20, Max: sizing.MaxRcvBuf, Why: "4 MiB, below which buffers' rule proposes 16 MiB (sizing.RcvBuf's floor), to 64 MiB"}},
+	DropReasons: []string{"SOCKET_RCVBUFF", "SOCKET_BACKLOG", "PROTO_MEM", "TCP_OFOMERGE", "TCP_OFO_QUEUE_PRUNE"},
+	Errors:      true, Delays: true,
 	Meaning:    "data dropped because a socket buffer or TCP's global memory limit ran out",
 	Active:     "a buffer or memory counter rose, or an \"out of memory\" / \"too many orphaned sockets\" kernel message (warning)",
 	LatentWhen: "none",
 	Seed:       "004 (buffer sysctls), 001 §2",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´buffers´ (´buffers.go´). It needs two snapshots. It is **active, warning** when any of
+´TcpExtTCPRcvQDrop´, ´TcpExtTCPBacklogDrop´, ´TcpExtPruneCalled´, ´TcpExtRcvPruned´,
+´TcpExtTCPMemoryPressures´, ´TcpExtTCPAbortOnMemory´, ´UdpRcvbufErrors´, ´UdpSndbufErrors´ or
+´Udp6RcvbufErrors´ rose. It also fires on a kernel message of class ´out-of-socket-memory´
+(´TCP: out of memory -- consider tuning tcp_mem´) or ´too-many-orphans´. When sockstat has ´TCP.mem´
+and ´net.ipv4.tcp_mem´ is known, the evidence adds ´TCP memory N pages; tcp_mem (min pressure max) =
+…´. The fix suggests ´net.core.rmem_max´ of 16 MiB for UDP receivers while it is below 4 MiB.
+
+**The socket itself.** Every UDP and TCP socket's own drop counter (´sk_drops´, sock_diag's
+´SK_MEMINFO_DROPS´, as ´ss -m´ prints it ´d´) is read with its receive buffer (´SK_MEMINFO_RCVBUF´, the
+´SO_RCVBUF´ the kernel granted, twice what was asked) and what it held (´SK_MEMINFO_RMEM_ALLOC´), and its
+owner; a socket whose counter rose in the window makes the finding active by itself, and comes first in
+its evidence: ´UDP receiver python3 (pid 4242) on 0.0.0.0:5000: 18000 dropped in 5s (3600.0/s) by the
+socket itself (sk_drops); its receive buffer takes 4.5 KiB (SO_RCVBUF as the kernel counts it, twice what
+was asked) and held 4.3 KiB when sampled: full´. The drop monitor's ´SOCKET_RCVBUFF´, ´SOCKET_BACKLOG´,
+´PROTO_MEM´, ´TCP_OFOMERGE´ and ´TCP_OFO_QUEUE_PRUNE´ drops, with their ports, are added. When the
+socket is a UDP receiver the title names it (´UDP receiver python3 (pid 4242) on 0.0.0.0:5000 drops
+datagrams: its receive buffer (4.5 KiB) is full´), the subject is its address, and the fix is that
+socket's: ´setsockopt(SO_RCVBUF, N)´ in the application, N sized by ´internal/sizing.RcvBuf´ on what
+arrives (the namespace's UDP datagrams received and dropped a second, at least the socket's own drops):
+200 ms of them at 2 KiB each (the kernel charges a datagram's whole buffer, its truesize), at least 4 MiB,
+a power of two; ´net.core.rmem_max´ raised to N when it is lower (the kernel grants no more); and reading
+faster (more readers, ´SO_REUSEPORT´), since a buffer only absorbs bursts. Tested by ´check´ against a
+Python receiver with a 4 KiB ´SO_RCVBUF´ under a burst (TestCheckUDPReceiverDrops).`,
 })
+
+var _ = register(Rule{Name: "buffers", Order: 120, Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Checks: "socket memory", Check: checkBuffers,
+	Watches: bufferCounters})
 
 // bufferCounters are the kernel's counters of data dropped for lack of
 // buffer or memory.

@@ -9,6 +9,8 @@ import (
 
 const oomMsg = "TCP: out of memory -- consider tuning tcp_mem"
 
+var _ = addTable("checkBuffers", checkBuffers, buffersCases)
+
 func buffersCases() []ruleCase {
 	return []ruleCase{
 		{

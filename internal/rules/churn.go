@@ -16,15 +16,50 @@ import (
 const UpstreamConnectionChurn report.FindingID = "upstream-connection-churn"
 
 var _ = define(Class{ID: UpstreamConnectionChurn,
+	Tunables: []Tunable{{Name: "net.ipv4.tcp_tw_reuse", Values: []string{"1"}, Why: "outgoing connections reuse TIME_WAIT ports"}},
 	Critical: true,
 	Errors:   true, Fails: Fails5xx,
-	Consequences: []Consequence{{ID: EphemeralPortExhaustion, At: OwnRemotes}, {ID: TimewaitBucketOverflow}},
+	Consequences: []Consequence{{Effect: PortsExhausted, At: OwnRemotes}, {Effect: TimeWaitFull}},
 	Meaning:      "a new connection per request to one upstream: TIME_WAIT piles up, ports and CPU are spent on connection setup",
 	Active:       "≥ 1000 and ≥ a quarter of the range in TIME_WAIT to one remote, with `TcpActiveOpens` ≥ 50/s (warning; critical at ≥ half the range); in a run, an nginx upstream without reuse, or any server opening ≥ 0.5 connections per request (closed by FIN or by reset) or holding a run-out range in TIME_WAIT (warning; critical with nginx's \"Cannot assign\" lines)",
 	LatentWhen:   "none",
 	Seed:         "000 stages 4–5, 004",
 	ReportedBy:   "`check`, `diagnose`, `run`",
+	Doc: `Rule ´churn´ (´churn.go´), from three kinds of evidence, strongest first; the first two make one
+finding when they see the same destination.
+
+- **From the kernel alone** (check, diagnose, and every side of a run): the remote with the most
+  TIME_WAIT (the load's own connections excepted) has at least 1000 of them and at least a quarter of
+  the range, while ´TcpActiveOpens´ rose by at least 50 per second: **active, warning**, **critical**
+  when TIME_WAIT reaches half the range. Evidence: ´8000 TIME_WAIT and 10 ESTABLISHED connections to
+  10.0.0.5:6379´ and ´TcpActiveOpens +1200 in 1s (1200.0/s)´. The subject is the remote.
+- **From nginx's configuration** (a run's server side): an upstream without connection reuse while
+  ´TcpActiveOpens´ kept pace with the requests answered (≥ 0.5 per request), or nginx logged "Cannot
+  assign requested address": **active**, warning, critical with those log lines (each one a 502 the
+  client saw, counted in its impact). The fix is the nginx lines, sized as ´tune plan´ sizes them.
+- **From the sockets, for any server** (a run's server side, no configuration needed: a home-made
+  proxy, haproxy, nginx + Lua): at least 100 requests answered and at least half a new connection per
+  request, towards the remote that holds the TIME_WAIT (≥ 100, or ≥ half a small range) when the
+  server closes first, or towards the one it talks to when it closes with resets (´TcpOutRsts´
+  about ´TcpActiveOpens´, no TIME_WAIT: ports are free at once, so they do not run out, but every
+  request pays a handshake); or, when the ports to a remote ran out (connects then fail and open
+  nothing), a remote holding the range mostly in TIME_WAIT. **Active, warning.** The evidence says
+  how the server closes and, when they differ, how many connects a second were attempted (one per
+  request) and how many got a port. ´TcpActiveOpens´ counts every process of the namespace: when the
+  run traced the server's own outbound connections and none went to that remote, the finding names
+  "a process of this namespace (not SERVER…)" and its rate, not the server.
+- Fix: keep-alive to that upstream or a connection pool (per client library, haproxy ´http-reuse´).
+  Do not touch ´tcp_fin_timeout´ or ´tcp_tw_recycle´.
+
+In a run with an on-CPU profile, every active churn finding also cites what the profile saw of its cost,
+for each server that spent 2 % or more of its samples there: the share setting up outgoing connections
+(´tcp_v4_connect´, ´tcp_connect´), and of those the kernel's search for a free local port
+(´inet_hash_connect´, ´__inet_hash_connect´, ´__inet_check_established´: seed 000's flame graph, hot when
+TIME_WAIT fills the range; on 6.18 with a wide range, a 5 s lab run of seed 000's stage 5 shows it at
+about 0.5 % of nginx's samples, with connection setup at 6–10 %).`,
 })
+
+var _ = register(Rule{Name: "churn", Order: 40, Scope: PerSide, IDs: []report.FindingID{UpstreamConnectionChurn}, Checks: "connections per request to upstreams", Check: checkChurn})
 
 // checkChurn finds a server that opens a new connection for each
 // request to its upstream (seeds 000 and 004), from three kinds of

@@ -19,6 +19,8 @@ func redisRemote(tw, est int) evidence.Remote {
 	return evidence.Remote{Addr: "10.0.0.5:6379", Established: est, TimeWait: tw, Ephemeral: tw + est}
 }
 
+var _ = addTable("checkChurn", checkChurn, churnCases)
+
 // churnCases are churn as the kernel alone shows it (check, diagnose).
 func churnCases() []ruleCase {
 	redis := redisRemote

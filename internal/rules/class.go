@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -11,12 +12,14 @@ import (
 
 // Class is what a finding ID means, declared once, beside the ID's
 // constant (define): how bad it can be, what its fault does to a run's
-// requests, what it causes, how long an alert on it waits, and its row
-// in docs/findings.md's summary. Everything that acts on a finding's
-// meaning reads its class: the ranking of causes (rank), the distress no
-// finding explains (distress), causes and their symptoms (relate), the
-// share of failed requests a cause accounts for (explain), the baseline,
-// app-slow, the alerts (internal/alerts) and the docs (TestClasses).
+// requests, what it causes and what it owns of the evidence, the
+// settings tune may set for it, how long an alert on it waits, and its
+// row and section in docs/findings.md. Everything that acts on a
+// finding's meaning reads its class, never a list of IDs: the ranking of
+// causes (rank), the distress no finding explains (distress), causes and
+// their symptoms (relate), the share of failed requests a cause accounts
+// for (explain), the baseline, drops, headroom, app-slow, capacity,
+// tune, the alerts (internal/alerts) and the docs (internal/gen).
 type Class struct {
 	// ID is the finding's ID; its constant is declared next to the class.
 	ID report.FindingID
@@ -55,9 +58,14 @@ type Class struct {
 
 	// How it relates to others:
 	//
-	// Consequences are the findings that are its symptoms when both are
-	// active (relate lists them after it, as caused by it).
+	// Consequences are the symptoms it causes, by their kind (Effect),
+	// never by another rule's ID: relate lists an active finding that
+	// Is one of them after it, as caused by it.
 	Consequences []Consequence
+	// Is is the kind of symptom it is, by which a cause names it in its
+	// Consequences (a full pool Is WorkersFull, what a stalled lookup
+	// causes).
+	Is Effect
 	// Blocks: a finding about one server that makes its clients wait on
 	// it (its pool full, its queue overflowing, its own wait on a
 	// dependency, time of its own): relate names it the cause of the
@@ -72,6 +80,45 @@ type Class struct {
 	// depends on saturated): a bigger pool of connections to it would
 	// only queue there.
 	AtCapacity bool
+
+	// What it owns of the evidence other rules read too:
+	//
+	// DropReasons are the kernel's drop reasons (the drop monitor's,
+	// include/net/dropreason-core.h) whose drops are its evidence:
+	// packet-drops leaves them to it, and where a finding's packets died
+	// of one (Finding.Dropped), relate names it their cause.
+	DropReasons []string
+	// OnItsLink: it owns its DropReasons only on the interface its
+	// finding names (About.Interface: a saturated link's qdisc); on any
+	// other they are packet-drops'.
+	OnItsLink bool
+	// DropsElsewhere: it also names its DropReasons' drops in the host's
+	// other namespaces, where a run's packets die on the way; packet-drops
+	// leaves those to it too.
+	DropsElsewhere bool
+	// ListenerDrops: its finding about a listener (About.Listen) rests on
+	// that listener's own drop counter where the kernel keeps one, so the
+	// quiet baseline judges it by that listener's drops, not the
+	// namespace's counters, which are every listener's.
+	ListenerDrops bool
+	// Resource is the resource whose headroom it reports at the limit
+	// (Headroom: worker-pool, accept-queue, cpu…), if any.
+	Resource string
+	// PathFault: its fault is on the path between the hosts (packets
+	// lost on the way, a path MTU, a link's bandwidth), not in a host's
+	// settings or its servers.
+	PathFault bool
+	// Residual: it is made only for what no other finding explains
+	// (unexplained-distress), so what reads a diagnosis names it last.
+	Residual bool
+	// Generator: it is about netdoctor's own load generator, not the
+	// service under load.
+	Generator bool
+	// Tunables are the kernel settings tune may set for it, each with
+	// the values it may propose; apply writes nothing else, whatever a
+	// plan file says (internal/tune). Each setting is declared once, by
+	// the finding whose fix it is; another finding's fix may name it too.
+	Tunables []Tunable
 
 	// Hold is how long its alert waits before firing; zero for its
 	// severity's (internal/alerts: ForCritical, ForWarning). Findings
@@ -90,6 +137,37 @@ type Class struct {
 	// Seed names the seed cases that show it, and ReportedBy the
 	// commands that report it.
 	Seed, ReportedBy string
+
+	// Doc is its section of docs/findings.md, under a heading of its ID:
+	// exactly what its rule reads and the thresholds it applies, in
+	// Markdown, with ´ for a backtick (a Go raw string cannot hold one).
+	// A rule whose findings share one section says it in Rule.Doc
+	// instead. go generate ./internal/gen writes the docs from it.
+	Doc string
+}
+
+// Tunable is a kernel setting tune may set, and the values it may
+// propose: one of Values when set, else "LOW HIGH" when Range, else an
+// integer in [Min, Max].
+type Tunable struct {
+	Name     string
+	Values   []string
+	Range    bool
+	Min, Max int64
+	// Why says where the bounds come from, for the error and the docs.
+	Why string
+}
+
+// Tunables lists the settings tune may set, every class's, in the
+// registry's order.
+func Tunables() []Tunable {
+	var out []Tunable
+	for _, r := range Registry {
+		for _, id := range r.IDs {
+			out = append(out, ClassOf(id).Tunables...)
+		}
+	}
+	return out
 }
 
 // Failure is the kind of failed requests a finding accounts for.
@@ -113,12 +191,39 @@ const (
 	Fails5xx
 )
 
-// Consequence is a finding that another causes when both are active.
+// Consequence is a symptom that a finding causes when both are active.
 type Consequence struct {
-	ID report.FindingID
+	// Effect is the kind of symptom: any finding whose class Is it.
+	Effect Effect
 	// At says which symptom is the cause's own.
 	At Match
 }
+
+// Effect is a kind of symptom, named for what happens rather than for
+// the finding that reports it, so that a cause says what it does
+// (Consequences) in its own file, and the finding that is that symptom
+// says so in its own (Is).
+type Effect int
+
+// Effects.
+const (
+	NoEffect Effect = iota
+	// WorkersFull: a server's workers are all taken; requests wait for
+	// one.
+	WorkersFull
+	// TimeHeld: the application holds requests while its CPUs idle, for
+	// no cause another finding names.
+	TimeHeld
+	// AcceptQueueFull: a listener's accept queue overflows.
+	AcceptQueueFull
+	// PortsExhausted: the local ports towards a destination run out.
+	PortsExhausted
+	// TimeWaitFull: the TIME_WAIT table overflows.
+	TimeWaitFull
+	// LegWait: a server's requests wait on one of its dependencies (its
+	// pool of connections to it, its answers).
+	LegWait
+)
 
 // Match says which consequence a cause accounts for.
 type Match int
@@ -177,6 +282,95 @@ func Classes() []Class {
 func (c Class) counts(f report.Finding) bool {
 	return c.OnlyWhen == "" || f.Severity == c.OnlyWhen
 }
+
+// ofEffect lists the IDs whose class Is e, by ID: the findings a cause
+// names by that effect.
+func ofEffect(e Effect) []report.FindingID {
+	var out []report.FindingID
+	for _, c := range Classes() {
+		if e != NoEffect && c.Is == e {
+			out = append(out, c.ID)
+		}
+	}
+	return out
+}
+
+// causesOf lists the IDs whose class names id's kind of symptom among
+// its Consequences, by ID: what a finding can be the consequence of.
+func causesOf(id report.FindingID) []report.FindingID {
+	is := ClassOf(id).Is
+	var out []report.FindingID
+	for _, c := range Classes() {
+		for _, s := range c.Consequences {
+			if is != NoEffect && s.Effect == is {
+				out = append(out, c.ID)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// dropOwner is the ID whose class owns a drop reason everywhere
+// (DropReasons, not OnItsLink), and whether one does.
+func dropOwner(reason string) (report.FindingID, bool) {
+	for _, c := range Classes() {
+		if !c.OnItsLink && slices.Contains(c.DropReasons, reason) {
+			return c.ID, true
+		}
+	}
+	return "", false
+}
+
+// resourceOwner is the ID whose class reports a resource's headroom at
+// the limit (Resource).
+func resourceOwner(resource string) report.FindingID {
+	for _, c := range Classes() {
+		if c.Resource == resource {
+			return c.ID
+		}
+	}
+	return ""
+}
+
+// A DocSection is a section of docs/findings.md: a heading of the IDs
+// it documents and its text, in Markdown.
+type DocSection struct {
+	Heading string
+	IDs     []report.FindingID
+	Text    string
+}
+
+// DocSections are the sections of docs/findings.md for the rules' findings,
+// in the registry's order: one per rule that documents its findings
+// together (Rule.Doc), else one per finding (Class.Doc).
+func DocSections() []DocSection {
+	var out []DocSection
+	for _, r := range Registry {
+		if r.Doc != "" {
+			out = append(out, DocSection{Heading: report.JoinIDs(r.IDs), IDs: r.IDs, Text: markdown(r.Doc)})
+			continue
+		}
+		for _, id := range r.IDs {
+			out = append(out, DocSection{Heading: string(id), IDs: []report.FindingID{id}, Text: markdown(ClassOf(id).Doc)})
+		}
+	}
+	return out
+}
+
+// Section is the heading of the section of docs/findings.md that
+// documents a finding, "" for an ID no rule makes.
+func Section(id report.FindingID) string {
+	for _, s := range DocSections() {
+		if slices.Contains(s.IDs, id) {
+			return s.Heading
+		}
+	}
+	return ""
+}
+
+// markdown is a Doc as Markdown: its ´ are backticks.
+func markdown(doc string) string { return strings.ReplaceAll(doc, "´", "`") }
 
 // Continuous reports whether an agent's diagnosis, which runs without a
 // load, can make the finding: the PerSide and PerHost rules', and those

@@ -1,16 +1,11 @@
 package rules
 
 import (
-	"flag"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/netdoctor/netdoctor/internal/report"
 )
-
-var updateDocs = flag.Bool("update-docs", false, "rewrite docs/findings.md's summary table from the classes")
 
 // TestClasses: every finding ID a rule makes has a class, declared once
 // beside its constant, and every class is a registered ID's; its severity
@@ -39,79 +34,35 @@ func TestClasses(t *testing.T) {
 			t.Errorf("%s: Latent %v, but its LatentWhen says %q", c.ID, c.Latent, c.LatentWhen)
 		}
 		for _, s := range c.Consequences {
-			if !ids[s.ID] {
-				t.Errorf("%s: consequence %s is no rule's", c.ID, s.ID)
+			if len(ofEffect(s.Effect)) == 0 {
+				t.Errorf("%s: consequence %d is no class's effect (Is)", c.ID, s.Effect)
+			}
+		}
+		if c.Resource != "" && resourceOwner(c.Resource) != c.ID {
+			t.Errorf("%s: resource %s is also %s's", c.ID, c.Resource, resourceOwner(c.Resource))
+		}
+		for _, r := range c.DropReasons {
+			if stray[r] {
+				t.Errorf("%s: drop reason %s is a stray every host has", c.ID, r)
+			}
+			if o, ok := dropOwner(r); ok && o != c.ID && !c.OnItsLink {
+				t.Errorf("%s: drop reason %s is also %s's", c.ID, r, o)
 			}
 		}
 		if c.Waits && !c.Blocks {
 			t.Errorf("%s: a server waiting on a dependency also makes its own clients wait (Blocks)", c.ID)
 		}
 	}
+	tunables := map[string]bool{}
+	for _, tu := range Tunables() {
+		if tunables[tu.Name] {
+			t.Errorf("%s is declared twice (Class.Tunables): once, in the class of the finding whose fix it is", tu.Name)
+		}
+		tunables[tu.Name] = true
+	}
 	if c := ClassOf("no-such-finding"); c.ID != "no-such-finding" || c.Critical || c.Errors || c.Delays || c.Fails != FailsNone || len(c.Consequences) > 0 {
 		t.Error("ClassOf of an unknown ID is not the zero class")
 	}
-}
-
-// TestClassesMatchDocs: docs/findings.md's summary table is the
-// classes' rows, word for word, one per finding ID. With -update-docs
-// the table is rewritten from them (its rows kept in their order, new
-// IDs after them).
-func TestClassesMatchDocs(t *testing.T) {
-	const path = "../../docs/findings.md"
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(string(b), "\n")
-	first, last := -1, -1
-	var order []report.FindingID
-	for i, l := range lines {
-		cells := strings.Split(l, " | ")
-		if len(cells) != 6 || !strings.HasPrefix(l, "| `") {
-			continue
-		}
-		if first < 0 {
-			first = i
-		}
-		last = i
-		id := report.FindingID(strings.Trim(cells[0], "| `"))
-		order = append(order, id)
-		c, ok := classes[id]
-		if !ok {
-			t.Errorf("docs/findings.md's summary has %s, which has no class", id)
-			continue
-		}
-		if want := docsRow(*c); l != want {
-			t.Errorf("%s: docs/findings.md's row is\n%s\nits class says\n%s\n(go test ./internal/rules -run TestClassesMatchDocs -update-docs rewrites it)", id, l, want)
-		}
-	}
-	if first < 0 {
-		t.Fatal("no summary table in docs/findings.md")
-	}
-	for _, c := range Classes() {
-		if !slices.Contains(order, c.ID) {
-			order = append(order, c.ID)
-			t.Errorf("%s: not in docs/findings.md's summary", c.ID)
-		}
-	}
-	if !*updateDocs {
-		return
-	}
-	var rows []string
-	for _, id := range order {
-		if c, ok := classes[id]; ok {
-			rows = append(rows, docsRow(*c))
-		}
-	}
-	out := slices.Concat(lines[:first], rows, lines[last+1:])
-	if err := os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// docsRow is a class's row in docs/findings.md's summary.
-func docsRow(c Class) string {
-	return "| `" + string(c.ID) + "` | " + strings.Join([]string{c.Meaning, c.Active, c.LatentWhen, c.Seed, c.ReportedBy}, " | ") + " |"
 }
 
 // TestContinuous: the agent's diagnosis (no load) makes the kernel

@@ -14,6 +14,11 @@ import (
 const ConntrackTableFull report.FindingID = "conntrack-table-full"
 
 var _ = define(Class{ID: ConntrackTableFull,
+	Tunables: []Tunable{
+		{Name: "net.netfilter.nf_conntrack_max", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "sizing.Conntrack's floor to 16M entries (~5 GiB at ~320 B)"},
+		{Name: "net.netfilter.nf_conntrack_buckets", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "as nf_conntrack_max, which it follows"},
+	},
+	Resource: "conntrack",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
 	Meaning:    "the netfilter connection-tracking table is full and new flows are dropped",
@@ -21,7 +26,32 @@ var _ = define(Class{ID: ConntrackTableFull,
 	LatentWhen: "peak `nf_conntrack_count` ≥ 80 % of `nf_conntrack_max` (warning)",
 	Seed:       "000 stage 1, 002, 001 §8",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´conntrack´ (´conntrack.go´). It needs conntrack data with ´nf_conntrack_max´ > 0 in the last
+snapshot.
+
+- **Active, critical** when any of these holds:
+  - the per-CPU sums of ´drop´, ´early_drop´ or ´insert_failed´ from ´/proc/net/stat/nf_conntrack´ rose
+    between the first and last snapshot (´nf_conntrack drop +175 in 1s´);
+  - there is a kernel message of class ´conntrack-table-full´ (´nf_conntrack: table full, dropping
+    packet´, or ´… table full in netns N, dropping packet´ since 6.1). A message that names another
+    namespace's inode than the bundle's ´host.netns_inode´ is ignored. If either inode is unknown, the
+    message is kept. Messages count with one snapshot too.
+
+  The first message is quoted, and ´N 'table full' kernel messages in the window´ is added when there
+  is more than one.
+- **Latent, warning** when the peak ´nf_conntrack_count´ over all snapshots is at least 80 % of the last
+  ´nf_conntrack_max´.
+- Both carry the level: ´nf_conntrack_count peaked at 200 of nf_conntrack_max 200 (100%), 1024 hash
+  buckets´.
+- Fix: a new ´nf_conntrack_max´ sized as ´tune plan´ sizes it: the connections opened and accepted per
+  second × ´nf_conntrack_tcp_timeout_time_wait´ × 1.25, or twice the peak (the maximum when the table
+  dropped), a power of two, never below the hash's buckets nor 65536; the matching ´hashsize´, and
+  NOTRACK for high-rate stateless traffic. The rule counts every connection; the plan counts a
+  local-to-local connection once and none that its own keepalive change keeps open, so it may propose
+  less, and the fix says so. ´nf_conntrack_max´ is global; in a namespace the fix says so.`,
 })
+
+var _ = register(Rule{Name: "conntrack", Order: 20, Scope: PerSide, IDs: []report.FindingID{ConntrackTableFull}, Checks: "connection tracking", Check: checkConntrack})
 
 // checkConntrack finds a connection-tracking table that drops new flows
 // (seed 000 stage 1, seed 002) or is close to doing so.

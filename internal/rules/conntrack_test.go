@@ -19,6 +19,8 @@ func conntrack(count, max uint64, stats map[string]uint64) func(*evidence.Snapsh
 	}
 }
 
+var _ = addTable("checkConntrack", checkConntrack, conntrackCases)
+
 func conntrackCases() []ruleCase {
 	return []ruleCase{
 		{

@@ -13,14 +13,25 @@ import (
 const CPUSaturated report.FindingID = "cpu-saturated"
 
 var _ = define(Class{ID: CPUSaturated,
-	Delays: true, Holds: true, Latency: true,
+	Resource: "cpu",
+	Delays:   true, Holds: true, Latency: true,
 	Hold:       30 * time.Minute,
 	Meaning:    "CPUs have no idle time left; other numbers are then symptoms",
 	Active:     "a CPU ≥ 90 % busy over the window (warning)",
 	LatentWhen: "none",
 	Seed:       "000 stage 5",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´cpu´ (´cpu.go´). It needs two snapshots at least 0.5 s apart. For each CPU line of ´/proc/stat´
+present in both, busy = 1 − (idle + iowait ticks) / all ticks. A CPU is saturated at 90 % busy or more.
+The finding is **active, warning**, whether all CPUs are saturated (´All CPUs are saturated´) or only
+some (´1 of 2 CPUs are saturated while others have idle time´). It explains other findings but is not
+a network fault by itself. Evidence: ´cpu0 95% busy (softirq 60%)´ per saturated CPU, plus the
+aggregate ´all CPUs: user …%, system …%, softirq …%´, and in a run with an on-CPU profile of the
+servers on this host, where each server's CPU went: ´the on-CPU profile: burnsrv 127.0.0.1:7815 used
+1.70 CPU, 89% of it in main.hashWork´ (with what the function does when netdoctor knows it).`,
 })
+
+var _ = register(Rule{Name: "cpu", Order: 110, Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Checks: "CPU", Check: checkCPU})
 
 // checkCPU finds CPUs with no idle time left in the window. A saturated
 // CPU makes every other number a symptom, so this is reported first among

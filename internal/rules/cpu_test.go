@@ -56,6 +56,8 @@ var (
 	cpuFull = evidence.CPU{User: 50, System: 30, SoftIRQ: 20}
 )
 
+var _ = addTable("checkCPU", checkCPU, cpuCases)
+
 func cpuCases() []ruleCase {
 	return []ruleCase{
 		{

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // depRun is a run of 4 s, 800 requests at 50 connections with a p50 of
@@ -68,5 +70,116 @@ func TestDependency(t *testing.T) {
 				t.Errorf("evidence %q", evidenceTexts(fs[0]))
 			}
 		})
+	}
+}
+
+// TestCheckTraced: without a load, a pool busy nearly all the time is
+// saturated with its capacity; a long round trip on a used pool is
+// slow; a multiplexed pool gets no number; an idle pool, a fast one and
+// a handful of round trips get nothing.
+func TestCheckTraced(t *testing.T) {
+	multi := pool(0.95, 0)
+	multi.Pipelined = 0.6
+	few := pool(0.98, 20*time.Millisecond)
+	few.RoundTripsPerSec = 10 // 40 round trips in 4 s
+	slow := pool(0.4, 150*time.Millisecond)
+	for _, tc := range []struct {
+		name   string
+		d      app.Dependency
+		id     report.FindingID
+		want   string
+		absent string
+	}{
+		{"pool full", pool(0.98, 20*time.Millisecond), DependencyPoolSaturated, "4 connections, each busy ~98 %, ~20ms per round trip → at most ~200 req/s through this pool", ""},
+		{"slow dependency", slow, DependencySlow, "~150ms per round trip", ""},
+		{"multiplexed", multi, DependencySlow, "cannot be measured", "per round trip"},
+		{"idle", pool(0.02, 20*time.Millisecond), "", "", ""},
+		{"fast, busy half the time", pool(0.5, time.Millisecond), "", "", ""},
+		// As busy as the client keeps it, the backend answering at once.
+		{"fast, busy all the time", pool(0.97, 146*time.Microsecond), "", "", ""},
+		{"1 ms, busy all the time", pool(0.97, time.Millisecond), DependencyPoolSaturated, "~1ms per round trip → at most ~4000 req/s", ""},
+		{"a handful of round trips", few, "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &app.Server{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{tc.d}}
+			fs := checkTraced(&report.Traced{Seconds: 4, IntervalMS: 100, Servers: []*app.Server{s}, Followed: 1}, nil)
+			if tc.id == "" {
+				if len(fs) > 0 {
+					t.Fatalf("findings %+v", fs)
+				}
+				return
+			}
+			if len(fs) != 1 || fs[0].ID != tc.id || !strings.Contains(fs[0].Title, tc.want) || tc.absent != "" && strings.Contains(fs[0].Title, tc.absent) {
+				t.Fatalf("findings %+v, want %s with %q", fs, tc.id, tc.want)
+			}
+		})
+	}
+	if checkTraced(nil, nil) != nil {
+		t.Error("findings without a trace")
+	}
+}
+
+// TestCheckHostChain: without a load, an API whose pool waits on a
+// middle service that waits on its own full pool gets its finding as
+// the consequence of the middle one's, and no "bigger pool" advice: the
+// middle service has no room for more requests. The middle one's own
+// pool keeps its advice. A fast middle service leaves the API's finding
+// on its own.
+func TestCheckHostChain(t *testing.T) {
+	toMid := pool(0.99, 80*time.Millisecond)
+	toMid.Addr, toMid.Owner = "10.0.0.1:7400", "mid (pid 78)"
+	front := &app.Server{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{toMid}}
+	for _, midBusy := range []float64{0.98, 0.2} {
+		mid := &app.Server{Role: "front", Kind: "mid", Addr: "0.0.0.0:7400", PIDs: []int{78}, Deps: []app.Dependency{pool(midBusy, 20*time.Millisecond)}}
+		fs := CheckHost(nil, &report.Traced{Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2})
+		var api, m *report.Finding
+		for i := range fs {
+			switch {
+			case strings.HasPrefix(fs[i].Subject, "api "):
+				api = &fs[i]
+			case strings.HasPrefix(fs[i].Subject, "mid "):
+				m = &fs[i]
+			}
+		}
+		if api == nil || api.ID != DependencyPoolSaturated {
+			t.Fatalf("mid busy %.2f: findings %+v, want the API's saturated pool", midBusy, fs)
+		}
+		if midBusy < tracedBusy {
+			if m != nil || api.CausedBy != "" || !strings.HasPrefix(fixOf(*api)[0], "a bigger pool") {
+				t.Errorf("mid not saturated: mid finding %+v, API caused by %q, fix %q", m, api.CausedBy, fixOf(*api))
+			}
+			continue
+		}
+		if m == nil || m.ID != DependencyPoolSaturated || fs[0].Subject != m.Subject {
+			t.Fatalf("findings %+v, want the middle service's saturated pool first", fs)
+		}
+		if api.CausedBy != DependencyPoolSaturated || api.CauseSubject != m.Subject {
+			t.Errorf("API caused by %q %q, want %q", api.CausedBy, api.CauseSubject, m.Subject)
+		}
+		if !strings.HasPrefix(fixOf(*api)[0], "not a bigger pool: 10.0.0.1:7400 is itself at capacity") || !strings.HasPrefix(fixOf(*m)[0], "a bigger pool") {
+			t.Errorf("fixes: API %q, mid %q", fixOf(*api)[0], fixOf(*m)[0])
+		}
+	}
+	// The host's CPU 95 % busy: the middle service's own advice waits
+	// for the CPU, the API's still names the middle service at capacity
+	// (the known cause before the host's CPU).
+	mid := &app.Server{Role: "front", Kind: "mid", Addr: "0.0.0.0:7400", PIDs: []int{78}, Deps: []app.Dependency{pool(0.98, 20*time.Millisecond)}}
+	b := timeline(4, func(k int, s *evidence.Snapshot) {
+		s.CPU[0].User += uint64(k * 190)
+		s.CPU[0].Idle += uint64(k * 10)
+	})
+	fs := CheckHost(b, &report.Traced{Start: t0, Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2})
+	fixes := map[string]string{}
+	for _, f := range fs {
+		if f.ID == DependencyPoolSaturated {
+			fixes[strings.Fields(f.Subject)[0]] = fixOf(f)[0]
+		}
+	}
+	if !strings.HasPrefix(fixes["api"], "not a bigger pool: 10.0.0.1:7400 is itself at capacity") ||
+		!strings.HasPrefix(fixes["mid"], "not a bigger pool yet: the host's CPU is 95% busy") {
+		t.Errorf("a busy host: fixes %q", fixes)
+	}
+	if CheckHost(nil, nil) != nil {
+		t.Error("findings from nothing")
 	}
 }

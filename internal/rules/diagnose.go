@@ -8,123 +8,243 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
-// Check runs the rules that read one namespace's snapshots (PerSide and
-// PerHost) over a bundle: what check and diagnose report, ordered by
-// impact. A bundle without snapshots has no findings.
-func Check(b *evidence.Bundle) []report.Finding { return check(b, Registry) }
+// diagnosis is one diagnosis as its passes see it: what it reads, a run
+// or one namespace's bundle with the dependencies traced in it without
+// a load, and what the passes made of it so far.
+type diagnosis struct {
+	// run is a run's evidence: both sides, the load, the servers; nil
+	// for check, diagnose and the agent.
+	run *Run
+	// bundle and traced are a namespace's snapshots and the dependencies
+	// traced under the host's own traffic, without a run.
+	bundle *evidence.Bundle
+	traced *report.Traced
+	// rules are the rules to run: the Registry, unless a test says.
+	rules []Rule
 
-func check(b *evidence.Bundle, rules []Rule) []report.Finding {
-	if b == nil || len(b.Snapshots) == 0 {
-		return nil
-	}
-	in := &Input{Bundle: b}
-	var out []report.Finding
-	for _, r := range rules {
-		if r.Scope == PerSide || r.Scope == PerHost {
-			out = append(out, r.Check(in)...)
-		}
-	}
-	return report.Sort(out)
+	found []report.Finding
+	shape report.Shape
 }
 
-// CheckHost is what check, the agent and diagnose report: the snapshot
-// rules (Check) and the dependencies traced under the host's own traffic
-// (CheckTraced), related as a run's are, so a dependency's own finding
-// (its queue overflowing, its own pool saturated) is named as the cause
-// of the wait its clients show, across any number of servers.
-func CheckHost(b *evidence.Bundle, t *report.Traced) []report.Finding {
-	fs := append(Check(b), CheckTraced(t, b)...)
-	if len(fs) == 0 {
-		return nil
-	}
-	if b == nil {
-		return relate(fs)
-	}
-	if w, ok := b.Window(); ok {
-		for i := range fs {
-			if fs[i].ID == PacketLoss && fs[i].Status == report.Active {
-				dropLoss(fs, &fs[i], w)
-			}
-		}
-	}
-	return relate(fs)
+// A pass is one step of the diagnosis. A pass that needs what its
+// diagnosis lacks (a run, a load) does nothing.
+type pass struct {
+	name string
+	// makes: it runs rules, which make findings; the other passes add
+	// data to them and never change a rule's title, evidence or fix
+	// (TestPassesAddData).
+	makes bool
+	do    func(*diagnosis)
 }
 
-// Diagnose runs every rule over a run, then the steps that look across
-// findings, and returns the findings in report order with the shape of
-// the throughput:
-//
-//  1. the PerSide and PerHost rules on each observed side's load window;
-//     a finding whose counters rose as fast in the quiet baseline is
-//     said to be background (baseline);
-//  2. the PerRun rules, then the Symptom rules, which see all of that;
-//  3. the throughput's shape, tied to the findings whose counters moved
-//     with it (tieShape);
-//  4. causes related to their symptoms and put first (relate), the share
-//     of the failed requests each cause accounts for (explain), and the
-//     causes that hurt most first (rank).
+// passes are the diagnosis, in order: check's, diagnose's and the
+// agent's as much as run's and capacity's. The rules make findings; the
+// passes after them look across findings and add what they find as data
+// (a finding's cause, its share of the failed requests, its background,
+// the throughput's shape), never rewriting a rule's words or fixes.
+var passes = []pass{
+	// The PerSide and PerHost rules on each namespace: check's bundle,
+	// or each observed side's load window.
+	{"namespace rules", true, namespaceRules},
+	// A counter that rose as fast in the quiet seconds before a run's
+	// load is background (baseline.go).
+	{"baseline", false, baselines},
+	// The dependencies traced without a load (check, the agent): the
+	// rules that judge them (Rule.Traced).
+	{"traced dependencies", true, tracedRules},
+	// A run's throughput over time (shape.go).
+	{"shape", false, shapeOf},
+	// The rules that need a run, then those that see what all others
+	// found.
+	{"run rules", true, runRules},
+	{"symptom rules", true, symptomRules},
+	// The findings whose counters moved with the throughput's shape.
+	{"tie shape", false, func(d *diagnosis) { tieShape(d.found, d.shape) }},
+	// Causes related to their symptoms and listed first (relate.go).
+	{"relate", false, func(d *diagnosis) { d.found = relate(d.found) }},
+	// The share of a run's failed requests each cause accounts for.
+	{"explain", false, func(d *diagnosis) {
+		if d.run != nil {
+			explain(d.found, d.run.Load, d.run.Port)
+		}
+	}},
+	// A run's causes, the most harmful first.
+	{"rank", false, func(d *diagnosis) {
+		if d.run != nil {
+			d.found = rank(d.found, d.run.Load)
+		}
+	}},
+}
+
+// diagnose runs the passes over d and returns the findings in report
+// order with the run's throughput shape.
+func diagnose(d *diagnosis) ([]report.Finding, report.Shape) {
+	if d.rules == nil {
+		d.rules = Registry
+	}
+	for _, p := range passes {
+		p.do(d)
+	}
+	if len(d.found) == 0 {
+		return nil, d.shape
+	}
+	return d.found, d.shape
+}
+
+// Diagnose diagnoses a run: every rule over both sides, the load and the
+// servers, then the passes that look across findings (passes).
 func Diagnose(r *Run) ([]report.Finding, report.Shape) {
-	var out []report.Finding
-	seen := map[*evidence.Bundle]bool{}
-	judged := map[string]bool{} // "rule host": host-wide evidence is judged once
-	for _, s := range r.Sides {
-		if !s.Observed || s.Bundle == nil || seen[s.Bundle] {
-			continue
+	return diagnose(&diagnosis{run: r})
+}
+
+// CheckHost is what check, diagnose and the agent report: the same
+// diagnosis over one namespace's bundle and the dependencies traced in
+// it under the host's own traffic, whose passes that need a run do
+// nothing. A dependency's own finding (its queue overflowing, its own
+// pool saturated) is named as the cause of the wait its clients show,
+// across any number of servers. Nothing to read has no findings.
+func CheckHost(b *evidence.Bundle, t *report.Traced) []report.Finding {
+	fs, _ := diagnose(&diagnosis{bundle: b, traced: t})
+	return fs
+}
+
+// Check is CheckHost without traced dependencies: a bundle's diagnosis.
+func Check(b *evidence.Bundle) []report.Finding { return CheckHost(b, nil) }
+
+// namespaceRules runs the PerSide and PerHost rules on check's bundle,
+// or on each observed side of a run over its load window, each host's
+// host-wide evidence judged once. Each namespace's findings come sorted.
+func namespaceRules(d *diagnosis) {
+	if d.run == nil {
+		if d.bundle != nil && len(d.bundle.Snapshots) > 0 {
+			d.found = append(d.found, report.Sort(namespaceFindings(&Input{Bundle: d.bundle}, d.rules, nil))...)
 		}
-		seen[s.Bundle] = true
-		name := s.Name
-		if s.SameAs != "" {
-			name = report.Local
-		}
+		return
+	}
+	r := d.run
+	judged := map[string]bool{}
+	for _, s := range observed(r) {
+		name := sideName(s)
 		in := &Input{Bundle: r.Window(s), Side: name, Run: r}
 		if len(in.Bundle.Snapshots) == 0 {
 			continue
 		}
-		var side []report.Finding
-		for _, rule := range Registry {
-			if rule.Scope != PerSide && rule.Scope != PerHost {
-				continue
-			}
-			host := rule.Name + " " + s.Bundle.Host.Hostname
-			if rule.Scope == PerHost && judged[host] {
-				continue
-			}
-			found := rule.Check(in)
-			if rule.Scope == PerHost && len(found) > 0 {
-				judged[host] = true
-			}
-			for _, f := range found {
-				f.Side = name
-				side = append(side, f)
-			}
+		side := namespaceFindings(in, d.rules, judged)
+		for i := range side {
+			side[i].Side = name
 		}
-		side = report.Sort(side)
-		baseline(side, s.Bundle, r.LoadStart, name, r.Load)
-		out = append(out, side...)
+		d.found = append(d.found, report.Sort(side)...)
 	}
-	var shape report.Shape
+}
+
+// namespaceFindings runs the PerSide and PerHost rules on one namespace.
+// judged holds, by "rule hostname", the host-wide evidence that made
+// findings already on another namespace of the host (nil: one
+// namespace).
+func namespaceFindings(in *Input, rules []Rule, judged map[string]bool) []report.Finding {
+	var out []report.Finding
+	for _, rule := range rules {
+		if rule.Scope != PerSide && rule.Scope != PerHost {
+			continue
+		}
+		host := rule.Name + " " + in.Bundle.Host.Hostname
+		if rule.Scope == PerHost && judged[host] {
+			continue
+		}
+		found := rule.Check(in)
+		if rule.Scope == PerHost && len(found) > 0 && judged != nil {
+			judged[host] = true
+		}
+		out = append(out, found...)
+	}
+	return out
+}
+
+// observed are a run's sides with evidence, each bundle once (a server
+// sharing the client's namespace is one).
+func observed(r *Run) []*Side {
+	var out []*Side
+	seen := map[*evidence.Bundle]bool{}
 	for _, s := range r.Sides {
-		if s.Observed && s.Bundle != nil && r.Load != nil {
-			shape = analyse(r.Load.Timeline, r.Window(s))
-			break
+		if s.Observed && s.Bundle != nil && !seen[s.Bundle] {
+			seen[s.Bundle] = true
+			out = append(out, s)
 		}
 	}
-	for _, rule := range Registry {
+	return out
+}
+
+// sideName is the side a side's findings carry: Local for a server in
+// the client's namespace.
+func sideName(s *Side) report.Side {
+	if s.SameAs != "" {
+		return report.Local
+	}
+	return s.Name
+}
+
+// baselines judges each side's findings against its quiet baseline
+// (baseline).
+func baselines(d *diagnosis) {
+	if d.run == nil {
+		return
+	}
+	for _, s := range observed(d.run) {
+		baseline(d.found, s.Bundle, d.run.LoadStart, sideName(s), d.run.Load)
+	}
+}
+
+// tracedRules runs, without a run, the rules that judge the
+// dependencies traced under the host's own traffic (Rule.Traced) on
+// them; in a run, those rules judge the run's own trace.
+func tracedRules(d *diagnosis) {
+	if d.run != nil || d.traced == nil {
+		return
+	}
+	in := &Input{Bundle: d.bundle, Traced: d.traced}
+	for _, rule := range d.rules {
+		if rule.Traced {
+			d.found = append(d.found, rule.Check(in)...)
+		}
+	}
+}
+
+// shapeOf is the throughput's shape over a run's load, tied to the
+// first observed side's counters.
+func shapeOf(d *diagnosis) {
+	r := d.run
+	if r == nil || r.Load == nil {
+		return
+	}
+	if s := observed(r); len(s) > 0 {
+		d.shape = analyse(r.Load.Timeline, r.Window(s[0]))
+	}
+}
+
+// runRules runs the rules that need a run.
+func runRules(d *diagnosis) {
+	if d.run == nil {
+		return
+	}
+	for _, rule := range d.rules {
 		if rule.Scope == PerRun {
-			out = append(out, rule.Check(&Input{Run: r, Shape: shape})...)
+			d.found = append(d.found, rule.Check(&Input{Run: d.run, Shape: d.shape})...)
 		}
 	}
-	for _, rule := range Registry {
+}
+
+// symptomRules runs the rules that see what every other rule found, and
+// what they looked at clean.
+func symptomRules(d *diagnosis) {
+	if d.run == nil {
+		return
+	}
+	for _, rule := range d.rules {
 		if rule.Scope == Symptom {
-			cl, rose := clean(out, r)
-			out = append(out, rule.Check(&Input{Run: r, Found: out, Shape: shape, Clean: cl, Rose: rose})...)
+			cl, rose := clean(d.found, d.run)
+			d.found = append(d.found, rule.Check(&Input{Run: d.run, Found: d.found, Shape: d.shape, Clean: cl, Rose: rose})...)
 		}
 	}
-	tieShape(out, shape)
-	lossCauses(out, r)
-	out = relate(out)
-	explain(out, r.Load, r.Port)
-	return rank(out, r.Load), shape
 }
 
 // clean lists what the registry's rules looked at and found nothing
@@ -140,9 +260,8 @@ func clean(found []report.Finding, r *Run) (clean, rose []string) {
 			active[f.ID] = true
 		}
 	}
-	deps, cpu := traced(r), accounted(r)
 	for _, rule := range Registry {
-		if rule.Scope == Symptom || rule.Checks == "" || rule.Name == "dependency" && !deps || (rule.Name == "throttle" || rule.Name == "runqueue") && !cpu {
+		if rule.Scope == Symptom || rule.Checks == "" || rule.LooksIn != nil && !rule.LooksIn(r) {
 			continue
 		}
 		hit := false

@@ -16,13 +16,30 @@ import (
 const UnexplainedDistress = report.UnexplainedDistress
 
 var _ = define(Class{ID: UnexplainedDistress,
+	Residual:   true,
 	Critical:   true,
 	Meaning:    "the load shows distress that no other finding explains: netdoctor does not call it healthy",
 	Active:     "errors or timeouts (≥ 10, or ≥ 0.1 %), ≥ 1 % 5xx, a slow tail (p99 ≥ 1 s, or ≥ 100 ms and ≥ 10 × p50), a whole second without a response, a saw-tooth or a step down to under half that no counter moved with, or ≥ 5 connections left in CLOSE_WAIT on the server's port, with no active finding that explains that symptom (critical)",
 	LatentWhen: "—",
 	Seed:       "any fault no rule covers",
 	ReportedBy: "`run`",
+	Doc: `Rule ´distress´ (´distress.go´), the last to run. A run's load shows distress when requests failed
+(errors or timeouts: at least 10, or 0.1 % of those tried), when 1 % or more of the responses were
+5xx, when the tail is slow (p99 ≥ 1 s, or p99 ≥ 100 ms and ≥ 10 × the p50), when a whole second
+passed without a response while connections were open, when throughput saw-toothed or stepped down
+to under half and no counter moved with it, or when 5 or more connections were left in CLOSE_WAIT on
+the server's port at the end (the server had not closed connections its clients closed). Each
+symptom has the findings that explain it when active (failed requests: the queue, table, port,
+descriptor, pool and loss findings, and every cause of latency for timeouts; a slow tail: the
+causes of latency; CLOSE_WAIT: a slow application, a full pool, slow lookups, descriptors, CPU).
+**Active, critical** when a symptom has none: netdoctor never says HEALTHY while the load shows
+distress. The evidence is each unexplained symptom with its numbers, what the other rules looked at
+and found nothing active in, and what the server's busy workers were doing; the fix lists the next
+measurements (the timeline, off-CPU profiles, slow calls with strace, a capture of the slow
+requests).`,
 })
+
+var _ = register(Rule{Name: "distress", Order: 240, Scope: Symptom, IDs: []report.FindingID{UnexplainedDistress}, Checks: "distress no rule explains", Check: checkDistress})
 
 // symptom is one way the load shows distress, and what can explain it.
 type symptom struct {

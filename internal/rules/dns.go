@@ -32,7 +32,7 @@ var _ = define(Class{ID: DNSMisconfigured,
 
 var _ = define(Class{ID: DNSSlow,
 	Delays: true, Holds: true,
-	Consequences: []Consequence{{ID: WorkerPoolExhausted}, {ID: AppSlow}},
+	Consequences: []Consequence{{Effect: WorkersFull}, {Effect: TimeHeld}},
 	Meaning:      "lookups answer, but slowly or only from some nameservers",
 	Active:       "an A probe took ≥ 100 ms, or some A probes failed while others answered (warning)",
 	LatentWhen:   "none",
@@ -43,13 +43,54 @@ var _ = define(Class{ID: DNSSlow,
 var _ = define(Class{ID: ReverseDNSLookup,
 	Latent: true,
 	Delays: true, Holds: true,
-	Consequences: []Consequence{{ID: WorkerPoolExhausted}, {ID: AppSlow}},
+	Consequences: []Consequence{{Effect: WorkersFull}, {Effect: TimeHeld}},
 	Meaning:      "reverse (PTR) lookups hang; anything that resolves client addresses stalls per connection",
 	Active:       "none",
 	LatentWhen:   "a PTR probe failed or took ≥ 100 ms (warning)",
 	Seed:         "001 §5",
 	ReportedBy:   "`check`, `diagnose`",
 })
+
+var _ = register(Rule{Name: "dns", Order: 90, Scope: PerSide, IDs: []report.FindingID{DNSMisconfigured, DNSSlow, ReverseDNSLookup}, Checks: "name lookups", Check: checkDNS,
+	Doc: `Rule ´dns´ (´dns.go´). It reads the resolver configuration (´/etc/resolv.conf´, or
+´/etc/netns/NS/resolv.conf´) and the probes that ´collect´ and ´check´ send straight to each nameserver:
+an A query for the host name (or the name given) and a PTR query for the namespace's first non-loopback
+IPv4 address. It uses the last snapshot that has probes, or else the first snapshot with a resolver
+configuration. An A probe has failed when it carries an error (´timeout´, ´connection refused´…) or
+the answer is SERVFAIL or REFUSED; NXDOMAIN is an answer (the server works, the name does not exist).
+"Slow" means 100 ms or more.
+
+´check´ sends each nameserver 10 A queries, ´run´ 40 during the load's first seconds (with ´--dns´, or by itself as soon as the server's workers are seen waiting in a lookup), a few
+milliseconds apart, so that a lossy resolver shows its loss rate and the latency of its answers: ´10.0.0.2:
+13 of 20 A queries for web1 answered, 7 lost (35%: no answer within 2s); answers took p50 1ms, max 3ms´.
+
+- ´dns-misconfigured´, **active, critical**:
+  - the configuration lists no nameserver (´/etc/resolv.conf lists no nameserver´), which is decided
+    from the configuration alone, even with one snapshot and no probes; or
+  - no query at all was answered, A or PTR: every nameserver is down or unreachable. The evidence is
+    each probe, as in ´10.0.0.2 A query for web1: timeout after 2s´, plus ´/etc/resolv.conf:
+    nameservers [10.0.0.2]´. A resolver that answers some queries (a PTR, a share of the As) is not
+    misconfigured: it loses the others.
+- ´dns-slow´, **active, warning**: some A queries answered after 100 ms or more (the median, when
+  repeated), or some were lost or failed while others were answered. The evidence is the slow and the
+  failed ones, plus the configuration. With lost queries the title gives the loss rate, and an item
+  says what glibc makes of it: each lost query stalls a lookup ´timeout´ seconds (5 by default,
+  ´options timeout:N´) before the next try, and a lookup fails when every try of every ´attempts´ (2)
+  to every nameserver is lost: ´with 35% of queries lost, about 35% of uncached lookups stall 5 s
+  before their next try and 12% fail after 10 s´.
+- In a run, when the workers of a server behind the port spent a third or more of their busy time
+  polling a socket connected to port 53 (UDP, or TCP), name lookups are in the request path: a
+  ´dns-slow´ or ´reverse-dns-lookup´ finding becomes active with that share as evidence, and when
+  neither was raised (the resolver was not probed, or answered the probes well) ´dns-slow´ is raised
+  from the workers' waits alone, with how to measure the resolver. This works for any process that
+  resolves through glibc or a resolver of its own on port 53.
+- ´reverse-dns-lookup´, **latent, warning**: any PTR probe failed or took 100 ms or more, as in
+  ´10.0.0.2 PTR query for 10.77.0.1: timeout after 2s´. glibc waits 5 s per try. A lost PTR
+  query from a resolver that loses a share of its A queries too is that loss, and goes to
+  ´dns-slow´'s evidence instead: only PTR queries answered slowly, or lost where A queries are
+  not, are reverse lookups that hang.
+
+If probing is off there are no probes, and only an empty configuration is reported.`})
 
 // slowDNS is the lookup time above which every uncached name costs a
 // request noticeable latency; a cache on the host answers in under 1 ms.

@@ -25,6 +25,8 @@ func ptrProbe(server string, d time.Duration, rcode, err string) evidence.DNSPro
 	return evidence.DNSProbe{Server: server, Type: "PTR", Name: "10.77.0.1", Duration: d, Rcode: rcode, Err: err}
 }
 
+var _ = addTable("checkDNS", checkDNS, dnsCases)
+
 func dnsCases() []ruleCase {
 	one := []string{"10.0.0.2"}
 	two := []string{"10.0.0.2", "8.8.8.8"}

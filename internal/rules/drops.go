@@ -20,13 +20,47 @@ const FirewallDrop report.FindingID = "firewall-drop"
 const PacketDrops report.FindingID = "packet-drops"
 
 var _ = define(Class{ID: FirewallDrop,
-	Critical: true,
-	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
+	DropReasons: []string{"NETFILTER_DROP"},
+	Critical:    true,
+	Errors:      true, Delays: true, Latency: true, Drops: true, Fails: FailsConnections,
 	Meaning:    "a firewall rule (nftables, or iptables-nft) drops or rejects a service's packets; named with its matches and the counter that moved",
 	Active:     "a counted drop/reject rule's counter rose, or the drop monitor saw `NETFILTER_DROP`, ≥ 20 packets and ≥ 1/s, on a rate limit, a listening port or in a run (warning; critical at ≥ 10/s in a run or behind a rate limit)",
 	LatentWhen: "none",
 	Seed:       "001 §6 (rate-limiting SYNs)",
 	ReportedBy: "`check`, `diagnose`, `run`",
+	Doc: `Rule ´drops´ (´drops.go´, ´firewallFinding´). It reads the namespace's nftables rules that can
+discard a packet — a ´drop´ or ´reject´ verdict, a rate ´limit´, a random drop (iptables' ´statistic´) —
+and the base chains whose policy drops, over netlink (´internal/nftables´, with
+github.com/google/nftables) in every snapshot, with their counters. iptables-nft's rules (Debian's
+´iptables´) are nftables rules too, in tables ´filter´, ´nat´, ´mangle´, ´raw´ and ´security´: they are
+named in both syntaxes (´tcp flags syn / fin,syn,rst,ack tcp dport 80 drop´, ´-A INPUT -p tcp --syn
+--dport 80 -j DROP´), their xt matches (´limit´, ´hashlimit´, ´statistic´, ´icmp´, ´conntrack´) decoded.
+iptables-legacy's rules are not read.
+
+- A rule whose counter rose in the window, with a ´drop´ or ´reject´ verdict, is a **moved** rule. The drop
+  monitor's ´NETFILTER_DROP´ drops in the namespace, less conntrack's own (´conntrack drop´, which
+  ´conntrack-table-full´ names), are netfilter's drops.
+- **Active** when the moved rules' packets (or, without one, netfilter's drops) are at least 20 and one
+  a second, and the drops concern a service: in a run (the load's traffic), a rule that limits a rate or
+  drops what a rate limit in front of it let fall through (iptables' ´-m limit … -j ACCEPT´ then ´-j DROP´),
+  a port with a listener or a local socket, or, when the kernel named no port, at least 10 a second.
+  Packets to ports nothing serves (a scan on a host whose policy drops) are the firewall doing its job:
+  no finding. **Critical** at 10 drops a second or more in a run or behind a rate limit (clients the
+  service should serve), else warning (a ban list dropping one attacker's packets is the firewall's job).
+- The subject is ´family table chain´ of the busiest moved rule, or ´netfilter´ when none moved. Evidence:
+  each moved rule (up to three), ´ip filter INPUT (hook input): \´tcp flags syn / fin,syn,rst,ack tcp
+  dport 80 drop\´ (handle 3); iptables: \´-A INPUT -p tcp --syn --dport 80 -j DROP\´ dropped 400 packets
+  in 5s (80.0/s): its counter moved´, the rate limit in front of it, the monitor's ´NETFILTER_DROP´ rows
+  (´… by nft_do_chain on eth0 (port 80: 400)´), conntrack's share; without a moved rule, the drop rules
+  that have no counter (one of them, or a policy, dropped the packets).
+- Fix: how to list the chain with handles and counters (´nft -a list chain …´, in the namespace); for a
+  rate limit, raise it above the service's peak rate of new connections (´TcpPassiveOpens´ plus the drops
+  in the window) or limit per source address (nft meters, iptables ´hashlimit´); otherwise remove or narrow
+  the rule (´nft delete rule … handle N´; ´iptables -D …´ for iptables-nft's); without a moved rule, add
+  ´counter´ to the drop rules and policies to see which one drops.
+
+Tested by TestRunFirewallRateLimit: an iptables rule that accepts 20 new connections a second to a
+server that closes its connections, and drops the rest.`,
 })
 
 var _ = define(Class{ID: PacketDrops,
@@ -37,7 +71,52 @@ var _ = define(Class{ID: PacketDrops,
 	LatentWhen: "none",
 	Seed:       "—",
 	ReportedBy: "`check`, `diagnose`, `run`",
+	Doc: `Rule ´drops´ (´drops.go´). **The drop monitor** (´internal/dropmon´): BPF programs on the tracepoints
+´skb:kfree_skb´ and ´tcp:tcp_retransmit_skb´ (tp_btf; CO-RE, compiled ahead and committed, rebuilt by
+´go generate ./internal/dropmon´ with clang and libbpf's headers) count, host-wide, every packet the
+kernel frees as dropped, by network namespace (the inode the kernel names namespaces by), drop reason
+(´SKB_DROP_REASON_*´, named from the running kernel's BTF ´enum skb_drop_reason´, since the numbers
+differ between kernels), the kernel function that freed it (from ´/proc/kallsyms´), protocol, interface,
+and port — the local socket's when the kernel knows it, else the packet's destination port. The counts
+stay in kernel maps: exact per (namespace, reason, function, protocol, interface) in a table of 2048 keys
+(a key that finds it full is counted as overflowed: ´drops.overflow´), and per port in an LRU table of
+4096 (ports are many where they are ephemeral; the least recently hit make room). Retransmissions are
+counted per flow with their sizes (segments, bytes, full-size ones: at least the flow's MSS). Every
+snapshot reads the namespace's part (´drops´ in the bundle: at most 64 rows, and 64 rows of the host's
+other namespaces, named by ´ip netns´ name or inode), and the tcp_info of the 8 flows that retransmitted
+most (path MTU, segment size). run and the agent start it once, check and collect for their window; it
+is detached when the command ends, whichever way (the links are file descriptors, never pinned).
+
+**Without BPF** (not root, a kernel lockdown, no BTF, a kernel older than 5.17 or without the
+tracepoints) the snapshots' ´drops´ say why (´unavailable´), the collector's status is ´unavailable´
+with that reason, and every rule runs on the kernel's counters as before: ´firewall-drop´ on the rules'
+counters, ´socket-buffer-limit´ on sock_diag's per-socket drops, ´packet-loss´ without the places;
+´packet-drops´ and ´path-mtu-blackhole´ need the monitor.
+
+**What each reason becomes.** ´TCP_LISTEN_OVERFLOW´ is ´accept-queue-overflow´'s evidence (the monitor
+sees only the handshakes' final ACKs a full queue drops: the SYNs it refuses are consumed without a
+reason, so ´TcpExtListenOverflows´ stays the count); ´SOCKET_RCVBUFF´, ´SOCKET_BACKLOG´, ´PROTO_MEM´,
+´TCP_OFOMERGE´, ´TCP_OFO_QUEUE_PRUNE´ are ´socket-buffer-limit´'s; ´CPU_BACKLOG´ is ´nic-drops´'s
+(´net.core.netdev_max_backlog´); ´QDISC_DROP´ on an interface ´bandwidth-saturated´ names is its; ´PKT_TOO_BIG´
+is ´path-mtu-blackhole´'s; ´NETFILTER_DROP´ is ´firewall-drop´'s (or conntrack's full table). The drops every
+host has — ´NO_SOCKET´ (a segment for a socket just closed), ´NOT_SPECIFIED´, ´QUEUE_PURGE´ and
+´SOCKET_CLOSE´ (a closing socket's unread queue), ´TCP_OLD_DATA´, ´TCP_CLOSE´, ´OTHERHOST´, checksum and
+sequence checks… (´stray´ in ´drops.go´) — are never blamed. **Every other reason** with at least 20 drops
+and one a second in the window is a ´packet-drops´ finding, subject the reason, **warning**, **critical**
+at 100 a second: its rows (´QDISC_DROP: 300 tcp packets dropped in 1s (300.0/s) by __dev_queue_xmit on
+eth0 (socket port 80: 300)´), for a qdisc its kind and limits, and the fix names the place and the knob:
+the qdisc's limit (´tc -s qdisc show dev eth0´), the neighbour's queue (´unres_qlen_bytes´), the route (´ip
+route get´), ´rp_filter´, an XDP or tc program, the device's ring (´ethtool -G´), and how to see each
+drop's kernel stack (´perf record -e skb:kfree_skb -a -g´).
+In a run, a drop in **another namespace of the host** on the run's port (a router between client and
+server) is a ´packet-drops´ finding of its own, subject ´netns NAME REASON´, named once (on the server's
+side), **critical** at 10 a second.`,
 })
+
+var _ = register(Rule{Name: "drops", Order: 140, Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,
+	Looks: func(s *evidence.Snapshot) bool {
+		return s.Firewall != nil || s.Drops != nil && s.Drops.Unavailable == ""
+	}})
 
 // dropSource is the Source of the items that rest on the drop monitor.
 const dropSource = "drop monitor"
@@ -205,14 +284,6 @@ var (
 		"IP_INADDRERRORS": true, "IPV6_BAD_EXTHDR": true, "TCP_AUTH_HDR": true, "TCP_AONOTFOUND": true, "TCP_AOUNEXPECTED": true,
 		"TCP_AOKEYNOTFOUND": true, "TCP_AOFAILURE": true, "SKB_CONSUMED": true, "SKB_NOT_DROPPED_YET": true, "PFMEMALLOC": true,
 	}
-	// owned are the reasons another rule reads the kernel's counters
-	// for, and so names: the accept queue, socket buffers, the per-CPU
-	// backlog, the MTU, the firewall and conntrack.
-	owned = map[string]report.FindingID{
-		"TCP_LISTEN_OVERFLOW": AcceptQueueOverflow, "SOCKET_RCVBUFF": SocketBufferLimit, "SOCKET_BACKLOG": SocketBufferLimit,
-		"PROTO_MEM": SocketBufferLimit, "TCP_OFOMERGE": SocketBufferLimit, "TCP_OFO_QUEUE_PRUNE": SocketBufferLimit,
-		"CPU_BACKLOG": NICDrops, "PKT_TOO_BIG": PathMTUBlackhole, "NETFILTER_DROP": FirewallDrop,
-	}
 	// places say, for the other reasons, where the packets died and
 	// what to look at or change.
 	places = map[string]string{
@@ -284,11 +355,8 @@ func checkDrops(in *Input) []report.Finding {
 	byReason := map[string][]drop{}
 	var reasons []string
 	for _, d := range here {
-		if stray[d.Reason] || owned[d.Reason] != "" {
+		if stray[d.Reason] || named(in, d) {
 			continue
-		}
-		if d.Reason == "QDISC_DROP" && saturated(in, d.Iface) {
-			continue // bandwidth-saturated names it, with the qdisc
 		}
 		if byReason[d.Reason] == nil {
 			reasons = append(reasons, d.Reason)
@@ -315,7 +383,7 @@ func checkDrops(in *Input) []report.Finding {
 // packetDrops is the finding for one reason's drops in the namespace.
 func packetDrops(b *evidence.Bundle, w evidence.Window, reason string, ds []drop, n uint64) report.Finding {
 	where := ds[0].Iface
-	f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: reason,
+	f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: reason, About: report.About{DropReason: reason, Interface: where},
 		Title: fmt.Sprintf("The kernel dropped %d packets (%s)", n, reason)}
 	if where != "" {
 		f.Title += " on " + where
@@ -368,12 +436,34 @@ func qdiscItems(s *evidence.Snapshot, iface string) []report.Item {
 	return out
 }
 
-// saturated reports whether bandwidth-saturated names an interface in
-// this input: its QDISC_DROPs are that finding's evidence.
-func saturated(in *Input, iface string) bool {
-	for _, f := range checkBandwidth(in) {
-		if f.Subject == iface && f.Status == report.Active {
+// named reports whether another finding names a drop of this namespace
+// as its own evidence: one whose class owns its reason (DropReasons:
+// the accept queue's, the socket buffers', the MTU's, the firewall's),
+// or owns it on the interface it names and names this one (a saturated
+// link's qdisc).
+func named(in *Input, d drop) bool {
+	for _, c := range Classes() {
+		if !slices.Contains(c.DropReasons, d.Reason) {
+			continue
+		}
+		if !c.OnItsLink || namesLink(in, c.ID, d.Iface) {
 			return true
+		}
+	}
+	return false
+}
+
+// namesLink reports whether the rule that makes id finds it active in
+// this input about an interface.
+func namesLink(in *Input, id report.FindingID, iface string) bool {
+	for _, r := range Registry {
+		if !slices.Contains(r.IDs, id) || r.Scope != PerSide && r.Scope != PerHost {
+			continue
+		}
+		for _, f := range r.Check(in) {
+			if f.ID == id && f.Status == report.Active && f.About.Interface == iface {
+				return true
+			}
 		}
 	}
 	return false
@@ -393,8 +483,8 @@ func elsewhereFindings(in *Input, w evidence.Window, elsewhere []drop) []report.
 			continue
 		}
 		key := nsLabel(d) + " " + d.Reason
-		if seen[key] || d.Reason == "PKT_TOO_BIG" {
-			continue // the MTU's drops are path-mtu-blackhole's
+		if seen[key] || namedElsewhere(d.Reason) {
+			continue
 		}
 		seen[key] = true
 		f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: "netns " + nsLabel(d) + " " + d.Reason,
@@ -408,6 +498,17 @@ func elsewhereFindings(in *Input, w evidence.Window, elsewhere []drop) []report.
 		out = append(out, f)
 	}
 	return out
+}
+
+// namedElsewhere reports whether another finding names a reason's drops
+// in the host's other namespaces (Class.DropsElsewhere: the MTU's).
+func namedElsewhere(reason string) bool {
+	for _, c := range Classes() {
+		if c.DropsElsewhere && slices.Contains(c.DropReasons, reason) {
+			return true
+		}
+	}
+	return false
 }
 
 // onPort reports whether a drop's attributed ports include port.
@@ -615,7 +716,7 @@ func firewallFinding(in *Input, w evidence.Window, here []drop, haveMonitor bool
 		f.Evidence = append(f.Evidence, report.Item{Text: dropText(d, w), Source: dropSource, Window: true})
 	}
 	if ct > 0 {
-		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("of netfilter's drops, %d were conntrack's full table (%s)", ct, ConntrackTableFull), Source: "conntrack.drop", Window: true})
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("of netfilter's drops, %d were conntrack's, its table full (its own finding)", ct), Source: "conntrack.drop", Window: true})
 	}
 	if len(moves) == 0 && last.Firewall != nil {
 		var cands []string

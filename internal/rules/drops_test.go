@@ -44,6 +44,8 @@ func nfDrop(packets uint64, port int) evidence.Drop {
 		Ports: []evidence.DropPort{{Port: port, Packets: packets}}}
 }
 
+var _ = addTable("checkDrops", checkDrops, dropsCases)
+
 func dropsCases() []ruleCase {
 	return []ruleCase{
 		{name: "healthy", bundle: bundle(nil, nil)},

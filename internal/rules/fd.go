@@ -15,6 +15,8 @@ import (
 const FDLimit report.FindingID = "fd-limit"
 
 var _ = define(Class{ID: FDLimit,
+	Tunables: []Tunable{{Name: "fs.file-max", Min: 8192, Max: 1 << 40, Why: "a limit, not memory: only ever raised"}},
+	Resource: "fds",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Holds: true, Fails: FailsConnections,
 	Meaning:    "a process (or the host) is out of file descriptors; `accept()` fails with EMFILE and connections wait in the accept queue",
@@ -22,7 +24,25 @@ var _ = define(Class{ID: FDLimit,
 	LatentWhen: "a listener's process has a soft limit ≤ 1024 (info)",
 	Seed:       "004",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´fd´ (´fd.go´). It works with one snapshot.
+
+- Per process of interest (listener owners and processes named by the user), it takes the sample with
+  the most open descriptors (entries of ´/proc/PID/fd´) and compares it with the soft "Max open files"
+  of ´/proc/PID/limits´. Unlimited limits and unreadable descriptor counts are skipped.
+  - **Active, critical** at ≥ 95 % of the soft limit. **Active, warning** at ≥ 80 %.
+  - **Latent, info** otherwise, if the soft limit is ≤ 1024 and the process owns a listener (role
+    ´listener …´).
+
+  Evidence: ´nginx pid 3677 (listener :8080): 64 open files, limit 64 (soft) / 64 (hard)´. The subject
+  is the PID.
+- Host: **active, critical** when ´fs.file-nr´ in the last snapshot shows allocated/max ≥ 80 %
+  (´fs.file-nr: 900000 allocated of 1000000´). The subject is ´fs.file-max´, and the fix is 4 × the
+  current max.
+- Seed 004's fault (accept4() EMFILE) leaves no kernel counter. The accept queue fills instead, and
+  ´accept-queue-overflow´ may fire alongside.`,
 })
+
+var _ = register(Rule{Name: "fd", Order: 80, Scope: PerSide, IDs: []report.FindingID{FDLimit}, Checks: "file descriptors", Check: checkFD})
 
 // checkFD finds processes at or near their open-file limit (seeds 004
 // and the fd-limit fault: accept4() fails with EMFILE, connections wait in

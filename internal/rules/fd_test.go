@@ -19,6 +19,8 @@ func worker(open int, soft uint64) evidence.Process {
 	return evidence.Process{PID: 3677, Comm: "nginx", Threads: 1, OpenFDs: open, NofileSoft: soft, NofileHard: soft, Role: "listener :8080"}
 }
 
+var _ = addTable("checkFD", checkFD, fdCases)
+
 func fdCases() []ruleCase {
 	phpDefault := evidence.Process{PID: 200, Comm: "php-fpm8.2", OpenFDs: 30, NofileSoft: 1024, NofileHard: 524288, Role: "listener 127.0.0.1:9000"}
 	client := evidence.Process{PID: 300, Comm: "wrk", OpenFDs: 30, NofileSoft: 1024, NofileHard: 524288, Role: "named"}

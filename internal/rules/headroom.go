@@ -19,14 +19,15 @@ import (
 // destination, the interfaces' bandwidth, the servers' descriptors.
 // capacity reports it for the step it diagnosed, so that beside what
 // limited the capacity a reader sees what would limit it next. Each
-// entry names the finding that reports its resource at the limit, and
-// whether found holds it active.
+// entry names the finding whose class reports its resource at the limit
+// (Class.Resource), and whether found holds it active.
 func Headroom(r *Run, found []report.Finding) []report.Headroom {
 	if r == nil {
 		return []report.Headroom{}
 	}
 	out := []report.Headroom{}
 	add := func(h report.Headroom) {
+		h.Finding = resourceOwner(h.Resource)
 		if h.Limit > 0 {
 			h.Share = h.Used / h.Limit
 			out = append(out, h)
@@ -42,7 +43,7 @@ func Headroom(r *Run, found []report.Finding) []report.Headroom {
 				continue
 			}
 			add(report.Headroom{Resource: "dependency-pool", Subject: s.Kind + " → " + depName(&d), Side: r.ServerSide(),
-				Used: d.Busy * float64(d.Conns), Limit: float64(d.Conns), Unit: "connections", Finding: DependencyPoolSaturated,
+				Used: d.Busy * float64(d.Conns), Limit: float64(d.Conns), Unit: "connections",
 				Text: fmt.Sprintf("%d connections from %s, each with a request outstanding %.0f %% of the time", d.Conns, s.Kind, 100*d.Busy)})
 		}
 	}
@@ -94,7 +95,7 @@ func poolHeadroom(r *Run, s *app.Server, b *evidence.Bundle) (report.Headroom, b
 	if len(smps) == 0 {
 		return report.Headroom{}, false
 	}
-	h := report.Headroom{Resource: "worker-pool", Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(), Unit: "workers", Finding: WorkerPoolExhausted}
+	h := report.Headroom{Resource: "worker-pool", Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(), Unit: "workers"}
 	if p := s.Pool; p != nil && p.MaxChildren.Value > 0 {
 		var sum, peak int
 		for _, smp := range smps {
@@ -146,7 +147,7 @@ func poolHeadroom(r *Run, s *app.Server, b *evidence.Bundle) (report.Headroom, b
 	// they may use are no pool of their own: the CPUs are the limit (a
 	// Go server's threads, or any pool as wide as the CPUs).
 	if c, ok := cpuDemand(s, smps); ok && c.want >= atLimitCPU*c.cpus {
-		return report.Headroom{Resource: "cpu", Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(), Unit: "CPUs", Finding: CPUSaturated,
+		return report.Headroom{Resource: "cpu", Subject: s.Kind + " " + s.Addr, Side: r.ServerSide(), Unit: "CPUs",
 			Used: min(c.want, c.cpus), Limit: c.cpus, Queued: queued >= 2,
 			Text: fmt.Sprintf("its threads ran on %.2f CPUs and waited for one %.2f more, on average, of the %s they may use (%s): they wanted all of them", c.on, c.want-c.on, trimCPU(c.cpus), c.why)}, true
 	}
@@ -174,7 +175,7 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 		if cpus <= 0 {
 			cpus = 1
 		}
-		out = append(out, report.Headroom{Resource: "cpu", Subject: where + "'s host", Side: side, Used: busy * cpus, Limit: cpus, Unit: "CPUs", Finding: CPUSaturated,
+		out = append(out, report.Headroom{Resource: "cpu", Subject: where + "'s host", Side: side, Used: busy * cpus, Limit: cpus, Unit: "CPUs",
 			Text: fmt.Sprintf("%.0f %% busy of %d CPUs over the load: all of the host's work", 100*busy, int(cpus))})
 	}
 	last := &w.Snapshots[len(w.Snapshots)-1]
@@ -185,7 +186,7 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 				peak = max(peak, s.Conntrack.Count)
 			}
 		}
-		out = append(out, report.Headroom{Resource: "conntrack", Subject: "nf_conntrack " + where, Side: side, Used: float64(peak), Limit: float64(ct.Max), Unit: "entries", Finding: ConntrackTableFull,
+		out = append(out, report.Headroom{Resource: "conntrack", Subject: "nf_conntrack " + where, Side: side, Used: float64(peak), Limit: float64(ct.Max), Unit: "entries",
 			Text: fmt.Sprintf("%d of nf_conntrack_max %d entries at most", peak, ct.Max)})
 	}
 	// The accept queues of the listeners the run's requests reached.
@@ -200,7 +201,7 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 			}
 			h, ok := queues[l.Addr]
 			if !ok || float64(l.RecvQ) > h.Used {
-				queues[l.Addr] = report.Headroom{Resource: "accept-queue", Subject: l.Addr, Side: side, Used: float64(l.RecvQ), Limit: float64(l.SendQ), Unit: "connections", Finding: AcceptQueueOverflow,
+				queues[l.Addr] = report.Headroom{Resource: "accept-queue", Subject: l.Addr, Side: side, Used: float64(l.RecvQ), Limit: float64(l.SendQ), Unit: "connections",
 					Text: fmt.Sprintf("%d connections waited to be accepted at most, of a backlog of %d", l.RecvQ, l.SendQ)}
 			}
 		}
@@ -211,7 +212,7 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 	if lo, hi, ok := portRange(last); ok {
 		if rem := busiestRemote(w, nil); rem.Ephemeral > 1 {
 			n := hi - lo + 1
-			out = append(out, report.Headroom{Resource: "ports", Subject: where + " → " + rem.Addr, Side: side, Used: float64(rem.Ephemeral), Limit: float64(n), Unit: "ports", Finding: EphemeralPortExhaustion,
+			out = append(out, report.Headroom{Resource: "ports", Subject: where + " → " + rem.Addr, Side: side, Used: float64(rem.Ephemeral), Limit: float64(n), Unit: "ports",
 				Text: fmt.Sprintf("%d local ports of ip_local_port_range's %d (%d–%d) held towards %s at most (%d ESTABLISHED, %d TIME_WAIT)", rem.Ephemeral, n, lo, hi, rem.Addr, rem.Established, rem.TimeWait)})
 		}
 	}
@@ -221,7 +222,7 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 			if u.totalTime <= 0 || l.bytesPerSec <= 0 {
 				continue
 			}
-			out = append(out, report.Headroom{Resource: "bandwidth", Subject: l.iface + " " + l.dir, Side: side, Used: u.peak * 8, Limit: l.bytesPerSec * 8, Unit: "bit/s", Finding: BandwidthSaturated,
+			out = append(out, report.Headroom{Resource: "bandwidth", Subject: l.iface + " " + l.dir, Side: side, Used: u.peak * 8, Limit: l.bytesPerSec * 8, Unit: "bit/s",
 				Text: fmt.Sprintf("%s at most in a second, against the %s", bitrate(u.peak), limitName(l))})
 		}
 	}
@@ -278,7 +279,7 @@ func fdHeadroom(r *Run, w *evidence.Bundle, last *evidence.Snapshot, side report
 			subject = fmt.Sprintf("%s (pid %d of %d)", k.comm, f.pid, f.n)
 			text = fmt.Sprintf("%d open descriptors at most, of its RLIMIT_NOFILE %d: the fullest of %d %s processes", f.peak, k.limit, f.n, k.comm)
 		}
-		out = append(out, report.Headroom{Resource: "fds", Subject: subject, Side: side, Used: float64(f.peak), Limit: float64(k.limit), Unit: "descriptors", Finding: FDLimit, Text: text})
+		out = append(out, report.Headroom{Resource: "fds", Subject: subject, Side: side, Used: float64(f.peak), Limit: float64(k.limit), Unit: "descriptors", Text: text})
 	}
 	return out
 }

@@ -33,6 +33,10 @@ type Input struct {
 	// that rose without reaching a finding, with the counters.
 	Clean []string
 	Rose  []string
+	// Traced is, without a run, the dependencies check and the agent
+	// traced under the host's own traffic: for the rules that judge
+	// them (Rule.Traced).
+	Traced *report.Traced
 }
 
 // Run is everything a run observed; `run --bundle` writes it and

@@ -21,17 +21,66 @@ const (
 )
 
 var _ = define(Class{ID: AcceptQueueOverflow,
+	// The accept queue: sizing.Backlog's range; the advice table's 4096.
+	Tunables: []Tunable{{Name: "net.core.somaxconn", Min: sizing.DefaultSomaxconn, Max: sizing.MaxBacklog, Why: "the kernel's default to the deepest useful accept queue"}},
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Drops: true, Fails: FailsAtFront,
 	Blocks: true, AtCapacity: true,
+	Is: AcceptQueueFull, DropReasons: []string{"TCP_LISTEN_OVERFLOW"}, ListenerDrops: true, Resource: "accept-queue",
 	Meaning:    "the application accepts connections more slowly than they arrive; the kernel drops the completed handshakes it cannot queue",
 	Active:     "`TcpExtListenOverflows` rose, or a listener sample had Recv-Q ≥ Send-Q (critical)",
 	LatentWhen: "a TCP listener's effective backlog (Send-Q) is below 100 (warning)",
 	Seed:       "000 stage 3, 003",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´listen´ (´listen.go´). The accept queue holds connections whose handshake completed but that the
+application has not ´accept()´ed yet. Its limit, the effective backlog, is ´min(listen() backlog,
+net.core.somaxconn)´ and shows as Send-Q of a LISTEN socket; Recv-Q is the queue length.
+
+The rule only runs when the last snapshot has a socket dump (´sockdiag´).
+
+- **Active, critical** when either
+  - ´TcpExtListenOverflows´ rose in the window (evidence ´TcpExtListenOverflows +N in 1s (N/s)´, plus
+    ´TcpExtListenDrops´ when that rose too), or
+  - any snapshot has a listener, of any protocol, with Send-Q > 0 and Recv-Q ≥ Send-Q. The fullest
+    sample per listener is quoted: ´listener 10.77.0.2:80 (nginx pid 3677): accept queue 11 of 10 — full;
+    effective backlog 10 = ...´. This also works with one snapshot. A queue exactly at its limit (Recv-Q = Send-Q,
+    as in seed 000's ´10 10´) counts too and is worded ´— at its limit´: the next connection still fits,
+    the one after is dropped (the kernel drops at Recv-Q > Send-Q, worded ´— full´).
+
+  The explanation names the limit. If Send-Q ≥ ´net.core.somaxconn´, it says
+  ´effective backlog N = net.core.somaxconn N´. Otherwise it names the application's ´listen()´ backlog,
+  as in seed 003. Where listeners count their own drops (sock_diag's SKMEMINFO, kernels since 3.19),
+  there is one finding per listener whose own drop counter rose or whose queue a sample caught full,
+  each about that listener alone, the one that dropped most first: a busy neighbour is never the
+  subject of another service's drops. Without those counters, one finding: its subject is the first
+  full listener. If only the counter rose, the subject is the listener whose own drop counter rose
+  most, else the non-unix listener with the smallest backlog in the last snapshot, quoted as static
+  evidence (´smallest backlog: listener ...´). Its own drops are evidence of their own (´listener ADDR
+  (OWNER) dropped N connections in 6s (N/s; its own drop counter, of the namespace's
+  TcpExtListenDrops)´).
+- **Latent, warning**: when nothing overflowed, one finding for each non-unix listener in the last
+  snapshot whose Send-Q is below 100 (seed 003 broke at 50, seed 000 at 10). The subject is its address.
+- Fix: a backlog N sized as ´tune plan´ sizes it (´internal/sizing´, one formula for both), from the
+  listener's own evidence, never the namespace's: the connections it accepted per second (in ´run´,
+  the load's connections opened over its duration, when the load targets it; in ´check´, the
+  namespace's ´TcpPassiveOpens´ only when it is the namespace's only TCP listener, else said to be
+  uncounted) plus those it dropped (its own drop counter; on a kernel or a bundle without one, the
+  namespace's ´TcpExtListenDrops´ when no other listener filled), during a p99 response (at least
+  100 ms) and, in ´run´, the load's connections opened at once; doubled, a power of two, never below
+  the kernel's default 4096. Each line is the action first, its reason after it: ´net.core.somaxconn=N´
+  only when it is below N (it would cap the backlog asked for), then the application's own backlog in
+  its own terms — nginx ´listen … backlog=N´, php-fpm ´listen.backlog = N´ (with their file:line in
+  ´run´), Python's socketserver ´request_queue_size´, gunicorn's and uvicorn's ´--backlog´, Java's
+  ´server.tomcat.accept-count´ or ´ServerSocket´ backlog, Node's ´server.listen({backlog})´, Puma's
+  ´?backlog=´; for a Go program, which asks for somaxconn itself, the restart; for a server netdoctor
+  cannot tell, what to look for — and its restart; then more workers if the queue still fills. A
+  queue already as large as N that still fills gets only that advice. In a run none of whose requests
+  failed from the drops, the finding's impact says why (the clients' TCP sent them again, or they
+  were another listener's).`,
 })
 
 var _ = define(Class{ID: SynQueueOverflow,
+	Tunables: []Tunable{{Name: "net.ipv4.tcp_syncookies", Values: []string{"1"}, Why: "the advice table's value"}},
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Drops: true, Fails: FailsAtFront, OnlyWhen: report.Critical,
 	Meaning:    "half-open connection requests overflow the listener's SYN queue (flood or tiny backlog)",
@@ -39,7 +88,24 @@ var _ = define(Class{ID: SynQueueOverflow,
 	LatentWhen: "none",
 	Seed:       "001 §6, 004",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´listen´ (´listen.go´). This needs two snapshots and a socket dump in the last one. It is always
+active.
+
+- **Critical** when ´TcpExtTCPReqQFullDrop´ rose: SYNs were dropped.
+- **Warning** when only ´TcpExtTCPReqQFullDoCookies´ rose (SYN cookies sent instead of queueing) or
+  there are kernel messages of class ´syn-flooding´ (´TCP: request_sock_TCP: Possible SYN flooding on
+  port 10.77.0.2:80. Sending cookies.´). The kernel log is shared by every namespace, so only messages
+  that name no port, or a port that has a listener in one of the snapshots, are kept.
+- Evidence: the counters, at most three kernel lines followed by ´… and N more such kernel messages´,
+  ´N half-open (SYN_RECV) sockets at the end of the window´ (SYN_RECV + NEW_SYN_RECV in the last dump),
+  and ´net.ipv4.tcp_syncookies = 0´ when the sysctl reads 0 (a sysctl that could not be read is
+  never reported as 0, here or in any rule).
+- Fix: ´tcp_syncookies=1´ when it reads 0, a larger application backlog (the SYN queue limit follows
+  it), and rate limiting or SYNPROXY against a real flood.`,
 })
+
+var _ = register(Rule{Name: "listen", Order: 10, Scope: PerSide, IDs: []report.FindingID{AcceptQueueOverflow, SynQueueOverflow}, Checks: "accept and SYN queues", Check: checkListen,
+	Watches: []string{"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPReqQFullDrop", "TcpExt.TCPReqQFullDoCookies"}})
 
 // tinyBacklog is the effective backlog below which a listener cannot
 // absorb a burst of connections: seed 003 broke at 50, seed 000 at 10.

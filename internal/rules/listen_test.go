@@ -20,6 +20,8 @@ var nginxFull = evidence.Listener{Proto: "tcp", Addr: "10.77.0.2:80", Port: 80, 
 // phpTen is php-fpm with listen.backlog = 10, busy but not full.
 var phpTen = evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:9000", Port: 9000, RecvQ: 7, SendQ: 10, Inode: 8, PIDs: []int{200, 201}, Process: "php-fpm8.2"}
 
+var _ = addTable("checkListen", checkListen, listenCases)
+
 func listenCases() []ruleCase {
 	nginxIdle := nginxFull
 	nginxIdle.RecvQ = 0

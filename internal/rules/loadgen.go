@@ -12,13 +12,22 @@ import (
 const LoadGeneratorSaturated = report.LoadGeneratorSaturated
 
 var _ = define(Class{ID: LoadGeneratorSaturated,
-	Errors: true, Delays: true, Latency: true,
+	Generator: true,
+	Errors:    true, Delays: true, Latency: true,
 	Meaning:    "the load generator, not the server, is the bottleneck of a benchmark",
 	Active:     "an event-loop thread on CPU ≥ 90 % of the run; connections failed for lack of descriptors (`fd-limit`) or local ports (`no-local-port`); `-c` clamped by RLIMIT_NOFILE; with `-R`, under 95 % of the asked rate while threads were ≥ 75 % busy (warning)",
 	LatentWhen: "—",
 	Seed:       "001 §3 (wrk vs ab)",
 	ReportedBy: "`load` (JSON `findings`, and a WARNING in the text)",
+	Doc: `Raised by ´netdoctor load´ about itself (´internal/load´, ´engine.judge´), with each reason as an
+evidence item: a thread on CPU for 90 % or more of the run (measured with
+´CLOCK_THREAD_CPUTIME_ID´ on each event-loop thread), connect failures with EMFILE/ENFILE
+(´fd-limit´) or EADDRNOTAVAIL (´no-local-port´), ´-c´ larger than the open-file limit allows (the
+run goes on with what fits and says so), and, with ´-R´, an achieved rate under 95 % of the target
+while any thread was at least 75 % busy. Severity warning, status active.`,
 })
+
+var _ = register(Rule{Name: "loadgen", Order: 170, Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Checks: "the load generator", Check: checkLoadGen})
 
 // checkLoadGen turns the load generator's judgement of itself into a
 // finding: its threads were busy, or it ran out of descriptors or local

@@ -12,6 +12,8 @@ func traffic(out, retrans, synRetrans uint64) func(*evidence.Snapshot) {
 	return all(raise(out, "Tcp.OutSegs"), raise(retrans, "Tcp.RetransSegs"), raise(synRetrans, "TcpExt.TCPSynRetrans"))
 }
 
+var _ = addTable("checkLoss", checkLoss, lossCases)
+
 func lossCases() []ruleCase {
 	return []ruleCase{
 		{

@@ -112,15 +112,16 @@ func TestCleanIsExact(t *testing.T) {
 }
 
 // TestLossOfAQdisc: retransmissions whose segments the drop monitor saw
-// die in this namespace's qdisc are packet-drops' consequence, in check
-// as in a run.
+// die in this namespace's qdisc say so themselves (the loss rule reads
+// the drops), and are packet-drops' consequence, in check as in a run.
 func TestLossOfAQdisc(t *testing.T) {
 	qd := evidence.Drop{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Proto: "tcp", Iface: "eth0", Packets: 900,
 		Ports: []evidence.DropPort{{Port: 80, Socket: true, Packets: 900}}}
 	b := bundle(monitored(nil), all(monitored([]evidence.Drop{qd}), raise(1000, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs")))
 	fs := CheckHost(b, nil)
 	loss, ok := byID(fs, PacketLoss)
-	if !ok || loss.CausedBy != PacketDrops || loss.CauseSubject != "QDISC_DROP" || !strings.Contains(loss.Title, "dropped where packet-drops (QDISC_DROP) says, not on the path") {
+	if !ok || loss.CausedBy != PacketDrops || loss.CauseSubject != "QDISC_DROP" || !strings.Contains(loss.Title, "dropped in this namespace (QDISC_DROP on eth0), not on the path") ||
+		loss.Dropped == nil || loss.Dropped.Reason != "QDISC_DROP" || loss.Dropped.Packets != 900 || !hasFix(loss, "fix what drops them (the kernel's drop reason QDISC_DROP)") {
 		t.Fatalf("%+v", fs)
 	}
 	// Fewer drops than half the retransmissions: the loss is also

@@ -16,13 +16,49 @@ var _ = define(Class{ID: NagleDelayedACK,
 	Delays:   true, Latency: true,
 	// On a leg to a dependency, the stall is part of the time the leg's
 	// client waits.
-	Consequences: []Consequence{{ID: DependencyPoolSaturated, At: OwnLeg}, {ID: DependencySlow, At: OwnLeg}},
+	Consequences: []Consequence{{Effect: LegWait, At: OwnLeg}},
 	Meaning:      "Nagle's algorithm on the sending side meets delayed ACK on the receiving side: about 40 ms per small request/response, on the load's connections or on a leg from a server to a dependency",
 	Active:       "the load: p50 and p75 in 35–60 ms, client `TcpExtDelayedACKs` ≥ 0.5 per request, responses ≤ 16 KiB, ≥ 20 requests (critical); a leg: the dependency's end (a socket of this host) held written bytes unsent while a segment was unacknowledged in ≥ 10 % of looks (critical when the delayed-ACK timeout is ≥ a fifth of the round trip), or the server's own end did so for its requests, or, that end not seen, answers paused a delayed-ACK timeout (`tcpi_ato`) in ≥ 10 % of looks (warning)",
 	LatentWhen:   "—",
 	Seed:         "001 §7, and any client/backend pair",
 	ReportedBy:   "`run`",
+	Doc: `Rule ´nagle´ (´nagle.go´), in ´netdoctor run´. **On the load's connections**, from the load and the
+client side: the load's p50 and p75 both inside 35–60 ms (the 40 ms delayed-ACK timer plus scheduling),
+at least half a delayed ACK per request on the client (´TcpExtDelayedACKs´ over the load window), small
+responses (≤ 16 KiB each) and at least 20 requests. The fix names nginx's ´tcp_nodelay on;´ and, for
+other servers, TCP_NODELAY or one write per response. Tested with a server that writes headers and
+body separately with Nagle on (seed 001 §7).
+
+**On a leg from a server to a dependency**, from its traced connections (´nagle´ in a dependency's
+JSON). tcp_info and sock_diag do not carry TCP_NODELAY, so what Nagle does is read instead: a socket
+that holds bytes its application wrote (´tcpi_notsent_bytes´ > 0) while a segment is unacknowledged
+(´tcpi_unacked´ > 0) and the congestion window has room (´tcpi_snd_cwnd´) is Nagle waiting for the
+other side's ACK (or a cork), and the other side delays that ACK up to its delayed-ACK timeout
+(´tcpi_ato´, 40 ms at least). The server's own end is looked at with every look; the dependency's end,
+when it is a socket of the server's namespace, is looked up by the reversed addresses at one look in
+two, drawn at random (every fourth look beat with a 44 ms exchange and read 10 % held where half were),
+while the connection moves.
+TCP_NODELAY itself is then read with ´getsockopt´ on a copy of the socket (´pidfd_getfd´): the server's
+connections when they are found, and the dependency's sockets that held answers at the end (found
+among its listener's owners' descriptors by inode). When the dependency's end is not seen (another
+host), the pattern stands in: answers that came in parts a delayed-ACK timeout apart (the 90th
+percentile of the time since the last part, at looks inside an answer's pause, within two jiffies
+below the timeout and one above; a backend's own 50 ms pause reads 48 ms), with the ACKs the server
+sent alone per request as evidence. **Active, critical** when the dependency's end held its answers
+in ≥ 10 % of its looks (warning, "the pattern of Nagle", when only the pause says so): title ´Answers
+from ADDR wait for KIND's delayed ACK: Nagle's algorithm on ADDR's side …´, evidence the held share,
+TCP_NODELAY on those sockets, the pause against the timeout, the ACKs per request; the fix is on the
+side that sends the answers (TCP_NODELAY on its accepted sockets, or one write per answer), not
+TCP_QUICKACK or ´tcp_low_latency´ on the client. Requests the server's own end held back in ≥ 10 % of
+its looks are the same finding about the requests, fixed on the server (TCP_NODELAY on its connections
+to the dependency: Java ´setTcpNoDelay´, Node ´setNoDelay´; Go sets it by default). The leg's
+´dependency-pool-saturated´ or ´dependency-slow´ is its consequence. Tested (TestRunDependencyAnswerParts)
+with a Go and a Node.js front over a backend writing its headers, then its body 20 ms later, with Nagle
+on: its end held the body in 49–50 % of the looks, TCP_NODELAY read off, 42–44 ms a request instead of
+21; with TCP_NODELAY on, nothing.`,
 })
+
+var _ = register(Rule{Name: "nagle", Order: 180, Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Checks: "Nagle and delayed ACKs", Check: checkNagle})
 
 // The Linux delayed-ACK timer fires after 40 ms (TCP_DELACK_MIN); a
 // request-response exchange caught between Nagle on the sender and a

@@ -14,6 +14,14 @@ import (
 const NeighbourTableOverflow report.FindingID = "neighbour-table-overflow"
 
 var _ = define(Class{ID: NeighbourTableOverflow,
+	Tunables: []Tunable{
+		{Name: "net.ipv4.neigh.default.gc_thresh1", Min: 1 << 10, Max: 1 << 17, Why: "an eighth of gc_thresh3"},
+		{Name: "net.ipv4.neigh.default.gc_thresh2", Min: 1 << 12, Max: 1 << 19, Why: "half of gc_thresh3"},
+		{Name: "net.ipv4.neigh.default.gc_thresh3", Min: 1 << 13, Max: 1 << 20, Why: "sizing.Neighbour's floor to 1M entries (~500 MiB)"},
+		{Name: "net.ipv6.neigh.default.gc_thresh1", Min: 1 << 10, Max: 1 << 17, Why: "an eighth of gc_thresh3"},
+		{Name: "net.ipv6.neigh.default.gc_thresh2", Min: 1 << 12, Max: 1 << 19, Why: "half of gc_thresh3"},
+		{Name: "net.ipv6.neigh.default.gc_thresh3", Min: 1 << 13, Max: 1 << 20, Why: "sizing.Neighbour's floor to 1M entries (~500 MiB)"},
+	},
 	Critical: true,
 	Errors:   true, Delays: true,
 	Meaning:    "the neighbour (ARP/NDP) table is full; packets to next hops it cannot add are dropped",
@@ -21,7 +29,19 @@ var _ = define(Class{ID: NeighbourTableOverflow,
 	LatentWhen: "none",
 	Seed:       "— (many peers on one segment: nodes with many pods)",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´neighbour´ (´neighbour.go´, ´checkNeighbour´). The kernel keeps one neighbour entry per next
+hop on a directly connected network; past ´gc_thresh3´ it refuses new ones, logs ´neighbour:
+arp_cache: neighbor table overflow!´ (´ndisc_cache´ for IPv6) and drops the packets it cannot
+resolve. **Active, critical** when such a kernel message was written in the window. The table and
+its thresholds are the host's (´net.ipv4.neigh.default.gc_thresh1/2/3´ exist in the initial
+namespace only), so the message counts in any namespace, and the evidence adds ´gc_thresh3´ where it
+can be read. The fix (´tune/fix_neighbour.go´ plans the same) sets the three thresholds of the family
+that overflowed to four times the limit in force (at least 8192, a power of two) with the kernel's
+own ratios below it: an eighth and a half. This rule is the worked example of
+[architecture.md](architecture.md#adding-a-rule-and-its-fix).`,
 })
+
+var _ = register(Rule{Name: "neighbour", Order: 160, Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Checks: "the neighbour table", Check: checkNeighbour})
 
 // checkNeighbour finds a full neighbour table. The kernel keeps one entry
 // per next hop on a directly connected network; past gc_thresh3 it

@@ -8,6 +8,8 @@ import (
 
 const arpFull = "neighbour: arp_cache: neighbor table overflow!"
 
+var _ = addTable("checkNeighbour", checkNeighbour, neighbourCases)
+
 func neighbourCases() []ruleCase {
 	return []ruleCase{
 		{name: "healthy", bundle: bundle(nil, nil)},

@@ -12,14 +12,28 @@ import (
 const NICDrops report.FindingID = "nic-drops"
 
 var _ = define(Class{ID: NICDrops,
-	Errors: true, Delays: true,
+	Tunables:    []Tunable{{Name: "net.core.netdev_max_backlog", Min: 1000, Max: 1 << 18, Why: "the kernel's default to 256k packets per CPU"}},
+	DropReasons: []string{"CPU_BACKLOG"},
+	Errors:      true, Delays: true,
 	Hold:       30 * time.Minute,
 	Meaning:    "an interface, or the per-CPU input backlog, drops packets",
 	Active:     "an interface drop/error counter or softnet `dropped` rose (warning)",
 	LatentWhen: "none",
 	Seed:       "001 §1",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´nic´ (´nic.go´, ´checkNIC´). It needs two snapshots.
+
+- Per interface present in both snapshots (by name): **active, warning** when the receive drop, errs
+  or fifo column, or the transmit drop, errs or carrier column, of ´/proc/net/dev´ rose. The evidence
+  names them ´rx_dropped´, ´rx_errors´, ´rx_fifo´, ´tx_dropped´, ´tx_errors´ and ´tx_carrier´, as in
+  ´eth0 tx_dropped +343 in 1s´. The subject is the interface.
+- Per-CPU backlog: **active, warning** when the ´dropped´ column of ´/proc/net/softnet_stat´, summed
+  over CPUs, rose (´softnet_stat dropped +12 in 1s´, plus ´net.core.netdev_max_backlog = N´). The
+  subject is ´softnet´. ´time_squeeze´ alone is not a drop and is ignored. The fix doubles
+  ´netdev_max_backlog´, to at least 2000.`,
 })
+
+var _ = register(Rule{Name: "nic", Order: 70, Scope: PerSide, IDs: []report.FindingID{NICDrops}, Checks: "interface and softnet drops", Check: checkNIC})
 
 // checkNIC finds packets dropped by interfaces and by the per-CPU backlog.
 func checkNIC(in *Input) []report.Finding {
@@ -53,7 +67,7 @@ func checkNIC(in *Input) []report.Finding {
 		if len(items) == 0 {
 			continue
 		}
-		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: l.Name,
+		out = append(out, report.Finding{ID: NICDrops, Severity: report.Warning, Status: report.Active, Subject: l.Name, About: report.About{Interface: l.Name},
 			Title:    fmt.Sprintf("Interface %s is dropping packets", l.Name),
 			Evidence: items,
 			Actions: notes(

@@ -20,6 +20,8 @@ func iface(name string, f func(*evidence.Interface)) func(*evidence.Snapshot) {
 	}
 }
 
+var _ = addTable("checkNIC", checkNIC, nicCases)
+
 func nicCases() []ruleCase {
 	return []ruleCase{
 		{

@@ -19,6 +19,8 @@ import (
 const PathMTUBlackhole report.FindingID = "path-mtu-blackhole"
 
 var _ = define(Class{ID: PathMTUBlackhole,
+	Tunables:    []Tunable{{Name: "net.ipv4.tcp_mtu_probing", Values: []string{"1"}, Why: "a path MTU black hole: probe the path's MTU when full-size segments go unanswered"}},
+	DropReasons: []string{"PKT_TOO_BIG"}, DropsElsewhere: true, PathFault: true,
 	Critical: true,
 	Errors:   true, Delays: true, Latency: true, Fails: FailsConnections,
 	Meaning:    "a path drops the packets above its MTU and the ICMP that would say so never arrives: full-size segments are retransmitted while small ones pass",
@@ -26,7 +28,31 @@ var _ = define(Class{ID: PathMTUBlackhole,
 	LatentWhen: "none",
 	Seed:       "—",
 	ReportedBy: "`check`, `diagnose`, `run`",
+	Doc: `Rule ´pmtu´ (´pmtu.go´). It needs the drop monitor: the retransmissions' sizes are its.
+
+- **Active, critical** when the flows whose retransmitted segments were at least 95 % full-size (at least
+  the flow's MSS, ´mss_cache´) account for at least 10 retransmissions and 90 % of all in the window, and
+  fewer ICMP "destination unreachable" (´IcmpMsgInType3´, of which "fragmentation needed" is one) and
+  ICMPv6 "packet too big" (´Icmp6InPktTooBigs´) arrived than a tenth of them: what is large is lost, what
+  is small passes, and the router's message never came. Subject: the remote address of the busiest flow.
+  Evidence: the share, each flow (´10.0.0.2:80 → 10.0.1.1:41000: 40 retransmissions, all of 1448 bytes or
+  more (MSS 1448); TCP believes the path's MTU is 1500 (tcp_info pmtu, segments of 1448 bytes)´), the
+  ICMP counts, ´PKT_TOO_BIG´ drops here or, in a run, in the namespace the packets cross
+  (´PKT_TOO_BIG: 60 tcp packets … in network namespace router by ip_forward on r-c´), the interfaces' MTUs and
+  ´net.ipv4.tcp_mtu_probing´.
+- **Active, warning** when this namespace itself drops ´PKT_TOO_BIG´ (it is the router): with the ICMP
+  it sent (´IcmpMsgOutType3´), which a firewall on the way may drop.
+- Fix: ´net.ipv4.tcp_mtu_probing=1´ on the sender (it probes smaller segments when full-size ones go
+  unanswered); an MSS clamp on the router (´nft add rule inet filter forward tcp flags syn tcp option
+  maxseg size set rt mtu´, iptables ´TCPMSS --clamp-mss-to-pmtu´), in the router's namespace when the
+  monitor saw it there; let ICMP type 3 code 4 and ICMPv6 "packet too big" through every firewall.
+
+Tested by TestRunPathMTUBlackhole: a router namespace between client and server whose link to the
+client has an MTU of 1280, with ICMP "fragmentation needed" dropped on its way out.`,
 })
+
+var _ = register(Rule{Name: "pmtu", Order: 150, Scope: PerSide, IDs: []report.FindingID{PathMTUBlackhole}, Checks: "the path MTU", Check: checkPMTU,
+	Looks: func(s *evidence.Snapshot) bool { return s.Drops != nil && s.Drops.Unavailable == "" }})
 
 // minFullRetrans is how many full-size retransmissions a black hole
 // needs: a handful are any path's losses.

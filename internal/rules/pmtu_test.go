@@ -16,6 +16,8 @@ func flow(segs, full uint64) evidence.Retrans {
 	return evidence.Retrans{Local: "10.0.0.2:80", Remote: "10.0.1.1:41000", Segments: segs, Full: full, MaxLen: 1448, MSS: 1448, Open: true, PMTU: 1500, SndMSS: 1448}
 }
 
+var _ = addTable("checkPMTU", checkPMTU, pmtuCases)
+
 func pmtuCases() []ruleCase {
 	return []ruleCase{
 		{name: "healthy", bundle: bundle(nil, nil)},

@@ -15,6 +15,8 @@ import (
 const EphemeralPortExhaustion report.FindingID = "ephemeral-port-exhaustion"
 
 var _ = define(Class{ID: EphemeralPortExhaustion,
+	Tunables: []Tunable{{Name: "net.ipv4.ip_local_port_range", Range: true, Why: "sizing.Ports: LOW HIGH with HIGH 65535 and LOW a multiple of 1000 from 10000 to 37000 (at least the default's 28232 ports): never narrowed, never moved below 10000 or off 65535"}},
+	Is:       PortsExhausted, Resource: "ports",
 	Critical: true, Latent: true,
 	Errors: true, Delays: true, Fails: FailsOutgoing,
 	Meaning:    "outgoing connections to one destination use up the local port range; `connect()` fails with EADDRNOTAVAIL",
@@ -22,7 +24,35 @@ var _ = define(Class{ID: EphemeralPortExhaustion,
 	LatentWhen: "`ip_local_port_range` has fewer than 10000 ports (warning)",
 	Seed:       "000 stage 4",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´ports´ (´ports.go´). It needs ´net.ipv4.ip_local_port_range´ in the last snapshot as two integers
+´lo hi´ with hi ≥ lo. The range size is ´hi − lo + 1´ (28232 for the default ´32768 60999´). No kernel
+counter records EADDRNOTAVAIL, because ´connect()´ fails before any packet is sent. The evidence is
+therefore the socket dump: ´Sockets.Remotes[].Ephemeral´ counts the connections to one remote whose local
+port is inside the range.
+
+- **Active, critical** when the busiest remote (most ephemeral ports in any snapshot) holds at least
+  ´size × 9 / 10´ ports (integer division): ´51 of 51 local ports in use towards 127.0.0.1:9000 (0
+  ESTABLISHED, 51 TIME_WAIT)´, with the range setting. The subject is the remote.
+- **Latent, warning** otherwise, when the range has fewer than 10000 ports
+  (´net.ipv4.ip_local_port_range = 20000 20050 (51 ports)´).
+- Fix: reuse connections (keep-alive, ´upstream { keepalive }´, ´fastcgi_keep_conn on´). When the range
+  holds fewer ports than the connects/s × the time a port stays taken × 1.25, or than the default
+  28232, widen it as ´tune plan´ does: ending at 65535, starting on a thousand, never below 10000
+  (´10000 65535´ for seed 000), and say when no range can hold them (reuse is then the fix). The time a
+  port stays taken is the TIME_WAIT, 60 s (1 s with ´tcp_tw_reuse = 1´), or none when the side closes
+  its connections with a reset (´TcpOutRsts´ about ´TcpActiveOpens´, next to no TIME_WAIT): a range
+  then holds them, and no latent warning is raised for a small one. The connects/s are
+  ´TcpActiveOpens´, or in a run where the server opens a connection per request or ran out of ports,
+  the requests it handled a second: a connect that finds no free port sends no SYN and counts in no
+  counter. When ´tcp_tw_reuse´ is not 1, set it to 1 on the connecting side.
+- In a run, the load's own connections to the target (the client side's remotes on the target's
+  port) are the load generator's: they never make this finding, which ´load-generator-saturated´
+  covers when they limit the load, and the load's report says how many local ports they took.
+- In a run, nginx's "(99: Cannot assign requested address)" lines make it **active, critical** on the
+  server side even when no socket sample caught the ports all in use.`,
 })
+
+var _ = register(Rule{Name: "ports", Order: 30, Scope: PerSide, IDs: []report.FindingID{EphemeralPortExhaustion}, Checks: "local ports", Check: checkPorts})
 
 // smallPortRange is the size of ip_local_port_range below which a busy
 // client runs out of ports: at 1000 new connections per second and 60 s
@@ -62,7 +92,7 @@ func checkPorts(in *Input) []report.Finding {
 		Subject: strings.Join(u.Servers, ","), About: report.About{Remotes: u.Servers},
 		Title:    fmt.Sprintf("nginx ran out of local ports connecting to %s", strings.Join(u.Servers, ",")),
 		Evidence: []report.Item{item, {Text: fmt.Sprintf("the load saw %d 5xx responses", in.Run.Load.Status["5xx"]), Source: "load", Window: true}},
-		Actions:  append(portFix(in.Bundle, c), report.Advise("the lasting fix: reuse upstream connections (see "+string(UpstreamConnectionChurn)+")"))})
+		Actions:  append(portFix(in.Bundle, c), report.Advise("the lasting fix: reuse upstream connections (see "+report.JoinIDs(causesOf(EphemeralPortExhaustion))+")"))})
 }
 
 // portsLogged is the first line in which an nginx of a run's server side

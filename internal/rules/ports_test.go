@@ -18,6 +18,8 @@ func remotes(rs ...evidence.Remote) func(*evidence.Snapshot) {
 // seed000Range is the port range of seed 000 stage 4: 51 ports.
 var seed000Range = setSysctl("net.ipv4.ip_local_port_range", "20000 20050")
 
+var _ = addTable("checkPorts", checkPorts, portsCases)
+
 func portsCases() []ruleCase {
 	php := evidence.Remote{Addr: "127.0.0.1:9000", TimeWait: 51, Ephemeral: 51}
 	redis := func(tw, est int) evidence.Remote {

@@ -1,6 +1,10 @@
 package rules
 
 import (
+	"cmp"
+	"fmt"
+	"slices"
+
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -29,7 +33,11 @@ const (
 type Rule struct {
 	// Name is the rule's file in this package without ".go"; its fix,
 	// when netdoctor plans one, is in internal/tune/fix_NAME.go.
-	Name  string
+	Name string
+	// Order is where it runs among the rules of its stage (register):
+	// lowest first. It is also where its findings' sections come in
+	// docs/findings.md, and what "checked and found clean" lists first.
+	Order int
 	Scope Scope
 	// IDs are the findings it makes. Each finding ID is made by one rule,
 	// in one file, where its constant is declared.
@@ -40,7 +48,7 @@ type Rule struct {
 	Check  func(in *Input) []report.Finding
 	// Traced: the rule also judges, without a load, the dependencies
 	// check and the agent trace under the host's own traffic
-	// (CheckTraced), so the agent can make its findings.
+	// (Input.Traced), so the agent can make its findings.
 	Traced bool
 	// Watches are the counters the rule judges: one that rose in a
 	// run's window without a finding is reported as such, never as
@@ -49,40 +57,54 @@ type Rule struct {
 	// Looks says whether a snapshot holds what the rule reads (nil:
 	// always): a rule that had nothing to read checked nothing.
 	Looks func(*evidence.Snapshot) bool
+	// LooksIn says whether a run holds what the rule reads (nil:
+	// always): the dependencies when a server's connections were
+	// traced, the CPU rules when a server's threads were accounted.
+	LooksIn func(*Run) bool
+	// Doc is the one section of docs/findings.md for all its findings,
+	// under a heading of their IDs, when they share one (name lookups);
+	// else each class has its own (Class.Doc). Markdown, with ´ for a
+	// backtick.
+	Doc string
 }
 
-// Registry is every rule, in the order they run.
-var Registry = []Rule{
-	{Name: "listen", Scope: PerSide, IDs: []report.FindingID{AcceptQueueOverflow, SynQueueOverflow}, Checks: "accept and SYN queues", Check: checkListen,
-		Watches: []string{"TcpExt.ListenOverflows", "TcpExt.ListenDrops", "TcpExt.TCPReqQFullDrop", "TcpExt.TCPReqQFullDoCookies"}},
-	{Name: "conntrack", Scope: PerSide, IDs: []report.FindingID{ConntrackTableFull}, Checks: "connection tracking", Check: checkConntrack},
-	{Name: "ports", Scope: PerSide, IDs: []report.FindingID{EphemeralPortExhaustion}, Checks: "local ports", Check: checkPorts},
-	{Name: "churn", Scope: PerSide, IDs: []report.FindingID{UpstreamConnectionChurn}, Checks: "connections per request to upstreams", Check: checkChurn},
-	{Name: "timewait", Scope: PerSide, IDs: []report.FindingID{TimewaitBucketOverflow}, Checks: "the TIME_WAIT table", Check: checkTimeWait,
-		Watches: []string{"TcpExt.TCPTimeWaitOverflow"}},
-	{Name: "loss", Scope: PerSide, IDs: []report.FindingID{PacketLoss}, Checks: "retransmissions", Check: checkLoss,
-		Watches: []string{"Tcp.RetransSegs", "TcpExt.TCPSynRetrans"}},
-	{Name: "nic", Scope: PerSide, IDs: []report.FindingID{NICDrops}, Checks: "interface and softnet drops", Check: checkNIC},
-	{Name: "fd", Scope: PerSide, IDs: []report.FindingID{FDLimit}, Checks: "file descriptors", Check: checkFD},
-	{Name: "dns", Scope: PerSide, IDs: []report.FindingID{DNSMisconfigured, DNSSlow, ReverseDNSLookup}, Checks: "name lookups", Check: checkDNS},
-	{Name: "sysctl", Scope: PerSide, IDs: []report.FindingID{RiskySysctl}, Checks: "risky settings", Check: checkSysctls},
-	{Name: "cpu", Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Checks: "CPU", Check: checkCPU},
-	{Name: "buffers", Scope: PerSide, IDs: []report.FindingID{SocketBufferLimit}, Checks: "socket memory", Check: checkBuffers,
-		Watches: bufferCounters},
-	{Name: "bandwidth", Scope: PerSide, IDs: []report.FindingID{BandwidthSaturated}, Checks: "bandwidth and shapers", Check: checkBandwidth},
-	{Name: "drops", Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,
-		Looks: func(s *evidence.Snapshot) bool {
-			return s.Firewall != nil || s.Drops != nil && s.Drops.Unavailable == ""
-		}},
-	{Name: "pmtu", Scope: PerSide, IDs: []report.FindingID{PathMTUBlackhole}, Checks: "the path MTU", Check: checkPMTU,
-		Looks: func(s *evidence.Snapshot) bool { return s.Drops != nil && s.Drops.Unavailable == "" }},
-	{Name: "neighbour", Scope: PerSide, IDs: []report.FindingID{NeighbourTableOverflow}, Checks: "the neighbour table", Check: checkNeighbour},
-	{Name: "loadgen", Scope: PerRun, IDs: []report.FindingID{LoadGeneratorSaturated}, Checks: "the load generator", Check: checkLoadGen},
-	{Name: "nagle", Scope: PerRun, IDs: []report.FindingID{NagleDelayedACK}, Checks: "Nagle and delayed ACKs", Check: checkNagle},
-	{Name: "workerpool", Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Checks: "worker pools", Check: checkWorkerPool},
-	{Name: "dependency", Scope: PerRun, IDs: []report.FindingID{DependencyPoolSaturated, DependencySlow}, Checks: "dependencies (databases, caches, backends)", Check: checkDependency, Traced: true},
-	{Name: "throttle", Scope: PerRun, IDs: []report.FindingID{CPUQuotaThrottling}, Checks: "CPU quota throttling", Check: checkThrottle},
-	{Name: "runqueue", Scope: PerRun, IDs: []report.FindingID{RunQueueContention}, Checks: "run-queue contention", Check: checkRunQueue},
-	{Name: "appslow", Scope: Symptom, IDs: []report.FindingID{AppSlow}, Checks: "time held in the application", Check: checkAppSlow},
-	{Name: "distress", Scope: Symptom, IDs: []report.FindingID{UnexplainedDistress}, Checks: "distress no rule explains", Check: checkDistress},
+// Registry is every rule, in the order they run: by stage (the rules
+// that read a namespace, then PerRun, then Symptom), then by Order. Each
+// rule registers itself in its own file (register); the order never
+// depends on which file the compiler reads first.
+var Registry []Rule
+
+// register adds a rule to the Registry, beside the declaration of the
+// IDs it makes:
+//
+//	var _ = register(Rule{Name: "neighbour", Order: 160, Scope: PerSide, …})
+//
+// Two rules with one name or one Order are a programming error.
+func register(r Rule) Rule {
+	for _, o := range Registry {
+		if o.Name == r.Name || o.Order == r.Order {
+			panic(fmt.Sprintf("rules: rules %q and %q share a name or an order (%d)", o.Name, r.Name, r.Order))
+		}
+	}
+	i, _ := slices.BinarySearchFunc(Registry, r, compareRules)
+	Registry = slices.Insert(Registry, i, r)
+	return r
+}
+
+// compareRules orders rules as they run: those that read a namespace
+// (PerSide and PerHost, which run together on each side), then PerRun,
+// then Symptom; within a stage, by Order.
+func compareRules(a, b Rule) int {
+	return cmp.Or(cmp.Compare(stage(a.Scope), stage(b.Scope)), cmp.Compare(a.Order, b.Order))
+}
+
+// stage is when rules of a scope run.
+func stage(s Scope) int {
+	switch s {
+	case PerRun:
+		return 1
+	case Symptom:
+		return 2
+	}
+	return 0
 }

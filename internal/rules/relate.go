@@ -14,30 +14,31 @@ import (
 
 // relate marks symptoms with their cause and orders every cause right
 // before its symptoms, keeping the impact order otherwise. What causes
-// what is the causes' classes' (Class.Consequences, Blocks, AtCapacity);
-// which finding is whose, their About: a pool is blamed for the overflow
-// of its own socket only, churn for the ports of its own destination.
+// what is the causes' classes' (Class.Consequences and Is, Blocks and
+// Waits, DropReasons against a finding's Dropped, AtCapacity); which
+// finding is whose, their About: a pool is blamed for the overflow of
+// its own socket only, churn for the ports of its own destination. It
+// adds the links as data (CausedBy, CauseSubject, CauseAtCapacity) and
+// raises a cause's severity to its worst symptom's; it never changes a
+// finding's words.
 func relate(fs []report.Finding) []report.Finding {
 	fs = report.Sort(fs)
 	causeOf := make([]int, len(fs))
 	for i := range causeOf {
 		causeOf[i] = -1
 	}
-	// A step before may have named a finding's cause already (a
+	// A finding whose rule read where its packets were dropped (a
 	// client's retransmissions are what the server's full accept queue
-	// dropped: lossCauses): link it to that finding.
+	// dropped) is the consequence of the finding that owns those drops.
 	for j := range fs {
-		if fs[j].CausedBy == "" {
+		d := fs[j].Dropped
+		if d == nil || fs[j].Status != report.Active {
 			continue
 		}
 		for i := range fs {
-			if i != j && fs[i].ID == fs[j].CausedBy && fs[i].Subject == fs[j].CauseSubject && fs[i].Status == report.Active && !causes(causeOf, j, i) {
+			if i != j && causeOf[j] < 0 && ownsDrops(fs[i], *d, cmp.Or(d.Side, fs[j].Side)) && !causes(causeOf, j, i) {
 				link(fs, causeOf, i, j)
-				break
 			}
-		}
-		if causeOf[j] < 0 {
-			fs[j].CausedBy, fs[j].CauseSubject = "", ""
 		}
 	}
 	for i := range fs {
@@ -48,7 +49,7 @@ func relate(fs []report.Finding) []report.Finding {
 		for _, sym := range ClassOf(c.ID).Consequences {
 			for j := range fs {
 				s := &fs[j]
-				if j == i || causeOf[j] >= 0 || s.ID != sym.ID || s.Status != report.Active || !sym.At.owns(c.About, s.About) {
+				if j == i || causeOf[j] >= 0 || sym.Effect == NoEffect || ClassOf(s.ID).Is != sym.Effect || s.Status != report.Active || !sym.At.owns(c.About, s.About) {
 					continue
 				}
 				link(fs, causeOf, i, j)
@@ -72,14 +73,6 @@ func relate(fs []report.Finding) []report.Finding {
 				continue
 			}
 			link(fs, causeOf, i, j)
-		}
-	}
-	// More connections to a dependency that is itself at capacity only
-	// queue there: the fix is the cause's, whatever the client's pool
-	// looked like from its side.
-	for j, i := range causeOf {
-		if i >= 0 && fs[j].ID == DependencyPoolSaturated && ClassOf(fs[i].ID).AtCapacity {
-			notBigger(&fs[j], fs[i])
 		}
 	}
 	// Promotion follows chains of any length: a cause linked before its
@@ -117,10 +110,14 @@ func relate(fs []report.Finding) []report.Finding {
 	return out
 }
 
-// link marks fs[j] a consequence of fs[i].
+// link marks fs[j] a consequence of fs[i]. A server waiting on a
+// dependency at capacity is told so (CauseAtCapacity): more connections
+// to it would only queue there, whatever its pool looked like from its
+// side.
 func link(fs []report.Finding, causeOf []int, i, j int) {
 	fs[j].CausedBy = fs[i].ID
 	fs[j].CauseSubject = fs[i].Subject
+	fs[j].CauseAtCapacity = ClassOf(fs[j].ID).Waits && ClassOf(fs[i].ID).AtCapacity
 	causeOf[j] = i
 	// A cause is as severe as the worst of what it does.
 	if report.MoreSevere(fs[j].Severity, fs[i].Severity) {
@@ -155,16 +152,25 @@ func (m Match) owns(cause, sym report.About) bool {
 	return true
 }
 
-// notBigger replaces a saturated pool's "a bigger pool" advice
-// (report.TagBiggerPool) when its dependency is itself at capacity
-// (cause).
-func notBigger(f *report.Finding, cause report.Finding) {
-	if len(f.Actions) == 0 || f.Actions[0].Tag != report.TagBiggerPool || len(f.About.Remotes) == 0 {
-		return
+// ownsDrops reports whether finding c owns the drops d of a finding's
+// packets, on side: an active finding there whose class owns the drop
+// reason (DropReasons) or that is about it (About.DropReason), and
+// about the same interface and listener where both name one.
+func ownsDrops(c report.Finding, d report.Dropped, side report.Side) bool {
+	cl := ClassOf(c.ID)
+	if c.Status != report.Active || c.Side != side || !cl.counts(c) {
+		return false
 	}
-	fix := slices.Clone(f.Actions)
-	fix[0] = report.Advise(fmt.Sprintf("not a bigger pool: %s is itself at capacity (%s: %s), and more connections would only queue there; fix that first", f.About.Remotes[0], cause.ID, cause.Subject))
-	f.Actions = fix
+	if !slices.Contains(cl.DropReasons, d.Reason) && c.About.DropReason != d.Reason {
+		return false
+	}
+	if cl.OnItsLink && c.About.Interface != d.Interface {
+		return false
+	}
+	if c.About.Interface != "" && d.Interface != "" && c.About.Interface != d.Interface {
+		return false
+	}
+	return c.About.Listen == "" || d.Listen == "" || sameAddr(c.About.Listen, d.Listen) || portOf(d.Listen) != "" && portOf(c.About.Listen) == portOf(d.Listen)
 }
 
 // listensAt reports whether a server listening at listen answers at

@@ -70,6 +70,12 @@ func TestRunSeed000(t *testing.T) {
 	checkOrder(t, got)
 }
 
+// check is the diagnosis of a bundle by the rules given.
+func check(b *evidence.Bundle, rules []Rule) []report.Finding {
+	fs, _ := diagnose(&diagnosis{bundle: b, rules: rules})
+	return fs
+}
+
 // TestRunOrderIndependent checks that the order of the rules does not
 // change the report.
 func TestRunOrderIndependent(t *testing.T) {

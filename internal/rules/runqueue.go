@@ -21,7 +21,26 @@ var _ = define(Class{ID: RunQueueContention,
 	LatentWhen: "—",
 	Seed:       "a noisy neighbour on the server's CPUs",
 	ReportedBy: "`run`",
+	Doc: `Rule ´runqueue´ (´runqueue.go´), in ´netdoctor run´. **Active, warning** when a server's threads waited,
+runnable, for a CPU — the run delay the quota does not explain — at least 10 % of their busy time (on CPU
++ run delay) and at least 50 ms a second of the load; other processes took at least 25 % of the CPUs it
+may run on; and the requests spent at least 20 % of their p50 or p99 waiting so (the time split: on a
+busy host every thread waits a little, the finding is for waits the requests feel). **Who else** is read
+by the accounting, which, in each interval in which the threads waited for CPUs that never idled, reads
+every process's CPU time (´/proc/PID/stat´, at most 8192 processes; netdoctor itself and the run's
+servers never count) and names those last seen on the server's CPUs; else from the profile's samples of
+other processes (on any CPU). **Critical** when the others took half the CPUs and the threads waited
+twice as long as they ran. Threads that waited for each other, for the other servers of the run or for
+the load generator are the stack's own sizing, not this finding (a healthy nginx + php-fpm lab that
+saturates two CPUs under its load had 0.15 CPU of others). Evidence: the wait against the time on CPU,
+the CPUs it may run on and how much they idled, who else ran there with their CPU, the CPU pressure, the
+share of p50 and p99 spent waiting. Fix: move the neighbour off the server's CPUs or the server off its
+(´taskset´, a cpuset cgroup), give it less weight (´renice´, ´cpu.weight´ / ´cpu.shares´), widen the
+server's affinity when it was narrowed, or more CPUs. Tested in a root test with a server and a spinning
+neighbour pinned to one CPU.`,
 })
+
+var _ = register(Rule{Name: "runqueue", Order: 220, Scope: PerRun, IDs: []report.FindingID{RunQueueContention}, Checks: "run-queue contention", Check: checkRunQueue, LooksIn: accounted})
 
 // Thresholds of run-queue-contention.
 const (

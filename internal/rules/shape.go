@@ -135,8 +135,8 @@ func abs(x float64) float64 {
 	return x
 }
 
-// tieShape adds the throughput's shape as evidence to the findings whose
-// counters moved with it: the saw-tooth of seed 002 belongs to the
+// tieShape gives the throughput's shape to the findings whose counters
+// moved with it (Finding.Shape): the saw-tooth of seed 002 belongs to the
 // conntrack drops that rose in step with each collapse.
 func tieShape(fs []report.Finding, sh report.Shape) {
 	if len(sh.MovedWith) == 0 {
@@ -149,7 +149,7 @@ func tieShape(fs []report.Finding, sh report.Shape) {
 	for i := range fs {
 		for _, e := range fs[i].Evidence {
 			if moved[e.Source] {
-				fs[i].Evidence = append(fs[i].Evidence, report.Item{Text: sh.Text, Source: "timeline", Window: true})
+				fs[i].Shape = &sh
 				break
 			}
 		}

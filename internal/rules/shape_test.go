@@ -59,10 +59,11 @@ func TestShape(t *testing.T) {
 		t.Errorf("short: %+v", sh)
 	}
 
-	// The shape becomes evidence of the finding whose counter moved.
+	// The shape is the finding's whose counter moved, and shown as its
+	// evidence.
 	fs := []report.Finding{{ID: "conntrack-table-full", Evidence: []report.Item{{Source: "conntrack.drop"}}}, {ID: "cpu-saturated", Evidence: []report.Item{{Source: "/proc/stat"}}}}
 	tieShape(fs, report.Shape{Pattern: "saw-tooth", MovedWith: []string{"conntrack.drop"}, Text: "saw"})
-	if len(fs[0].Evidence) != 2 || fs[0].Evidence[1].Source != "timeline" || len(fs[1].Evidence) != 1 {
+	if fs[0].Shape == nil || len(fs[0].Evidence) != 1 || len(fs[0].Shown()) != 2 || fs[0].Shown()[1].Source != "timeline" || fs[1].Shape != nil {
 		t.Errorf("tieShape: %+v", fs)
 	}
 }

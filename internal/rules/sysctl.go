@@ -11,13 +11,41 @@ import (
 const RiskySysctl report.FindingID = "risky-sysctl"
 
 var _ = define(Class{ID: RiskySysctl,
+	Tunables: []Tunable{
+		{Name: "net.ipv4.tcp_abort_on_overflow", Values: []string{"0"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_timestamps", Values: []string{"1"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_tw_recycle", Values: []string{"0"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_low_latency", Values: []string{"0"}, Why: "the advice table's value"},
+		{Name: "net.ipv4.tcp_moderate_rcvbuf", Values: []string{"1"}, Why: "the advice table's value"},
+		// The advice table proposes the default 7200 when it is below 60,
+		// which it calls harmful; nothing else.
+		{Name: "net.ipv4.tcp_keepalive_time", Values: []string{"7200"}, Why: "the kernel's default, which the advice table restores when the setting is below 60"},
+	},
 	Latent:     true,
 	Meaning:    "a setting that copy-paste tuning guides recommend and that hurts on current kernels",
 	Active:     "none",
 	LatentWhen: "one finding per risky setting (warning)",
 	Seed:       "004, and the team's notes on outdated tuning advice",
 	ReportedBy: "`check`, `diagnose`",
+	Doc: `Rule ´sysctl´ (´sysctl.go´). It reads the last snapshot. There is one **latent, warning** finding per
+setting, with the setting as subject. The evidence is the value and why it hurts; the fix is the value
+to use instead. Settings the kernel does not have (´tcp_tw_recycle´ since 4.12) are skipped.
+
+| setting | flagged when | use instead | why |
+|---|---|---|---|
+| ´net.ipv4.tcp_tw_recycle´ | ≠ 0 | 0 | drops SYNs from clients behind NAT; removed in 4.12 |
+| ´net.ipv4.tcp_max_tw_buckets´ | < 10000 | 262144 | over the limit sockets skip TIME_WAIT (´TCPTimeWaitOverflow´) |
+| ´net.ipv4.tcp_abort_on_overflow´ | ≠ 0 | 0 | a full accept queue becomes resets to clients |
+| ´net.ipv4.tcp_timestamps´ | = 0 | 1 | disables PAWS and makes ´tcp_tw_reuse´ a no-op |
+| ´net.ipv4.tcp_syncookies´ | = 0 | 1 | a full SYN queue drops requests instead of answering with cookies |
+| ´net.core.netdev_max_backlog´ | < 300 | 1000 | a tiny per-CPU backlog drops packets under any burst |
+| ´net.ipv4.tcp_keepalive_time´ | < 60 | 7200 | probes every idle connection within seconds |
+| ´net.ipv4.tcp_moderate_rcvbuf´ | = 0 | 1 | disables receive-buffer autotuning |
+| ´net.ipv4.tcp_low_latency´ | ≠ 0 | 0 | no effect since 4.14 |
+| ´net.core.somaxconn´ | < 128 | 4096 | caps every listener's accept queue |`,
 })
+
+var _ = register(Rule{Name: "sysctl", Order: 100, Scope: PerSide, IDs: []report.FindingID{RiskySysctl}, Checks: "risky settings", Check: checkSysctls})
 
 // risky is one setting that copy-paste tuning guides recommend and that
 // hurts on current kernels (docs/advice.md).

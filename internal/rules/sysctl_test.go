@@ -9,6 +9,8 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
+var _ = addTable("checkSysctls", checkSysctls, sysctlCases)
+
 func sysctlCases() []ruleCase {
 	risky := func(name, value string) ruleCase {
 		return ruleCase{

@@ -27,7 +27,28 @@ var _ = define(Class{ID: CPUQuotaThrottling,
 	LatentWhen: "—",
 	Seed:       "a container with a CPU limit (issue 29)",
 	ReportedBy: "`run`",
+	Doc: `Rule ´throttle´ (´throttle.go´), in ´netdoctor run´. For each server whose cgroup has a CPU limit (v1
+´cpu.cfs_quota_us´ over ´cpu.cfs_period_us´, v2 ´cpu.max´, on its group or an ancestor), over the samples
+taken while the load ran: **active, warning** when the limiting group was throttled in at least 10 % of
+its periods and the threads waited for the quota (the run delay's throttled part, above) at least 50 ms a
+second; **critical** when at least half the periods were throttled and the threads waited for the quota
+longer than they ran. Evidence: the limit with its file (´cgroup v1 /ndtest limits goapi 0.0.0.0:8080 to
+0.2 CPU (20ms per 100ms period): cpu.cfs_quota_us 20000, cpu.cfs_period_us 100000 (…)´), the throttled
+periods and the throttled time a second, what the threads ran and waited and so the CPUs they wanted
+(on CPU + throttled, a second), the idle CPUs meanwhile, the CPU pressure, and what it adds to a request:
+the longest stall of a throttled period (the period less the quota spread over the CPUs it wanted) and
+the share of the load's p50 and p99 spent throttled (the time split). Fix: raise the limit to what it
+wanted plus a fifth, in halves of a CPU (the ´echo´ into the file, or ´max´/´-1´ to remove it), where the
+group comes from (systemd ´CPUQuota=´, Docker ´--cpus´, Kubernetes ´resources.limits.cpu´), and the
+runtime matched to it where netdoctor can tell (´Runtime´): Go before 1.25 (from its build information,
+read from ´/proc/PID/exe´) sizes ´GOMAXPROCS´ to the host's CPUs, not the quota, and so does any Go with
+´GOMAXPROCS´ set higher in its environment; a JVM told more processors (´-XX:ActiveProcessorCount´) or
+without container support; nginx's ´worker_processes´; a Python server's ´--workers´. Tested from the v1
+capture and the v2 fixtures (a service's own ´cpu.max´, a Kubernetes pod's above its container), and in
+a root test with a server in a v1 group limited to 0.2 CPU on an idle host.`,
 })
+
+var _ = register(Rule{Name: "throttle", Order: 210, Scope: PerRun, IDs: []report.FindingID{CPUQuotaThrottling}, Checks: "CPU quota throttling", Check: checkThrottle, LooksIn: accounted})
 
 // Thresholds of cpu-quota-throttling.
 const (

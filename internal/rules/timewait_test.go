@@ -11,6 +11,8 @@ import (
 
 const twOverflowMsg = "TCP: time wait bucket table overflow"
 
+var _ = addTable("checkTimeWait", checkTimeWait, timeWaitCases)
+
 func timeWaitCases() []ruleCase {
 	tiny := setSysctl("net.ipv4.tcp_max_tw_buckets", "10")
 	return []ruleCase{

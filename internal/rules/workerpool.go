@@ -20,13 +20,69 @@ const WorkerPoolExhausted report.FindingID = "worker-pool-exhausted"
 var _ = define(Class{ID: WorkerPoolExhausted,
 	Critical: true,
 	Errors:   true, Delays: true, Holds: true, Latency: true, Fails: Fails5xx,
-	Consequences: []Consequence{{ID: AcceptQueueOverflow, At: OwnListener}}, Blocks: true, AtCapacity: true,
+	Consequences: []Consequence{{Effect: AcceptQueueFull, At: OwnListener}}, Blocks: true, AtCapacity: true,
+	Is: WorkersFull, Resource: "worker-pool",
 	Meaning:    "the application's worker pool (php-fpm `pm.max_children`, nginx `worker_connections`, a JVM executor, Tomcat's threads, or any server's threads) is full; requests queue or time out",
 	Active:     "php-fpm logged \"reached pm.max_children\", or every worker was busy for ≥ 2 s while requests queued on the pool's socket; nginx logged \"worker_connections are not enough\"; named threads (`pool-1-thread-N`, `http-nio-8080-exec-N`): all of a family busy (in any wait but the one each idled in outside the load, off the CPU) in ≥ half the load's seconds while Little's law puts more requests in flight than threads, queue or not; other servers: its most busy threads all busy off-CPU for ≥ 2 s (at least half their time off it by the process's schedstat, or the host's CPU under 70 % without it) while requests waited unread, p50 ≥ 3 service times (critical)",
 	LatentWhen: "—",
 	Seed:       "000 stage 2, and any thread pool",
 	ReportedBy: "`run`",
+	Doc: `Rule ´workerpool´ (´workerpool.go´). **A pool of named threads, in any runtime that names them** (a JVM
+executor's ´pool-1-thread-N´, Tomcat's ´http-nio-8080-exec-N´, Jetty's ´qtp…´, a native program's):
+threads that share a name but for its number take turns at the same work. Each second, every thread
+of the server's processes that carries a name of its own is sampled (´threads´ in a sample's JSON):
+its wait class, what it is blocked in (the system call and its first argument from
+´/proc/PID/task/TID/syscall´, ´timed´ for a futex wait with a timeout), and, reading a connection, its
+peer; threads a runtime names for itself (the JVM's GC, compiler, VM and housekeeping threads, its HTTP
+server's dispatcher, Node's V8 workers) are left out. A thread is busy when it runs or waits in
+anything but the wait it idled in outside the load (the baseline's and the tail's samples): an idle
+executor worker parks on its own condition variable (glibc alternates between two futex words of it),
+a busy one sleeps on another (´Thread.sleep´), waits for a connection (a timed park), or reads a
+socket. **Active, critical** when all the threads of one family were busy in at least 2 sampled
+seconds and half of the load's, mostly off the CPU on waits more workers would overlap (a timed wait, a
+peer's socket, a sleep, a lookup, the disk), while more requests were in flight than the family has
+threads (Little's law from the load: rate × mean latency), whether or not a queue shows in the kernel
+(an executor's queue is inside the JVM). Title: ´java on ADDR serves with a pool of 4 threads
+(pool-1-thread-*), all busy: requests wait for a free one (mean 255ms, 234ms of it waiting; service
+21ms)´; evidence what the workers waited on, the requests in flight against the threads, the service
+time (busy workers / throughput) and the wait; the fix sizes the pool to the requests in flight plus
+an eighth and names the knob from the threads' names (the JDK executor's
+´Executors.newFixedThreadPool(n)´/´ThreadPoolExecutor´, Tomcat's ´maxThreads´, Jetty's
+´QueuedThreadPool´, Undertow's worker threads, a ´ForkJoinPool´'s parallelism, gRPC's executor).
+Tested (TestRunPoolJVM) with a ´com.sun.net.httpserver´ service on ´Executors.newFixedThreadPool(4)´
+holding each request 20 ms: named with its size and knob; with 64 workers, nothing.
+
+**For any other server, from its threads and sockets alone** (a Python or
+Java thread pool, gunicorn's workers, a Go or Node service that bounds its concurrency): the pool is the
+most worker threads seen busy at once in at least 2 sampled seconds (threads in an idle wait, on a
+futex, which may be an idle worker waiting for work, or in an unknown kernel function do not count; one
+second that caught one more thread passing through — an acceptor on the CPU — does not set the size).
+**Active, critical** when all of them were busy in at least 2 sampled seconds, mostly blocked off the CPU on waits more workers would
+overlap (a sleep, a peer's socket, a name lookup, the disk: not one lock, which more workers would only
+queue on, nor the CPU), while requests waited unread in their connections or in the accept queue
+(sock_diag's per-port count of connections with Recv-Q > 0) in at least 2 seconds, the server's CPUs
+were under 70 % busy, and the pool is smaller than the load's connections. The latency then
+decomposes: the service time is the busy workers over the throughput (Little's law), and a p50 of at
+least three service times is time waiting for a worker: ´service time ≈ 50ms (4.0 busy workers on
+average / 80 requests/s); responses took p50 620ms = 12 × the service time´. Fix: a pool of the
+requests in flight plus an eighth (at least 4), with where each runtime sets it, or shortening what
+each request holds a worker for.
+
+For a php-fpm pool: **active, critical** when php-fpm logged "server
+reached pm.max_children" during the run, or when, in at least 2 sampled seconds, every worker was busy
+(the status page's active = total, else every worker thread outside its accept wait) while requests
+queued (the status page's listen queue, or the pool listener's Recv-Q in the socket samples). Evidence:
+the log line and count, the seconds all workers were busy with ´pm.max_children = N (file:line)´, the
+queue peak, what the busy workers waited on, nginx's 504/499 counts and "upstream timed out" lines, and
+the server's CPU when it idled. Fix: ´pm.max_children = N → M´ at its file:line, M as ´tune plan´
+sizes it: the run's concurrency (capped by what the nginx in front holds), an eighth spare (at least 4)
+and one for the status page, at least twice N, with the workers' resident memory times M; and, when the workers mostly
+waited rather than ran, shortening that wait. For nginx, "worker_connections are not enough" in its log
+raises the same ID with ´worker_connections´ at its line. Tested with a dynamic pool of 2 workers whose
+requests sleep 100 ms under 40 connections.`,
 })
+
+var _ = register(Rule{Name: "workerpool", Order: 190, Scope: PerRun, IDs: []report.FindingID{WorkerPoolExhausted}, Checks: "worker pools", Check: checkWorkerPool})
 
 // checkWorkerPool finds application worker pools that were full during the
 // load: seed 000 stage 2, php-fpm "server reached pm.max_children setting
@@ -158,7 +214,7 @@ func fpmPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 		Actions:  notes(poolFix(r, s)),
 	}
 	if len(sh) > 0 && sh[0].class != app.WaitRunning {
-		f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see %s's advice for that wait)", sh[0].class, AppSlow)))
+		f.Actions = append(f.Actions, report.Advise(fmt.Sprintf("and shorten what each request holds a worker for: busy workers were mostly in %s (see %s's advice for that wait)", sh[0].class, report.JoinIDs(ofEffect(TimeHeld)))))
 	}
 	f.Actions = append(f.Actions, report.Advise("then reload php-fpm (kill -USR2 on the master) and re-run"))
 	return f, true

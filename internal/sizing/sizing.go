@@ -11,18 +11,22 @@ import (
 
 // The kernel's and the applications' own defaults and limits.
 const (
-	DefaultSomaxconn  = 4096  // net.core.somaxconn since 5.4
-	NginxBacklog      = 511   // NGX_LISTEN_BACKLOG on Linux
-	MaxBacklog        = 65535 // what a backlog is worth past: the kernel keeps it in a u32, but a queue this deep is latency, not capacity
-	TimeWait          = 60    // TCP_TIMEWAIT_LEN, seconds
-	DefaultPortWidth  = 28232 // 32768–60999
-	PortRangeHigh     = 65535
-	portRangeLow      = 10000 // below it live the registered services' ports
-	MinKeepalive      = 16
-	MaxKeepalive      = 128
-	PoolSpareMin      = 4 // php-fpm workers beyond the requests in flight, at least
-	PoolStatus        = 1 // the status page takes a worker too
-	MinConntrackMax   = 65536
+	DefaultSomaxconn = 4096  // net.core.somaxconn since 5.4
+	NginxBacklog     = 511   // NGX_LISTEN_BACKLOG on Linux
+	MaxBacklog       = 65535 // what a backlog is worth past: the kernel keeps it in a u32, but a queue this deep is latency, not capacity
+	TimeWait         = 60    // TCP_TIMEWAIT_LEN, seconds
+	DefaultPortWidth = 28232 // 32768–60999
+	PortRangeHigh    = 65535
+	portRangeLow     = 10000 // below it live the registered services' ports
+	MinKeepalive     = 16
+	MaxKeepalive     = 128
+	PoolSpareMin     = 4 // php-fpm workers beyond the requests in flight, at least
+	PoolStatus       = 1 // the status page takes a worker too
+	MinConntrackMax  = 65536
+	// MinTWBuckets is the kernel's tcp_max_tw_buckets with 4 GiB of
+	// memory or more: TIME_WAIT sockets are cheap, so no host needs
+	// fewer.
+	MinTWBuckets      = 262144
 	ConntrackTimeWait = 120 // nf_conntrack_tcp_timeout_time_wait default, seconds
 	// Margin is the headroom over a rate × lifetime estimate.
 	Margin = 1.25

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
@@ -15,71 +16,46 @@ import (
 // plan is data that anyone may have edited before it reached root (a
 // core_pattern starting with "|" runs a program). Build refuses to
 // propose a name outside the set (an internal error: a fix that needs a
-// new setting adds it here, with its bounds, and to docs/tune.md) and
-// notes a value outside its bounds instead of proposing it.
+// new setting declares it in its finding's class, with its bounds, and
+// adds it to docs/tune.md) and notes a value outside its bounds instead
+// of proposing it.
 
 // allowedSetting is a setting netdoctor plans and the values it may
-// propose: one of Values when set, else "LOW HIGH" when Range, else an
-// integer in [Min, Max].
-type allowedSetting struct {
-	Name     string
-	Values   []string
-	Range    bool
-	Min, Max int64
-	// Why says where the bounds come from, for the error and the docs.
-	Why string
-}
+// propose, as the class of the finding whose fix it is declares it
+// (rules.Class.Tunables): one of Values when set, else "LOW HIGH" when
+// Range, else an integer in [Min, Max].
+type allowedSetting struct{ rules.Tunable }
 
 // portRangeLow is the lowest port an ephemeral range may start at: below
 // it live the registered services' ports (sizing.Ports starts there at
 // the lowest).
 const portRangeLow = 10000
 
-// allowedSettings is the set, in docs/tune.md's order.
-var allowedSettings = []allowedSetting{
-	// The accept queue: sizing.Backlog's range; the advice table's 4096.
-	{Name: "net.core.somaxconn", Min: sizing.DefaultSomaxconn, Max: sizing.MaxBacklog, Why: "the kernel's default to the deepest useful accept queue"},
-	{Name: "net.ipv4.ip_local_port_range", Range: true, Why: "sizing.Ports: LOW HIGH with HIGH 65535 and LOW a multiple of 1000 from 10000 to 37000 (at least the default's 28232 ports): never narrowed, never moved below 10000 or off 65535"},
-	{Name: "net.ipv4.tcp_max_tw_buckets", Min: twBucketsFloor, Max: 1 << 24, Why: "the kernel's default with 4 GiB of memory to 16M sockets (~3 GiB)"},
-	{Name: "net.ipv4.tcp_tw_reuse", Values: []string{"1"}, Why: "outgoing connections reuse TIME_WAIT ports"},
-	{Name: "net.ipv4.tcp_syncookies", Values: []string{"1"}, Why: "the advice table's value"},
-	{Name: "net.ipv4.tcp_abort_on_overflow", Values: []string{"0"}, Why: "the advice table's value"},
-	{Name: "net.ipv4.tcp_timestamps", Values: []string{"1"}, Why: "the advice table's value"},
-	{Name: "net.ipv4.tcp_tw_recycle", Values: []string{"0"}, Why: "the advice table's value"},
-	{Name: "net.ipv4.tcp_low_latency", Values: []string{"0"}, Why: "the advice table's value"},
-	{Name: "net.ipv4.tcp_moderate_rcvbuf", Values: []string{"1"}, Why: "the advice table's value"},
-	{Name: "net.ipv4.tcp_mtu_probing", Values: []string{"1"}, Why: "a path MTU black hole: probe the path's MTU when full-size segments go unanswered"},
-	// The advice table proposes the default 7200 when it is below 60,
-	// which it calls harmful; nothing else.
-	{Name: "net.ipv4.tcp_keepalive_time", Values: []string{"7200"}, Why: "the kernel's default, which the advice table restores when the setting is below 60"},
-	// Host-wide.
-	{Name: "net.netfilter.nf_conntrack_max", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "sizing.Conntrack's floor to 16M entries (~5 GiB at ~320 B)"},
-	{Name: "net.netfilter.nf_conntrack_buckets", Min: sizing.MinConntrackMax, Max: 1 << 24, Why: "as nf_conntrack_max, which it follows"},
-	{Name: "net.ipv4.neigh.default.gc_thresh1", Min: 1 << 10, Max: 1 << 17, Why: "an eighth of gc_thresh3"},
-	{Name: "net.ipv4.neigh.default.gc_thresh2", Min: 1 << 12, Max: 1 << 19, Why: "half of gc_thresh3"},
-	{Name: "net.ipv4.neigh.default.gc_thresh3", Min: 1 << 13, Max: 1 << 20, Why: "sizing.Neighbour's floor to 1M entries (~500 MiB)"},
-	{Name: "net.ipv6.neigh.default.gc_thresh1", Min: 1 << 10, Max: 1 << 17, Why: "an eighth of gc_thresh3"},
-	{Name: "net.ipv6.neigh.default.gc_thresh2", Min: 1 << 12, Max: 1 << 19, Why: "half of gc_thresh3"},
-	{Name: "net.ipv6.neigh.default.gc_thresh3", Min: 1 << 13, Max: 1 << 20, Why: "sizing.Neighbour's floor to 1M entries (~500 MiB)"},
-	{Name: "net.core.netdev_max_backlog", Min: 1000, Max: 1 << 18, Why: "the kernel's default to 256k packets per CPU"},
-	{Name: "net.core.rmem_max", Min: 4 << 20, Max: sizing.MaxRcvBuf, Why: "4 MiB, below which buffers' rule proposes 16 MiB (sizing.RcvBuf's floor), to 64 MiB"},
-	{Name: "fs.file-max", Min: 8192, Max: 1 << 40, Why: "a limit, not memory: only ever raised"},
-}
+// allowedSettings is the set, every finding's, in the rules' order.
+var allowedSettings = sync.OnceValue(func() []allowedSetting {
+	var out []allowedSetting
+	for _, t := range rules.Tunables() {
+		out = append(out, allowedSetting{t})
+	}
+	return out
+})
 
 // allowed returns the set's entry for name.
 func allowed(name string) (allowedSetting, bool) {
-	i := slices.IndexFunc(allowedSettings, func(a allowedSetting) bool { return a.Name == name })
+	set := allowedSettings()
+	i := slices.IndexFunc(set, func(a allowedSetting) bool { return a.Name == name })
 	if i < 0 {
 		return allowedSetting{}, false
 	}
-	return allowedSettings[i], true
+	return set[i], true
 }
 
-// AllowedSysctls lists the settings netdoctor plans, in docs/tune.md's
-// order.
+// AllowedSysctls lists the settings netdoctor plans, in the rules'
+// order (docs/tune.md lists them all).
 func AllowedSysctls() []string {
-	out := make([]string, len(allowedSettings))
-	for i, a := range allowedSettings {
+	set := allowedSettings()
+	out := make([]string, len(set))
+	for i, a := range set {
 		out[i] = a.Name
 	}
 	return out

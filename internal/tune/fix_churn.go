@@ -16,6 +16,8 @@ import (
 // connection per request to its upstream. nginx keeps them (reuse);
 // another client gets the kernel's tcp_tw_reuse (twReuse).
 
+var _ = planFix(rules.UpstreamConnectionChurn, rankReuse, (*builder).reuse)
+
 // reuse keeps upstream connections open: an nginx keepalive pool sized so
 // that every worker can keep its share of the requests in flight, and
 // the pass's own switch (fastcgi_keep_conn, HTTP/1.1 without

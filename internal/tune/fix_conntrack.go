@@ -6,11 +6,14 @@ import (
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // This file fixes the findings of rules/conntrack.go: a connection
 // tracking table too small for the connections that pass through it.
+
+var _ = planFix(rules.ConntrackTableFull, rankRest, (*builder).conntrack)
 
 // conntrack sizes the table from the connections that pass through it:
 // every new connection lives there for its TIME_WAIT timeout after it

@@ -17,6 +17,8 @@ import (
 // (backlog), a full SYN queue (synQueue), and the sockets that keep
 // their old backlog until they listen again (listeners).
 
+var _ = planFix(rules.AcceptQueueOverflow, rankRest, (*builder).backlog)
+
 // backlog raises the accept queue to what the finding's rule sized from
 // its listener's own arrivals (its fix's listen action): net.core.somaxconn
 // when it would cap that backlog, and the application's own backlog —
@@ -246,6 +248,8 @@ func (b *builder) somaxFindings() []string {
 	}
 	return nil
 }
+
+var _ = planFix(rules.SynQueueOverflow, rankRest, (*builder).synQueue)
 
 // synQueue turns syncookies on where they are off: then the SYN queue
 // drops at 3/4 of tcp_max_syn_backlog. With them on, the listen backlog

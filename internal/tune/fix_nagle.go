@@ -1,9 +1,14 @@
 package tune
 
-import "github.com/netdoctor/netdoctor/internal/report"
+import (
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
 
 // This file fixes the findings of rules/nagle.go: small responses held
 // back by Nagle's algorithm until the client's delayed ACK.
+
+var _ = planFix(rules.NagleDelayedACK, rankRest, (*builder).nodelay)
 
 // nodelay turns tcp_nodelay back on where it was turned off. A stall on
 // a leg from a server to a dependency (About.Remotes) is set on the

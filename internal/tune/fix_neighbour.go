@@ -6,11 +6,14 @@ import (
 	"strconv"
 
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
 // This file fixes the findings of rules/neighbour.go: a full neighbour
 // (ARP or NDP) table.
+
+var _ = planFix(rules.NeighbourTableOverflow, rankRest, (*builder).neighbour)
 
 // neighbour raises the three thresholds of each table that overflowed,
 // host-wide, sized as the finding sizes them: four times the limit in

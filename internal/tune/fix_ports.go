@@ -11,6 +11,8 @@ import (
 // This file fixes the findings of rules/ports.go: connections that run
 // out of local ports.
 
+var _ = planFix(rules.EphemeralPortExhaustion, rankRest, (*builder).ports)
+
 // ports sizes the ephemeral range from the connect rate times the time a
 // port stays in TIME_WAIT (60 s; 1 s with tcp_tw_reuse on). When the
 // server opens a connection per request, or its ports ran out, the rate

@@ -16,12 +16,12 @@ import (
 // the fix of every finding without one of its own, is here too: it takes
 // the setting the finding's fix sets.
 
-// twBucketsFloor is the kernel's tcp_max_tw_buckets with 4 GiB of memory
-// or more: TIME_WAIT sockets are cheap, so no host needs fewer.
-const twBucketsFloor = 262144
+var _ = planFix(rules.RiskySysctl, rankRest, (*builder).riskySysctl)
 
 // riskySysctl corrects the setting a risky-sysctl finding names.
 func (b *builder) riskySysctl(f report.Finding) error { return b.risky(f, f.About.Setting) }
+
+var _ = planFix(rules.TimewaitBucketOverflow, rankRest, (*builder).twBuckets)
 
 // twBuckets raises tcp_max_tw_buckets past the sockets in TIME_WAIT.
 func (b *builder) twBuckets(f report.Finding) error {
@@ -61,12 +61,12 @@ func (b *builder) risky(f report.Finding, name string) error {
 // TIME_WAIT now, at least the kernel's own default, and says so.
 func (b *builder) twBucketsValue(name string) (value, why string) {
 	tw := b.in.Summary.TCPStates["TIME_WAIT"]
-	want := max(twBucketsFloor, sizing.NextPow2(4*tw))
+	want := max(sizing.MinTWBuckets, sizing.NextPow2(4*tw))
 	if host, err := b.h.Sysctl(Scope{Global: true}, name); err == nil && atoi(host) > want {
 		want = atoi(host) // the kernel's default there: half the established hash
 	}
 	value = strconv.Itoa(want)
-	return value, fmt.Sprintf("; proposed %s: the larger of %d (the kernel's default with 4 GiB of memory or more, or the host namespace's own value when larger) and four times the %d sockets in TIME_WAIT now", value, twBucketsFloor, tw)
+	return value, fmt.Sprintf("; proposed %s: the larger of %d (the kernel's default with 4 GiB of memory or more, or the host namespace's own value when larger) and four times the %d sockets in TIME_WAIT now", value, sizing.MinTWBuckets, tw)
 }
 
 // generic takes the setting the finding's rule computed from its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/sizing"
 )
 
@@ -21,6 +22,8 @@ const (
 	memoryShare        = 0.8 // of MemAvailable, at most, for a pool
 	burstWindowSeconds = 1.0
 )
+
+var _ = planFix(rules.WorkerPoolExhausted, rankPool, (*builder).workers)
 
 // workers sizes a php-fpm pool or nginx's worker_connections.
 func (b *builder) workers(f report.Finding) error {

@@ -1,8 +1,9 @@
 package tune
 
 import (
+	"fmt"
+
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // fixer plans the fix of one kind of finding.
@@ -28,20 +29,23 @@ const (
 	rankRest  = 0
 )
 
-// fixes maps each finding ID with a fix of its own to it; each plan
-// lives in fix_<area>.go, as its rule in rules/<area>.go. A finding
-// without a row takes the setting its own fix names (generic).
-var fixes = map[report.FindingID]fixer{
-	rules.UpstreamConnectionChurn: {rank: rankReuse, plan: (*builder).reuse},      // fix_churn.go
-	rules.WorkerPoolExhausted:     {rank: rankPool, plan: (*builder).workers},     // fix_workerpool.go
-	rules.AcceptQueueOverflow:     {rank: rankRest, plan: (*builder).backlog},     // fix_listen.go
-	rules.SynQueueOverflow:        {rank: rankRest, plan: (*builder).synQueue},    // fix_listen.go
-	rules.EphemeralPortExhaustion: {rank: rankRest, plan: (*builder).ports},       // fix_ports.go
-	rules.ConntrackTableFull:      {rank: rankRest, plan: (*builder).conntrack},   // fix_conntrack.go
-	rules.NagleDelayedACK:         {rank: rankRest, plan: (*builder).nodelay},     // fix_nagle.go
-	rules.RiskySysctl:             {rank: rankRest, plan: (*builder).riskySysctl}, // fix_sysctl.go
-	rules.TimewaitBucketOverflow:  {rank: rankRest, plan: (*builder).twBuckets},   // fix_sysctl.go
-	rules.NeighbourTableOverflow:  {rank: rankRest, plan: (*builder).neighbour},   // fix_neighbour.go
+// fixes are the findings with a fix of their own, by ID: each plan
+// registers itself beside its function in fix_<area>.go (planFix), as its
+// rule lives in rules/<area>.go. A finding without one takes the setting
+// its own fix names (generic).
+var fixes = map[report.FindingID]fixer{}
+
+// planFix registers the plan of a finding's fix:
+//
+//	var _ = planFix(rules.NeighbourTableOverflow, rankRest, (*builder).neighbour)
+//
+// Two plans for one finding are a programming error.
+func planFix(id report.FindingID, rank int, plan func(*builder, report.Finding) error) fixer {
+	if _, dup := fixes[id]; dup {
+		panic(fmt.Sprintf("tune: finding %s has two fixes", id))
+	}
+	fixes[id] = fixer{rank: rank, plan: plan}
+	return fixes[id]
 }
 
 // fixFor is the fixer of a finding ID: its row, else the generic one.

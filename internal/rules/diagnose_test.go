@@ -1,0 +1,109 @@
+package rules
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// realRuns are the evidence of real lab runs (testdata/runs, written by
+// the CLI's TestCapture), read as run.ReadBundle reads them.
+func realRuns(t *testing.T) map[string]*Run {
+	t.Helper()
+	paths, err := filepath.Glob("../../testdata/runs/*.bundle.json.gz")
+	if err != nil || len(paths) < 10 {
+		t.Fatalf("run bundles: %d, %v", len(paths), err)
+	}
+	out := map[string]*Run{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Run
+		if err := json.NewDecoder(z).Decode(&r); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		f.Close()
+		for _, s := range r.Sides {
+			for _, o := range r.Sides {
+				if s.SameAs != "" && o.Name == s.SameAs && o.SameAs == "" {
+					s.Bundle = o.Bundle
+				}
+			}
+			s.Observed = s.Bundle != nil && len(s.Bundle.Snapshots) > 0
+		}
+		out[strings.TrimSuffix(filepath.Base(p), ".bundle.json.gz")] = &r
+	}
+	return out
+}
+
+// fingerprints are what a rule says of each finding: its title,
+// evidence and fix, with what tells it from another.
+func fingerprints(t *testing.T, fs []report.Finding) []string {
+	t.Helper()
+	var out []string
+	for _, f := range fs {
+		b, err := json.Marshal(struct {
+			ID       report.FindingID
+			Subject  string
+			Side     report.Side
+			Title    string
+			Evidence []report.Item
+			Actions  []report.Action
+		}{f.ID, f.Subject, f.Side, f.Title, f.Evidence, f.Actions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(b))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestPassesAddData: the passes that look across findings (the baseline,
+// the shape, relate, explain, rank) add what they find as data and never
+// change what a rule said: each finding's title, evidence and fix are its
+// rule's, in every real run and in each of its sides checked as check
+// checks a namespace.
+func TestPassesAddData(t *testing.T) {
+	var cases []*diagnosis
+	for _, r := range realRuns(t) {
+		cases = append(cases, &diagnosis{run: r})
+		for _, s := range observed(r) {
+			cases = append(cases, &diagnosis{bundle: s.Bundle})
+		}
+	}
+	related := 0
+	for _, d := range cases {
+		d.rules = Registry
+		for _, p := range passes {
+			before := fingerprints(t, d.found)
+			p.do(d)
+			if p.makes {
+				continue
+			}
+			if after := fingerprints(t, d.found); !slices.Equal(before, after) {
+				t.Errorf("pass %s changed what the rules said:\nbefore %q\nafter  %q", p.name, before, after)
+			}
+		}
+		for _, f := range d.found {
+			if f.CausedBy != "" {
+				related++
+			}
+		}
+	}
+	if related == 0 {
+		t.Error("no real run relates two findings: the test shows nothing")
+	}
+}
