@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/netdoctor/netdoctor/internal/conntrack"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
@@ -44,19 +45,162 @@ func (c *Counts) Namespace(ino uint64, names map[uint64]string) *evidence.Drops 
 	}
 	out.Counts = busiest(merge(out.Counts))
 	out.Elsewhere = busiest(merge(out.Elsewhere))
+	var elsewhere []evidence.Retrans
 	for _, f := range c.Flows {
-		if uint64(f.NetNS) != ino {
+		r := evidence.Retrans{
+			Local: addrPort(f.Family, f.Saddr, f.Sport), Remote: addrPort(f.Family, f.Daddr, f.Dport),
+			Segments: f.Skbs, Bytes: f.Bytes, Full: f.Full, MaxLen: f.MaxLen, MSS: f.MSS}
+		if j, ok := c.Joins[f.tuple()]; ok {
+			o := flowOf(j.Orig)
+			r.Orig, r.Reply, r.Via, r.ViaNetNS, r.ViaNetNSName = &o, j.Reply, evidence.ViaConntrack, j.NetNS, names[j.NetNS]
+		}
+		if uint64(f.NetNS) == ino {
+			out.Retrans = append(out.Retrans, r)
 			continue
 		}
-		out.Retrans = append(out.Retrans, evidence.Retrans{
-			Local: addrPort(f.Family, f.Saddr, f.Sport), Remote: addrPort(f.Family, f.Daddr, f.Dport),
-			Segments: f.Skbs, Bytes: f.Bytes, Full: f.Full, MaxLen: f.MaxLen, MSS: f.MSS})
+		r.NetNS = uint64(f.NetNS)
+		r.NetNSName = names[r.NetNS]
+		elsewhere = append(elsewhere, r)
 	}
-	slices.SortFunc(out.Retrans, func(a, b evidence.Retrans) int {
-		return cmp.Or(cmp.Compare(b.Segments, a.Segments), cmp.Compare(a.Local, b.Local), cmp.Compare(a.Remote, b.Remote))
-	})
+	sortRetrans(out.Retrans)
 	out.Retrans = out.Retrans[:min(len(out.Retrans), evidence.MaxRetransFlows)]
+
+	var ledger, ledgerElsewhere []evidence.FlowDrop
+	for _, l := range c.Ledger {
+		d := c.flowDrop(l, names)
+		if uint64(l.NetNS) == ino {
+			ledger = append(ledger, d)
+			continue
+		}
+		d.NetNS, d.NetNSName = uint64(l.NetNS), names[uint64(l.NetNS)]
+		ledgerElsewhere = append(ledgerElsewhere, d)
+	}
+	ledger = mergeLedger(ledger)
+	sortLedger(ledger)
+	out.Ledger = ledger[:min(len(ledger), evidence.MaxLedger)]
+	// What happens elsewhere to this namespace's flows comes first:
+	// its server's drops, its clients' retransmissions.
+	own := map[evidence.FlowKey]bool{}
+	for _, d := range out.Ledger {
+		own[d.Client().Key()] = true
+	}
+	for _, r := range out.Retrans {
+		own[r.Client().Key()] = true
+	}
+	ledgerElsewhere = mergeLedger(ledgerElsewhere)
+	sortLedger(ledgerElsewhere)
+	slices.SortStableFunc(ledgerElsewhere, func(a, b evidence.FlowDrop) int {
+		return cmp.Compare(rank(own[b.Client().Key()]), rank(own[a.Client().Key()]))
+	})
+	out.LedgerElsewhere = ledgerElsewhere[:min(len(ledgerElsewhere), evidence.MaxLedgerElsewhere)]
+	sortRetrans(elsewhere)
+	slices.SortStableFunc(elsewhere, func(a, b evidence.Retrans) int {
+		return cmp.Compare(rank(own[b.Client().Key()]), rank(own[a.Client().Key()]))
+	})
+	out.RetransElsewhere = elsewhere[:min(len(elsewhere), evidence.MaxRetransElsewhere)]
+
+	out.LedgerTable = flowTable(c.LedgerSize, len(c.Ledger), c.Stats[statLedgerNew], c.Stats[statLedgerOverflow])
+	out.RetransTable = flowTable(c.RetransSize, len(c.Flows), c.Stats[statRetransNew], c.Stats[statRetransOverflow])
+	if js := c.JoinStatus; js != (JoinStatus{}) {
+		out.Join = &evidence.FlowJoin{Namespaces: js.Namespaces, Lookups: js.Lookups, Pending: js.Pending, Error: js.Errors}
+	}
 	return out
+}
+
+// rank orders what is true first.
+func rank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// flowTable is a per-flow table's bookkeeping: what it inserted and no
+// longer holds was evicted.
+func flowTable(size, rows int, inserted, refused uint64) *evidence.FlowTable {
+	if size == 0 {
+		return nil
+	}
+	t := &evidence.FlowTable{Size: size, Rows: rows, Inserted: inserted, Refused: refused}
+	if inserted > uint64(rows) {
+		t.Evicted = inserted - uint64(rows)
+	}
+	return t
+}
+
+// flowDrop is a ledger row as evidence, its flow followed through NAT.
+func (c *Counts) flowDrop(l RawLedger, names map[uint64]string) evidence.FlowDrop {
+	d := evidence.FlowDrop{Reason: l.Name, Location: l.Func, Iface: l.Iface, Ifindex: int(l.Ifindex),
+		Flow: flowOf(l.Flow), FromSocket: l.FromSock, SocketPort: int(l.SockPort),
+		Packets: l.Packets, Bytes: l.Bytes, MaxLen: l.MaxLen}
+	switch j, ok := c.Joins[l.Flow]; {
+	case l.HasCT:
+		o := flowOf(l.CT)
+		d.Orig, d.Reply, d.Via = &o, l.CTReply, evidence.ViaSkb
+	case ok:
+		o := flowOf(j.Orig)
+		d.Orig, d.Reply, d.Via, d.ViaNetNS, d.ViaNetNSName = &o, j.Reply, evidence.ViaConntrack, j.NetNS, names[j.NetNS]
+	}
+	return d
+}
+
+// mergeLedger adds up the rows that name the same flow at the same
+// place: two call sites of one function are one location.
+func mergeLedger(ds []evidence.FlowDrop) []evidence.FlowDrop {
+	at := map[evidence.FlowDropKey]int{}
+	out := ds[:0]
+	for _, d := range ds {
+		i, ok := at[d.Key()]
+		if !ok {
+			at[d.Key()] = len(out)
+			out = append(out, d)
+			continue
+		}
+		m := &out[i]
+		m.Packets += d.Packets
+		m.Bytes += d.Bytes
+		m.MaxLen = max(m.MaxLen, d.MaxLen)
+	}
+	return out
+}
+
+// sortLedger sorts drops by flow busiest first, in a stable order.
+func sortLedger(ds []evidence.FlowDrop) {
+	slices.SortFunc(ds, func(a, b evidence.FlowDrop) int {
+		return cmp.Or(cmp.Compare(b.Packets, a.Packets), cmp.Compare(a.Reason, b.Reason), cmp.Compare(a.Location, b.Location),
+			cmp.Compare(a.Iface, b.Iface), cmp.Compare(a.NetNS, b.NetNS), cmp.Compare(a.Flow.Src, b.Flow.Src), cmp.Compare(a.Flow.Dst, b.Flow.Dst),
+			cmp.Compare(a.Flow.Proto, b.Flow.Proto), cmp.Compare(a.SocketPort, b.SocketPort))
+	})
+}
+
+// sortRetrans sorts retransmitting connections busiest first, in a
+// stable order.
+func sortRetrans(rs []evidence.Retrans) {
+	slices.SortFunc(rs, func(a, b evidence.Retrans) int {
+		return cmp.Or(cmp.Compare(b.Segments, a.Segments), cmp.Compare(a.NetNS, b.NetNS), cmp.Compare(a.Local, b.Local), cmp.Compare(a.Remote, b.Remote))
+	})
+}
+
+// flowOf is a flow as evidence.
+func flowOf(t conntrack.Tuple) evidence.Flow {
+	return evidence.Flow{Proto: protoName(t.Proto), Src: endpoint(t.Src), Dst: endpoint(t.Dst)}
+}
+
+// endpoint formats one end of a flow: 10.0.0.1:80, [fe80::1]:80, or
+// :80 when the address is unknown.
+func endpoint(a netip.AddrPort) string {
+	if !a.Addr().IsValid() {
+		return ":" + strconv.Itoa(int(a.Port()))
+	}
+	return a.String()
+}
+
+// protoName names a transport protocol.
+func protoName(p uint8) string {
+	if p == 0 {
+		return ""
+	}
+	return proto(0x0800, p)
 }
 
 // merge adds up the rows that name the same place: two call sites of
