@@ -190,8 +190,7 @@ func TestLedgerDNATOverflow(t *testing.T) {
 	overflow := func(r evidence.FlowDrop) bool {
 		return r.Reason == "TCP_LISTEN_OVERFLOW" || r.Reason == "NO_SOCKET" && r.Location == "cookie_v4_check"
 	}
-	var srv *evidence.Drops
-	srv = until(t, m, srvIno, "overflow drops joined to the router's conntrack", func(x *evidence.Drops) bool {
+	srv := until(t, m, srvIno, "overflow drops joined to the router's conntrack", func(x *evidence.Drops) bool {
 		n := 0
 		for _, r := range x.Ledger {
 			if overflow(r) && r.Orig != nil {
