@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,6 +91,11 @@ func TestNamespace(t *testing.T) {
 			// on the packet, the flow found in the router's table.
 			{NetNS: 7, Name: "TCP_LISTEN_OVERFLOW", Func: "tcp_v4_rcv", Ifindex: 2, Iface: "veth0", Ethertype: 0x0800, IPProto: 6,
 				Flow: conntrack.Tuple{Proto: 6, Src: cli, Dst: srv}, SockPort: 8080, Packets: 4, Bytes: 240, MaxLen: 60},
+			// One function's two call sites: one row.
+			{NetNS: 7, Name: "NO_SOCKET", Func: "tcp_v4_rcv", Location: 10, Ifindex: 2, Iface: "veth0",
+				Flow: conntrack.Tuple{Proto: 6, Src: netip.MustParseAddrPort("10.0.0.9:1"), Dst: srv}, Packets: 1, Bytes: 40, MaxLen: 40},
+			{NetNS: 7, Name: "NO_SOCKET", Func: "tcp_v4_rcv", Location: 11, Ifindex: 2, Iface: "veth0",
+				Flow: conntrack.Tuple{Proto: 6, Src: netip.MustParseAddrPort("10.0.0.9:1"), Dst: srv}, Packets: 1, Bytes: 60, MaxLen: 60},
 			// A firewall's drop, with the packet's own entry.
 			{NetNS: 7, Name: "NETFILTER_DROP", Func: "nft_do_chain", Ifindex: 2, Iface: "veth0", Ethertype: 0x0800, IPProto: 6,
 				Flow: conntrack.Tuple{Proto: 6, Src: srv, Dst: cli}, HasCT: true, CTReply: true,
@@ -131,6 +137,8 @@ func TestNamespace(t *testing.T) {
 			{Reason: "TCP_LISTEN_OVERFLOW", Location: "tcp_v4_rcv", Iface: "veth0", Ifindex: 2,
 				Flow: evidence.Flow{Proto: "tcp", Src: "10.0.0.1:40000", Dst: "10.0.1.2:8080"}, SocketPort: 8080,
 				Orig: orig, Via: "conntrack", ViaNetNS: 8, ViaNetNSName: "nat", Packets: 4, Bytes: 240, MaxLen: 60},
+			{Reason: "NO_SOCKET", Location: "tcp_v4_rcv", Iface: "veth0", Ifindex: 2,
+				Flow: evidence.Flow{Proto: "tcp", Src: "10.0.0.9:1", Dst: "10.0.1.2:8080"}, Packets: 2, Bytes: 100, MaxLen: 60},
 		},
 		LedgerElsewhere: []evidence.FlowDrop{
 			{Reason: "TCP_OLD_DATA", Location: "tcp_rcv_established", NetNS: 9, NetNSName: "router",
@@ -142,7 +150,7 @@ func TestNamespace(t *testing.T) {
 			{Local: "10.0.0.1:40000", Remote: "10.0.2.80:80", NetNS: 9, NetNSName: "router", Orig: orig, Via: "conntrack", ViaNetNS: 8, ViaNetNSName: "nat", Segments: 1},
 			{Local: "[::]:1", Remote: "[::]:2", NetNS: 9, NetNSName: "router", Segments: 5},
 		},
-		LedgerTable:  &evidence.FlowTable{Size: 16, Rows: 4, Inserted: 10, Evicted: 6},
+		LedgerTable:  &evidence.FlowTable{Size: 16, Rows: 6, Inserted: 10, Evicted: 4},
 		RetransTable: &evidence.FlowTable{Size: 8, Rows: 3, Inserted: 3},
 		Join:         &evidence.FlowJoin{Namespaces: 1, Lookups: 4},
 	}
@@ -207,4 +215,20 @@ func FuzzNearest(f *testing.F) {
 			t.Fatalf("%d names for one address", len(got))
 		}
 	})
+}
+
+// TestFirst: the bounded choice gives what a sort would.
+func TestFirst(t *testing.T) {
+	var rows []int
+	for i := range 1000 {
+		rows = append(rows, (i*7919)%1009)
+	}
+	sorted := slices.Clone(rows)
+	slices.Sort(sorted)
+	for _, n := range []int{0, 1, 5, 128, 999, 1000, 2000} {
+		got := first(slices.Clone(rows), n, func(a, b int) int { return a - b })
+		if want := sorted[:min(n, len(sorted))]; !slices.Equal(got, want) {
+			t.Errorf("first %d: %v, want %v", n, got, want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -40,22 +41,26 @@ const (
 	maxHops = 3
 	// nsEvery is how long the list of namespaces is kept.
 	nsEvery = 5 * time.Second
-	// maxJoined bounds the results kept: the tables' sizes.
-	maxJoined = LedgerEntries + RetransEntries
+	// forgetSlack is how many results beyond twice the flows counted
+	// are kept before those of flows gone are forgotten.
+	forgetSlack = 1024
 )
 
 // joiner keeps what the searches found, per tuple looked up.
 type joiner struct {
-	mu     sync.Mutex
-	found  map[conntrack.Tuple]joined
+	mu    sync.Mutex
+	found map[conntrack.Tuple]joined
+	// hits are the flows found in a table: what a search answers.
+	hits   map[conntrack.Tuple]Join
 	spaces []space
 	listed time.Time
 	// dial opens a ctnetlink socket in a namespace (tests: a fake).
 	dial func(path string) (ctLookup, error)
 	// list lists the namespaces to search.
 	list func() []space
-	// budget is the most lookups a search makes (maxLookups).
-	budget int
+	// budget is the most lookups a search makes (maxLookups); slack
+	// the results kept beyond twice the flows (forgetSlack).
+	budget, slack int
 }
 
 // joined is one tuple's result: ok when an entry was found.
@@ -78,9 +83,9 @@ type ctLookup interface {
 }
 
 func newJoiner() *joiner {
-	return &joiner{found: map[conntrack.Tuple]joined{},
+	return &joiner{found: map[conntrack.Tuple]joined{}, hits: map[conntrack.Tuple]Join{},
 		dial: func(path string) (ctLookup, error) { return conntrack.DialAt(path) },
-		list: rootSpaces, budget: maxLookups}
+		list: rootSpaces, budget: maxLookups, slack: forgetSlack}
 }
 
 // rootSpaces are the host's namespaces that its root created: a
@@ -112,45 +117,61 @@ type want struct {
 func (jn *joiner) join(c *Counts) (map[conntrack.Tuple]Join, JoinStatus) {
 	jn.mu.Lock()
 	defer jn.mu.Unlock()
+	// Only the flows not looked up yet are weighed: on a busy host the
+	// tables hold thousands, and a snapshot every second.
 	weight := map[conntrack.Tuple]uint64{}
+	live := 0
 	for _, l := range c.Ledger {
 		if !l.HasCT && joinable(l.Flow) {
-			weight[l.Flow] += l.Packets
+			live++
+			if _, ok := jn.found[l.Flow]; !ok {
+				weight[l.Flow] += l.Packets
+			}
 		}
 	}
 	for _, f := range c.Flows {
 		if t := f.tuple(); joinable(t) {
-			weight[t] += f.Skbs
-		}
-	}
-	var todo []want
-	for t, n := range weight {
-		if _, ok := jn.found[t]; !ok {
-			todo = append(todo, want{t, n})
+			live++
+			if _, ok := jn.found[t]; !ok {
+				weight[t] += f.Skbs
+			}
 		}
 	}
 	var st JoinStatus
-	if len(todo) > 0 {
+	if len(weight) > 0 {
+		todo := make([]want, 0, len(weight))
+		for t, n := range weight {
+			todo = append(todo, want{t, n})
+		}
 		slices.SortFunc(todo, func(a, b want) int {
-			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.t.Src.String(), b.t.Src.String()), cmp.Compare(a.t.Dst.String(), b.t.Dst.String()))
+			if a.n != b.n {
+				return cmp.Compare(b.n, a.n)
+			}
+			if a.t.Src != b.t.Src {
+				return a.t.Src.Compare(b.t.Src)
+			}
+			return a.t.Dst.Compare(b.t.Dst)
 		})
 		st = jn.search(todo)
 	}
-	// Forget what left the tables; the rest is the answer.
-	out := make(map[conntrack.Tuple]Join)
-	for t, r := range jn.found {
-		if _, ok := weight[t]; !ok {
-			delete(jn.found, t)
-			continue
+	// Forget what left the tables, when what is kept has grown to twice
+	// what they hold.
+	if len(jn.found) > 2*live+jn.slack {
+		keep := make(map[conntrack.Tuple]bool, live)
+		for _, l := range c.Ledger {
+			keep[l.Flow] = true
 		}
-		if r.ok {
-			out[t] = r.j
+		for _, f := range c.Flows {
+			keep[f.tuple()] = true
+		}
+		for t := range jn.found {
+			if !keep[t] {
+				delete(jn.found, t)
+				delete(jn.hits, t)
+			}
 		}
 	}
-	if len(jn.found) > maxJoined {
-		clear(jn.found)
-	}
-	return out, st
+	return maps.Clone(jn.hits), st
 }
 
 // joinable reports whether a flow can be looked up: TCP, UDP or SCTP
@@ -224,6 +245,9 @@ func (jn *joiner) search(todo []want) JoinStatus {
 			}
 		}
 		jn.found[w.t] = r
+		if r.ok {
+			jn.hits[w.t] = r.j
+		}
 	}
 	st.Lookups = lookups
 	st.Errors = strings.Join(errs, "; ")

@@ -67,26 +67,34 @@ func (l *RawLedger) port() (port uint16, socket, source bool) {
 	return dport, false, false
 }
 
+// portID is a drop's place and a port.
+type portID struct {
+	dropID
+	port           uint16
+	socket, source bool
+}
+
 // portDrops sums the ledger's rows by port, under the drops' keys they
 // belong to: evidence.Drop.Ports.
 func (c *Counts) portDrops() []RawDrop {
-	at := map[RawDrop]int{}
+	at := make(map[portID]int, len(c.Ledger))
 	var out []RawDrop
-	for _, l := range c.Ledger {
+	for i := range c.Ledger {
+		l := &c.Ledger[i]
 		p, socket, source := l.port()
 		if p == 0 {
 			continue
 		}
-		k := RawDrop{NetNS: l.NetNS, Reason: l.Reason, Name: l.Name, Location: l.Location, Ifindex: l.Ifindex, Iface: l.Iface,
-			Ethertype: l.Ethertype, IPProto: l.IPProto, Port: p, Socket: socket, SrcPort: source}
-		i, ok := at[k]
+		k := portID{dropID{l.NetNS, l.Reason, l.Location, l.Ifindex, l.Ethertype, l.IPProto}, p, socket, source}
+		j, ok := at[k]
 		if !ok {
-			at[k] = len(out)
-			out = append(out, k)
-			i = len(out) - 1
+			j = len(out)
+			at[k] = j
+			out = append(out, RawDrop{NetNS: l.NetNS, Reason: l.Reason, Name: l.Name, Location: l.Location, Ifindex: l.Ifindex, Iface: l.Iface,
+				Ethertype: l.Ethertype, IPProto: l.IPProto, Port: p, Socket: socket, SrcPort: source})
 		}
-		out[i].Packets += l.Packets
-		out[i].Bytes += l.Bytes
+		out[j].Packets += l.Packets
+		out[j].Bytes += l.Bytes
 	}
 	return out
 }

@@ -77,6 +77,9 @@ type Counts struct {
 	// search went. Set by the monitor when it names the counts.
 	Joins      map[conntrack.Tuple]Join
 	JoinStatus JoinStatus
+	// Funcs name the ledger's locations (Drops and Ports have theirs in
+	// each row); set when the monitor names the counts.
+	Funcs map[uint64]string
 }
 
 // RawLedger is one key of the ledger with its count: a drop's place and

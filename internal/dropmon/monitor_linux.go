@@ -39,6 +39,8 @@ type Monitor struct {
 	last *Counts
 	// joins follows flows through the host's conntrack tables.
 	joins *joiner
+	// rows is how many rows the ledger had at the last read.
+	rows int
 }
 
 // fresh is how old a read may be and still serve another namespace's
@@ -68,25 +70,31 @@ func (m *Monitor) Drops(c *Counts, ino uint64) *evidence.Drops {
 }
 
 // named returns a copy of c with the drops' locations named, c itself
-// unchanged: it may serve another namespace's snapshot at once.
+// unchanged: it may serve another namespace's snapshot at once. The
+// ledger's rows, thousands, are not copied: their names are in Funcs.
 func (c *Counts) named(syms *symbols) *Counts {
 	locs := map[uint64]bool{}
 	for _, d := range c.Drops {
 		locs[d.Location] = true
 	}
-	for _, l := range c.Ledger {
-		locs[l.Location] = true
+	prev := uint64(0)
+	for i, l := range c.Ledger {
+		if i == 0 || l.Location != prev {
+			locs[l.Location] = true
+			prev = l.Location
+		}
 	}
 	syms.resolve(sortedKeys(locs))
 	out := *c
-	out.Drops, out.Ports, out.Ledger = slices.Clone(c.Drops), slices.Clone(c.Ports), slices.Clone(c.Ledger)
+	out.Drops, out.Ports = slices.Clone(c.Drops), slices.Clone(c.Ports)
 	for _, ds := range [][]RawDrop{out.Drops, out.Ports} {
 		for i := range ds {
 			ds[i].Func = syms.name(ds[i].Location)
 		}
 	}
-	for i := range out.Ledger {
-		out.Ledger[i].Func = syms.name(out.Ledger[i].Location)
+	out.Funcs = make(map[uint64]string, len(locs))
+	for l := range locs {
+		out.Funcs[l] = syms.name(l)
 	}
 	return &out
 }
@@ -242,6 +250,9 @@ func (m *Monitor) read() (*Counts, error) {
 	if c.Drops, err = readDrops(m.drops); err != nil {
 		return nil, err
 	}
+	// As many rows as last time, and some: a full ledger's 16 384 rows
+	// grown by appending cost more than reading them.
+	c.Ledger = make([]RawLedger, 0, min(c.LedgerSize, m.rows+m.rows/4+64))
 	err = readShared(m.ledger, func(k *dropmonLedgerKey, v *dropmonLedgerVal) {
 		c.Ledger = append(c.Ledger, rawLedger(k, v))
 	})
@@ -270,6 +281,7 @@ func (m *Monitor) read() (*Counts, error) {
 	for i := range c.Ledger {
 		c.Ledger[i].Name = m.reasons.Name(c.Ledger[i].Reason)
 	}
+	m.rows = len(c.Ledger)
 	c.nameDevices()
 	c.Ports = c.portDrops()
 	return c, nil
