@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -56,8 +57,10 @@ type joiner struct {
 	listed time.Time
 	// dial opens a ctnetlink socket in a namespace (tests: a fake).
 	dial func(path string) (ctLookup, error)
-	// list lists the namespaces to search.
-	list func() []space
+	// list lists the namespaces to search; present says whether the
+	// kernel has conntrack at all.
+	list    func() []space
+	present func() bool
 	// budget is the most lookups a search makes (maxLookups); slack
 	// the results kept beyond twice the flows (forgetSlack).
 	budget, slack int
@@ -85,7 +88,8 @@ type ctLookup interface {
 func newJoiner() *joiner {
 	return &joiner{found: map[conntrack.Tuple]joined{}, hits: map[conntrack.Tuple]Join{},
 		dial: func(path string) (ctLookup, error) { return conntrack.DialAt(path) },
-		list: rootSpaces, budget: maxLookups, slack: forgetSlack}
+		list: rootSpaces, budget: maxLookups, slack: forgetSlack,
+		present: func() bool { _, err := os.Stat("/sys/module/nf_conntrack"); return err == nil }}
 }
 
 // rootSpaces are the host's namespaces that its root created: a
@@ -189,7 +193,12 @@ type table struct {
 // search looks the tuples up, busiest first, within maxLookups.
 func (jn *joiner) search(todo []want) JoinStatus {
 	if jn.spaces == nil || time.Since(jn.listed) > nsEvery {
-		jn.spaces, jn.listed = jn.list(), time.Now()
+		jn.spaces, jn.listed = nil, time.Now()
+		// Without conntrack in the kernel there is no table to search,
+		// and a ctnetlink request would load the module.
+		if jn.present() {
+			jn.spaces = jn.list()
+		}
 	}
 	var st JoinStatus
 	var errs []string

@@ -45,6 +45,7 @@ func fakeJoiner(tables map[uint64]fakeTable) *joiner {
 		return out
 	}
 	jn.dial = func(path string) (ctLookup, error) { return tables[uint64(path[0]-'a')], nil }
+	jn.present = func() bool { return true }
 	return jn
 }
 
