@@ -9,7 +9,11 @@
 # 2. sustained: 100 000 drops a second for 5 s, monitor and bpftrace: the
 #    CPU their programs took, and what reading the monitor's counts once a
 #    second took;
-# 3. what a snapshot pays to read the counts, the port table full.
+# 3. what a snapshot pays to read the counts, at idle and with the ledger
+#    full; and one search of the conntrack tables for flows not seen yet.
+# With BEFORE=path/to/dropmon.test (another version's test binary, built
+# with `go test -c ./internal/dropmon` from its checkout), that version's
+# monitor is measured too, in turn with this one: before/after.
 # bpftrace's tracepoints need tracefs: mounted for the run when it is not,
 # and unmounted after. Drops happen in a namespace of the benchmark's own.
 set -euo pipefail
@@ -29,9 +33,14 @@ cleanup() {
 }
 trap cleanup EXIT
 go test -c -o "$bin/dropmon.test" ./internal/dropmon
+before=${BEFORE:-}
 for _ in $(seq "$runs"); do
   for m in none dropmon bpftrace; do
     "$bin/dropmon.test" -test.run '^$' -test.bench "^BenchmarkDrop\$/^$m\$" -test.count 1 | grep '^BenchmarkDrop' || true
+    if [ -n "$before" ] && [ "$m" = dropmon ]; then
+      "$before" -test.run '^$' -test.bench '^BenchmarkDrop$/^dropmon$' -test.count 1 | grep '^BenchmarkDrop' |
+        sed 's|^BenchmarkDrop/dropmon|BenchmarkDrop/dropmon-before|' || true
+    fi
   done
 done | awk '
   { name=$1; ns[name]=ns[name] " " $3; if ($6 == "bpf-ns/drop") bpf[name]=bpf[name] " " $5 }
@@ -45,4 +54,11 @@ done | awk '
     for (k in ns) printf "%-30s %12s %14s\n", k, median(ns[k]), median(bpf[k])
   }'
 "$bin/dropmon.test" -test.run '^$' -test.bench '^BenchmarkSustained$' -test.benchtime 5x | grep '^BenchmarkSustained' || true
+if [ -n "$before" ]; then
+  "$before" -test.run '^$' -test.bench '^BenchmarkSustained$/^dropmon$' -test.benchtime 5x | grep '^BenchmarkSustained' |
+    sed 's|^BenchmarkSustained/dropmon|BenchmarkSustained/dropmon-before|' || true
+  "$before" -test.run '^$' -test.bench '^BenchmarkNamespace$' -test.count 3 | grep '^BenchmarkNamespace' |
+    sed 's|^BenchmarkNamespace|BenchmarkNamespace-before|' || true
+fi
 "$bin/dropmon.test" -test.run '^$' -test.bench '^BenchmarkNamespace$' -test.count 3 | grep '^BenchmarkNamespace' || true
+"$bin/dropmon.test" -test.run '^$' -test.bench '^BenchmarkJoin$' -test.count 3 | grep '^BenchmarkJoin' || true

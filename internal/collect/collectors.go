@@ -52,6 +52,7 @@ var Sysctls = []string{
 // Default returns the collectors in the order they must run.
 func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dropSource) []Collector {
 	own := newOwners("/proc", nsInode)
+	lr := newLinkReader()
 	cs := []Collector{
 		funcCollector{"counters", func(_ context.Context, s *evidence.Snapshot) error {
 			m, err := p.Counters()
@@ -74,7 +75,7 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 			return partialIf(len(v) > 0, err)
 		}},
 		funcCollector{"interfaces", func(_ context.Context, s *evidence.Snapshot) error {
-			v, err := interfaces(p)
+			v, err := interfaces(p, lr)
 			s.Interfaces = v
 			return err
 		}},
@@ -104,7 +105,7 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 	if cfg.Drops {
 		// Next to the counters: the kernel's counts and the monitor's
 		// of one moment.
-		cs = slices.Insert(cs, 1, Collector(dropsCollector{dm, nsInode}))
+		cs = slices.Insert(cs, 1, Collector(dropsCollector{dm, nsInode, lr}))
 	}
 	return cs
 }
@@ -140,6 +141,8 @@ type dropSource struct {
 type dropsCollector struct {
 	dm  dropSource
 	ino uint64
+	// lr describes the devices of the drops elsewhere.
+	lr *linkReader
 }
 
 func (d dropsCollector) Name() string { return "drops" }
@@ -162,16 +165,26 @@ func (d dropsCollector) Read(_ context.Context, s *evidence.Snapshot) (func() er
 		s.Drops = &evidence.Drops{Since: d.dm.m.Since(), Unavailable: err.Error()}
 		return nil, err
 	}
-	return func() error { return d.dm.finish(d.dm.m.Drops(c, d.ino), s) }, nil
+	return func() error { return d.dm.finish(d.dm.m.Drops(c, d.ino), s, d.lr) }, nil
 }
 
-// finish stores what the monitor counted for the namespace.
-func (d dropSource) finish(drops *evidence.Drops, s *evidence.Snapshot) error {
+// finish stores what the monitor counted for the namespace, with the
+// devices of the drops elsewhere described.
+func (d dropSource) finish(drops *evidence.Drops, s *evidence.Snapshot, lr *linkReader) error {
 	s.Drops = drops
 	if s.Drops.Unavailable != "" {
 		return errors.New(s.Drops.Unavailable)
 	}
 	flowInfo(s.Drops.Retrans)
+	devs := map[uint64][]int{}
+	for _, l := range s.Drops.LedgerElsewhere {
+		if l.Ifindex != 0 && l.NetNS != 0 && !slices.Contains(devs[l.NetNS], l.Ifindex) {
+			devs[l.NetNS] = append(devs[l.NetNS], l.Ifindex)
+		}
+	}
+	if len(devs) > 0 {
+		s.Drops.Links = lr.elsewhere(devs)
+	}
 	if s.Drops.Overflow > 0 {
 		// Counted, not attributed: the report says the evidence is
 		// partial rather than let a reason look smaller than it is.

@@ -15,7 +15,7 @@ import (
 // on the counters.
 func TestDropsUnavailable(t *testing.T) {
 	var s evidence.Snapshot
-	err := dropsCollector{dropSource{why: "not root: loading BPF needs root, or CAP_BPF and CAP_PERFMON"}, 1}.Collect(context.Background(), &s)
+	err := dropsCollector{dm: dropSource{why: "not root: loading BPF needs root, or CAP_BPF and CAP_PERFMON"}, ino: 1}.Collect(context.Background(), &s)
 	st := status("drops", err, 0)
 	if s.Drops == nil || s.Drops.Unavailable != "not root: loading BPF needs root, or CAP_BPF and CAP_PERFMON" {
 		t.Errorf("drops %+v", s.Drops)

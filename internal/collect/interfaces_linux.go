@@ -16,9 +16,17 @@ import (
 // MTU, kind and qdiscs come from rtnetlink and speed from ethtool rather than
 // /sys/class/net: sysfs shows the namespace it was mounted in, not the one
 // this thread entered, while netlink and ioctl sockets follow the thread.
-func interfaces(p procnet.Proc) ([]evidence.Interface, error) {
+//
+// Each device is also described (evidence.Link: its kind, peer, bridge,
+// ports, overhead, driver) by lr.
+func interfaces(p procnet.Proc, lr *linkReader) ([]evidence.Interface, error) {
 	ifs, devErr := p.Dev()
-	links, err := netlink.LinkList()
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return ifs, errors.Join(devErr, fmt.Errorf("netlink: %w", err))
+	}
+	defer h.Close()
+	links, err := h.LinkList()
 	if err != nil {
 		if devErr != nil {
 			return ifs, errors.Join(devErr, err)
@@ -30,6 +38,7 @@ func interfaces(p procnet.Proc) ([]evidence.Interface, error) {
 		byName[l.Attrs().Name] = l
 	}
 	qdiscs, qErr := linkQdiscs(links)
+	described := lr.describe(h, links)
 	fd, sockErr := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if sockErr == nil {
 		defer unix.Close(fd)
@@ -44,6 +53,7 @@ func interfaces(p procnet.Proc) ([]evidence.Interface, error) {
 		ifs[i].MTU = a.MTU
 		ifs[i].LinkKind = l.Type()
 		ifs[i].Qdiscs = qdiscs[a.Index]
+		ifs[i].Link = described[a.Index]
 		for _, q := range ifs[i].Qdiscs {
 			if !q.Class && q.Parent == "root" {
 				ifs[i].Qdisc = q.Kind // the root qdisc names the discipline (tbf, htb, noqueue…)

@@ -7,4 +7,12 @@ import (
 	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
-func interfaces(p procnet.Proc) ([]evidence.Interface, error) { return p.Dev() }
+// linkReader describes devices on Linux only.
+type linkReader struct{}
+
+func newLinkReader() *linkReader { return &linkReader{} }
+
+// elsewhere has nothing to say off Linux.
+func (r *linkReader) elsewhere(map[uint64][]int) []evidence.Link { return nil }
+
+func interfaces(p procnet.Proc, _ *linkReader) ([]evidence.Interface, error) { return p.Dev() }

@@ -42,6 +42,52 @@ func Dial() (*Conn, error) {
 	return &Conn{c: c}, nil
 }
 
+// DialAt opens the socket in the network namespace of the file at path
+// (/run/netns/NAME, /proc/PID/ns/net), from whichever thread calls it.
+func DialAt(path string) (*Conn, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer unix.Close(fd)
+	c, err := netlink.Dial(unix.NETLINK_NETFILTER, &netlink.Config{NetNS: fd})
+	if err != nil {
+		return nil, fmt.Errorf("open ctnetlink socket in %s: %w", path, err)
+	}
+	return &Conn{c: c}, nil
+}
+
+// Get looks up the entry with tuple t in either direction: the one whose
+// Orig or Reply is t. It returns ErrNotFound when there is none.
+func (c *Conn) Get(t Tuple) (Entry, error) {
+	data, err := EncodeGet(t)
+	if err != nil {
+		return Entry{}, err
+	}
+	req := netlink.Message{
+		// The entry comes flagged NLM_F_MULTI with no NLMSG_DONE after
+		// it (ctnetlink_get_conntrack): the acknowledgement ends the
+		// read, as for Global.
+		Header: netlink.Header{Type: netlink.HeaderType(uint16(nfnlSubsysCTNetlink)<<8 | ipctnlMsgCTGet), Flags: netlink.Request | netlink.Acknowledge},
+		Data:   data,
+	}
+	if err := c.c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return Entry{}, fmt.Errorf("ctnetlink deadline: %w", err)
+	}
+	msgs, err := c.c.Execute(req)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return Entry{}, ErrNotFound
+	case errors.Is(err, fs.ErrPermission):
+		return Entry{}, fmt.Errorf("%w (%w)", ErrPermission, err)
+	case err != nil:
+		return Entry{}, fmt.Errorf("ctnetlink get: %w", err)
+	case len(msgs) == 0:
+		return Entry{}, fmt.Errorf("%w: no reply to IPCTNL_MSG_CT_GET", ErrTruncated)
+	}
+	return DecodeEntry(msgs[0].Data)
+}
+
 // Close closes the socket.
 func (c *Conn) Close() error { return c.c.Close() }
 

@@ -21,3 +21,9 @@ func (c *Conn) Global() (Global, error) { return Global{}, ErrNotSupported }
 
 // Stats returns an error wrapping ErrNotSupported.
 func (c *Conn) Stats() (map[string]uint64, error) { return nil, ErrNotSupported }
+
+// DialAt returns an error wrapping ErrNotSupported.
+func DialAt(string) (*Conn, error) { return Dial() }
+
+// Get returns an error wrapping ErrNotSupported.
+func (c *Conn) Get(Tuple) (Entry, error) { return Entry{}, ErrNotSupported }

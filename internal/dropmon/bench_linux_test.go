@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -212,7 +213,11 @@ func BenchmarkDrop(b *testing.B) {
 // BenchmarkSustained drops 100 000 datagrams a second for a second per
 // iteration (-benchtime=5x: 5 s) with the monitor attached, and reports
 // the CPU its programs took (bpf-cpu-%, of one core) and what reading its
-// counts once a second took (read-cpu-%), as a snapshot does.
+// counts once a second took (read-cpu-%), as a snapshot does. In
+// dropmon-flows every datagram goes to another port (32768 of them in
+// turn): a new flow for the ledger each time, which its LRU table must
+// make room for (the flood a port scan, or a user's connections to
+// nowhere, would be).
 func BenchmarkSustained(b *testing.B) {
 	n := benchNetns(b)
 	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
@@ -220,12 +225,12 @@ func BenchmarkSustained(b *testing.B) {
 		b.Skipf("no BPF run-time statistics: %v", err)
 	}
 	defer stats.Close()
-	for _, mode := range []string{"dropmon", "bpftrace"} {
+	for _, mode := range []string{"dropmon", "dropmon-flows", "bpftrace"} {
 		b.Run(mode, func(b *testing.B) {
 			s := newSender(b, n)
 			var m *Monitor
 			var progs []*ebpf.Program
-			if mode == "dropmon" {
+			if mode != "bpftrace" {
 				if m, err = Start(); err != nil {
 					b.Skip(err)
 				}
@@ -245,6 +250,15 @@ func BenchmarkSustained(b *testing.B) {
 				}
 				namespace(m, ino)
 			}
+			port := 0
+			send := s.send
+			if mode == "dropmon-flows" {
+				send = func() {
+					s.to = &unix.SockaddrInet4{Port: 20000 + port%32768, Addr: [4]byte{127, 0, 0, 1}}
+					port++
+					s.send()
+				}
+			}
 			rt0, _ := bpfStats(progs)
 			var read time.Duration
 			start := time.Now()
@@ -254,7 +268,7 @@ func BenchmarkSustained(b *testing.B) {
 				t0 := time.Now()
 				for k := range 1000 {
 					for range 100 {
-						s.send()
+						send()
 					}
 					if d := time.Until(t0.Add(time.Duration(k+1) * time.Millisecond)); d > 0 {
 						time.Sleep(d)
@@ -278,24 +292,88 @@ func BenchmarkSustained(b *testing.B) {
 }
 
 // BenchmarkNamespace is what a snapshot pays to read the counts: the
-// maps read in batches, summed over CPUs, named, cut to the namespace.
-// The port table is filled first (4096 ports, its bound): a busy host's.
+// maps read in batches, summed over CPUs, named, the flows looked up in
+// the host's conntrack tables (once each: the results are kept), cut to
+// the namespace. idle: the few keys a quiet host has; full: the ledger
+// filled (LedgerEntries flows, one drop each), a busy host's.
 func BenchmarkNamespace(b *testing.B) {
+	for _, mode := range []string{"idle", "full"} {
+		b.Run(mode, func(b *testing.B) {
+			n := benchNetns(b)
+			m, err := Start()
+			if err != nil {
+				b.Skip(err)
+			}
+			defer m.Close()
+			s := newSender(b, n)
+			flows := 10
+			if mode == "full" {
+				flows = LedgerEntries
+			}
+			for p := range flows {
+				s.to = &unix.SockaddrInet4{Port: 20000 + p, Addr: [4]byte{127, 0, 0, 1}}
+				s.send()
+			}
+			ino := uint64(0)
+			n.Do(func() error { ino, _ = netns.Inode(""); return nil })
+			m.last = nil
+			namespace(m, ino)
+			for b.Loop() {
+				m.last = nil
+				namespace(m, ino)
+			}
+		})
+	}
+}
+
+// BenchmarkJoin is one search of the conntrack tables for flows not seen
+// before: a namespace whose nftables DNAT UDP port 9999 to a port
+// nothing listens on, and 500 flows through it, each dropped (NO_SOCKET,
+// its entry reset before the drop: found in the table). Each iteration
+// forgets what the last found. lookup-us is one ctnetlink lookup.
+func BenchmarkJoin(b *testing.B) {
+	if _, err := exec.LookPath("nft"); err != nil {
+		b.Skip("needs nft(8)")
+	}
 	n := benchNetns(b)
 	m, err := Start()
 	if err != nil {
 		b.Skip(err)
 	}
 	defer m.Close()
-	s := newSender(b, n)
-	for p := range 4096 {
-		s.to = &unix.SockaddrInet4{Port: 20000 + p, Addr: [4]byte{127, 0, 0, 1}}
-		s.send()
+	rules := filepath.Join(b.TempDir(), "nft.conf")
+	os.WriteFile(rules, []byte("table ip t {\n\tchain out {\n\t\ttype nat hook output priority -100;\n\t\tudp dport 9999 dnat to 127.0.0.1:9998\n\t}\n}\n"), 0o600)
+	const flows = 500
+	err = n.Do(func() error {
+		if out, err := exec.Command("nft", "-f", rules).CombinedOutput(); err != nil {
+			return fmt.Errorf("nft: %v: %s", err, out)
+		}
+		for range flows {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			unix.Sendto(fd, []byte("x"), 0, &unix.SockaddrInet4{Port: 9999, Addr: [4]byte{127, 0, 0, 2}})
+			unix.Close(fd)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
-	ino := uint64(0)
-	n.Do(func() error { ino, _ = netns.Inode(""); return nil })
+	c, err := m.read()
+	if err != nil {
+		b.Fatal(err)
+	}
+	lookups := 0
 	for b.Loop() {
-		m.last = nil
-		namespace(m, ino)
+		m.joins.mu.Lock()
+		clear(m.joins.found)
+		m.joins.mu.Unlock()
+		_, st := m.joins.join(c)
+		lookups += st.Lookups
+	}
+	if lookups > 0 {
+		b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(lookups), "lookup-us")
 	}
 }

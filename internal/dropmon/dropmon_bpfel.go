@@ -21,11 +21,8 @@ type dropmonDropKey struct {
 	Ifindex   int32
 	Ethertype uint16
 	Ipproto   uint8
-	Flags     uint8
-	Port      uint16
-	Pad       uint16
+	Pad       uint8
 	Ifname    [16]int8
-	_         [4]byte
 }
 
 type dropmonDropVal struct {
@@ -54,12 +51,44 @@ type dropmonFlowVal struct {
 	Mss    uint32
 }
 
+type dropmonLedgerKey struct {
+	_         structs.HostLayout
+	Netns     uint32
+	Reason    uint32
+	Location  uint64
+	Ifindex   int32
+	Ethertype uint16
+	Ipproto   uint8
+	Flags     uint8
+	Family    uint8
+	Proto     uint8
+	SockPort  uint16
+	Sport     uint16
+	Dport     uint16
+	CtSport   uint16
+	CtDport   uint16
+	CtProto   uint8
+	Pad       [3]uint8
+	Saddr     [16]uint8
+	Daddr     [16]uint8
+	CtSaddr   [16]uint8
+	CtDaddr   [16]uint8
+}
+
+type dropmonLedgerVal struct {
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+	MaxLen  uint32
+	Pad     uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	dropmonMapDropPorts              = "drop_ports"
 	dropmonMapDrops                  = "drops"
+	dropmonMapLedger                 = "ledger"
 	dropmonMapRetrans                = "retrans"
 	dropmonMapStats                  = "stats"
 	dropmonProgKfreeSkb              = "kfree_skb"
@@ -120,10 +149,10 @@ type dropmonProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type dropmonMapSpecs struct {
-	DropPorts *ebpf.MapSpec `ebpf:"drop_ports"`
-	Drops     *ebpf.MapSpec `ebpf:"drops"`
-	Retrans   *ebpf.MapSpec `ebpf:"retrans"`
-	Stats     *ebpf.MapSpec `ebpf:"stats"`
+	Drops   *ebpf.MapSpec `ebpf:"drops"`
+	Ledger  *ebpf.MapSpec `ebpf:"ledger"`
+	Retrans *ebpf.MapSpec `ebpf:"retrans"`
+	Stats   *ebpf.MapSpec `ebpf:"stats"`
 }
 
 // dropmonVariableSpecs contains global variables before they are loaded into the kernel.
@@ -152,16 +181,16 @@ func (o *dropmonObjects) Close() error {
 //
 // It can be passed to loadDropmonObjects or ebpf.CollectionSpec.LoadAndAssign.
 type dropmonMaps struct {
-	DropPorts *ebpf.Map `ebpf:"drop_ports"`
-	Drops     *ebpf.Map `ebpf:"drops"`
-	Retrans   *ebpf.Map `ebpf:"retrans"`
-	Stats     *ebpf.Map `ebpf:"stats"`
+	Drops   *ebpf.Map `ebpf:"drops"`
+	Ledger  *ebpf.Map `ebpf:"ledger"`
+	Retrans *ebpf.Map `ebpf:"retrans"`
+	Stats   *ebpf.Map `ebpf:"stats"`
 }
 
 func (m *dropmonMaps) Close() error {
 	return _DropmonClose(
-		m.DropPorts,
 		m.Drops,
+		m.Ledger,
 		m.Retrans,
 		m.Stats,
 	)

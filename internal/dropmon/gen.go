@@ -7,4 +7,4 @@ package dropmon
 //
 //	go generate ./internal/dropmon
 //
-//go:generate go tool -modfile=../../tools/go.mod bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -tags linux -type drop_key -type drop_val -type flow_key -type flow_val dropmon bpf/dropmon.c -- -I/usr/include/x86_64-linux-gnu
+//go:generate go tool -modfile=../../tools/go.mod bpf2go -cc clang -cflags "-O2 -g -Wall -Werror" -target bpfel -tags linux -type drop_key -type drop_val -type ledger_key -type ledger_val -type flow_key -type flow_val dropmon bpf/dropmon.c -- -I/usr/include/x86_64-linux-gnu

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/conntrack"
 )
 
 // Stats slots, as bpf/dropmon.c numbers them.
@@ -14,7 +16,19 @@ const (
 	statDropsOverflow
 	statRetrans
 	statRetransOverflow
+	statLedgerNew
+	statLedgerOverflow
+	statRetransNew
 	statMax
+)
+
+// The per-flow tables' sizes, as bpf/dropmon.c sets them (LEDGER_ENTRIES,
+// RETRANS_ENTRIES): a key of the ledger is 104 bytes and its value 24,
+// some 3 MiB of kernel memory with the hash's own; the retransmissions'
+// table about 1 MiB.
+const (
+	LedgerEntries  = 16384
+	RetransEntries = 8192
 )
 
 // Unavailable is why the monitor cannot run on this host.
@@ -48,11 +62,76 @@ func Why(err error) string {
 type Counts struct {
 	Time time.Time
 	// Drops are every drop, exactly, with Port 0; Ports attribute some
-	// of them to ports (the busiest, as the kernel's LRU keeps them).
-	Drops []RawDrop
-	Ports []RawDrop
-	Flows []RawFlow
-	Stats [statMax]uint64
+	// of them to ports, summed from the Ledger's flows (the busiest, as
+	// the kernel's LRU keeps them).
+	Drops  []RawDrop
+	Ports  []RawDrop
+	Ledger []RawLedger
+	Flows  []RawFlow
+	Stats  [statMax]uint64
+	// LedgerSize and RetransSize are the tables' sizes.
+	LedgerSize, RetransSize int
+	// Joins are the flows found in the conntrack tables of the host's
+	// namespaces, by the tuple looked up (a ledger row's Flow without
+	// CT, a retransmitting connection's); JoinStatus says how far the
+	// search went. Set by the monitor when it names the counts.
+	Joins      map[conntrack.Tuple]Join
+	JoinStatus JoinStatus
+	// Funcs name the ledger's locations (Drops and Ports have theirs in
+	// each row); set when the monitor names the counts.
+	Funcs map[uint64]string
+}
+
+// RawLedger is one key of the ledger with its count: a drop's place and
+// its flow.
+type RawLedger struct {
+	NetNS     uint32
+	Reason    uint32
+	Name      string // the reason's name
+	Location  uint64
+	Func      string // the function at Location
+	Ifindex   int32
+	Iface     string // the device's name, from the drops' table
+	Ethertype uint16 // as RawDrop's
+	IPProto   uint8
+	// Flow is the packet's flow when it was dropped: its protocol,
+	// source and destination; or, FromSock, its socket's (the local end
+	// as Src) when its headers were not readable.
+	Flow     conntrack.Tuple
+	FromSock bool
+	// SockPort is the port of the local socket that owned it or was to
+	// receive it, 0 for none.
+	SockPort uint16
+	// CT is conntrack's original tuple of the packet's own entry (HasCT),
+	// CTReply when the packet went that entry's reply way.
+	CT      conntrack.Tuple
+	HasCT   bool
+	CTReply bool
+	Packets uint64
+	Bytes   uint64
+	MaxLen  uint32
+}
+
+// Join is a flow found in a conntrack table: the entry's original tuple
+// (the flow as its client opened it, before NAT), whether the tuple
+// looked up went the entry's reply way, and the namespace whose table
+// held it.
+type Join struct {
+	Orig  conntrack.Tuple
+	Reply bool
+	NetNS uint64
+}
+
+// JoinStatus is how far one search of the conntrack tables went.
+type JoinStatus struct {
+	// Namespaces are those whose tables were searched: created by the
+	// host's root, with entries.
+	Namespaces int
+	// Lookups were made in this search; Pending tuples are left for the
+	// next one (each search is bounded).
+	Lookups, Pending int
+	// Errors says what could not be read, "" when everything was.
+	Errors string
 }
 
 // RawDrop is one key of the drops map with its count.

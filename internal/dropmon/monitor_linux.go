@@ -25,7 +25,7 @@ type Monitor struct {
 	mu      sync.Mutex
 	coll    *ebpf.Collection
 	drops   *ebpf.Map
-	ports   *ebpf.Map
+	ledger  *ebpf.Map
 	retrans *ebpf.Map
 	stats   *ebpf.Map
 	links   []link.Link
@@ -37,6 +37,10 @@ type Monitor struct {
 	// last is the latest read: the sides of a run sample at the same
 	// moment, and read the maps once.
 	last *Counts
+	// joins follows flows through the host's conntrack tables.
+	joins *joiner
+	// rows is how many rows the ledger had at the last read.
+	rows int
 }
 
 // fresh is how old a read may be and still serve another namespace's
@@ -49,21 +53,36 @@ const fresh = 50 * time.Millisecond
 // and several times that on a busy one: a snapshot calls it after its
 // other collectors (Read is of the snapshot's moment), so that their
 // counters are not read that much later than the snapshot's time.
+//
+// The flows of the drops and retransmissions whose packets carried no
+// conntrack entry are looked up in the conntrack tables of the host's
+// namespaces (bounded, the results kept for the next snapshot): see
+// joiner.
 func (m *Monitor) Drops(c *Counts, ino uint64) *evidence.Drops {
 	m.mu.Lock()
 	named := c.named(&m.syms)
 	m.mu.Unlock()
-	d := named.Namespace(ino, namespaceNames())
+	named.Joins, named.JoinStatus = m.joins.join(named)
+	names := namespaceNames()
+	d := named.Namespace(ino, names)
 	d.Since = m.since
 	return d
 }
 
 // named returns a copy of c with the drops' locations named, c itself
-// unchanged: it may serve another namespace's snapshot at once.
+// unchanged: it may serve another namespace's snapshot at once. The
+// ledger's rows, thousands, are not copied: their names are in Funcs.
 func (c *Counts) named(syms *symbols) *Counts {
 	locs := map[uint64]bool{}
 	for _, d := range c.Drops {
 		locs[d.Location] = true
+	}
+	prev := uint64(0)
+	for i, l := range c.Ledger {
+		if i == 0 || l.Location != prev {
+			locs[l.Location] = true
+			prev = l.Location
+		}
 	}
 	syms.resolve(sortedKeys(locs))
 	out := *c
@@ -72,6 +91,10 @@ func (c *Counts) named(syms *symbols) *Counts {
 		for i := range ds {
 			ds[i].Func = syms.name(ds[i].Location)
 		}
+	}
+	out.Funcs = make(map[uint64]string, len(locs))
+	for l := range locs {
+		out.Funcs[l] = syms.name(l)
 	}
 	return &out
 }
@@ -113,7 +136,11 @@ func namespaceNames() map[uint64]string {
 
 // Start loads and attaches the monitor. Its error, when BPF cannot run
 // here, is an *Unavailable saying why in words a user can act on.
-func Start() (*Monitor, error) {
+func Start() (*Monitor, error) { return startSized(LedgerEntries, RetransEntries) }
+
+// startSized is Start with the per-flow tables' sizes (tests make them small
+// to flood them).
+func startSized(ledgerEntries, retransEntries uint32) (*Monitor, error) {
 	kernel, err := btf.LoadKernelSpec()
 	if err != nil {
 		return nil, unavailable("the kernel has no BTF (/sys/kernel/btf/vmlinux: CONFIG_DEBUG_INFO_BTF is off)", err)
@@ -159,6 +186,8 @@ func Start() (*Monitor, error) {
 			delete(spec.Programs, name)
 		}
 	}
+	spec.Maps[dropmonMapLedger].MaxEntries = ledgerEntries
+	spec.Maps[dropmonMapRetrans].MaxEntries = retransEntries
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; later
 	// ones to the memory cgroup, and this does nothing.
 	_ = rlimit.RemoveMemlock()
@@ -166,8 +195,8 @@ func Start() (*Monitor, error) {
 	if err != nil {
 		return nil, loadErr(err)
 	}
-	m := &Monitor{coll: coll, drops: coll.Maps["drops"], ports: coll.Maps["drop_ports"], retrans: coll.Maps["retrans"], stats: coll.Maps["stats"],
-		reasons: reasons, noRetrans: noRetrans,
+	m := &Monitor{coll: coll, drops: coll.Maps[dropmonMapDrops], ledger: coll.Maps[dropmonMapLedger], retrans: coll.Maps[dropmonMapRetrans],
+		stats: coll.Maps[dropmonMapStats], reasons: reasons, noRetrans: noRetrans, joins: newJoiner(),
 		syms: symbols{open: func() (io.ReadCloser, error) { return os.Open("/proc/kallsyms") }, names: map[uint64]string{}}}
 	for name, p := range coll.Programs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
@@ -216,24 +245,23 @@ func (m *Monitor) read() (*Counts, error) {
 	if m.coll == nil {
 		return nil, errors.New("drop monitor closed")
 	}
-	c := &Counts{Time: time.Now()}
+	c := &Counts{Time: time.Now(), LedgerSize: int(m.ledger.MaxEntries()), RetransSize: int(m.retrans.MaxEntries())}
 	var err error
 	if c.Drops, err = readDrops(m.drops); err != nil {
 		return nil, err
 	}
-	if c.Ports, err = readPortDrops(m.ports); err != nil {
+	// As many rows as last time, and some: a full ledger's 16 384 rows
+	// grown by appending cost more than reading them.
+	c.Ledger = make([]RawLedger, 0, min(c.LedgerSize, m.rows+m.rows/4+64))
+	err = readShared(m.ledger, func(k *dropmonLedgerKey, v *dropmonLedgerVal) {
+		c.Ledger = append(c.Ledger, rawLedger(k, v))
+	})
+	if err != nil {
 		return nil, err
 	}
-	err = readPerCPU(m.retrans, func(k *dropmonFlowKey, vs []dropmonFlowVal) {
-		f := RawFlow{NetNS: k.Netns, Family: k.Family, Sport: k.Sport, Dport: k.Dport, Saddr: k.Saddr, Daddr: k.Daddr}
-		for _, v := range vs {
-			f.Skbs += v.Skbs
-			f.Bytes += v.Bytes
-			f.Full += v.Full
-			f.MaxLen = max(f.MaxLen, v.MaxLen)
-			f.MSS = max(f.MSS, v.Mss)
-		}
-		c.Flows = append(c.Flows, f)
+	err = readShared(m.retrans, func(k *dropmonFlowKey, v *dropmonFlowVal) {
+		c.Flows = append(c.Flows, RawFlow{NetNS: k.Netns, Family: k.Family, Sport: k.Sport, Dport: k.Dport, Saddr: k.Saddr, Daddr: k.Daddr,
+			Skbs: v.Skbs, Bytes: v.Bytes, Full: v.Full, MaxLen: v.MaxLen, MSS: v.Mss})
 	})
 	if err != nil {
 		return nil, err
@@ -247,11 +275,15 @@ func (m *Monitor) read() (*Counts, error) {
 			c.Stats[slot] += v
 		}
 	}
-	for _, ds := range [][]RawDrop{c.Drops, c.Ports} {
-		for i := range ds {
-			ds[i].Name = m.reasons.Name(ds[i].Reason)
-		}
+	for i := range c.Drops {
+		c.Drops[i].Name = m.reasons.Name(c.Drops[i].Reason)
 	}
+	for i := range c.Ledger {
+		c.Ledger[i].Name = m.reasons.Name(c.Ledger[i].Reason)
+	}
+	m.rows = len(c.Ledger)
+	c.nameDevices()
+	c.Ports = c.portDrops()
 	return c, nil
 }
 
@@ -264,31 +296,34 @@ func readDrops(mp *ebpf.Map) ([]RawDrop, error) {
 	return out, err
 }
 
-// readPortDrops reads the ports' map, one value per key.
-func readPortDrops(mp *ebpf.Map) ([]RawDrop, error) {
-	out := make([]RawDrop, 0, 256)
-	keys := make([]dropmonDropKey, batch)
-	vals := make([]dropmonDropVal, batch)
+// readShared calls fn with every key of a map with one value for all
+// CPUs, a few hundred keys a system call.
+func readShared[K, V any](mp *ebpf.Map, fn func(*K, *V)) error {
+	keys := make([]K, batch)
+	vals := make([]V, batch)
 	var cur ebpf.MapBatchCursor
 	for {
 		n, err := mp.BatchLookup(&cur, keys, vals, nil)
 		for i := range n {
-			out = append(out, rawDrop(&keys[i], vals[i:i+1]))
+			fn(&keys[i], &vals[i])
 		}
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
-			return out, nil
+			return nil
 		}
 		if errors.Is(err, ebpf.ErrNotSupported) && n == 0 {
-			var k dropmonDropKey
-			var v dropmonDropVal
+			var k K
+			var v V
 			it := mp.Iterate()
 			for it.Next(&k, &v) {
-				out = append(out, rawDrop(&k, []dropmonDropVal{v}))
+				fn(&k, &v)
 			}
-			return out, it.Err()
+			if err := it.Err(); err != nil {
+				return fmt.Errorf("read %s: %w", mp, err)
+			}
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", mp, err)
+			return fmt.Errorf("read %s: %w", mp, err)
 		}
 	}
 }
@@ -296,7 +331,7 @@ func readPortDrops(mp *ebpf.Map) ([]RawDrop, error) {
 // rawDrop is a key of a drops map with its values summed.
 func rawDrop(k *dropmonDropKey, vs []dropmonDropVal) RawDrop {
 	d := RawDrop{NetNS: k.Netns, Reason: k.Reason, Location: k.Location, Ifindex: k.Ifindex,
-		Ethertype: k.Ethertype, IPProto: k.Ipproto, Port: k.Port, Socket: k.Flags&1 != 0, SrcPort: k.Flags&2 != 0, Iface: cString(k.Ifname[:])}
+		Ethertype: k.Ethertype, IPProto: k.Ipproto, Iface: cString(k.Ifname[:])}
 	for _, v := range vs {
 		d.Packets += v.Packets
 		d.Bytes += v.Bytes
@@ -408,4 +443,27 @@ func lockdown() string {
 		return ""
 	}
 	return parseLockdown(string(b))
+}
+
+// Flags of a ledger key, as bpf/dropmon.c sets them.
+const (
+	flowSocket   = 1 // SockPort is the local socket's port
+	flowFromSock = 2 // the tuple is the socket's
+	flowCT       = 4 // the Ct fields are conntrack's original tuple
+	flowCTReply  = 8 // the packet went that entry's reply way
+)
+
+// rawLedger is a key of the ledger with its count.
+func rawLedger(k *dropmonLedgerKey, v *dropmonLedgerVal) RawLedger {
+	l := RawLedger{NetNS: k.Netns, Reason: k.Reason, Location: k.Location, Ifindex: k.Ifindex, Ethertype: k.Ethertype, IPProto: k.Ipproto,
+		Flow:     tuple(k.Family, k.Proto, k.Saddr, k.Sport, k.Daddr, k.Dport),
+		FromSock: k.Flags&flowFromSock != 0, HasCT: k.Flags&flowCT != 0, CTReply: k.Flags&flowCTReply != 0,
+		Packets: v.Packets, Bytes: v.Bytes, MaxLen: v.MaxLen}
+	if k.Flags&flowSocket != 0 {
+		l.SockPort = k.SockPort
+	}
+	if l.HasCT {
+		l.CT = tuple(k.Family, k.CtProto, k.CtSaddr, k.CtSport, k.CtDaddr, k.CtDport)
+	}
+	return l
 }

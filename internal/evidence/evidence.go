@@ -152,14 +152,175 @@ type Drops struct {
 	Seen            uint64 `json:"seen"`
 	Overflow        uint64 `json:"overflow,omitempty"`
 	RetransOverflow uint64 `json:"retrans_overflow,omitempty"`
+
+	// Ledger is the namespace's drops by flow: each (reason, place,
+	// device, flow), the flow followed through NAT to the one its client
+	// opened (FlowDrop.Orig), the busiest MaxLedger. Counts has the same
+	// drops, exactly, by place alone.
+	Ledger []FlowDrop `json:"ledger,omitempty"`
+	// LedgerElsewhere are the drops by flow of the host's other
+	// namespaces: first those of this namespace's flows (a flow of
+	// Ledger or Retrans, the same before or after NAT: FlowKey), then the
+	// busiest, at most MaxLedgerElsewhere.
+	LedgerElsewhere []FlowDrop `json:"ledger_elsewhere,omitempty"`
+	// RetransElsewhere are the retransmitting connections of the host's
+	// other namespaces, chosen as LedgerElsewhere's drops are, at most
+	// MaxRetransElsewhere: a server's drops here, its clients'
+	// retransmissions there.
+	RetransElsewhere []Retrans `json:"retrans_elsewhere,omitempty"`
+	// Links describe the devices of LedgerElsewhere's drops (this
+	// namespace's own are Snapshot.Interfaces): a drop read against its
+	// veth's peer, its bridge's ports.
+	Links []Link `json:"links,omitempty"`
+	// LedgerTable and RetransTable are the bookkeeping of the monitor's
+	// per-flow tables, host-wide.
+	LedgerTable  *FlowTable `json:"ledger_table,omitempty"`
+	RetransTable *FlowTable `json:"retrans_table,omitempty"`
+	// Join says how far the flows were followed through the conntrack
+	// tables of the host's namespaces (for the drops whose packets
+	// carried no conntrack entry, and the retransmissions).
+	Join *FlowJoin `json:"join,omitempty"`
 }
 
 // MaxDrops bounds Drops.Counts and Drops.Elsewhere; MaxRetransFlows
-// bounds Drops.Retrans.
+// bounds Drops.Retrans; MaxLedger, MaxLedgerElsewhere and
+// MaxRetransElsewhere the ledger's lists.
 const (
-	MaxDrops        = 64
-	MaxRetransFlows = 64
+	MaxDrops            = 64
+	MaxRetransFlows     = 64
+	MaxLedger           = 128
+	MaxLedgerElsewhere  = 64
+	MaxRetransElsewhere = 32
 )
+
+// FlowTable is one of the drop monitor's per-flow tables: LRU tables,
+// which make room for a new flow by evicting the one hit least recently,
+// so that a flood of new flows (thousands of connections to nowhere)
+// never leaves them full and blind. Every counter is cumulative since
+// Drops.Since.
+type FlowTable struct {
+	// Size is how many flows the table holds; Rows how many it held.
+	Size int `json:"size"`
+	Rows int `json:"rows"`
+	// Inserted counts the flows it took in, Evicted those it forgot to
+	// make room (their counts are gone from the per-flow lists; the
+	// exact totals by place are in Drops.Counts).
+	Inserted uint64 `json:"inserted"`
+	Evicted  uint64 `json:"evicted"`
+	// Refused counts the packets it could not count by flow at all (no
+	// free entry at that instant, under contention).
+	Refused uint64 `json:"refused,omitempty"`
+}
+
+// FlowJoin is how far one search of the host's conntrack tables went.
+type FlowJoin struct {
+	// Namespaces were searched: those the host's root created whose
+	// table had entries. A namespace an unprivileged user made is never
+	// searched: its table is that user's to write.
+	Namespaces int `json:"namespaces"`
+	// Lookups were made in this snapshot; Pending flows are left for the
+	// next one (a search is bounded).
+	Lookups int `json:"lookups"`
+	Pending int `json:"pending,omitempty"`
+	// Error says what could not be read.
+	Error string `json:"error,omitempty"`
+}
+
+// Flow is a transport flow: its protocol ("tcp", "udp", "sctp") and its
+// two ends as "10.0.0.1:43210" or "[fe80::1]:80".
+type Flow struct {
+	Proto string `json:"proto"`
+	Src   string `json:"src"`
+	Dst   string `json:"dst"`
+}
+
+// Reverse is the flow the other way.
+func (f Flow) Reverse() Flow { return Flow{Proto: f.Proto, Src: f.Dst, Dst: f.Src} }
+
+// FlowKey identifies a flow whichever way its packets go: its two ends
+// in a fixed order.
+type FlowKey struct {
+	Proto, A, B string
+}
+
+// Key is f's FlowKey.
+func (f Flow) Key() FlowKey {
+	if f.Src > f.Dst {
+		return FlowKey{f.Proto, f.Dst, f.Src}
+	}
+	return FlowKey{f.Proto, f.Src, f.Dst}
+}
+
+// FlowDrop counts the packets of one flow one reason dropped at one
+// place.
+type FlowDrop struct {
+	// Reason, Location and Iface are as Drop's.
+	Reason   string `json:"reason"`
+	Location string `json:"location,omitempty"`
+	Iface    string `json:"iface,omitempty"`
+	Ifindex  int    `json:"ifindex,omitempty"`
+	// NetNS and NetNSName name the namespace of a drop elsewhere.
+	NetNS     uint64 `json:"netns,omitempty"`
+	NetNSName string `json:"netns_name,omitempty"`
+	// Flow is the packet's flow as it was when dropped, after any NAT
+	// on its way there: its source and destination. FromSocket says it
+	// is its socket's instead (the local end as Src), the packet's
+	// headers not being readable there.
+	Flow       Flow `json:"flow"`
+	FromSocket bool `json:"from_socket,omitempty"`
+	// SocketPort is the port of the local socket that owned the packet
+	// or was to receive it (a listener's, for its overflow), 0 for none.
+	SocketPort int `json:"socket_port,omitempty"`
+	// Orig is the flow as its client opened it: conntrack's original
+	// tuple, before any NAT. Reply says the packet went its reply way
+	// (from Orig's destination to its source). Via says where it was
+	// read: "skb", the packet's own conntrack entry at the moment of the
+	// drop; or "conntrack", the table of namespace ViaNetNS, searched
+	// afterwards for the packet's flow (a packet that crossed into
+	// another namespace leaves its entry behind). Nil when no table
+	// holds the flow: Flow is then the flow as both ends see it.
+	Orig         *Flow  `json:"orig,omitempty"`
+	Reply        bool   `json:"reply,omitempty"`
+	Via          string `json:"via,omitempty"`
+	ViaNetNS     uint64 `json:"via_netns,omitempty"`
+	ViaNetNSName string `json:"via_netns_name,omitempty"`
+	// Packets and Bytes count what the ledger kept (an evicted flow
+	// starts again from 0 when it drops again); MaxLen is the largest
+	// packet dropped.
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+	MaxLen  uint32 `json:"max_len,omitempty"`
+}
+
+// Where FlowDrop.Orig and Retrans.Orig were read.
+const (
+	ViaSkb       = "skb"
+	ViaConntrack = "conntrack"
+)
+
+// Client is the flow as its client opened it: Orig when a conntrack
+// table had it, else the packet's flow.
+func (d FlowDrop) Client() Flow {
+	if d.Orig != nil {
+		return *d.Orig
+	}
+	return d.Flow
+}
+
+// Key identifies a FlowDrop across snapshots.
+func (d FlowDrop) Key() FlowDropKey {
+	return FlowDropKey{Reason: d.Reason, Location: d.Location, Iface: d.Iface, NetNS: d.NetNS, Flow: d.Flow, FromSocket: d.FromSocket,
+		SocketPort: d.SocketPort}
+}
+
+// FlowDropKey identifies a FlowDrop across snapshots.
+type FlowDropKey struct {
+	Reason, Location, Iface string
+	NetNS                   uint64
+	Flow                    Flow
+	FromSocket              bool
+	SocketPort              int
+}
 
 // Drop counts the packets one reason dropped at one place.
 type Drop struct {
@@ -219,6 +380,20 @@ type DropKey struct {
 type Retrans struct {
 	Local  string `json:"local"`  // "10.0.0.1:80"
 	Remote string `json:"remote"` // "10.0.0.2:41312"
+	// NetNS and NetNSName name the namespace of a connection elsewhere
+	// (Drops.RetransElsewhere).
+	NetNS     uint64 `json:"netns,omitempty"`
+	NetNSName string `json:"netns_name,omitempty"`
+	// Orig is the flow as its client opened it, when a conntrack table
+	// of the host holds the connection (Via "conntrack", in namespace
+	// ViaNetNS); Reply says this end is its server, sending Orig's reply
+	// way. A retransmitted segment's drop is the FlowDrop whose
+	// Client().Key() is this one's.
+	Orig         *Flow  `json:"orig,omitempty"`
+	Reply        bool   `json:"reply,omitempty"`
+	Via          string `json:"via,omitempty"`
+	ViaNetNS     uint64 `json:"via_netns,omitempty"`
+	ViaNetNSName string `json:"via_netns_name,omitempty"`
 	// Segments are the retransmitted skbs, Bytes their payload; Full
 	// those of at least MSS bytes (a path that loses only full-size
 	// segments drops what is above its MTU).
@@ -235,6 +410,18 @@ type Retrans struct {
 	PMTU   uint32 `json:"pmtu,omitempty"`
 	SndMSS uint32 `json:"snd_mss,omitempty"`
 	Lost   uint32 `json:"lost,omitempty"`
+}
+
+// Flow is the connection's flow as this end sends it.
+func (r Retrans) Flow() Flow { return Flow{Proto: "tcp", Src: r.Local, Dst: r.Remote} }
+
+// Client is the flow as its client opened it: Orig when a conntrack
+// table had it, else the connection's own.
+func (r Retrans) Client() Flow {
+	if r.Orig != nil {
+		return *r.Orig
+	}
+	return r.Flow()
 }
 
 // Firewall is a namespace's nftables rules that can discard a packet.
@@ -341,6 +528,71 @@ type Interface struct {
 	// classes of each htb qdisc. Per-queue children of mq, and ingress
 	// and clsact qdiscs, are left out.
 	Qdiscs []Qdisc `json:"qdiscs,omitempty"`
+	// Link says what the device is and what it is joined to: a veth's
+	// peer, a bridge's ports, a tunnel's overhead, a NIC's driver.
+	Link *Link `json:"link,omitempty"`
+}
+
+// Link is what a network device is, from rtnetlink (IFLA_LINKINFO,
+// IFLA_LINK, IFLA_MASTER) and, for a NIC, ethtool: so that a drop is
+// read against the device it was headed for (a veth whose peer's MTU is
+// smaller, a bridge port smaller than its members, a tunnel's headers).
+type Link struct {
+	Name  string `json:"name"`
+	Index int    `json:"index"`
+	// NetNS and NetNSName name the device's namespace in Drops.Links (a
+	// device elsewhere); 0 for the observed namespace.
+	NetNS     uint64 `json:"netns,omitempty"`
+	NetNSName string `json:"netns_name,omitempty"`
+	MTU       int    `json:"mtu"`
+	// Kind is rtnetlink's kind ("veth", "bridge", "bond", "vlan",
+	// "macvlan", "ipvlan", "vxlan", "geneve", "ipip", "sit", "gre",
+	// "gretap", "ip6tnl", "wireguard", "tun", "tap"…), "device" for a
+	// device without one (hardware), "loopback" for lo.
+	Kind string `json:"kind"`
+	// Mode is a tun's or tap's, a macvlan's, a bond's.
+	Mode string `json:"mode,omitempty"`
+	// Driver is a physical NIC's driver, from ethtool: only such devices
+	// have rings, interrupts and RSS to tune.
+	Driver string `json:"driver,omitempty"`
+	// Peer is a veth's other end, in whichever namespace it is.
+	Peer *LinkRef `json:"peer,omitempty"`
+	// Master is the bridge or bond this device is a port of.
+	Master *LinkRef `json:"master,omitempty"`
+	// Ports are a bridge's or bond's ports, with their MTUs.
+	Ports []LinkRef `json:"ports,omitempty"`
+	// Lower is the device a vlan, macvlan, ipvlan or tunnel sends
+	// through (a vxlan's VTEP device).
+	Lower *LinkRef `json:"lower,omitempty"`
+	// Overhead is what a tunnel adds to each packet (its outer headers):
+	// a packet of MTU bytes inside needs MTU+Overhead below.
+	Overhead int `json:"overhead,omitempty"`
+	// GSOMaxSize and GSOMaxSegs bound the packets the stack hands the
+	// device to segment (GSOMaxSegs 1: it segments everything itself, as
+	// for a NIC without TSO); GROMaxSize those it builds on receive.
+	// Virtual devices pass a GSO packet larger than their MTU: only
+	// frames sent whole are checked against it.
+	GSOMaxSize uint32 `json:"gso_max_size,omitempty"`
+	GSOMaxSegs uint32 `json:"gso_max_segs,omitempty"`
+	GROMaxSize uint32 `json:"gro_max_size,omitempty"`
+}
+
+// LinkRef is another device a Link is joined to.
+type LinkRef struct {
+	Name  string `json:"name,omitempty"`
+	Index int    `json:"index"`
+	// NetNS and NetNSName name its namespace when it is not the Link's
+	// (a veth's peer); 0 when it is, or when it could not be told.
+	NetNS     uint64 `json:"netns,omitempty"`
+	NetNSName string `json:"netns_name,omitempty"`
+	MTU       int    `json:"mtu,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	// Master is the bridge or bond it is a port of (a veth's peer in a
+	// bridge).
+	Master string `json:"master,omitempty"`
+	// Unread says why the device could not be read (its namespace not
+	// found), "" when it was.
+	Unread string `json:"unread,omitempty"`
 }
 
 // Qdisc is one queueing discipline or traffic class on an interface's

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package dropmon
+
+// joiner does nothing off Linux.
+type joiner struct{}
