@@ -36,7 +36,9 @@ type Senders struct {
 	// previous snapshot.
 	Peers []SenderGroup `json:"peers,omitempty"`
 	// Conns are the MaxSenderConns open connections that were busiest
-	// since the previous snapshot, one by one.
+	// since the previous snapshot, one by one, and after those busy,
+	// the ones holding the most bytes either way (a slow reader's
+	// unread Recv-Q).
 	Conns []SenderConn `json:"conns,omitempty"`
 	// Ends says whether the kernel's notices of connections' ends were
 	// read (false: a kernel or namespace without them; EndsUnavailable
@@ -54,8 +56,8 @@ type Senders struct {
 
 // MaxSenderPeers bounds Senders.Peers; MaxSenderConns Senders.Conns.
 const (
-	MaxSenderPeers = 64
-	MaxSenderConns = 32
+	MaxSenderPeers = 32
+	MaxSenderConns = 16
 )
 
 // SenderGroup is the connections of one listening port or one peer.

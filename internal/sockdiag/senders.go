@@ -79,7 +79,6 @@ type sender struct {
 	idle     bool
 	idleCwnd uint32
 	sentSegs uint32
-	prevBusy uint64
 }
 
 // kcounters are a connection's cumulative counters, from tcp_info.
@@ -498,11 +497,14 @@ func (s *Senders) prune(open map[groupKey]*gauge) {
 }
 
 // connHeap keeps the MaxSenderConns connections busiest since their
-// previous look: a min-heap on that time, so that a dump of many
-// connections keeps only a few of them.
+// previous look, and among those as idle, the ones holding the most
+// bytes either way (a receiver's unread Recv-Q, a sender's Send-Q): a
+// min-heap on that rank, so that a dump of many connections keeps only a
+// few of them.
 type connHeap []topConn
 
 type topConn struct {
+	rank    uint64
 	busy    uint64
 	m       InetDiagMsg
 	c       ConnInfo
@@ -511,7 +513,7 @@ type topConn struct {
 }
 
 func (h connHeap) Len() int           { return len(h) }
-func (h connHeap) Less(i, j int) bool { return h[i].busy < h[j].busy }
+func (h connHeap) Less(i, j int) bool { return h[i].rank < h[j].rank }
 func (h connHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *connHeap) Push(x any)        { *h = append(*h, x.(topConn)) }
 func (h *connHeap) Pop() any {
@@ -522,12 +524,15 @@ func (h *connHeap) Pop() any {
 }
 
 func (h *connHeap) offer(busy uint64, m *InetDiagMsg, c *ConnInfo, inbound bool, k kcounters) {
+	// Busy microseconds first (a second's at most: 2^20), the bytes
+	// queued below them.
+	rank := min(busy, 1<<40)<<20 | min(uint64(m.WQueue)+uint64(m.RQueue), 1<<20-1)
 	if len(*h) < evidence.MaxSenderConns {
-		heap.Push(h, topConn{busy, *m, *c, inbound, k})
+		heap.Push(h, topConn{rank, busy, *m, *c, inbound, k})
 		return
 	}
-	if busy > (*h)[0].busy {
-		(*h)[0] = topConn{busy, *m, *c, inbound, k}
+	if rank > (*h)[0].rank {
+		(*h)[0] = topConn{rank, busy, *m, *c, inbound, k}
 		heap.Fix(h, 0)
 	}
 }
@@ -541,7 +546,7 @@ func (h connHeap) conns() []evidence.SenderConn {
 	}
 	top := slices.Clone(h)
 	slices.SortFunc(top, func(a, b topConn) int {
-		return cmp.Or(cmp.Compare(b.busy, a.busy), cmp.Compare(b.m.WQueue, a.m.WQueue), cmp.Compare(a.m.Cookie, b.m.Cookie))
+		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(a.m.Cookie, b.m.Cookie))
 	})
 	out := make([]evidence.SenderConn, 0, len(top))
 	for _, x := range top {
