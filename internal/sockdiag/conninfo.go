@@ -58,9 +58,9 @@ func DecodeConn(b []byte, m *InetDiagMsg, c *ConnInfo) error {
 	return nil
 }
 
-// congNames are the congestion controls Linux ships, so that naming one
+// congNames are the congestion controls Linux ships, sorted, so that naming one
 // does not allocate once per socket and snapshot.
-var congNames = []string{"bbr", "bic", "cdg", "cubic", "dctcp", "highspeed", "htcp", "hybla", "illinois",
+var congNames = [...]string{"bbr", "bic", "cdg", "cubic", "dctcp", "highspeed", "htcp", "hybla", "illinois",
 	"lp", "nv", "reno", "scalable", "vegas", "veno", "westwood", "yeah"}
 
 // congName is INET_DIAG_CONG's name: up to its NUL, at most

@@ -66,14 +66,24 @@ type groupAcc struct {
 	touched  uint64
 	c        evidence.SenderCounters
 	prevBusy uint64
+	// gauge is the group at the round gaugeGen; total a scratch of
+	// Finish's.
+	gaugeGen uint64
+	gauge    gauge
+	total    evidence.SenderCounters
 }
 
 // sender is one connection between looks.
 type sender struct {
 	listen, peer groupKey
 	inbound      bool
-	last         kcounters
-	gen          uint64
+	// accs are its groups' accumulators (listen's, then peer's; peer's
+	// alone when not inbound), held to spare a map lookup a look: a
+	// group with an open connection is never pruned.
+	accs [2]*groupAcc
+	n    int
+	last kcounters
+	gen  uint64
 	// idle says the last look found it idle longer than its RTO, with
 	// idleCwnd its window then; sentSegs its data segments sent then.
 	idle     bool
@@ -150,15 +160,51 @@ type Round struct {
 	at      time.Time
 	restart bool
 	listen  *[65536 / 64]uint64
-	gauges  map[groupKey]*gauge
 	top     connHeap
 }
 
-// gauge is a group's state at the round.
+// gauge is a group's state at a round; cong counts its connections by
+// congestion control, congNames's index (other holds the rest).
 type gauge struct {
 	open, zero     int
 	sendQ, notSent uint64
-	cong           map[string]int
+	cong           [len(congNames)]int
+	other          map[string]int
+}
+
+// congMap is the gauge's congestion controls by name.
+func (g *gauge) congMap() map[string]int {
+	var m map[string]int
+	for i, n := range g.cong {
+		if n > 0 {
+			if m == nil {
+				m = map[string]int{}
+			}
+			m[congNames[i]] = n
+		}
+	}
+	for k, n := range g.other {
+		if m == nil {
+			m = map[string]int{}
+		}
+		m[k] += n
+	}
+	return m
+}
+
+// count adds a connection of congestion control cong.
+func (g *gauge) count(cong string) {
+	if cong == "" {
+		return
+	}
+	if i, ok := slices.BinarySearch(congNames[:], cong); ok {
+		g.cong[i]++
+		return
+	}
+	if g.other == nil {
+		g.other = map[string]int{}
+	}
+	g.other[cong]++
 }
 
 // Begin starts the round of the snapshot taken at at (the snapshot's own
@@ -177,7 +223,7 @@ func (s *Senders) Begin(at time.Time, listen *[65536 / 64]uint64, slowStartAfter
 		listen = new([65536 / 64]uint64)
 	}
 	s.listen = listen
-	return &Round{s: s, at: at, restart: slowStartAfterIdle != 0, listen: listen, gauges: map[groupKey]*gauge{}}
+	return &Round{s: s, at: at, restart: slowStartAfterIdle != 0, listen: listen}
 }
 
 func isListenPort(l *[65536 / 64]uint64, port uint16) bool {
@@ -235,16 +281,20 @@ func (r *Round) Look(m *InetDiagMsg, c *ConnInfo) {
 			// open again, and its last look's counters move back from
 			// the ended ones to the open ones.
 			delete(s.gone, m.Cookie)
+			sd.n = 0
 			for _, k := range sd.groups() {
 				g := s.group(k, r.at)
 				sd.last.add(&g.c, -1)
 				g.c.Left -= min(g.c.Left, 1)
+				sd.accs[sd.n], sd.n = g, sd.n+1
 			}
 		} else {
 			sd = &sender{}
 			sd.listen, sd.peer, sd.inbound = keys(m, r.listen)
 			for _, k := range sd.groups() {
-				s.group(k, r.at).c.Conns++
+				g := s.group(k, r.at)
+				g.c.Conns++
+				sd.accs[sd.n], sd.n = g, sd.n+1
 			}
 		}
 		s.conns[m.Cookie] = sd
@@ -295,25 +345,20 @@ func (r *Round) Look(m *InetDiagMsg, c *ConnInfo) {
 		}
 	}
 	sd.idle, sd.idleCwnd, sd.sentSegs = idle, t.SndCwnd, t.DataSegsOut
-	for _, k := range sd.groups() {
-		s.group(k, r.at).c.Add(looked)
-		gg := r.gauges[k]
-		if gg == nil {
-			gg = &gauge{}
-			r.gauges[k] = gg
+	for _, g := range sd.accs[:sd.n] {
+		g.touched = s.gen
+		g.c.Add(looked)
+		if g.gaugeGen != s.gen {
+			g.gaugeGen, g.gauge = s.gen, gauge{}
 		}
+		gg := &g.gauge
 		gg.open++
 		gg.sendQ += uint64(m.WQueue)
 		gg.notSent += uint64(t.NotsentBytes)
 		if zero {
 			gg.zero++
 		}
-		if c.Cong != "" {
-			if gg.cong == nil {
-				gg.cong = map[string]int{}
-			}
-			gg.cong[c.Cong]++
-		}
+		gg.count(c.Cong)
 	}
 	r.top.offer(busySince, m, c, sd.inbound, cur)
 }
@@ -424,18 +469,18 @@ func (r *Round) Finish(complete bool, note string) *evidence.Senders {
 			delete(s.ended, ck)
 		}
 	}
-	totals := make(map[groupKey]evidence.SenderCounters, len(s.acc))
-	for k, g := range s.acc {
-		totals[k] = g.c
-	}
-	for _, sd := range s.conns {
-		for _, k := range sd.groups() {
-			c := totals[k]
-			sd.last.add(&c, 1)
-			totals[k] = c
+	for _, g := range s.acc {
+		g.total = g.c
+		if g.gaugeGen != s.gen {
+			g.gauge = gauge{}
 		}
 	}
-	s.prune(r.gauges)
+	for _, sd := range s.conns {
+		for _, g := range sd.accs[:sd.n] {
+			sd.last.add(&g.total, 1)
+		}
+	}
+	s.prune()
 	out := &evidence.Senders{Since: s.since, InfoSize: s.infoSize, Ends: s.ends.on, EndsUnavailable: s.ends.why, EndsLost: s.ends.lost, Note: note}
 	type ranked struct {
 		g    evidence.SenderGroup
@@ -443,10 +488,9 @@ func (r *Round) Finish(complete bool, note string) *evidence.Senders {
 	}
 	var peers []ranked
 	for k, acc := range s.acc {
-		g := evidence.SenderGroup{Since: acc.since, SenderCounters: totals[k]}
-		if gg := r.gauges[k]; gg != nil {
-			g.Open, g.SendQ, g.NotSent, g.ZeroWindow, g.Cong = gg.open, gg.sendQ, gg.notSent, gg.zero, gg.cong
-		}
+		g := evidence.SenderGroup{Since: acc.since, SenderCounters: acc.total}
+		gg := &acc.gauge
+		g.Open, g.SendQ, g.NotSent, g.ZeroWindow, g.Cong = gg.open, gg.sendQ, gg.notSent, gg.zero, gg.congMap()
 		busy := g.BusyUS - min(g.BusyUS, acc.prevBusy)
 		acc.prevBusy = g.BusyUS
 		switch k.kind {
@@ -473,8 +517,9 @@ func (r *Round) Finish(complete bool, note string) *evidence.Senders {
 }
 
 // prune forgets the peers past maxPeerGroups that have no open
-// connection, those changed least recently first.
-func (s *Senders) prune(open map[groupKey]*gauge) {
+// connection (none looked at in this round), those changed least
+// recently first.
+func (s *Senders) prune() {
 	n := 0
 	for k := range s.acc {
 		if k.kind != groupListener {
@@ -486,7 +531,7 @@ func (s *Senders) prune(open map[groupKey]*gauge) {
 	}
 	var idle []groupKey
 	for k := range s.acc {
-		if k.kind != groupListener && open[k] == nil {
+		if k.kind != groupListener && s.acc[k].gaugeGen != s.gen {
 			idle = append(idle, k)
 		}
 	}
