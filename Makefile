@@ -51,7 +51,7 @@ lint:
 # only makes it slower: `make stress` runs them with every CPU kept busy.
 # What each pass skips the other runs (-skip and -run of one list), so
 # no test is left out. Measured on the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestCapacitySeed000|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestCapacitySeed000|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared), TestRun* (loads judged
 #                    from both hosts' counters), TestPath* (capacity
@@ -68,7 +68,8 @@ MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|Tes
 #   internal/load    the open-loop rate, the stall in p99, Req/Sec
 #                    samples, the ramp, scripts' delays beside wrk
 #   internal/collect a tbf's rate and drops
-#   internal/lab     TestSetGlobal* (a host-wide setting)
+#   internal/lab     TestSetGlobal* (a host-wide setting), TestDelayRTT and
+#                    TestDelayRate (the delay element's round trip and rate)
 test: deps lint build
 	@$(MAKE) --no-print-directory test-parallel
 	@$(MAKE) --no-print-directory test-measuring
@@ -116,7 +117,8 @@ deploy-check:
 FUZZTIME ?= 30000x
 FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
 	FuzzReadBundle:./internal/run FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof \
-	FuzzDecodeEntry:./internal/conntrack
+	FuzzDecodeEntry:./internal/conntrack \
+	FuzzDecodeTCPInfo:./internal/sockdiag FuzzDecodeConn:./internal/sockdiag
 fuzz:
 	@for f in $(FUZZ); do \
 		echo "go test -run '^$$' -fuzz '^$${f%%:*}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $${f#*:}"; \

@@ -83,6 +83,11 @@ type Snapshotter struct {
 	kmsg       *kmsgCollector
 	// release gives the drop monitor back.
 	release func()
+	// senders accounts the connections' senders across snapshots;
+	// ends reads the kernel's notices of their ends (nil where it
+	// cannot).
+	senders *sockdiag.Senders
+	ends    *sockdiag.Ends
 }
 
 // New prepares the collectors for cfg.NetNS. It fails only
@@ -100,10 +105,21 @@ func New(cfg Config) (*Snapshotter, error) {
 	s.Host = hostInfo(cfg.NetNS)
 	// Entering the namespace once here turns a permission problem into a
 	// clear error before any sampling starts.
+	s.senders = sockdiag.NewSenders()
 	err := cfg.NetNS.Do(func() error {
 		ino, err := netns.Inode("")
 		s.Host.NetNSInode = ino
-		return err
+		if err != nil {
+			return err
+		}
+		// The notices of connections' ends come to a socket of the
+		// namespace: opened here, read from any thread. Without them
+		// (not root), connections are accounted at their last look.
+		var eerr error
+		if s.ends, eerr = sockdiag.WatchEnds(s.senders); eerr != nil {
+			cfg.Log.Info("connections' ends unavailable; they are accounted at their last look", "why", eerr)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -119,13 +135,14 @@ func New(cfg Config) (*Snapshotter, error) {
 			dm.m, s.release = m, release
 		}
 	}
-	s.collectors = Default(cfg, p, s.Host.NetNSInode, s.kmsg, dm)
+	s.collectors = Default(cfg, p, s.Host.NetNSInode, s.kmsg, dm, s.senders)
 	return s, nil
 }
 
 // Close releases the kernel log reader and the drop monitor.
 func (s *Snapshotter) Close() {
 	s.kmsg.close()
+	s.ends.Close()
 	if s.release != nil {
 		s.release()
 		s.release = nil

@@ -50,7 +50,7 @@ var Sysctls = []string{
 }
 
 // Default returns the collectors in the order they must run.
-func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dropSource) []Collector {
+func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dropSource, senders *sockdiag.Senders) []Collector {
 	own := newOwners("/proc", nsInode)
 	lr := newLinkReader()
 	cs := []Collector{
@@ -94,7 +94,7 @@ func Default(cfg Config, p procnet.Proc, nsInode uint64, k *kmsgCollector, dm dr
 		}},
 		newConntrack(cfg, p),
 		funcCollector{"sockdiag", func(_ context.Context, s *evidence.Snapshot) error {
-			return sockets(s, own)
+			return sockets(s, own, senders)
 		}},
 		funcCollector{"processes", func(_ context.Context, s *evidence.Snapshot) error {
 			return processes(p, s, cfg.PIDs)
@@ -237,8 +237,11 @@ func partialIf(haveData bool, err error) error {
 	return err
 }
 
-func sockets(s *evidence.Snapshot, own *owners) error {
-	o := sockdiag.Options{Unix: true}
+func sockets(s *evidence.Snapshot, own *owners, senders *sockdiag.Senders) error {
+	o := sockdiag.Options{Unix: true, Senders: senders, SendersAt: s.Time, SlowStartAfterIdle: -1}
+	if v, err := strconv.Atoi(s.Sysctls["net.ipv4.tcp_slow_start_after_idle"]); err == nil {
+		o.SlowStartAfterIdle = v
+	}
 	if lo, hi, ok := portRange(s.Sysctls["net.ipv4.ip_local_port_range"]); ok {
 		o.PortLow, o.PortHigh = lo, hi
 	}
@@ -261,14 +264,14 @@ func sockets(s *evidence.Snapshot, own *owners) error {
 			found = own.lookup(inodes, s.Time)
 		}()
 	}
-	socks, err := sockdiag.Collect(o)
+	socks, sd, err := sockdiag.CollectSenders(o)
 	if called {
 		<-done
 	}
 	if socks == nil {
 		return err
 	}
-	s.Sockets = socks
+	s.Sockets, s.Senders = socks, sd
 	for i := range socks.Listeners {
 		l := &socks.Listeners[i]
 		l.PIDs = found[l.Inode]

@@ -124,6 +124,9 @@ type Snapshot struct {
 	// Firewall is the namespace's nftables rules (iptables-nft's among
 	// them) that drop, reject or rate-limit, with their counters.
 	Firewall *Firewall `json:"firewall,omitempty"`
+	// Senders is what held the TCP connections' senders (tcp_info, per
+	// listening port and per peer), cumulative from Senders.Since.
+	Senders *Senders `json:"senders,omitempty"`
 }
 
 // Drops is the drop monitor's count for one namespace, cumulative since

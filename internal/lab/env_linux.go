@@ -21,6 +21,12 @@ type Env struct {
 	ClientDev          string
 	Dir                string // config files, logs and sockets
 
+	// DelayNS is the namespace between the two, when the lab was built
+	// with a Link (NewLinked): its delay element forwards every frame
+	// between the client's veth and the server's.
+	DelayNS netns.NS
+	delay   *Delay
+
 	mu     sync.Mutex
 	state  *state // what Close undoes, journaled for Clean
 	procs  []*Proc
@@ -33,7 +39,16 @@ var ErrNeedsRoot = errors.New("the lab needs root: it creates network namespaces
 // New creates the namespaces and the veth. id tells concurrent labs
 // apart; it picks the names (nd-ID-srv, nd-ID-cli) and the subnet
 // 10.99.N.0/24 with N from it. On error nothing is left behind.
-func New(id string) (*Env, error) {
+func New(id string) (*Env, error) { return create(id, nil) }
+
+// NewLinked is New with a delay element between the client and the
+// server: a third namespace, nd-ID-dly, holds the far end of each one's
+// veth, and a Delay forwards the frames between them after l's delay (at
+// its rate), so that the client and the server share one subnet and see
+// a round trip of twice l.Delay. Close stops it before anything else.
+func NewLinked(id string, l Link) (*Env, error) { return create(id, &l) }
+
+func create(id string, link *Link) (*Env, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNeedsRoot
 	}
@@ -68,12 +83,20 @@ func New(id string) (*Env, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := e.build(); err != nil {
+	if link != nil {
+		err = e.buildLinked(*link)
+	} else {
+		err = e.build()
+	}
+	if err != nil {
 		e.Close()
 		return nil, err
 	}
 	return e, nil
 }
+
+// Delay is the lab's delay element, nil without one.
+func (e *Env) Delay() *Delay { return e.delay }
 
 // short keeps interface names within IFNAMSIZ.
 func short(id string) string {
@@ -108,6 +131,10 @@ func (e *Env) Close() error {
 	procs := e.procs
 	changes := slices.Clone(e.state.Changes)
 	e.mu.Unlock()
+	var delayErr error
+	if e.delay != nil {
+		delayErr = e.delay.Close()
+	}
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].Stop()
 	}
@@ -128,5 +155,5 @@ func (e *Env) Close() error {
 		held = otherLabs(e.state.path)
 	}
 	_, err := e.state.undo(held, lockErr)
-	return err
+	return errors.Join(err, delayErr)
 }

@@ -9,6 +9,7 @@ import (
 	vnetns "github.com/vishvananda/netns"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/sysctl"
 )
 
 // build makes the lab's network, as `ip` did before: the two namespaces,
@@ -46,6 +47,76 @@ func (e *Env) build() error {
 		return err
 	}
 	return linkUp(cli, e.ClientDev, e.ClientIP)
+}
+
+// buildLinked makes the lab's network with a delay element between the
+// client and the server: the namespace nd-ID-dly holds the far end of
+// each one's veth (ndx-ID towards the client, ndy-ID towards the
+// server), without addresses and without IPv6 (its own router
+// solicitations would cross the element), and the element forwards
+// between them.
+func (e *Env) buildLinked(l Link) error {
+	name := "nd-" + e.Name + "-dly"
+	if err := e.record(change{Netns: name}); err != nil {
+		return err
+	}
+	srv, err := netns.Create(e.ServerNS.Name)
+	if err != nil {
+		return err
+	}
+	e.ServerNS = srv
+	cli, err := netns.Create(e.ClientNS.Name)
+	if err != nil {
+		return err
+	}
+	e.ClientNS = cli
+	dly, err := netns.Create(name)
+	if err != nil {
+		return err
+	}
+	e.DelayNS = dly
+	for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+		if err := sysctl.Write(dly, k, "1"); err != nil {
+			return err
+		}
+	}
+	h, err := handleAt(dly)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	toCli, toSrv := "ndx-"+short(e.Name), "ndy-"+short(e.Name)
+	for _, p := range []struct {
+		ns       netns.NS
+		dev, far string
+	}{{cli, e.ClientDev, toCli}, {srv, e.ServerDev, toSrv}} {
+		fd, err := vnetns.GetFromPath(p.ns.Path)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p.ns, err)
+		}
+		veth := netlink.NewVeth(netlink.NewLinkAttrs())
+		veth.Name, veth.PeerName, veth.PeerNamespace = p.far, p.dev, netlink.NsFd(fd)
+		err = h.LinkAdd(veth)
+		fd.Close()
+		if err != nil {
+			return fmt.Errorf("add veth %s/%s: %w", p.far, p.dev, err)
+		}
+		link, err := h.LinkByName(p.far)
+		if err != nil {
+			return fmt.Errorf("%s in %s: %w", p.far, dly, err)
+		}
+		if err := h.LinkSetUp(link); err != nil {
+			return fmt.Errorf("set %s up in %s: %w", p.far, dly, err)
+		}
+	}
+	if err := linkUp(srv, e.ServerDev, e.ServerIP); err != nil {
+		return err
+	}
+	if err := linkUp(cli, e.ClientDev, e.ClientIP); err != nil {
+		return err
+	}
+	e.delay, err = StartDelay(dly, toCli, toSrv, l)
+	return err
 }
 
 // linkUp gives dev in ns the address ip/24, as `ip addr add IP/24 dev

@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/sysctl"
 )
@@ -44,6 +46,38 @@ func (e *Env) SetGlobal(name, value string) error {
 	}
 	if err := sysctl.Write(host, name, value); err != nil {
 		return fmt.Errorf("set %s: %w", name, err)
+	}
+	return nil
+}
+
+// Congestion makes the connections on dev's routes in namespace ns use
+// the congestion control cong (RTAX_CC_ALGO, as `ip route replace …
+// congctl CONG` sets it), whatever the namespace's default: outside the
+// host's namespace, net.ipv4.tcp_congestion_control may only name a
+// control of the host's tcp_allowed_congestion_control, a host-wide
+// setting, and a route's may name any the kernel has.
+func (e *Env) Congestion(ns netns.NS, dev, cong string) error {
+	h, err := handleAt(ns)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(dev)
+	if err != nil {
+		return fmt.Errorf("%s in %s: %w", dev, ns, err)
+	}
+	routes, err := h.RouteList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("routes of %s in %s: %w", dev, ns, err)
+	}
+	if len(routes) == 0 {
+		return fmt.Errorf("no route on %s in %s", dev, ns)
+	}
+	for _, r := range routes {
+		r.Congctl = cong
+		if err := h.RouteReplace(&r); err != nil {
+			return fmt.Errorf("congestion control %s on %s in %s: %w", cong, r.Dst, ns, err)
+		}
 	}
 	return nil
 }

@@ -23,9 +23,13 @@ const minSplitRequests = 20
 // those threads (Little's law). What the mean latency holds beyond it
 // was spent outside them: in queues, on the network, on a dependency
 // waited for through epoll. Requests outside the threads queue for
-// them (a Go program's goroutines, an event loop's ready connections):
-// as much of the outside time as the threads' busy time was held
-// runnable (throttled or waiting for a CPU) goes to those causes.
+// them (a Go program's goroutines, an event loop's ready connections)
+// only as far as the threads are saturated: of the outside time, the
+// share the threads' busy time was held runnable (throttled or waiting
+// for a CPU), times the share of the threads' capacity that was busy
+// (threadCapacity), goes to those causes. Threads idle most of the
+// window leave a request nothing to queue for: their few held
+// milliseconds are not the round trip's.
 //
 // Part of the outside time is measured: requests sent and still unread
 // in the front servers' sockets, as the connections holding unread bytes
@@ -64,13 +68,13 @@ func TimeSplit(r *Run) *report.TimeSplit {
 	ts.Servers = names
 	busy := sumBuckets(b50)
 	ts.PerRequest = busy / time.Duration(n50)
-	ts.P50 = split(b50, n50, r.unreadTime(tl, all), lr.Latency.Mean, lr.Latency.P50)
+	ts.P50 = split(b50, n50, r.capacity(tl, all), r.unreadTime(tl, all), lr.Latency.Mean, lr.Latency.P50)
 	b99, n99, _ := r.threadTime(tl, tail)
-	u99 := r.unreadTime(tl, tail)
+	u99, c99 := r.unreadTime(tl, tail), r.capacity(tl, tail)
 	if n99 == 0 || len(b99) == 0 {
-		b99, n99, u99 = b50, n50, r.unreadTime(tl, all)
+		b99, n99, u99, c99 = b50, n50, r.unreadTime(tl, all), r.capacity(tl, all)
 	}
-	ts.P99 = split(b99, n99, u99, lr.Latency.Mean, lr.Latency.P99)
+	ts.P99 = split(b99, n99, c99, u99, lr.Latency.Mean, lr.Latency.P99)
 	return ts
 }
 
@@ -143,10 +147,11 @@ const minUnreadLooks = 3
 // the one taken as it began.
 const loadStartLook = 250 * time.Millisecond
 
-// split turns the threads' time in buckets over n requests, and the time
-// those requests spent unread in the servers' sockets, into the parts of
-// latency.
-func split(b map[string]time.Duration, n uint64, unread, mean, latency time.Duration) report.Split {
+// split turns the threads' time in buckets over n requests, of their
+// capacity (the thread time that could have taken a request; 0: not
+// known, taken as saturated), and the time those requests spent unread
+// in the servers' sockets, into the parts of latency.
+func split(b map[string]time.Duration, n uint64, capacity, unread, mean, latency time.Duration) report.Split {
 	busy := sumBuckets(b)
 	if busy <= 0 || n == 0 {
 		return report.Split{Latency: latency, Parts: []report.Part{{Bucket: report.BucketOutside, Share: 1, Time: latency}}}
@@ -160,8 +165,14 @@ func split(b map[string]time.Duration, n uint64, unread, mean, latency time.Dura
 	}
 	if held > 0 && out > 0 {
 		// Requests queued for threads that were themselves held: as
-		// much of the outside time as the threads' busy time was held.
-		moved := out * held
+		// much of the outside time as the threads' busy time was held,
+		// as far as the threads were saturated (a request that finds a
+		// thread idle does not queue for one).
+		sat := 1.0
+		if capacity > 0 {
+			sat = min(1, float64(busy)/float64(capacity))
+		}
+		moved := out * held * sat
 		hw := b[report.BucketThrottled] + b[report.BucketWaiting]
 		shares[report.BucketThrottled] += moved * float64(b[report.BucketThrottled]) / float64(hw)
 		shares[report.BucketWaiting] += moved * float64(b[report.BucketWaiting]) / float64(hw)
@@ -242,6 +253,45 @@ func (r *Run) threadTime(tl []load.Second, use []bool) (map[string]time.Duration
 		}
 	}
 	return b, n, names
+}
+
+// capacity sums, over the servers' samples in the load seconds marked
+// in use, the thread time that could have taken a request
+// (threadCapacity): the same samples threadTime sums.
+func (r *Run) capacity(tl []load.Second, use []bool) time.Duration {
+	var t time.Duration
+	for _, s := range r.Servers {
+		for _, smp := range s.Samples {
+			c := smp.CPU
+			if c == nil || c.Span <= 0 {
+				continue
+			}
+			if i := second(tl, smp.Time.Add(-c.Span/2)); i >= 0 && use[i] {
+				t += threadCapacity(*c, s.Runtime)
+			}
+		}
+	}
+	return t
+}
+
+// threadCapacity is the thread time of one interval that could have
+// taken a request: every thread's, but in a runtime that parks its idle
+// threads (Go, the JVM, Node) only as many threads as it runs code on
+// at once (its configured parallelism, else the CPUs it may use), the
+// others being spares that a saturated runtime keeps parked.
+func threadCapacity(c app.CPU, rt *app.Runtime) time.Duration {
+	parks := rt != nil && (rt.Name == app.RuntimeGo || rt.Name == app.RuntimeJava || rt.Name == app.RuntimeNode)
+	if !parks {
+		return c.ThreadTime
+	}
+	p := c.CPUs
+	if rt.Parallelism > 0 {
+		p = rt.Parallelism
+	}
+	if p <= 0 {
+		return c.ThreadTime
+	}
+	return min(c.ThreadTime, time.Duration(p)*c.Span)
 }
 
 // heldWaits are the sample's off-CPU threads by the wait classes that

@@ -33,11 +33,14 @@ const (
 type dump struct {
 	name string
 	udp  bool
-	typ  uint16
-	req  []byte
-	c    *conn
-	sum  Summary
-	err  error
+	// round, for a TCP dump with Options.Senders, looks at each
+	// connection's tcp_info.
+	round *Round
+	typ   uint16
+	req   []byte
+	c     *conn
+	sum   Summary
+	err   error
 }
 
 // Collect dumps the TCP sockets (IPv4 and IPv6) and, if asked, the unix
@@ -47,6 +50,15 @@ type dump struct {
 // parallel. A family the kernel lacks (IPv6 disabled) is skipped. With
 // ErrPartial the returned Sockets are still usable.
 func Collect(o Options) (*evidence.Sockets, error) {
+	s, _, err := CollectSenders(o)
+	return s, err
+}
+
+// CollectSenders is Collect, and with o.Senders the round of its
+// accounting that the dump of the connections made: the connections'
+// tcp_info, congestion control and send buffer are asked of the kernel
+// in the same walk (BenchmarkSendersDump: what that costs).
+func CollectSenders(o Options) (*evidence.Sockets, *evidence.Senders, error) {
 	if o.MaxEstablishedDetail == 0 {
 		o.MaxEstablishedDetail = DefaultMaxEstablishedDetail
 	}
@@ -79,11 +91,17 @@ func Collect(o Options) (*evidence.Sockets, error) {
 	if skipEstab {
 		states &^= estabBits
 	}
-	rest := []*dump{{name: "tcp", typ: tcpDiagGetSock, req: compatRequest(states, memExt)}}
+	ext := memExt
+	var round *Round
+	if o.Senders != nil {
+		ext |= infoExt | congExt
+		round = o.Senders.Begin(o.SendersAt, total.listenPorts, o.SlowStartAfterIdle)
+	}
+	rest := []*dump{{name: "tcp", typ: tcpDiagGetSock, req: compatRequest(states, ext), round: round}}
 	if !compat {
 		rest = []*dump{
-			{name: "tcp4", typ: sockDiagByFamily, req: inetRequest(afInet, states, memExt)},
-			{name: "tcp6", typ: sockDiagByFamily, req: inetRequest(afInet6, states, memExt)},
+			{name: "tcp4", typ: sockDiagByFamily, req: inetRequest(afInet, states, ext), round: round},
+			{name: "tcp6", typ: sockDiagByFamily, req: inetRequest(afInet6, states, ext), round: round},
 		}
 	}
 	// UDP sockets, for the drops of each (a receiver whose buffer is
@@ -95,7 +113,8 @@ func Collect(o Options) (*evidence.Sockets, error) {
 		d.sum.PortLow, d.sum.PortHigh = o.PortLow, o.PortHigh
 		d.sum.listenPorts = total.listenPorts
 	}
-	errs = append(errs, runDumps(rest, &total)...)
+	restErrs := runDumps(rest, &total)
+	errs = append(errs, restErrs...)
 	if skipEstab {
 		est := int(o.CurrEstab) - total.tcp[closeWait]
 		total.tcp[stateEstablished] = max(est, 0)
@@ -105,7 +124,19 @@ func Collect(o Options) (*evidence.Sockets, error) {
 		s.Note = fmt.Sprintf("%d ESTABLISHED sockets counted from TcpCurrEstab, not dumped (more than %d); remotes count the other states only",
 			s.TCP["ESTABLISHED"], o.MaxEstablishedDetail)
 	}
-	return s, errors.Join(errs...)
+	var senders *evidence.Senders
+	if round != nil {
+		// Connections a dump did not show are gone only when it showed
+		// every one: not ESTABLISHED left undumped, nor a walk the
+		// kernel interrupted or that failed.
+		complete := !skipEstab && len(restErrs) == 0
+		note := s.Note
+		if len(restErrs) > 0 {
+			note = "the dump of the connections was incomplete (" + errors.Join(restErrs...).Error() + "): those it did not show keep their last look"
+		}
+		senders = round.Finish(complete, note)
+	}
+	return s, senders, errors.Join(errs...)
 }
 
 // runDumps opens a socket per dump on the calling thread, runs the dumps
@@ -155,6 +186,17 @@ func (d *dump) run() error {
 		})
 	}
 	var m InetDiagMsg
+	if d.round != nil {
+		var c ConnInfo
+		return d.c.receive(func(p []byte) error {
+			if err := DecodeConn(p, &m, &c); err != nil {
+				return err
+			}
+			d.sum.AddInet(&m)
+			d.round.Look(&m, &c)
+			return nil
+		})
+	}
 	return d.c.receive(func(p []byte) error {
 		if err := DecodeInetDiagMsg(p, &m); err != nil {
 			return err

@@ -13,3 +13,8 @@ import (
 func Collect(Options) (*evidence.Sockets, error) {
 	return nil, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
 }
+
+// CollectSenders is only implemented on Linux.
+func CollectSenders(Options) (*evidence.Sockets, *evidence.Senders, error) {
+	return nil, nil, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
+}

@@ -383,3 +383,180 @@ func FuzzDecodeUnixDiagMsg(f *testing.F) {
 		_ = DecodeUnixDiagMsg(b, &m)
 	})
 }
+
+// TestDecodeTCPInfoLengths decodes 6.18's tcp_info cut to every length
+// from 0 to past its end: below the oldest struct an error, and above it
+// each field either as 6.18 sent it, when the cut holds all its bytes,
+// or zero; the Has methods agree.
+func TestDecodeTCPInfoLengths(t *testing.T) {
+	b, err := os.ReadFile("testdata/tcp_info.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A connection's fields made distinct, so that a field read from
+	// the wrong offset shows.
+	full := make([]byte, len(b)+24)
+	copy(full, b)
+	for off := 104; off < len(b); off++ {
+		full[off] = byte(off)
+	}
+	var all TCPInfo
+	if err := DecodeTCPInfo(full[:len(b)], &all); err != nil {
+		t.Fatal(err)
+	}
+	fields := []struct {
+		name    string
+		off, n  int
+		get     func(*TCPInfo) uint64
+		has     func(*TCPInfo) bool
+		wantAll uint64
+	}{
+		{"busy_time", tiBusyTime, 8, func(x *TCPInfo) uint64 { return x.BusyTime }, (*TCPInfo).HasBusyTime, 0},
+		{"rwnd_limited", tiRwndLimited, 8, func(x *TCPInfo) uint64 { return x.RwndLimited }, nil, 0},
+		{"sndbuf_limited", tiSndbufLimit, 8, func(x *TCPInfo) uint64 { return x.SndbufLimited }, (*TCPInfo).HasLimited, 0},
+		{"delivery_rate", tiDeliveryRate, 8, func(x *TCPInfo) uint64 { return x.DeliveryRate }, (*TCPInfo).HasDeliveryRate, 0},
+		{"bytes_retrans", tiBytesRetrans, 8, func(x *TCPInfo) uint64 { return x.BytesRetrans }, (*TCPInfo).HasBytesRetrans, 0},
+		{"snd_wnd", tiSndWnd, 4, func(x *TCPInfo) uint64 { return uint64(x.SndWnd) }, (*TCPInfo).HasSndWnd, 0},
+		{"rcv_wnd", tiRcvWnd, 4, func(x *TCPInfo) uint64 { return uint64(x.RcvWnd) }, (*TCPInfo).HasRcvWnd, 0},
+		{"total_rto", tiTotalRTO, 2, func(x *TCPInfo) uint64 { return uint64(x.TotalRTO) }, nil, 0},
+		{"total_rto_recoveries", tiTotalRTORec, 2, func(x *TCPInfo) uint64 { return uint64(x.TotalRTORecoveries) }, nil, 0},
+		{"total_rto_time", tiTotalRTOTime, 4, func(x *TCPInfo) uint64 { return uint64(x.TotalRTOTime) }, (*TCPInfo).HasTotalRTO, 0},
+		{"min_rtt", tiMinRTT, 4, func(x *TCPInfo) uint64 { return uint64(x.MinRTT) }, nil, 0},
+		{"notsent", tiNotsent, 4, func(x *TCPInfo) uint64 { return uint64(x.NotsentBytes) }, (*TCPInfo).HasNotsent, 0},
+	}
+	for i := range fields {
+		fields[i].wantAll = fields[i].get(&all)
+		if fields[i].wantAll == 0 {
+			t.Fatalf("%s is 0 in the marked struct", fields[i].name)
+		}
+	}
+	if all.SndWnd != 0xe7e6e5e4 || all.TotalRTO != 0xf1f0 || all.TotalRTOTime != 0xf7f6f5f4 {
+		t.Errorf("offsets: snd_wnd %#x total_rto %#x total_rto_time %#x", all.SndWnd, all.TotalRTO, all.TotalRTOTime)
+	}
+	for n := 0; n <= len(full); n++ {
+		var ti TCPInfo
+		err := DecodeTCPInfo(full[:n], &ti)
+		if n < tcpInfoMinLen {
+			if !errors.Is(err, ErrTruncated) {
+				t.Errorf("%d bytes: %v, want ErrTruncated", n, err)
+			}
+			continue
+		}
+		if err != nil || ti.Size != n || ti.RTO != all.RTO || ti.SndCwnd != all.SndCwnd {
+			t.Errorf("%d bytes: %v, size %d", n, err, ti.Size)
+		}
+		for _, f := range fields {
+			want := uint64(0)
+			if n >= f.off+f.n {
+				want = f.wantAll
+			}
+			if got := f.get(&ti); got != want {
+				t.Errorf("%d bytes: %s = %d, want %d", n, f.name, got, want)
+			}
+			if f.has != nil && f.has(&ti) != (n >= f.off+f.n) {
+				t.Errorf("%d bytes: Has for %s = %v", n, f.name, f.has(&ti))
+			}
+		}
+	}
+}
+
+func FuzzDecodeTCPInfo(f *testing.F) {
+	b, err := os.ReadFile("testdata/tcp_info.bin")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, n := range []int{0, 103, 104, 160, 192, 232, 248, 279, 280} {
+		f.Add(b[:n])
+	}
+	f.Add(append(b, 1, 2, 3, 4, 5))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var ti TCPInfo
+		err := DecodeTCPInfo(b, &ti)
+		if (err == nil) != (len(b) >= tcpInfoMinLen) {
+			t.Fatalf("%d bytes: %v", len(b), err)
+		}
+		if err == nil && (ti.HasTotalRTO() != (len(b) >= tiTotalRTOTime+4) || ti.HasLimited() != (len(b) >= tiSndbufLimit+8)) {
+			t.Fatalf("%d bytes: Has disagrees with the length", len(b))
+		}
+		if err == nil && len(b) < tiSndWnd+4 && ti.SndWnd != 0 {
+			t.Fatalf("%d bytes: snd_wnd %d read past the end", len(b), ti.SndWnd)
+		}
+	})
+}
+
+// TestDecodeConnFixture decodes a dump as CollectSenders asks for it
+// (INET_DIAG_INFO, INET_DIAG_CONG, INET_DIAG_SKMEMINFO) and the notices
+// of two connections' ends, from Linux 6.18 (testdata/tcp_senders_dump.bin
+// and tcp_ends.bin, captured by NETDOCTOR_CAPTURE=1 go test -run
+// TestCollectSenders): the server's end of a connection whose reader
+// reads nothing, its window closed and its send queue full; the ends of
+// a 200 KiB answer, read and closed.
+func TestDecodeConnFixture(t *testing.T) {
+	b, err := os.ReadFile("testdata/tcp_senders_dump.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stuck *ConnInfo
+	var m InetDiagMsg
+	n := 0
+	if _, _, err := Messages(b, func(p []byte) error {
+		var c ConnInfo
+		if err := DecodeConn(p, &m, &c); err != nil {
+			return err
+		}
+		n++
+		if m.SPort == 7010 && m.State == stateEstablished {
+			stuck = &c
+		}
+		return nil
+	}); err != nil || stuck == nil {
+		t.Fatalf("%d sockets, %v, none from port 7010", n, err)
+	}
+	ti := &stuck.Info
+	if !stuck.HasInfo || stuck.Cong != "cubic" || stuck.SndBuf == 0 || !stuck.SndbufFull() || ti.SndWnd != 0 || ti.NotsentBytes == 0 || ti.RwndLimited == 0 || ti.BusyTime < ti.RwndLimited {
+		t.Errorf("the stuck sender: %+v", stuck)
+	}
+	b, err = os.ReadFile("testdata/tcp_ends.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []TCPInfo
+	var ports []uint16
+	if _, _, err := Messages(b, func(p []byte) error {
+		var ti TCPInfo
+		if ok, err := DecodeInetDiagInfo(p, &m, &ti); !ok || err != nil {
+			t.Errorf("a notice without tcp_info: %v", err)
+		}
+		ends, ports = append(ends, ti), append(ports, m.SPort)
+		return nil
+	}); err != nil || len(ends) != 2 {
+		t.Fatalf("%d notices, %v", len(ends), err)
+	}
+	for i, e := range ends {
+		if e.State != 7 || (ports[i] == 7010) != (e.BytesSent == 200<<10) {
+			t.Errorf("notice from port %d: state %d, sent %d", ports[i], e.State, e.BytesSent)
+		}
+	}
+}
+
+func FuzzDecodeConn(f *testing.F) {
+	b, err := os.ReadFile("testdata/tcp_senders_dump.bin")
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, _, _ = Messages(b, func(p []byte) error { f.Add(p); return nil })
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m InetDiagMsg
+		var c ConnInfo
+		if err := DecodeConn(b, &m, &c); err != nil {
+			return
+		}
+		if c.HasInfo && c.Info.Size < tcpInfoMinLen || len(c.Cong) > maxCongName {
+			t.Fatalf("info %d bytes, cong %q", c.Info.Size, c.Cong)
+		}
+		s := NewSenders()
+		r := s.Begin(time.Time{}, nil, 1)
+		r.Look(&m, &c)
+		r.Finish(true, "")
+	})
+}

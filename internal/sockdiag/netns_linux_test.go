@@ -13,7 +13,7 @@ import (
 
 // newNetns creates a network namespace with lo up, deleted when the test
 // ends, on failure too. It skips the test when not root.
-func newNetns(t *testing.T, what string) netns.NS {
+func newNetns(t testing.TB, what string) netns.NS {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: it creates a network namespace")

@@ -1,6 +1,10 @@
 package sockdiag
 
-import "github.com/netdoctor/netdoctor/internal/evidence"
+import (
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
+)
 
 // Options selects what Collect dumps.
 type Options struct {
@@ -20,4 +24,11 @@ type Options struct {
 	// are known, before the slower walk of the other states, so a caller
 	// can resolve their owners meanwhile. It must not keep the slice.
 	Listeners func([]evidence.Listener)
+	// Senders, when set, looks at every connection of the dump for the
+	// accounting of what held its sender (CollectSenders), SendersAt
+	// being the snapshot's time and SlowStartAfterIdle the namespace's
+	// net.ipv4.tcp_slow_start_after_idle (-1: not known).
+	Senders            *Senders
+	SendersAt          time.Time
+	SlowStartAfterIdle int
 }

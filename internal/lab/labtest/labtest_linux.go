@@ -42,3 +42,22 @@ func Must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// NewLinked is New with a delay element between the client and the
+// server (lab.NewLinked): l.Delay each way, at l.Rate.
+func NewLinked(t testing.TB, id string, l lab.Link) *lab.Env {
+	t.Helper()
+	e, err := lab.NewLinked(id, l)
+	if errors.Is(err, lab.ErrNeedsRoot) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return e
+}

@@ -1,0 +1,385 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/collect"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/lab"
+	"github.com/netdoctor/netdoctor/internal/lab/labtest"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+	"github.com/netdoctor/netdoctor/internal/run"
+	"github.com/netdoctor/netdoctor/internal/source"
+)
+
+// The scenarios of issue 37, asserted on the evidence of what held the
+// servers' senders (evidence.Senders) and on the servers' CPU
+// accounting: the data the time split's findings are to be written
+// against. Each logs what it measured ("measured:" lines).
+
+// linkedLab builds a lab whose client and server are a round trip of
+// 2 × oneWay apart, through the lab's delay element.
+func linkedLab(t *testing.T, oneWay time.Duration) *lab.Env {
+	t.Helper()
+	return labtest.NewLinked(t, fmt.Sprintf("c%d-%d", os.Getpid()%100000, labs.Add(1)), lab.Link{Delay: oneWay})
+}
+
+// runBundle runs netdoctor run in the lab's client namespace against
+// url, observing the server's namespace, and returns the run's bundle
+// with its report.
+func runBundle(t *testing.T, e *lab.Env, url, args string) (*run.Bundle, *runJSON, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.json")
+	_, r, text := runIn(t, e.ClientNS.Name, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS.Name+" --bundle "+path+" "+url)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("no bundle: %v\n%s", err, text)
+	}
+	defer f.Close()
+	b, err := run.ReadBundle(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, r, text
+}
+
+// loadSenders is what held the senders of a side over the run's load
+// window (from its start to the end of the tail).
+func loadSenders(t *testing.T, b *run.Bundle, side report.Side) (listeners, peers []evidence.SenderGroup) {
+	t.Helper()
+	var s *rules.Side
+	for _, x := range b.Sides {
+		if x.Name == side && x.Observed {
+			s = x
+		}
+	}
+	if s == nil {
+		t.Fatalf("the %s side was not observed", side)
+	}
+	w := b.Window(s)
+	for _, snap := range w.Snapshots {
+		if snap.Senders == nil {
+			t.Fatalf("a snapshot at %s without senders", snap.Time.Format("15:04:05.000"))
+		}
+	}
+	return w.SenderDeltas()
+}
+
+func group(t *testing.T, gs []evidence.SenderGroup, port int) evidence.SenderGroup {
+	t.Helper()
+	for _, g := range gs {
+		if g.Port == port {
+			return g
+		}
+	}
+	t.Fatalf("no group for port %d in %+v", port, gs)
+	return evidence.SenderGroup{}
+}
+
+// shares are what held a group's senders over a window: busy time and
+// its parts, and what the looks saw.
+type shares struct {
+	busy                     time.Duration
+	rwnd, sndbuf, cwnd       float64
+	rtt, minRTT              time.Duration
+	cwndSending, cwndIdle    float64
+	sendingLooks             uint64
+	restartFrom              float64
+	zeroWindow, sndbufFull   float64
+	resumes, restarts, looks uint64
+	retrans, rtos, conns     uint64
+}
+
+func sharesOf(g evidence.SenderGroup) shares {
+	s := shares{busy: time.Duration(g.BusyUS) * time.Microsecond, resumes: g.IdleResumes, restarts: g.Restarts, looks: g.Looks,
+		retrans: g.Retrans, rtos: g.RTOs, conns: g.Conns}
+	div := func(a, b uint64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return float64(a) / float64(b)
+	}
+	s.rwnd, s.sndbuf, s.cwnd = div(g.RwndLimitedUS, g.BusyUS), div(g.SndbufLimitedUS, g.BusyUS), div(g.CwndLimitedUS(), g.BusyUS)
+	s.rtt = time.Duration(div(g.RTTSumUS, g.Looks) * float64(time.Microsecond))
+	s.minRTT = time.Duration(div(g.MinRTTSumUS, g.Looks) * float64(time.Microsecond))
+	s.cwndSending, s.cwndIdle = div(g.CwndSendingSum, g.SendingLooks), div(g.CwndIdleSum, g.IdleLooks)
+	s.sendingLooks = g.SendingLooks
+	s.restartFrom = div(g.RestartCwndSum, g.Restarts)
+	s.zeroWindow, s.sndbufFull = div(g.ZeroWindowLooks, g.Looks), div(g.SndbufFullLooks, g.Looks)
+	return s
+}
+
+func (s shares) String() string {
+	return fmt.Sprintf("busy %v (cwnd %.0f%%, rwnd %.0f%%, sndbuf %.0f%%); rtt %v, min rtt %v; cwnd sending %.0f, idle %.0f; "+
+		"(%d looks sending); resumes after idle %d, restarts %d (from cwnd %.0f); zero window %.0f%% of %d looks, sndbuf full %.0f%%; retrans %d, rtos %d; %d connections",
+		s.busy.Round(time.Millisecond), 100*s.cwnd, 100*s.rwnd, 100*s.sndbuf, s.rtt.Round(100*time.Microsecond), s.minRTT.Round(100*time.Microsecond),
+		s.cwndSending, s.cwndIdle, s.sendingLooks, s.resumes, s.restarts, s.restartFrom, 100*s.zeroWindow, s.looks, 100*s.sndbufFull, s.retrans, s.rtos, s.conns)
+}
+
+// idleAnswers runs the load of the restart scenarios: 512 KiB answers
+// from nginx, 2 keep-alive connections (a thread each) asking one every
+// 2 s each, so that each idles about 1.7 s between answers (some 7
+// RTOs: the kernel halves a CUBIC window per RTO of idle, down to the
+// initial 10 segments), over a 50 ms round trip, with the server's
+// congestion control (its route's) and its namespace's
+// tcp_slow_start_after_idle as given. It returns what held the server's
+// senders and their busy time per answer: the time an answer took to
+// leave, about 6 round trips from the initial window, one from a window
+// kept.
+func idleAnswers(t *testing.T, cong, afterIdle string) (shares, time.Duration) {
+	t.Helper()
+	e := linkedLab(t, 25*time.Millisecond)
+	labMust(t, e.Congestion(e.ServerNS, e.ServerDev, cong))
+	labMust(t, e.Sysctl(e.ServerNS, "net.ipv4.tcp_slow_start_after_idle", afterIdle))
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 512 << 10})
+	labMust(t, err)
+	b, r, text := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 2 -t 2 -R 1 -d 16s --timeout 5s")
+	ls, _ := loadSenders(t, b, report.Server)
+	s := sharesOf(group(t, ls, 80))
+	p50, p99 := time.Duration(0), time.Duration(0)
+	if r.Load != nil {
+		p50, p99 = r.Load.Latency.P50, r.Load.Latency.P99
+	}
+	if r.Load == nil || r.Load.Requests < 10 {
+		t.Fatalf("the load did not run:\n%s", text)
+	}
+	perAnswer := s.busy / time.Duration(r.Load.Requests)
+	t.Logf("measured: %s, tcp_slow_start_after_idle=%s: %d answers, p50 %v, p99 %v; server's senders on :80: busy %v per answer; %s",
+		cong, afterIdle, r.Load.Requests, p50.Round(time.Millisecond), p99.Round(time.Millisecond), perAnswer.Round(time.Millisecond), s)
+	if s.looks < 20 || s.resumes < 5 {
+		t.Errorf("%d looks, %d answers after an idle seen: too few to judge", s.looks, s.resumes)
+	}
+	// The answers are the senders' whole story: nothing else holds them.
+	if s.cwnd < 0.9 || s.retrans > 0 {
+		t.Errorf("busy time %.0f%% in flight, %d retransmissions: want all of it, none", 100*s.cwnd, s.retrans)
+	}
+	if s.minRTT < 48*time.Millisecond || s.minRTT > 60*time.Millisecond {
+		t.Errorf("min RTT %v, want the link's 50 ms", s.minRTT)
+	}
+	return s, perAnswer
+}
+
+// TestRunIdleRestartCubic: CUBIC with tcp_slow_start_after_idle=1
+// restarts every answer's window after the idle between requests: the
+// answers that began after an idle longer than the RTO are restarts,
+// from the window kept while idle, and each answer keeps its sender
+// busy for the 5 or 6 round trips of slow start from 10 segments (about
+// 300 ms, where one round trip would do with the window kept). Samples
+// once a second rarely catch an answer in flight: requests every 2 s
+// and looks every second can keep the same phase for the whole run
+// (none did in the runs recorded), so the window while sending is
+// asserted only when seen; the restarts are read from the kernel's own
+// condition, an idle longer than the RTO seen at one look and data sent
+// by the next, which no phase hides.
+func TestRunIdleRestartCubic(t *testing.T) {
+	lightLoad(t)
+	s, perAnswer := idleAnswers(t, "cubic", "1")
+	// Every answer after an idle restarted but a connection's first,
+	// sent from the initial window anyway.
+	if s.restarts == 0 || s.restarts*5 < s.resumes*4 || s.restartFrom < 100 {
+		t.Errorf("%d restarts of %d answers after idle, from a window of %.0f: want nearly all, from the window the last answer grew", s.restarts, s.resumes, s.restartFrom)
+	}
+	if perAnswer < 200*time.Millisecond {
+		t.Errorf("busy %v per answer: want the 5 or 6 round trips of slow start from 10 segments", perAnswer)
+	}
+	if s.sendingLooks > 0 && s.cwndSending > s.restartFrom/2 {
+		t.Errorf("cwnd %.0f while sending, %.0f before the restarts", s.cwndSending, s.restartFrom)
+	}
+}
+
+// TestRunIdleRestartBBR: BBR sets its own window, which the restart
+// after idle leaves alone: answers after idle, none restarted, the
+// window while sending as large as while idle.
+func TestRunIdleRestartBBR(t *testing.T) {
+	lightLoad(t)
+	s, perAnswer := idleAnswers(t, "bbr", "1")
+	if s.restarts != 0 {
+		t.Errorf("%d restarts under BBR", s.restarts)
+	}
+	if perAnswer > 150*time.Millisecond {
+		t.Errorf("busy %v per answer: want a round trip or two", perAnswer)
+	}
+}
+
+// TestRunIdleRestartOff: CUBIC with tcp_slow_start_after_idle=0 keeps
+// its window across the idle: no restart, and the answers as fast as
+// the window allows.
+func TestRunIdleRestartOff(t *testing.T) {
+	lightLoad(t)
+	s, perAnswer := idleAnswers(t, "cubic", "0")
+	if s.restarts != 0 {
+		t.Errorf("%d restarts with tcp_slow_start_after_idle=0", s.restarts)
+	}
+	if perAnswer > 150*time.Millisecond {
+		t.Errorf("busy %v per answer: want a round trip or two", perAnswer)
+	}
+}
+
+// slowReaders starts nginx with a 16 MiB file and 20 clients, each from
+// an address of its own, reading it at 2 KiB/s, 1 KiB every 500 ms, into
+// a 4 KiB buffer: windows closed for longer than the RTO, so that the
+// server probes them.
+func slowReaders(t *testing.T, e *lab.Env) []string {
+	t.Helper()
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 1024, Files: map[string]int{"big": 16 << 20}})
+	labMust(t, err)
+	from, err := e.AddClientAddrs(20)
+	labMust(t, err)
+	sr, err := lab.StartSlowReaders(e.ClientNS, lab.SlowRead{From: from, Conns: 20, Target: e.ServerIP + ":80", Path: "/big", RcvBuf: 4096, Rate: 2 << 10})
+	labMust(t, err)
+	t.Cleanup(sr.Stop)
+	return from
+}
+
+// checkSlow are the slow readers' groups, asserted: the receivers'
+// windows held the senders most of the time, every one's (the rest in
+// flight: each window that opens is an RTT's worth), windows were seen
+// closed (not every peer's at a look: a reader that just read has a
+// little open), and the server's Send-Q stays full, a send buffer full
+// behind each; the load's own client is not among them.
+func checkSlow(t *testing.T, what string, ls, ps []evidence.SenderGroup, slow []string) {
+	t.Helper()
+	l := group(t, ls, 80)
+	t.Logf("measured: %s: listener :80: %s; Send-Q %d bytes in %d connections, %d with a zero window", what, sharesOf(l), l.SendQ, l.Open, l.ZeroWindow)
+	if sharesOf(l).rwnd < 0.5 || l.ZeroWindowLooks == 0 || l.SendQ < 20*32<<10 {
+		t.Errorf("%s: the receivers' windows did not show: %s, Send-Q %d", what, sharesOf(l), l.SendQ)
+	}
+	seen := 0
+	for _, p := range ps {
+		if !slices.Contains(slow, p.Peer) {
+			continue
+		}
+		seen++
+		s := sharesOf(p)
+		if !p.Inbound || s.rwnd < 0.6 || p.SendQ == 0 || s.sndbufFull < 0.5 {
+			t.Errorf("%s: slow peer %s: %s, Send-Q %d", what, p.Peer, s, p.SendQ)
+		}
+	}
+	if seen != len(slow) {
+		t.Errorf("%s: %d of the %d slow peers listed", what, seen, len(slow))
+	}
+	var lines []string
+	for _, p := range ps[:min(3, len(ps))] {
+		lines = append(lines, fmt.Sprintf("%s (%d open, Send-Q %d, zero window %d): %s", p.Peer, p.Open, p.SendQ, p.ZeroWindow, sharesOf(p)))
+	}
+	t.Logf("measured: %s: busiest peers:\n  %s", what, strings.Join(lines, "\n  "))
+}
+
+// TestRunSlowReaders: 20 clients read a streaming answer slowly into
+// small buffers while netdoctor's load asks nginx for a small page: the
+// server's senders wait for the receivers' windows, per peer, and the
+// load's own connections are not held.
+func TestRunSlowReaders(t *testing.T) {
+	lightLoad(t)
+	e := linkedLab(t, time.Millisecond)
+	slow := slowReaders(t, e)
+	b, r, _ := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 4 -t 1 -R 50 -d 6s")
+	ls, ps := loadSenders(t, b, report.Server)
+	checkSlow(t, "run", ls, ps, slow)
+	for _, p := range ps {
+		if p.Peer == e.ClientIP && sharesOf(p).rwnd > 0.1 {
+			t.Errorf("the load's connections held by their windows: %s", sharesOf(p))
+		}
+	}
+	var conns []string
+	w := b.Window(b.Server())
+	if last := w.Snapshots[len(w.Snapshots)-1].Senders; last != nil {
+		for _, c := range last.Conns[:min(3, len(last.Conns))] {
+			conns = append(conns, fmt.Sprintf("%s→%s %s cwnd %d snd_wnd %d Send-Q %d notsent %d sndbuf %d rcvbuf %d probes %d timer %s",
+				c.Local, c.Remote, c.Cong, c.Cwnd, c.SndWnd, c.SendQ, c.NotSent, c.SndBuf, c.RcvBuf, c.Probes, c.Timer))
+		}
+	}
+	t.Logf("measured: run: %d requests, p50 %v; busiest connections:\n  %s", r.Load.Requests, r.Load.Latency.P50, strings.Join(conns, "\n  "))
+	// The kernel's own counters agree: the server probed zero windows,
+	// the readers advertised them.
+	probes, _ := evidence.Window{First: &w.Snapshots[0], Last: &w.Snapshots[len(w.Snapshots)-1]}.Counter("TcpExt.TCPWinProbe")
+	cw := b.Window(b.Client())
+	zero, _ := evidence.Window{First: &cw.Snapshots[0], Last: &cw.Snapshots[len(cw.Snapshots)-1]}.Counter("TcpExt.TCPToZeroWindowAdv")
+	// The readers' own ends, on the client's side: their small buffers,
+	// the window they advertise, what they have not read.
+	var readers []string
+	if last := cw.Snapshots[len(cw.Snapshots)-1].Senders; last != nil {
+		for _, c := range last.Conns {
+			host, _, _ := strings.Cut(c.Local, ":")
+			if slices.Contains(slow, host) {
+				readers = append(readers, fmt.Sprintf("%s rcvbuf %d rcv_wnd %d Recv-Q %d", c.Local, c.RcvBuf, c.RcvWnd, c.RecvQ))
+				if c.RcvBuf > 16<<10 {
+					t.Errorf("slow reader %s with a receive buffer of %d", c.Local, c.RcvBuf)
+				}
+			}
+		}
+	}
+	t.Logf("measured: run: server's TcpExt.TCPWinProbe +%d, client's TcpExt.TCPToZeroWindowAdv +%d; readers seen on the client's side:\n  %s", probes, zero, strings.Join(readers, "\n  "))
+	if probes == 0 || zero == 0 || len(readers) == 0 {
+		t.Errorf("window probes %d, zero windows advertised %d, readers listed %d", probes, zero, len(readers))
+	}
+}
+
+// TestCheckSlowReaders: the same receivers seen by check's evidence, two
+// snapshots a window apart without a load.
+func TestCheckSlowReaders(t *testing.T) {
+	e := linkedLab(t, time.Millisecond)
+	slow := slowReaders(t, e)
+	l, err := source.NewLocal(collect.Config{NetNS: e.ServerNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c := l.Check(context.Background(), 3*time.Second, 4, nil)
+	ls, ps := c.Bundle.SenderDeltas()
+	checkSlow(t, "check", ls, ps, slow)
+}
+
+// TestRunSaturatedWorker: one nginx worker doing TLS handshakes (a new
+// connection per request, RSA 4096: 7 ms of the worker's CPU each, 0.1
+// of the client's) on the two-CPU host: the worker is
+// on CPU nearly all the time while the host has a CPU to spare, the
+// data for "the server's own threads are saturated, not the host".
+func TestRunSaturatedWorker(t *testing.T) {
+	e := newLab(t)
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{Port: 443, TLS: true, TLSKeyBits: 4096, Body: "ok\n"})
+	labMust(t, err)
+	b, r, text := runBundle(t, e, "https://"+e.ServerIP+"/", "-c 16 -t 1 --no-keepalive -d 6s")
+	if r.Load == nil || r.Load.Requests < 100 {
+		t.Fatalf("the load did not run:\n%s", text)
+	}
+	var onCPU, span, idle time.Duration
+	var idleCPUs float64
+	n := 0
+	for _, s := range b.Servers {
+		if s.Kind != "nginx" {
+			continue
+		}
+		for _, smp := range s.Samples {
+			c := smp.CPU
+			if c == nil || smp.Time.Before(b.LoadStart.Add(1500*time.Millisecond)) || smp.Time.After(b.LoadEnd) {
+				continue
+			}
+			onCPU += c.OnCPU
+			span += c.Span
+			idle += c.RunDelay
+			idleCPUs += c.IdleCPUs
+			n++
+		}
+	}
+	if n < 3 {
+		t.Fatalf("%d samples of nginx's CPU during the load", n)
+	}
+	share := float64(onCPU) / float64(span)
+	t.Logf("measured: %d handshakes, %.0f/s, p50 %v; the nginx worker on CPU %.0f%% of the load (runnable %.0f%%), the host's CPUs idle %.2f of 2",
+		r.Load.Requests, r.Load.RPS, r.Load.Latency.P50, 100*share, 100*float64(idle)/float64(span), idleCPUs/float64(n))
+	if share < 0.85 {
+		t.Errorf("the worker on CPU %.0f%% of the load, want saturated", 100*share)
+	}
+	if idleCPUs/float64(n) < 0.3 {
+		t.Errorf("the host's CPUs idle %.2f: want a CPU mostly to spare", idleCPUs/float64(n))
+	}
+}
