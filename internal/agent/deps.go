@@ -9,13 +9,14 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/pace"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // Dependency tracing in bursts: every DepEvery the agent follows the
 // outbound connections of the servers behind the listeners it follows
 // (MaxPools ports) for depBurst, looking at each connection every
-// app.DepInterval by an exact sock_diag lookup (source.Local.TraceDeps,
+// app.DepInterval by an exact sock_diag lookup (source.Local.TraceHost,
 // as check does). Between bursts it costs nothing; the findings and
 // /metrics keep the last burst's picture until the next.
 const (
@@ -34,20 +35,24 @@ type depTraces struct {
 	doneAt time.Time
 }
 
-// traceDeps runs a burst every a.cfg.DepEvery until ctx ends.
+// traceDeps runs a burst every a.cfg.DepEvery, on a pace.Ticker's
+// lattice from the first snapshot that listed the sockets, until ctx
+// ends.
 func (a *Agent) traceDeps(ctx context.Context) {
-	for {
-		wait := a.cfg.Interval // the first snapshot is not taken yet
+	listed := func() *evidence.Snapshot {
 		if l := a.latest(); l != nil && l.Sockets != nil {
-			a.depBurst(ctx, l)
-			wait = a.cfg.DepEvery
+			return l
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		return nil
+	}
+	for range pace.Every(ctx, a.cfg.Interval) {
+		if listed() != nil {
+			break
+		}
+	}
+	for range pace.Every(ctx, a.cfg.DepEvery) {
+		if l := listed(); l != nil {
+			a.depBurst(ctx, l)
 		}
 	}
 }
@@ -63,7 +68,7 @@ func (a *Agent) depBurst(ctx context.Context, l *evidence.Snapshot) {
 	bctx, cancel := context.WithTimeout(ctx, min(depBurst, a.cfg.DepEvery))
 	defer cancel()
 	cpu0 := threadCPU()
-	tr, err := a.src.TraceDeps(bctx, l.Sockets.Listeners, MaxPools)
+	tr, err := a.src.TraceHost(bctx, l.Sockets.Listeners, MaxPools)
 	if ctx.Err() != nil {
 		return
 	}

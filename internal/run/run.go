@@ -20,6 +20,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/pace"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/source"
@@ -153,7 +154,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		recs = append(recs, s.rec)
 	}
 	o.phase("baseline", o.Baseline)
-	wait(ctx, o.Baseline)
+	pace.Sleep(ctx, o.Baseline)
 	// Sampling resumes once the load has begun (or failed to).
 	resume := sync.OnceFunc(source.Mark(ctx, recs...))
 	ev.LoadStart = time.Now()
@@ -174,7 +175,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	ev.LoadEnd = time.Now()
 	if lerr == nil {
 		o.phase("tail", o.Tail)
-		wait(ctx, o.Tail)
+		pace.Sleep(ctx, o.Tail)
 	}
 	source.Stop(recs...)
 	if lerr != nil {
@@ -232,19 +233,9 @@ func traceDeps(ctx context.Context, t source.Apps) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = t.TraceDeps(ctx, app.DepInterval)
+		_ = t.TraceDeps(ctx)
 	}()
 	return func() { cancel(); <-done }
-}
-
-// wait sleeps for d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // sides decides what to observe: the server in its namespace (or in ours
