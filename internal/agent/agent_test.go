@@ -425,7 +425,7 @@ func TestIncidents(t *testing.T) {
 	// busy (no finding of its own). The incident carries it.
 	pool := app.Dependency{Addr: "10.0.0.1:7300", Owner: "backend (pid 77)", Observed: true, Conns: 4, Seconds: 3, Samples: 30,
 		Busy: 0.5, RoundTripsPerSec: 195, RoundTrip: 20 * time.Millisecond, SegsOutPerSec: 195, SegsInPerSec: 195}
-	a.deps.last = &report.Traced{Start: base, Seconds: 3, IntervalMS: 100, Followed: 1,
+	a.deps.last = &evidence.Traced{Start: base, Seconds: 3, IntervalMS: 100, Followed: 1,
 		Servers: []*app.Server{{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{pool}}}}
 	a.deps.doneAt = base
 	next := feed(t, a, base, []evidence.Snapshot{overflows(snap, 0), overflows(snap, 0), overflows(snap, 0), overflows(snap, 0), overflows(snap, 0)})
@@ -469,7 +469,7 @@ func TestIncidents(t *testing.T) {
 	if !found {
 		t.Errorf("the incident's bundle does not diagnose as accept-queue-overflow")
 	}
-	var tr report.Traced
+	var tr evidence.Traced
 	if err := json.Unmarshal(b.Incident.Dependencies, &tr); err != nil || len(tr.Servers) != 1 || len(tr.Servers[0].Deps) != 1 {
 		t.Fatalf("the incident's dependencies %s: %v", b.Incident.Dependencies, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/pace"
-	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // Dependency tracing in bursts: every DepEvery the agent follows the
@@ -29,7 +28,7 @@ const (
 // depTraces holds the last burst's dependencies.
 type depTraces struct {
 	mu     sync.Mutex
-	last   *report.Traced
+	last   *evidence.Traced
 	conns  int           // connections the last burst followed
 	took   time.Duration // CPU time the process spent during it
 	doneAt time.Time
@@ -90,7 +89,7 @@ func (a *Agent) depBurst(ctx context.Context, l *evidence.Snapshot) {
 // traced is the last burst's dependencies while they are recent: at
 // most two periods old (a burst that failed leaves none rather than an
 // old picture for ever).
-func (a *Agent) traced(now time.Time) *report.Traced {
+func (a *Agent) traced(now time.Time) *evidence.Traced {
 	a.deps.mu.Lock()
 	defer a.deps.mu.Unlock()
 	if a.deps.last == nil || now.Sub(a.deps.doneAt) > 2*a.cfg.DepEvery+depBurst {

@@ -102,7 +102,7 @@ func (in *incidents) trigger(now time.Time, turned []report.Finding, during stri
 }
 
 // due writes the pending incident once its "after" has passed.
-func (in *incidents) due(r *ring, host evidence.Host, deps *report.Traced, now time.Time) (int, error) {
+func (in *incidents) due(r *ring, host evidence.Host, deps *evidence.Traced, now time.Time) (int, error) {
 	if p := in.pending; p != nil && p.stopProfile != nil && !now.Before(p.profileUntil) {
 		p.endProfile()
 	}
@@ -115,7 +115,7 @@ func (in *incidents) due(r *ring, host evidence.Host, deps *report.Traced, now t
 // flush writes the pending incident with the window it has, and deps,
 // the last dependency trace if there is a recent one: what the servers
 // waited on about then.
-func (in *incidents) flush(r *ring, host evidence.Host, deps *report.Traced, now time.Time) (int, error) {
+func (in *incidents) flush(r *ring, host evidence.Host, deps *evidence.Traced, now time.Time) (int, error) {
 	p := in.pending
 	if p == nil {
 		return 0, nil

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -14,8 +14,8 @@ import (
 // skip leaves out listeners owned by a process it reports (the caller's
 // own). It is what check and the agent trace when no load points at one
 // port.
-func Listening(listeners []evidence.Listener, maxPorts int, skip func(pid int) bool) []*Server {
-	byPort := map[int][]evidence.Listener{}
+func Listening(listeners []kernel.Listener, maxPorts int, skip func(pid int) bool) []*Server {
+	byPort := map[int][]kernel.Listener{}
 	for _, l := range listeners {
 		if l.Proto == "unix" || l.Port == 0 || len(l.PIDs) == 0 || slices.ContainsFunc(l.PIDs, skip) {
 			continue
@@ -47,7 +47,7 @@ func Listening(listeners []evidence.Listener, maxPorts int, skip func(pid int) b
 // Deps, plus the destinations found listening in the namespace (role
 // "dependency"), whose own connections are followed too. The servers
 // given are not written to: a caller may go on sampling them meanwhile.
-func TraceServers(ctx context.Context, servers []*Server, listeners []evidence.Listener, ns netns.NS) ([]*Server, error) {
+func TraceServers(ctx context.Context, servers []*Server, listeners []kernel.Listener, ns netns.NS) ([]*Server, error) {
 	o := &Observer{proc: "/proc", ns: ns, listeners: listeners, seen: map[int]bool{}, light: true}
 	for _, s := range servers {
 		c := &Server{Role: s.Role, Addr: s.Addr, Kind: s.Kind, Master: s.Master, PIDs: s.PIDs, Exe: s.Exe, port: s.port}
@@ -71,7 +71,7 @@ func TraceServers(ctx context.Context, servers []*Server, listeners []evidence.L
 // namespace's TCP listeners (Listening) until ctx ends: check's and the
 // agent's tracing under the host's own traffic. It returns the servers
 // that sent requests, with their Deps, and how many were followed.
-func TraceHost(ctx context.Context, listeners []evidence.Listener, ns netns.NS, maxPorts int, skip func(pid int) bool) ([]*Server, int, error) {
+func TraceHost(ctx context.Context, listeners []kernel.Listener, ns netns.NS, maxPorts int, skip func(pid int) bool) ([]*Server, int, error) {
 	servers := Listening(listeners, maxPorts, skip)
 	if len(servers) == 0 {
 		<-ctx.Done()

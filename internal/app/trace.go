@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/pace"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
@@ -325,7 +325,7 @@ func (o *Observer) owner(d *Dependency) {
 }
 
 // localOwner names the owner of a listener of this namespace.
-func (o *Observer) localOwner(l evidence.Listener) (string, bool) {
+func (o *Observer) localOwner(l kernel.Listener) (string, bool) {
 	for _, s := range o.servers() {
 		if s.Addr == l.Addr {
 			return serverName(s, ""), true
@@ -358,7 +358,7 @@ func procName(kind string, pid int, ns string) string {
 
 // localListener finds the listener of this namespace at dst, when dst
 // is one of its addresses.
-func (o *Observer) localListener(dst string) (l evidence.Listener, ok bool) {
+func (o *Observer) localListener(dst string) (l kernel.Listener, ok bool) {
 	if strings.HasPrefix(dst, "unix:") {
 		// A path lives in the filesystem, an abstract name in the
 		// namespace: either way, the listener the server reached is

@@ -269,11 +269,11 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 
 // incidentDeps decodes the dependency trace an agent's incident carries,
 // if any: the tables and their findings, as check would show them.
-func incidentDeps(b *evidence.Bundle) (*report.Traced, error) {
+func incidentDeps(b *evidence.Bundle) (*evidence.Traced, error) {
 	if b.Incident == nil || len(b.Incident.Dependencies) == 0 {
 		return nil, nil
 	}
-	var tr report.Traced
+	var tr evidence.Traced
 	if err := json.Unmarshal(b.Incident.Dependencies, &tr); err != nil {
 		return nil, badInput("read bundle: the incident's dependencies: %v", err)
 	}

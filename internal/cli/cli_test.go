@@ -216,7 +216,7 @@ func TestDiagnoseIncidentDeps(t *testing.T) {
 	}
 	pool := app.Dependency{Addr: "10.0.0.1:7300", Owner: "backend (pid 77)", Observed: true, Conns: 4, Seconds: 3, Samples: 30,
 		Busy: 0.98, RoundTripsPerSec: 195, RoundTrip: 20 * time.Millisecond, SegsOutPerSec: 195, SegsInPerSec: 195}
-	deps, _ := json.Marshal(report.Traced{Start: b.Start, Seconds: 3, IntervalMS: 100, Followed: 1,
+	deps, _ := json.Marshal(evidence.Traced{Start: b.Start, Seconds: 3, IntervalMS: 100, Followed: 1,
 		Servers: []*app.Server{{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{pool}}}})
 	write := func(deps json.RawMessage) string {
 		b.Incident = &evidence.Incident{Time: b.Start, Dependencies: deps,

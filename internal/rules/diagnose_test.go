@@ -9,18 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // realRuns are the evidence of real lab runs (testdata/runs, written by
 // the CLI's TestCapture), read as run.ReadBundle reads them.
-func realRuns(t *testing.T) map[string]*Run {
+func realRuns(t *testing.T) map[string]*evidence.Run {
 	t.Helper()
 	paths, err := filepath.Glob("../../testdata/runs/*.bundle.json.gz")
 	if err != nil || len(paths) < 10 {
 		t.Fatalf("run bundles: %d, %v", len(paths), err)
 	}
-	out := map[string]*Run{}
+	out := map[string]*evidence.Run{}
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
@@ -30,7 +31,7 @@ func realRuns(t *testing.T) map[string]*Run {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r Run
+		var r evidence.Run
 		if err := json.NewDecoder(z).Decode(&r); err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}

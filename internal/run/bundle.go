@@ -9,13 +9,12 @@ import (
 	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
-	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
 // BundleKind marks a run's evidence bundle, as `run --bundle` writes it.
 const BundleKind = "run"
 
-// Bundle is everything a run observed (rules.Run): both sides' snapshots
+// Bundle is everything a run observed (evidence.Run): both sides' snapshots
 // from the baseline to the tail, the load's result and timeline, and the
 // servers found behind the port with their samples and log counts.
 // Diagnosing it again (Diagnose) gives the run's findings and report, so
@@ -24,7 +23,7 @@ const BundleKind = "run"
 type Bundle struct {
 	Version int    `json:"version"`
 	Kind    string `json:"kind"`
-	*rules.Run
+	*evidence.Run
 }
 
 // Bundle returns the run's evidence. A side sharing the other's

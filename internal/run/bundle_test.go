@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -67,15 +68,15 @@ func TestBundleSharedSide(t *testing.T) {
 	// The server's snapshots of seed 000 stand in for one namespace that
 	// holds both ends.
 	b := readFixture(t, "nginx-php-throughput")
-	var client *rules.Side
+	var client *evidence.RunSide
 	for _, s := range b.Sides {
 		if s.Name == report.Client {
 			client = s
 		}
 	}
 	client.Bundle = b.Run.Server().Bundle
-	shared := &rules.Side{RunSide: report.RunSide{Name: report.Server, Observed: true, Why: "same namespace as the client", SameAs: report.Client}, Bundle: client.Bundle}
-	b.Sides = []*rules.Side{shared, client}
+	shared := &evidence.RunSide{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true, Why: "same namespace as the client", SameAs: report.Client}, Bundle: client.Bundle}
+	b.Sides = []*evidence.RunSide{shared, client}
 	res := Diagnose(b)
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(res.Bundle()); err != nil {

@@ -53,10 +53,10 @@ type Options struct {
 	OnPhase func(name string, d time.Duration) `json:"-"`
 }
 
-// Result is a finished run: what it observed (the embedded rules.Run, which
+// Result is a finished run: what it observed (the embedded evidence.Run, which
 // `run --bundle` writes) and what the rules made of it.
 type Result struct {
-	*rules.Run
+	*evidence.Run
 	Findings []report.Finding
 	// Shape is the per-second throughput's pattern and what moved with it.
 	Shape report.Shape
@@ -86,7 +86,7 @@ func (res *Result) Report() *report.Run {
 		r.Flame, _ = cpuprof.Flame(res.Profile)
 	}
 	for _, s := range res.Sides {
-		rs := s.RunSide
+		rs := s.SideInfo
 		r.Sides = append(r.Sides, &rs)
 		if rs.Lost != "" {
 			// What the rules found rests on the evidence before the
@@ -99,7 +99,7 @@ func (res *Result) Report() *report.Run {
 }
 
 // diagnose runs the rules over what the run observed.
-func diagnose(ev *rules.Run) *Result {
+func diagnose(ev *evidence.Run) *Result {
 	res := &Result{Run: ev}
 	res.Findings, res.Shape = rules.Diagnose(ev)
 	return res
@@ -131,7 +131,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	ev := &rules.Run{Port: targetPort(o.Load.URL)}
+	ev := &evidence.Run{Port: targetPort(o.Load.URL)}
 	ev.Path = pathProbe(ctx, o, server)
 	var apps source.Apps
 	if src := server.source(); src != nil {
@@ -200,7 +200,7 @@ func (o *Options) phase(name string, d time.Duration) {
 
 // profileServers starts the servers' on-CPU profile, when asked for and
 // they run on this host; stop ends it and hands it to ev.
-func profileServers(o Options, server *side, apps source.Apps, ev *rules.Run) (stop func()) {
+func profileServers(o Options, server *side, apps source.Apps, ev *evidence.Run) (stop func()) {
 	if o.ProfileHz <= 0 {
 		return func() {}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // DefaultMaxEstablishedDetail is the number of ESTABLISHED sockets above
@@ -46,7 +46,7 @@ type dump struct {
 // into another namespace observes that namespace; the dumps then run in
 // parallel. A family the kernel lacks (IPv6 disabled) is skipped. With
 // ErrPartial the returned Sockets are still usable.
-func Collect(o Options) (*evidence.Sockets, error) {
+func Collect(o Options) (*kernel.Sockets, error) {
 	if o.MaxEstablishedDetail == 0 {
 		o.MaxEstablishedDetail = DefaultMaxEstablishedDetail
 	}

@@ -1,6 +1,6 @@
 package sockdiag
 
-import "github.com/netdoctor/netdoctor/internal/evidence"
+import "github.com/netdoctor/netdoctor/internal/evidence/kernel"
 
 // Options selects what Collect dumps.
 type Options struct {
@@ -19,5 +19,5 @@ type Options struct {
 	// Listeners, if set, receives the listening sockets as soon as they
 	// are known, before the slower walk of the other states, so a caller
 	// can resolve their owners meanwhile. It must not keep the slice.
-	Listeners func([]evidence.Listener)
+	Listeners func([]kernel.Listener)
 }

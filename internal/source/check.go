@@ -8,7 +8,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/pace"
-	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // TraceHost follows the outbound connections of the servers behind
@@ -17,14 +16,14 @@ import (
 // the production traffic's dependencies, without a load. netdoctor's own
 // connections are not followed. check and the agent's bursts trace
 // through it.
-func (l *Local) TraceHost(ctx context.Context, listeners []evidence.Listener, maxPorts int) (*report.Traced, error) {
+func (l *Local) TraceHost(ctx context.Context, listeners []evidence.Listener, maxPorts int) (*evidence.Traced, error) {
 	self := os.Getpid()
 	start := time.Now()
 	servers, n, err := app.TraceHost(ctx, listeners, l.ns, maxPorts, func(pid int) bool { return pid == self })
 	if err != nil {
 		return nil, err
 	}
-	return &report.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(app.DepInterval / time.Millisecond), Servers: servers, Followed: n}, nil
+	return &evidence.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(app.DepInterval / time.Millisecond), Servers: servers, Followed: n}, nil
 }
 
 // Checked is check's evidence of a namespace: two snapshots a window
@@ -33,7 +32,7 @@ type Checked struct {
 	Bundle *evidence.Bundle
 	// Traced is nil when the sockets were not listed or the trace
 	// failed (TraceErr says why).
-	Traced   *report.Traced
+	Traced   *evidence.Traced
 	TraceErr error
 	// Interrupted: ctx ended before the window did, and the second
 	// snapshot was taken then.
@@ -53,7 +52,7 @@ func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, s
 	b.Snapshots = append(b.Snapshots, l.Snapshot(ctx))
 	traceCtx, stopTrace := context.WithCancel(context.WithoutCancel(ctx))
 	type traced struct {
-		tr  *report.Traced
+		tr  *evidence.Traced
 		err error
 	}
 	ch := make(chan traced, 1)
