@@ -15,12 +15,14 @@ import (
 // as it is taken, on the caller's goroutine. A snapshot that takes
 // longer than interval delays the next one instead of piling up.
 func Sample(ctx context.Context, src Source, interval time.Duration, count int, fn func(evidence.Snapshot)) {
-	n := 0
-	for range pace.Every(ctx, interval) {
-		fn(src.Snapshot(ctx))
-		if n++; count > 0 && n >= count {
+	ticks := pace.New(interval)
+	for n := 0; count <= 0 || n < count; n++ {
+		// The first snapshot is taken whatever ctx says: a window cut
+		// short at once is still a snapshot of evidence.
+		if _, ok := ticks.Next(ctx); !ok && n > 0 {
 			return
 		}
+		fn(src.Snapshot(ctx))
 	}
 }
 
