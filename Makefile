@@ -115,7 +115,7 @@ deploy-check:
 # a target here (2 600 to 47 000 a second).
 FUZZTIME ?= 30000x
 FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
-	FuzzReadBundle:./internal/run FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof
+	FuzzRead:./internal/evidence FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof
 fuzz:
 	@for f in $(FUZZ); do \
 		echo "go test -run '^$$' -fuzz '^$${f%%:*}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $${f#*:}"; \

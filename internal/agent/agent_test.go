@@ -454,8 +454,8 @@ func TestIncidents(t *testing.T) {
 	}
 	// The agent followed no server: the incident says why it has no
 	// profile of them (TestIncidentProfile has one).
-	if len(b.Incident.Profile) != 0 || !strings.Contains(b.Incident.ProfileError, "follows no server") {
-		t.Errorf("incident profile %q, error %q", b.Incident.Profile, b.Incident.ProfileError)
+	if b.Incident.Profile != nil || !strings.Contains(b.Incident.ProfileError, "follows no server") {
+		t.Errorf("incident profile %+v, error %q", b.Incident.Profile, b.Incident.ProfileError)
 	}
 	first, last := b.Snapshots[0].Time, b.Snapshots[len(b.Snapshots)-1].Time
 	at := b.Incident.Time
@@ -469,9 +469,9 @@ func TestIncidents(t *testing.T) {
 	if !found {
 		t.Errorf("the incident's bundle does not diagnose as accept-queue-overflow")
 	}
-	var tr evidence.Traced
-	if err := json.Unmarshal(b.Incident.Dependencies, &tr); err != nil || len(tr.Servers) != 1 || len(tr.Servers[0].Deps) != 1 {
-		t.Fatalf("the incident's dependencies %s: %v", b.Incident.Dependencies, err)
+	tr := b.Incident.Dependencies
+	if tr == nil || len(tr.Servers) != 1 || len(tr.Servers[0].Deps) != 1 {
+		t.Fatalf("the incident's dependencies %+v", tr)
 	}
 	if d := tr.Servers[0].Deps[0]; d.Addr != "10.0.0.1:7300" || d.Conns != 4 || d.Busy != 0.5 || d.RoundTrip != 20*time.Millisecond {
 		t.Errorf("the incident's dependency %+v", d)
@@ -531,11 +531,12 @@ func readIncident(t *testing.T, path string) *evidence.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b evidence.Bundle
-	if err := json.NewDecoder(zr).Decode(&b); err != nil {
-		t.Fatal(err)
+	// Read as diagnose reads it: a bundle file that says its kind.
+	bf, err := evidence.Read(zr)
+	if err != nil || bf.Kind != evidence.KindNamespace {
+		t.Fatalf("incident %s: %+v, %v", path, bf, err)
 	}
-	return &b
+	return bf.Bundle
 }
 
 // BenchmarkEvaluate is the agent's work each second besides the

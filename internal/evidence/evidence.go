@@ -1,18 +1,22 @@
 package evidence
 
 import (
-	"encoding/json"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 )
 
-// BundleVersion is the version of the bundle file format written by
-// `netdoctor collect`. Readers reject bundles with a newer major version.
-// Version 2 names counters as nstat does and a listener's queue and
-// backlog accept_queue and backlog; version 1 is still read.
+// BundleVersion is the version of the bundle files (File) this netdoctor
+// writes; Read refuses a newer one. Version 2 names counters as nstat
+// does and a listener's queue and backlog accept_queue and backlog, and
+// its files say their kind (those written before it said so are read
+// all the same); version 1 is still read.
 const BundleVersion = 2
 
-// Bundle is a series of snapshots taken from one network namespace. It is
-// what `netdoctor collect` writes and `netdoctor diagnose` reads.
+// Bundle is a series of snapshots taken from one network namespace: a
+// namespace's bundle file (KindNamespace, what `netdoctor collect` and
+// the agent's incidents write and `netdoctor diagnose` reads), a run's
+// side, and the window a rule reads.
 type Bundle struct {
 	Version   int        `json:"version"`
 	Host      Host       `json:"host"`
@@ -33,16 +37,14 @@ type Incident struct {
 	// the time: their load may be what the incident records.
 	During string `json:"during,omitempty"`
 	// Dependencies are the agent's last dependency trace when the
-	// incident was written (a evidence.Traced: the servers' outbound
-	// connections per destination), kept as JSON because report builds
-	// on this package. diagnose reads them back with the snapshots.
-	Dependencies json.RawMessage `json:"dependencies,omitempty"`
+	// incident was written: the servers' outbound connections per
+	// destination. diagnose reads them back with the snapshots.
+	Dependencies *Traced `json:"dependencies,omitempty"`
 	// Profile is an on-CPU profile of the servers the agent follows,
-	// taken for a few seconds from the moment of the incident (a
-	// cpuprof.Profile, kept as JSON for the same reason);
+	// taken for a few seconds from the moment of the incident;
 	// ProfileError says why there is none.
-	Profile      json.RawMessage `json:"profile,omitempty"`
-	ProfileError string          `json:"profile_error,omitempty"`
+	Profile      *cpuprof.Profile `json:"profile,omitempty"`
+	ProfileError string           `json:"profile_error,omitempty"`
 }
 
 // IncidentFinding is one finding that turned active.

@@ -53,8 +53,9 @@ type Options struct {
 	OnPhase func(name string, d time.Duration) `json:"-"`
 }
 
-// Result is a finished run: what it observed (the embedded evidence.Run, which
-// `run --bundle` writes) and what the rules made of it.
+// Result is a finished run: what it observed (the embedded evidence.Run,
+// which `run --bundle` writes as a bundle file, evidence.RunFile) and
+// what the rules made of it.
 type Result struct {
 	*evidence.Run
 	Findings []report.Finding
@@ -98,8 +99,11 @@ func (res *Result) Report() *report.Run {
 	return r
 }
 
-// diagnose runs the rules over what the run observed.
-func diagnose(ev *evidence.Run) *Result {
+// Diagnose runs the rules over what a run observed: a run's own
+// evidence, or a run bundle's read again (evidence.Read, KindRun), so a
+// run on a production host can be diagnosed elsewhere, and real runs
+// serve as test fixtures.
+func Diagnose(ev *evidence.Run) *Result {
 	res := &Result{Run: ev}
 	res.Findings, res.Shape = rules.Diagnose(ev)
 	return res
@@ -188,7 +192,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, s := range []*side{server, client} {
 		ev.Sides = append(ev.Sides, s.evidence())
 	}
-	return diagnose(ev), nil
+	return Diagnose(ev), nil
 }
 
 // phase tells OnPhase that a timed step begins.
