@@ -14,6 +14,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/collect"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/pace"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/source"
@@ -188,14 +189,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		// Workers are sampled beside the snapshots: a server whose
-		// status page hangs must not delay the kernel's evidence.
-		a.every(ctx, func(now time.Time) {
-			a.watches.sample(ctx, now)
+		// Workers are sampled beside the snapshots, on a lattice of
+		// their own: a server whose status page hangs must not delay
+		// the kernel's evidence.
+		for tick := range pace.Every(ctx, a.cfg.Interval) {
+			a.watches.sample(ctx, tick.At)
 			if l := a.latest(); l != nil && l.Sockets != nil {
 				a.pools.sample(ctx, l.Sockets.Listeners)
 			}
-		})
+		}
 	}()
 	if a.cfg.DepEvery > 0 {
 		wg.Add(1)
@@ -204,36 +206,20 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.traceDeps(ctx)
 		}()
 	}
-	a.every(ctx, func(time.Time) { a.tick(ctx) })
+	for tick := range pace.Every(ctx, a.cfg.Interval) {
+		if tick.Missed > 0 {
+			// A snapshot or a diagnosis overran whole intervals: the
+			// window has a gap there.
+			a.cfg.Log.Warn("sampling fell behind", "skipped", tick.Missed, "late", tick.Late())
+		}
+		a.tick(ctx)
+	}
 	wg.Wait()
 	if a.inc != nil {
 		// What is pending is written with the window it has.
 		a.inc.flush(a.ring, a.host, a.traced(time.Now()), time.Now())
 	}
 	return nil
-}
-
-// every calls fn now and then each interval, aligned to the first call;
-// a call that overruns delays the next instead of piling up.
-func (a *Agent) every(ctx context.Context, fn func(time.Time)) {
-	start := time.Now()
-	for i := 0; ctx.Err() == nil; i++ {
-		next := start.Add(time.Duration(i) * a.cfg.Interval)
-		if d := time.Until(next); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		} else if -d > a.cfg.Interval {
-			// Overran by more than an interval: start counting again
-			// rather than firing the missed ticks back to back.
-			start, i = time.Now(), 0
-		}
-		fn(time.Now())
-	}
 }
 
 // tick is one interval: snapshot, diagnose, incidents.

@@ -425,7 +425,7 @@ func TestIncidents(t *testing.T) {
 	// busy (no finding of its own). The incident carries it.
 	pool := app.Dependency{Addr: "10.0.0.1:7300", Owner: "backend (pid 77)", Observed: true, Conns: 4, Seconds: 3, Samples: 30,
 		Busy: 0.5, RoundTripsPerSec: 195, RoundTrip: 20 * time.Millisecond, SegsOutPerSec: 195, SegsInPerSec: 195}
-	a.deps.last = &report.Traced{Start: base, Seconds: 3, IntervalMS: 100, Followed: 1,
+	a.deps.last = &evidence.Traced{Start: base, Seconds: 3, IntervalMS: 100, Followed: 1,
 		Servers: []*app.Server{{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{pool}}}}
 	a.deps.doneAt = base
 	next := feed(t, a, base, []evidence.Snapshot{overflows(snap, 0), overflows(snap, 0), overflows(snap, 0), overflows(snap, 0), overflows(snap, 0)})
@@ -454,8 +454,8 @@ func TestIncidents(t *testing.T) {
 	}
 	// The agent followed no server: the incident says why it has no
 	// profile of them (TestIncidentProfile has one).
-	if len(b.Incident.Profile) != 0 || !strings.Contains(b.Incident.ProfileError, "follows no server") {
-		t.Errorf("incident profile %q, error %q", b.Incident.Profile, b.Incident.ProfileError)
+	if b.Incident.Profile != nil || !strings.Contains(b.Incident.ProfileError, "follows no server") {
+		t.Errorf("incident profile %+v, error %q", b.Incident.Profile, b.Incident.ProfileError)
 	}
 	first, last := b.Snapshots[0].Time, b.Snapshots[len(b.Snapshots)-1].Time
 	at := b.Incident.Time
@@ -469,9 +469,9 @@ func TestIncidents(t *testing.T) {
 	if !found {
 		t.Errorf("the incident's bundle does not diagnose as accept-queue-overflow")
 	}
-	var tr report.Traced
-	if err := json.Unmarshal(b.Incident.Dependencies, &tr); err != nil || len(tr.Servers) != 1 || len(tr.Servers[0].Deps) != 1 {
-		t.Fatalf("the incident's dependencies %s: %v", b.Incident.Dependencies, err)
+	tr := b.Incident.Dependencies
+	if tr == nil || len(tr.Servers) != 1 || len(tr.Servers[0].Deps) != 1 {
+		t.Fatalf("the incident's dependencies %+v", tr)
 	}
 	if d := tr.Servers[0].Deps[0]; d.Addr != "10.0.0.1:7300" || d.Conns != 4 || d.Busy != 0.5 || d.RoundTrip != 20*time.Millisecond {
 		t.Errorf("the incident's dependency %+v", d)
@@ -531,11 +531,12 @@ func readIncident(t *testing.T, path string) *evidence.Bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b evidence.Bundle
-	if err := json.NewDecoder(zr).Decode(&b); err != nil {
-		t.Fatal(err)
+	// Read as diagnose reads it: a bundle file that says its kind.
+	bf, err := evidence.Read(zr)
+	if err != nil || bf.Kind != evidence.KindNamespace {
+		t.Fatalf("incident %s: %+v, %v", path, bf, err)
 	}
-	return &b
+	return bf.Bundle
 }
 
 // BenchmarkEvaluate is the agent's work each second besides the

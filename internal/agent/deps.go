@@ -9,13 +9,13 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/pace"
 )
 
 // Dependency tracing in bursts: every DepEvery the agent follows the
 // outbound connections of the servers behind the listeners it follows
 // (MaxPools ports) for depBurst, looking at each connection every
-// app.DepInterval by an exact sock_diag lookup (source.Local.TraceDeps,
+// app.DepInterval by an exact sock_diag lookup (source.Local.TraceHost,
 // as check does). Between bursts it costs nothing; the findings and
 // /metrics keep the last burst's picture until the next.
 const (
@@ -28,26 +28,30 @@ const (
 // depTraces holds the last burst's dependencies.
 type depTraces struct {
 	mu     sync.Mutex
-	last   *report.Traced
+	last   *evidence.Traced
 	conns  int           // connections the last burst followed
 	took   time.Duration // CPU time the process spent during it
 	doneAt time.Time
 }
 
-// traceDeps runs a burst every a.cfg.DepEvery until ctx ends.
+// traceDeps runs a burst every a.cfg.DepEvery, on a pace.Ticker's
+// lattice from the first snapshot that listed the sockets, until ctx
+// ends.
 func (a *Agent) traceDeps(ctx context.Context) {
-	for {
-		wait := a.cfg.Interval // the first snapshot is not taken yet
+	listed := func() *evidence.Snapshot {
 		if l := a.latest(); l != nil && l.Sockets != nil {
-			a.depBurst(ctx, l)
-			wait = a.cfg.DepEvery
+			return l
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
+		return nil
+	}
+	for range pace.Every(ctx, a.cfg.Interval) {
+		if listed() != nil {
+			break
+		}
+	}
+	for range pace.Every(ctx, a.cfg.DepEvery) {
+		if l := listed(); l != nil {
+			a.depBurst(ctx, l)
 		}
 	}
 }
@@ -63,7 +67,7 @@ func (a *Agent) depBurst(ctx context.Context, l *evidence.Snapshot) {
 	bctx, cancel := context.WithTimeout(ctx, min(depBurst, a.cfg.DepEvery))
 	defer cancel()
 	cpu0 := threadCPU()
-	tr, err := a.src.TraceDeps(bctx, l.Sockets.Listeners, MaxPools)
+	tr, err := a.src.TraceHost(bctx, l.Sockets.Listeners, MaxPools)
 	if ctx.Err() != nil {
 		return
 	}
@@ -85,7 +89,7 @@ func (a *Agent) depBurst(ctx context.Context, l *evidence.Snapshot) {
 // traced is the last burst's dependencies while they are recent: at
 // most two periods old (a burst that failed leaves none rather than an
 // old picture for ever).
-func (a *Agent) traced(now time.Time) *report.Traced {
+func (a *Agent) traced(now time.Time) *evidence.Traced {
 	a.deps.mu.Lock()
 	defer a.deps.mu.Unlock()
 	if a.deps.last == nil || now.Sub(a.deps.doneAt) > 2*a.cfg.DepEvery+depBurst {

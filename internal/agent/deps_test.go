@@ -11,6 +11,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -31,7 +32,7 @@ func TestDependencyMetrics(t *testing.T) {
 	for i := range 10 {
 		api.Deps = append(api.Deps, app.Dependency{Addr: "10.0.1." + strconv.Itoa(i) + ":5432", Conns: 1, Seconds: 3, Samples: 30, Busy: 0.01, RoundTripsPerSec: 1, RoundTrip: time.Millisecond})
 	}
-	a.deps.last = &report.Traced{Start: now.Add(-3 * time.Second), Seconds: 3, IntervalMS: 100, Servers: []*app.Server{api}, Followed: 1}
+	a.deps.last = &evidence.Traced{Start: now.Add(-3 * time.Second), Seconds: 3, IntervalMS: 100, Servers: []*app.Server{api}, Followed: 1}
 	a.deps.doneAt, a.deps.conns, a.deps.took = now, 15, 3*time.Millisecond
 	a.evaluate(now)
 	srv := httptest.NewServer(a.Handler([]byte(testToken)))

@@ -102,7 +102,7 @@ func (in *incidents) trigger(now time.Time, turned []report.Finding, during stri
 }
 
 // due writes the pending incident once its "after" has passed.
-func (in *incidents) due(r *ring, host evidence.Host, deps *report.Traced, now time.Time) (int, error) {
+func (in *incidents) due(r *ring, host evidence.Host, deps *evidence.Traced, now time.Time) (int, error) {
 	if p := in.pending; p != nil && p.stopProfile != nil && !now.Before(p.profileUntil) {
 		p.endProfile()
 	}
@@ -115,17 +115,17 @@ func (in *incidents) due(r *ring, host evidence.Host, deps *report.Traced, now t
 // flush writes the pending incident with the window it has, and deps,
 // the last dependency trace if there is a recent one: what the servers
 // waited on about then.
-func (in *incidents) flush(r *ring, host evidence.Host, deps *report.Traced, now time.Time) (int, error) {
+func (in *incidents) flush(r *ring, host evidence.Host, deps *evidence.Traced, now time.Time) (int, error) {
 	p := in.pending
 	if p == nil {
 		return 0, nil
 	}
 	in.pending = nil
 	p.endProfile()
-	if deps != nil {
-		if raw, err := json.Marshal(deps); err == nil {
-			p.meta.Dependencies = raw
-		}
+	// What cannot be written (a NaN among the rates) is left out rather
+	// than fail the whole incident.
+	if _, err := json.Marshal(deps); deps != nil && err == nil {
+		p.meta.Dependencies = deps
 	}
 	snaps, err := r.between(p.at.Add(-in.before), now)
 	if err != nil && len(snaps) == 0 {
@@ -150,12 +150,11 @@ func (p *incident) endProfile() {
 	}
 	prof := p.stopProfile()
 	p.stopProfile = nil
-	raw, err := json.Marshal(prof)
-	if err != nil {
+	if _, err := json.Marshal(prof); err != nil {
 		p.meta.ProfileError = err.Error()
 		return
 	}
-	p.meta.Profile = raw
+	p.meta.Profile = prof
 }
 
 // write creates the incident's file: a new name in the private
@@ -171,7 +170,7 @@ func (in *incidents) write(b *evidence.Bundle, p *incident) (string, error) {
 	tmp := f.Name()
 	defer os.Remove(tmp)
 	zw := gzip.NewWriter(f)
-	err = json.NewEncoder(zw).Encode(b)
+	err = json.NewEncoder(zw).Encode(evidence.NamespaceFile(b))
 	if cerr := zw.Close(); err == nil {
 		err = cerr
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/pace"
 )
 
 // Profiles on request and on incidents: bounded in time and frequency,
@@ -54,12 +55,7 @@ func (a *Agent) profile(ctx context.Context, port int, d time.Duration, hz int) 
 	if err != nil {
 		return nil, err
 	}
-	t := time.NewTimer(d)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	t.Stop()
+	pace.Sleep(ctx, d)
 	prof := p.Stop()
 	done()
 	a.stats.profiles.Add(1)

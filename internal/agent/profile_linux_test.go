@@ -189,11 +189,11 @@ func TestIncidentProfile(t *testing.T) {
 		t.Fatal("no incident written")
 	}
 	b := readIncident(t, files[0])
-	var prof cpuprof.Profile
-	if err := json.Unmarshal(b.Incident.Profile, &prof); err != nil || prof.Hz != incidentHz || prof.Kept == 0 {
-		t.Fatalf("incident profile (%q): %+v, %v", b.Incident.ProfileError, prof, err)
+	prof := b.Incident.Profile
+	if prof == nil || prof.Hz != incidentHz || prof.Kept == 0 {
+		t.Fatalf("incident profile (%q): %+v", b.Incident.ProfileError, prof)
 	}
-	if sum, err := cpuprof.Summarize(&prof); err != nil || len(sum.Servers) == 0 {
+	if sum, err := cpuprof.Summarize(prof); err != nil || len(sum.Servers) == 0 {
 		t.Errorf("summary %+v, %v", sum, err)
 	}
 }

@@ -93,7 +93,7 @@ func (ws *watches) open(ctx context.Context, listeners []evidence.Listener, port
 	}
 	// Until its client says when its load starts (an older one never
 	// does), the dependencies are traced from now.
-	w.deps = obs.StartDeps(app.DepInterval)
+	w.deps = obs.StartDeps()
 	ws.byID[w.id] = w
 	return w, nil
 }
@@ -157,7 +157,7 @@ func (w *watch) load(start bool) {
 	w.deps.Stop()
 	w.deps = nil
 	if start {
-		w.deps = w.obs.StartDeps(app.DepInterval)
+		w.deps = w.obs.StartDeps()
 	}
 }
 

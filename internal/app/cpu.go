@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/cgroup"
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/procnet"
 )
 
@@ -136,7 +136,7 @@ type CPUTotal struct {
 // server of an observer.
 type hostCPU struct {
 	at  time.Time
-	cpu []evidence.CPU
+	cpu []kernel.CPU
 }
 
 // clockTick is USER_HZ, the unit of /proc's tick counters: 100 on every
@@ -289,8 +289,8 @@ func sub(a, b uint64) uint64 {
 // idleCPUs is how many of the allowed CPUs idled between two reads of
 // /proc/stat, on average: each CPU's idle and iowait ticks over its
 // ticks. No affinity known means every CPU.
-func idleCPUs(prev, cur []evidence.CPU, allowed []int) float64 {
-	before := map[int]evidence.CPU{}
+func idleCPUs(prev, cur []kernel.CPU, allowed []int) float64 {
+	before := map[int]kernel.CPU{}
 	for _, c := range prev {
 		before[c.CPU] = c
 	}

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
@@ -14,7 +14,7 @@ import (
 // namespace of the host, with its owners.
 type farListener struct {
 	ns netns.Found
-	l  evidence.Listener
+	l  kernel.Listener
 }
 
 // findElsewhere looks, in every network namespace of the host but own,
@@ -30,7 +30,7 @@ func findElsewhere(proc string, own uint64, dst netip.AddrPort) (found []farList
 		if f.Inode == own {
 			continue
 		}
-		var l evidence.Listener
+		var l kernel.Listener
 		ok := false
 		err := f.Do(func() error {
 			if !localAddrs()[dst.Addr()] {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/phpfpm"
 	"github.com/netdoctor/netdoctor/internal/trust"
 )
@@ -17,7 +17,7 @@ import (
 // fpm reads a php-fpm master's configuration and picks the pool behind
 // the listener. Its status page, when the pool has one, is sampled with
 // the workers.
-func (o *Observer) fpm(s *Server, master procInfo, l evidence.Listener) {
+func (o *Observer) fpm(s *Server, master procInfo, l kernel.Listener) {
 	conf, ok := phpfpm.ParseMaster(master.cmdline)
 	if !ok {
 		s.Notes = append(s.Notes, fmt.Sprintf("php-fpm master %d: its title %q does not name its configuration file", master.pid, master.cmdline))
@@ -91,7 +91,7 @@ func setting[T int | int64](s phpfpm.Setting[T]) Setting {
 }
 
 // poolFor finds the pool whose listen address is the listener's.
-func poolFor(cfg *phpfpm.Config, l evidence.Listener) *phpfpm.Pool {
+func poolFor(cfg *phpfpm.Config, l kernel.Listener) *phpfpm.Pool {
 	for _, p := range cfg.Pools {
 		ln := p.Listen.Value
 		switch {

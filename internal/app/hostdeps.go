@@ -3,9 +3,8 @@ package app
 import (
 	"context"
 	"slices"
-	"time"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -15,8 +14,8 @@ import (
 // skip leaves out listeners owned by a process it reports (the caller's
 // own). It is what check and the agent trace when no load points at one
 // port.
-func Listening(listeners []evidence.Listener, maxPorts int, skip func(pid int) bool) []*Server {
-	byPort := map[int][]evidence.Listener{}
+func Listening(listeners []kernel.Listener, maxPorts int, skip func(pid int) bool) []*Server {
+	byPort := map[int][]kernel.Listener{}
 	for _, l := range listeners {
 		if l.Proto == "unix" || l.Port == 0 || len(l.PIDs) == 0 || slices.ContainsFunc(l.PIDs, skip) {
 			continue
@@ -48,7 +47,7 @@ func Listening(listeners []evidence.Listener, maxPorts int, skip func(pid int) b
 // Deps, plus the destinations found listening in the namespace (role
 // "dependency"), whose own connections are followed too. The servers
 // given are not written to: a caller may go on sampling them meanwhile.
-func TraceServers(ctx context.Context, servers []*Server, listeners []evidence.Listener, ns netns.NS, interval time.Duration) ([]*Server, error) {
+func TraceServers(ctx context.Context, servers []*Server, listeners []kernel.Listener, ns netns.NS) ([]*Server, error) {
 	o := &Observer{proc: "/proc", ns: ns, listeners: listeners, seen: map[int]bool{}, light: true}
 	for _, s := range servers {
 		c := &Server{Role: s.Role, Addr: s.Addr, Kind: s.Kind, Master: s.Master, PIDs: s.PIDs, Exe: s.Exe, port: s.port}
@@ -62,7 +61,7 @@ func TraceServers(ctx context.Context, servers []*Server, listeners []evidence.L
 		o.seen[key] = true
 		o.Servers = append(o.Servers, c)
 	}
-	if err := o.TraceDeps(ctx, interval); err != nil {
+	if err := o.TraceDeps(ctx); err != nil {
 		return nil, err
 	}
 	return o.servers(), nil
@@ -72,13 +71,13 @@ func TraceServers(ctx context.Context, servers []*Server, listeners []evidence.L
 // namespace's TCP listeners (Listening) until ctx ends: check's and the
 // agent's tracing under the host's own traffic. It returns the servers
 // that sent requests, with their Deps, and how many were followed.
-func TraceHost(ctx context.Context, listeners []evidence.Listener, ns netns.NS, maxPorts int, interval time.Duration, skip func(pid int) bool) ([]*Server, int, error) {
+func TraceHost(ctx context.Context, listeners []kernel.Listener, ns netns.NS, maxPorts int, skip func(pid int) bool) ([]*Server, int, error) {
 	servers := Listening(listeners, maxPorts, skip)
 	if len(servers) == 0 {
 		<-ctx.Done()
 		return nil, 0, nil
 	}
-	all, err := TraceServers(ctx, servers, listeners, ns, interval)
+	all, err := TraceServers(ctx, servers, listeners, ns)
 	if err != nil {
 		return nil, len(servers), err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Real lines, as nginx 1.22 and php-fpm 8.2 wrote them in the lab.
@@ -128,7 +128,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestFindListener(t *testing.T) {
-	ls := []evidence.Listener{
+	ls := []kernel.Listener{
 		{Proto: "tcp", Addr: "0.0.0.0:9000", Port: 9000},
 		{Proto: "tcp", Addr: "127.0.0.1:8080", Port: 8080},
 		{Proto: "unix", Addr: "/run/php/php8.2-fpm.sock"},

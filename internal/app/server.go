@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/cgroup"
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
 
@@ -86,7 +86,7 @@ type Observer struct {
 	// mu guards Servers against TraceDeps adding the dependencies it
 	// finds listening here; listeners and seen are Discover's.
 	mu        sync.Mutex
-	listeners []evidence.Listener
+	listeners []kernel.Listener
 	seen      map[int]bool
 	deps      *tracer
 	// light skips reading the servers' configuration (nginx's, the
@@ -111,7 +111,7 @@ type Observer struct {
 // Discover finds the servers behind port among the listeners of one
 // namespace, and the upstreams those send to when they listen in the
 // same namespace.
-func Discover(ctx context.Context, listeners []evidence.Listener, port int, ns netns.NS) *Observer {
+func Discover(ctx context.Context, listeners []kernel.Listener, port int, ns netns.NS) *Observer {
 	seen := map[int]bool{} // by master or first PID
 	o := &Observer{proc: "/proc", ns: ns, listeners: listeners, seen: seen}
 	var front *Server
@@ -138,7 +138,7 @@ func Discover(ctx context.Context, listeners []evidence.Listener, port int, ns n
 	return o
 }
 
-func (o *Observer) server(ctx context.Context, l evidence.Listener, role string, seen map[int]bool) *Server {
+func (o *Observer) server(ctx context.Context, l kernel.Listener, role string, seen map[int]bool) *Server {
 	s, master := identify(o.proc, l, role)
 	if s == nil || seen[master.pid] {
 		return nil
@@ -176,7 +176,7 @@ func (o *Observer) server(ctx context.Context, l evidence.Listener, role string,
 // owner whose parent is no owner (nginx's and php-fpm's masters hold the
 // listening socket along with their workers; a single-process server is
 // its own "master"). nil when every owner exited.
-func identify(proc string, l evidence.Listener, role string) (*Server, procInfo) {
+func identify(proc string, l kernel.Listener, role string) (*Server, procInfo) {
 	s := &Server{Role: role, Addr: l.Addr, PIDs: l.PIDs}
 	if l.Proto != "unix" {
 		s.port = l.Port
@@ -208,21 +208,21 @@ func identify(proc string, l evidence.Listener, role string) (*Server, procInfo)
 // findListener finds the listener serving addr: "host:port" matches a
 // listener on that address or on the wildcard with the same port;
 // "unix:/path" the unix socket at path.
-func findListener(ls []evidence.Listener, addr string) (evidence.Listener, bool) {
+func findListener(ls []kernel.Listener, addr string) (kernel.Listener, bool) {
 	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
 		for _, l := range ls {
 			if l.Proto == "unix" && l.Addr == path {
 				return l, true
 			}
 		}
-		return evidence.Listener{}, false
+		return kernel.Listener{}, false
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return evidence.Listener{}, false
+		return kernel.Listener{}, false
 	}
 	p, _ := strconv.Atoi(port)
-	var wild *evidence.Listener
+	var wild *kernel.Listener
 	for i, l := range ls {
 		if l.Proto == "unix" || l.Port != p {
 			continue
@@ -238,7 +238,7 @@ func findListener(ls []evidence.Listener, addr string) (evidence.Listener, bool)
 	if wild != nil {
 		return *wild, true
 	}
-	return evidence.Listener{}, false
+	return kernel.Listener{}, false
 }
 
 // Sample records one second of every server's workers. Servers are

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/pace"
 	"github.com/netdoctor/netdoctor/internal/sockdiag"
 )
 
@@ -84,13 +85,15 @@ type tracer struct {
 
 // TraceDeps follows the servers' outbound TCP and unix-socket
 // connections until ctx ends: every second it looks for new ones among
-// the servers' descriptors, and every interval it asks the kernel for
-// each one's tcp_info (a unix socket's queue lengths) by an exact lookup (so the cost grows with these few
+// the servers' descriptors, and every DepInterval (a pace.Ticker's
+// lattice: a slow look drops the looks it overran, and the next ones are
+// on time) it asks the kernel for each one's tcp_info (a unix socket's
+// queue lengths) by an exact lookup (so the cost grows with these few
 // connections, not with the host's socket table). Destinations that
 // listen in this namespace become servers of the run too, role
 // "dependency". When it returns, each server's Deps say what its
 // connections showed. A run calls it for the load's duration only.
-func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error {
+func (o *Observer) TraceDeps(ctx context.Context) error {
 	var q *sockdiag.Querier
 	t := &tracer{byInode: map[uint64]*connTrace{}, skip: map[uint64]bool{}, offset: map[int]int{}, dirBuf: make([]byte, 4<<10)}
 	err := o.ns.Do(func() error {
@@ -104,11 +107,17 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		return fmt.Errorf("trace dependencies: %w", err)
 	}
 	defer q.Close()
-	every := max(1, int(time.Second/interval))
-	start := time.Now()
+	every := max(1, int(time.Second/DepInterval))
+	looks := pace.New(DepInterval)
 	var ids []sockdiag.SockID
 	var looked []lookRef
-	for i := 0; ; i++ {
+	for {
+		tick, ok := looks.Next(ctx)
+		if !ok {
+			o.finishDeps(t)
+			return nil
+		}
+		i := tick.N
 		if i%every == 0 {
 			o.findConns(ctx, t)
 		}
@@ -133,7 +142,7 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 		// Probes until the next look: the connections whose last look
 		// decided nothing, soon after it, to catch what moves first; at
 		// most maxProbeLookups a tick, the rest left to the lattice.
-		next := start.Add(time.Duration(i+1) * interval)
+		next := looks.Due()
 		budget := maxProbeLookups
 		for {
 			at := next
@@ -142,7 +151,7 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 					at = c.probeAt
 				}
 			}
-			if !sleepUntil(ctx, at) {
+			if !pace.Until(ctx, at) {
 				o.finishDeps(t)
 				return nil
 			}
@@ -166,9 +175,6 @@ func (o *Observer) TraceDeps(ctx context.Context, interval time.Duration) error 
 			if err := t.query(q, ids, looked, now, i, every); err != nil {
 				return fmt.Errorf("trace dependencies: %w", err)
 			}
-		}
-		if skipped := int(time.Since(start)/interval) - (i + 1); skipped > 0 {
-			i += skipped // a slow tick: the looks resume on time
 		}
 	}
 }
@@ -216,22 +222,6 @@ func (t *tracer) query(q *sockdiag.Querier, ids []sockdiag.SockID, looked []look
 		}
 	}
 	return nil
-}
-
-// sleepUntil waits until at, false when ctx ends first.
-func sleepUntil(ctx context.Context, at time.Time) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
 }
 
 // prune drops the connections the last lookup (of looked, at now) did
@@ -335,7 +325,7 @@ func (o *Observer) owner(d *Dependency) {
 }
 
 // localOwner names the owner of a listener of this namespace.
-func (o *Observer) localOwner(l evidence.Listener) (string, bool) {
+func (o *Observer) localOwner(l kernel.Listener) (string, bool) {
 	for _, s := range o.servers() {
 		if s.Addr == l.Addr {
 			return serverName(s, ""), true
@@ -368,7 +358,7 @@ func procName(kind string, pid int, ns string) string {
 
 // localListener finds the listener of this namespace at dst, when dst
 // is one of its addresses.
-func (o *Observer) localListener(dst string) (l evidence.Listener, ok bool) {
+func (o *Observer) localListener(dst string) (l kernel.Listener, ok bool) {
 	if strings.HasPrefix(dst, "unix:") {
 		// A path lives in the filesystem, an abstract name in the
 		// namespace: either way, the listener the server reached is
@@ -567,14 +557,14 @@ type DepTrace struct {
 	done   chan struct{}
 }
 
-// StartDeps starts tracing the servers' dependencies every interval
-// until Stop, which the caller must call.
-func (o *Observer) StartDeps(interval time.Duration) *DepTrace {
+// StartDeps starts tracing the servers' dependencies until Stop, which
+// the caller must call.
+func (o *Observer) StartDeps() *DepTrace {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &DepTrace{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(d.done)
-		_ = o.TraceDeps(ctx, interval)
+		_ = o.TraceDeps(ctx)
 	}()
 	return d
 }

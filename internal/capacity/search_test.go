@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
 )
 
@@ -94,7 +94,7 @@ func (m *model) load(_ context.Context, o load.Options, _ func(load.Second) bool
 func (m *model) diagnose(_ context.Context, o run.Options) (*run.Result, error) {
 	m.diagnosed = append(m.diagnosed, o)
 	m.clock = m.clock.Add(o.Baseline + o.Load.Duration + o.Tail + 2*time.Second)
-	return &run.Result{Run: &rules.Run{Load: &load.Result{URL: o.Load.URL, Rate: o.Load.Rate}}}, nil
+	return &run.Result{Run: &evidence.Run{Load: &load.Result{URL: o.Load.URL, Rate: o.Load.Rate}}}, nil
 }
 
 func (m *model) settle(context.Context, load.Options, time.Duration, time.Time) {

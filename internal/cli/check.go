@@ -216,7 +216,7 @@ func runCollect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	pr := startPhase(stderr, "collect: a snapshot every "+interval.String(), *window)
 	b := source.Bundle(ctx, s, *interval, count)
 	pr.done()
-	if err := writeOut(*out, stdout, "bundle", gzipped(*out, func(w io.Writer) error { return json.NewEncoder(w).Encode(b) })); err != nil {
+	if err := writeOut(*out, stdout, "bundle", gzipped(*out, func(w io.Writer) error { return json.NewEncoder(w).Encode(evidence.NamespaceFile(b)) })); err != nil {
 		return err
 	}
 	if *out != "-" {
@@ -242,24 +242,21 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkOutputs("json", out.json, "html", out.html); err != nil {
 		return err
 	}
-	if kind, err := bundleKind(pos[0]); err != nil {
-		return err
-	} else if kind == run.BundleKind {
-		return diagnoseRun(pos[0], out, stdout)
-	}
-	b, err := readBundle(pos[0])
+	f, err := readBundle(pos[0])
 	if err != nil {
 		return err
 	}
-	if in := b.Incident; in != nil && out.toStdout() == "" {
-		incidentText(stdout, b)
-		if err := incidentProfile(stdout, in); err != nil {
-			return err
+	if f.Kind == evidence.KindRun {
+		return diagnoseRun(f.Run, out, stdout)
+	}
+	b := f.Bundle
+	var tr *evidence.Traced
+	if in := b.Incident; in != nil {
+		tr = in.Dependencies
+		if out.toStdout() == "" {
+			incidentText(stdout, b)
+			incidentProfile(stdout, in)
 		}
-	}
-	tr, err := incidentDeps(b)
-	if err != nil {
-		return err
 	}
 	found := rules.CheckHost(b, tr)
 	r := report.New("diagnose", b, found)
@@ -267,39 +264,21 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return writeReport(r, out, stdout, stderr)
 }
 
-// incidentDeps decodes the dependency trace an agent's incident carries,
-// if any: the tables and their findings, as check would show them.
-func incidentDeps(b *evidence.Bundle) (*report.Traced, error) {
-	if b.Incident == nil || len(b.Incident.Dependencies) == 0 {
-		return nil, nil
-	}
-	var tr report.Traced
-	if err := json.Unmarshal(b.Incident.Dependencies, &tr); err != nil {
-		return nil, badInput("read bundle: the incident's dependencies: %v", err)
-	}
-	return &tr, nil
-}
-
 // incidentProfile prints the on-CPU profile an agent's incident
 // carries, or why it has none.
-func incidentProfile(w io.Writer, in *evidence.Incident) error {
-	if len(in.Profile) == 0 {
+func incidentProfile(w io.Writer, in *evidence.Incident) {
+	if in.Profile == nil {
 		if in.ProfileError != "" {
 			report.ProfileText(w, nil, in.ProfileError)
 		}
-		return nil
+		return
 	}
-	var p cpuprof.Profile
-	if err := json.Unmarshal(in.Profile, &p); err != nil {
-		return badInput("read bundle: the incident's profile: %v", err)
-	}
-	sum, err := cpuprof.Summarize(&p)
+	sum, err := cpuprof.Summarize(in.Profile)
 	if err != nil {
 		report.ProfileText(w, nil, "the incident's profile could not be read: "+err.Error())
-		return nil
+		return
 	}
 	report.ProfileText(w, sum, "")
-	return nil
 }
 
 // incidentText says why the agent wrote an incident bundle: what turned
@@ -324,7 +303,9 @@ func incidentText(w io.Writer, b *evidence.Bundle) {
 	fmt.Fprintf(w, "\n\n")
 }
 
-func readBundle(path string) (*evidence.Bundle, error) {
+// readBundle reads the bundle file at path, of either kind, gzip'd or
+// not.
+func readBundle(path string) (*evidence.File, error) {
 	f, err := openData(path)
 	if err != nil {
 		return nil, badInput("read bundle %s: %v", path, dataError(err))
@@ -333,54 +314,38 @@ func readBundle(path string) (*evidence.Bundle, error) {
 	return decodeBundle(f, path)
 }
 
-// decodeBundle decodes the bundle at path from r (FuzzReadBundle).
-func decodeBundle(r io.Reader, path string) (*evidence.Bundle, error) {
-	var b evidence.Bundle
-	if err := json.NewDecoder(capped.Reader(r, capped.Bundle, "bundle")).Decode(&b); err != nil {
+// decodeBundle decodes the bundle file at path from r
+// (FuzzReadBundle) with the one reader of bundles, evidence.Decode. A
+// file that is no bundle (a report, a plan, other JSON) or one of a
+// newer netdoctor is one line that says what it is and what reads it.
+func decodeBundle(r io.Reader, path string) (*evidence.File, error) {
+	raw, err := io.ReadAll(capped.Reader(r, capped.Bundle, "bundle"))
+	if err != nil {
 		return nil, badInput("read bundle %s: %v", path, dataError(err))
 	}
-	if err := checkBundleVersion(path, b.Version); err != nil {
-		return nil, err
-	}
-	if len(b.Snapshots) == 0 {
-		return nil, badInput("read bundle %s: no snapshots", path)
-	}
-	return &b, nil
-}
-
-// bundleKind peeks at a bundle's kind: "" for one namespace's snapshots
-// (collect -o), run.BundleKind for a run's evidence (run --bundle). A
-// file that is no bundle — a report, a plan, other JSON — is one line
-// that says what it is and what reads it.
-func bundleKind(path string) (string, error) {
-	d, err := sniffFile(path)
-	if err != nil {
-		return "", err
-	}
+	f, err := evidence.Decode(raw)
+	var fe *evidence.FileError
 	switch {
-	case d.Kind == run.BundleKind:
-	case d.Snapshots == nil:
-		return "", notA(path, d, "a bundle", bundleHint)
+	case err == nil:
+		return f, nil
+	case !errors.As(err, &fe):
+		return nil, badInput("read bundle %s: %v", path, dataError(err))
+	case fe.Newer():
+		return nil, badInput("%s is a bundle of version %d, newer than this netdoctor reads (1 to %d): use the netdoctor that wrote it", path, fe.Version, evidence.BundleVersion)
+	case fe.Kind != "" && fe.Version < 1:
+		return nil, badInput("%s is JSON but not a bundle (it has no netdoctor version): %s", path, bundleHint)
+	case fe.Kind != "" && fe.Kind != evidence.KindNamespace && fe.Kind != evidence.KindRun:
+		return nil, badInput("%s is a bundle of kind %q, which this netdoctor does not read: use the netdoctor that wrote it", path, fe.Kind)
 	}
-	if err := checkBundleVersion(path, d.Version); err != nil {
-		return "", err
-	}
-	return d.Kind, nil
+	var d docKind
+	json.Unmarshal(raw, &d) // it decoded as a FileError's top level: it is an object
+	return nil, notA(path, d, "a bundle", bundleHint)
 }
 
 // diagnoseRun diagnoses a run's evidence again and writes what run
 // wrote.
-func diagnoseRun(path string, out outputs, stdout io.Writer) error {
-	f, err := openData(path)
-	if err != nil {
-		return badInput("read bundle %s: %v", path, dataError(err))
-	}
-	rb, err := run.ReadBundle(f)
-	f.Close()
-	if err != nil {
-		return badInput("read bundle %s: %v", path, dataError(err))
-	}
-	res := run.Diagnose(rb)
+func diagnoseRun(ev *evidence.Run, out outputs, stdout io.Writer) error {
+	res := run.Diagnose(ev)
 	r := res.Report()
 	if out.toStdout() == "" {
 		if err := report.RunText(stdout, r, true); err != nil {

@@ -216,26 +216,31 @@ func TestDiagnoseIncidentDeps(t *testing.T) {
 	}
 	pool := app.Dependency{Addr: "10.0.0.1:7300", Owner: "backend (pid 77)", Observed: true, Conns: 4, Seconds: 3, Samples: 30,
 		Busy: 0.98, RoundTripsPerSec: 195, RoundTrip: 20 * time.Millisecond, SegsOutPerSec: 195, SegsInPerSec: 195}
-	deps, _ := json.Marshal(report.Traced{Start: b.Start, Seconds: 3, IntervalMS: 100, Followed: 1,
-		Servers: []*app.Server{{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{pool}}}})
-	write := func(deps json.RawMessage) string {
-		b.Incident = &evidence.Incident{Time: b.Start, Dependencies: deps,
-			Findings: []evidence.IncidentFinding{{ID: "accept-queue-overflow", Severity: "critical", Time: b.Start}}}
-		out, _ := json.Marshal(&b)
+	deps := &evidence.Traced{Start: b.Start, Seconds: 3, IntervalMS: 100, Followed: 1,
+		Servers: []*app.Server{{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{pool}}}}
+	b.Incident = &evidence.Incident{Time: b.Start, Dependencies: deps,
+		Findings: []evidence.IncidentFinding{{ID: "accept-queue-overflow", Severity: "critical", Time: b.Start}}}
+	whole, _ := json.Marshal(evidence.NamespaceFile(&b))
+	// damaged is the same incident with its trace's servers a number.
+	var doc map[string]any
+	json.Unmarshal(whole, &doc)
+	doc["incident"].(map[string]any)["dependencies"] = map[string]any{"servers": 3}
+	damaged, _ := json.Marshal(doc)
+	write := func(out []byte) string {
 		path := filepath.Join(t.TempDir(), "incident.json")
 		if err := os.WriteFile(path, out, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
-	_, stdout, stderr := runCLI(t, "diagnose", write(deps))
+	_, stdout, stderr := runCLI(t, "diagnose", write(whole))
 	for _, want := range []string{"Dependencies (the outbound connections", "10.0.0.1:7300 (backend (pid 77))", "dependency-pool-saturated"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("diagnose of an incident with dependencies: no %q in\n%s%s", want, stdout, stderr)
 		}
 	}
-	code, _, stderr := runCLI(t, "diagnose", write(json.RawMessage(`{"servers": 3}`)))
-	if code == 0 || !strings.Contains(stderr, "the incident's dependencies") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+	code, _, stderr := runCLI(t, "diagnose", write(damaged))
+	if code == 0 || !strings.Contains(stderr, `"incident.dependencies.servers"`) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("a damaged trace: exit %d, %q", code, stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/tune"
@@ -32,11 +33,11 @@ func TestRunGolden(t *testing.T) {
 	for _, path := range bundles {
 		name := strings.TrimSuffix(filepath.Base(path), ".bundle.json.gz")
 		t.Run(name, func(t *testing.T) {
-			rb, err := readWith(path, "bundle", run.ReadBundle)
-			if err != nil {
-				t.Fatal(err)
+			f, err := readBundle(path) // as diagnose reads it
+			if err != nil || f.Kind != evidence.KindRun {
+				t.Fatalf("%+v, %v", f, err)
 			}
-			res := run.Diagnose(rb)
+			res := run.Diagnose(f.Run)
 			r := res.Report()
 			var text, js, html bytes.Buffer
 			if err := report.RunText(&text, r, true); err != nil {

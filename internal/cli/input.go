@@ -9,7 +9,6 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/run"
 )
 
 // docKind is what a file a user handed netdoctor is, from its top-level
@@ -17,7 +16,7 @@ import (
 // in one line, rather than in a decoder's words.
 type docKind struct {
 	Version int    `json:"version"`
-	Kind    string `json:"kind"`    // "run": a run bundle
+	Kind    string `json:"kind"`    // a bundle's (evidence.Kind)
 	Command string `json:"command"` // a report's command
 	// A bundle has snapshots; a plan has changes and the report it came
 	// from; a journal its entries.
@@ -31,8 +30,10 @@ type docKind struct {
 // none netdoctor writes.
 func (d docKind) what() string {
 	switch {
-	case d.Kind == run.BundleKind:
+	case d.Kind == string(evidence.KindRun):
 		return "a netdoctor run bundle"
+	case d.Kind == string(evidence.KindNamespace):
+		return "a netdoctor bundle"
 	case d.Changes != nil && d.Report != nil:
 		return "a netdoctor tune plan"
 	case d.Entries != nil:
@@ -131,16 +132,4 @@ func readReportError(path string, err error) error {
 		return serr
 	}
 	return notA(path, d, "a report", reportHint)
-}
-
-// checkBundleVersion refuses a bundle of a version this netdoctor does
-// not read.
-func checkBundleVersion(path string, v int) error {
-	if v > evidence.BundleVersion {
-		return badInput("%s is a bundle of version %d, newer than this netdoctor reads (1 to %d): use the netdoctor that wrote it", path, v, evidence.BundleVersion)
-	}
-	if v < 1 {
-		return badInput("%s is JSON but not a bundle (it has no netdoctor version): %s", path, bundleHint)
-	}
-	return nil
 }

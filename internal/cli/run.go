@@ -12,6 +12,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -205,7 +206,7 @@ func writeRun(j runJob, res *run.Result, r *report.Run, stdout io.Writer) error 
 	if j.bundle == "" {
 		return nil
 	}
-	if err := writeOut(j.bundle, stdout, "bundle", gzipped(j.bundle, indentedJSON(res.Bundle()))); err != nil {
+	if err := writeOut(j.bundle, stdout, "bundle", gzipped(j.bundle, indentedJSON(evidence.RunFile(res.Run)))); err != nil {
 		return err
 	}
 	if p := res.Profile; p != nil && len(p.PProf) > 0 && j.bundle != "-" {

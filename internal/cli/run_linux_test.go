@@ -16,6 +16,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -24,12 +25,12 @@ import (
 type loadJSON = load.Result
 
 type runJSON struct {
-	Verdict   string            `json:"verdict"`
-	Findings  []report.Finding  `json:"findings"`
-	Load      *loadJSON         `json:"load"`
-	LoadNotes []string          `json:"load_notes"`
-	Partial   bool              `json:"partial"`
-	Path      *report.PathProbe `json:"path"`
+	Verdict   string              `json:"verdict"`
+	Findings  []report.Finding    `json:"findings"`
+	Load      *loadJSON           `json:"load"`
+	LoadNotes []string            `json:"load_notes"`
+	Partial   bool                `json:"partial"`
+	Path      *evidence.PathProbe `json:"path"`
 	Sides     []struct {
 		Name     string `json:"name"`
 		Observed bool   `json:"observed"`

@@ -15,8 +15,6 @@ import (
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/lab/labtest"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
-	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/source"
 )
 
@@ -35,7 +33,7 @@ func linkedLab(t *testing.T, oneWay time.Duration) *lab.Env {
 // runBundle runs netdoctor run in the lab's client namespace against
 // url, observing the server's namespace, and returns the run's bundle
 // with its report.
-func runBundle(t *testing.T, e *lab.Env, url, args string) (*run.Bundle, *runJSON, string) {
+func runBundle(t *testing.T, e *lab.Env, url, args string) (*evidence.Run, *runJSON, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.json")
 	_, r, text := runIn(t, e.ClientNS.Name, "runremote", args+" --baseline 1s --tail 1s --server-netns "+e.ServerNS.Name+" --bundle "+path+" "+url)
@@ -44,18 +42,21 @@ func runBundle(t *testing.T, e *lab.Env, url, args string) (*run.Bundle, *runJSO
 		t.Fatalf("no bundle: %v\n%s", err, text)
 	}
 	defer f.Close()
-	b, err := run.ReadBundle(f)
+	file, err := evidence.Read(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, r, text
+	if file.Run == nil {
+		t.Fatalf("%s is no run bundle", path)
+	}
+	return file.Run, r, text
 }
 
 // loadSenders is what held the senders of a side over the run's load
 // window (from its start to the end of the tail).
-func loadSenders(t *testing.T, b *run.Bundle, side report.Side) (listeners, peers []evidence.SenderGroup) {
+func loadSenders(t *testing.T, b *evidence.Run, side report.Side) (listeners, peers []evidence.SenderGroup) {
 	t.Helper()
-	var s *rules.Side
+	var s *evidence.RunSide
 	for _, x := range b.Sides {
 		if x.Name == side && x.Observed {
 			s = x

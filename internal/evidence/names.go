@@ -84,27 +84,3 @@ func isGroup(g string) bool {
 	}
 	return false
 }
-
-// listenerJSON is Listener as JSON, with the names of version 1 read too.
-type listenerJSON Listener
-
-// UnmarshalJSON reads a listener, and its queue and backlog under the
-// names bundles used before version 2 (ss's recv_q and send_q).
-func (l *Listener) UnmarshalJSON(b []byte) error {
-	var v struct {
-		listenerJSON
-		RecvQ *uint32 `json:"recv_q"`
-		SendQ *uint32 `json:"send_q"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*l = Listener(v.listenerJSON)
-	if v.RecvQ != nil && l.RecvQ == 0 {
-		l.RecvQ = *v.RecvQ
-	}
-	if v.SendQ != nil && l.SendQ == 0 {
-		l.SendQ = *v.SendQ
-	}
-	return nil
-}

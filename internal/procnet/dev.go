@@ -5,16 +5,16 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Dev reads the per-device counters of net/dev. Only the counter fields
-// of each evidence.Interface are set; the link attributes come from
+// of each kernel.Interface are set; the link attributes come from
 // rtnetlink elsewhere.
 //
 // See dev_seq_printf_stats in
 // https://elixir.bootlin.com/linux/v6.6/source/net/core/net-procfs.c.
-func (p Proc) Dev() ([]evidence.Interface, error) {
+func (p Proc) Dev() ([]kernel.Interface, error) {
 	b, err := p.readNet("dev")
 	if err != nil {
 		return nil, err
@@ -33,10 +33,10 @@ const devColumns = 16
 // printed with "%6s:%8llu", so a large byte count follows the colon with
 // no space ("eth0:123456789"). Device names cannot contain a colon
 // (dev_valid_name rejects it), so the first colon ends the name.
-func parseDev(b []byte) ([]evidence.Interface, error) {
+func parseDev(b []byte) ([]kernel.Interface, error) {
 	pe := parseErrs{file: "net/dev"}
 	body, truncated := completeLines(b)
-	ifaces := make([]evidence.Interface, 0, countLines(body))
+	ifaces := make([]kernel.Interface, 0, countLines(body))
 	lineNo := 0
 	for len(body) > 0 {
 		var line []byte
@@ -62,7 +62,7 @@ func parseDev(b []byte) ([]evidence.Interface, error) {
 			pe.addf(lineNo, "%s: %v", name, err)
 			continue
 		}
-		ifaces = append(ifaces, evidence.Interface{
+		ifaces = append(ifaces, kernel.Interface{
 			Name:      string(name),
 			RxBytes:   c[0],
 			RxPackets: c[1],

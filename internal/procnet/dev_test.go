@@ -5,17 +5,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 func TestDev(t *testing.T) {
 	tests := []struct {
 		dir       string
-		want      []evidence.Interface
+		want      []kernel.Interface
 		wantParse bool
 	}{{
 		dir: "host",
-		want: []evidence.Interface{
+		want: []kernel.Interface{
 			{Name: "lo", RxBytes: 3193, RxPackets: 29, TxBytes: 3193, TxPackets: 29},
 			{Name: "ifb0"},
 			{Name: "ifb1"},
@@ -23,10 +23,10 @@ func TestDev(t *testing.T) {
 		},
 	}, {
 		dir:  "busy",
-		want: []evidence.Interface{{Name: "lo", RxBytes: 34594, RxPackets: 142, TxBytes: 34594, TxPackets: 142}},
+		want: []kernel.Interface{{Name: "lo", RxBytes: 34594, RxPackets: 142, TxBytes: 34594, TxPackets: 142}},
 	}, {
 		dir: "odd",
-		want: []evidence.Interface{
+		want: []kernel.Interface{
 			{Name: "lo", RxBytes: 3193, RxPackets: 29, TxBytes: 3193, TxPackets: 29},
 			{Name: "br-4f2a9c1d7e3b", RxBytes: 20480117, RxPackets: 150003, RxDrop: 12, TxBytes: 981234567, TxPackets: 120456},
 			{
@@ -39,7 +39,7 @@ func TestDev(t *testing.T) {
 	}, {
 		// The eth0 line is cut.
 		dir: "truncated",
-		want: []evidence.Interface{
+		want: []kernel.Interface{
 			{Name: "lo", RxBytes: 3193, RxPackets: 29, TxBytes: 3193, TxPackets: 29},
 			{Name: "ifb0"},
 			{Name: "ifb1"},
@@ -63,20 +63,20 @@ func TestParseDev(t *testing.T) {
 	tests := []struct {
 		name      string
 		in        string
-		want      []evidence.Interface
+		want      []kernel.Interface
 		wantParse bool
 	}{
-		{"header only", header, []evidence.Interface{}, false},
-		{"no header", "  lo: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n", []evidence.Interface{{
+		{"header only", header, []kernel.Interface{}, false},
+		{"no header", "  lo: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n", []kernel.Interface{{
 			Name: "lo", RxBytes: 1, RxPackets: 2, RxErrs: 3, RxDrop: 4, RxFifo: 5, RxFrame: 6,
 			TxBytes: 9, TxPackets: 10, TxErrs: 11, TxDrop: 12, TxFifo: 13, TxColls: 14, TxCarrier: 15,
 		}}, false},
-		{"too few columns", header + "  a: 1 2 3\n  b: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []evidence.Interface{{Name: "b"}}, true},
-		{"too many columns", header + "  a: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []evidence.Interface{}, true},
-		{"bad number", header + "  a: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 x\n", []evidence.Interface{}, true},
-		{"no name", header + "   : 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []evidence.Interface{}, true},
-		{"space in name", header + " a b: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []evidence.Interface{}, true},
-		{"no colon", header + "  a 0 0\n", []evidence.Interface{}, true},
+		{"too few columns", header + "  a: 1 2 3\n  b: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []kernel.Interface{{Name: "b"}}, true},
+		{"too many columns", header + "  a: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []kernel.Interface{}, true},
+		{"bad number", header + "  a: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 x\n", []kernel.Interface{}, true},
+		{"no name", header + "   : 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []kernel.Interface{}, true},
+		{"space in name", header + " a b: 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", []kernel.Interface{}, true},
+		{"no colon", header + "  a 0 0\n", []kernel.Interface{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

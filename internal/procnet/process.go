@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"strconv"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Process reads what netdoctor wants to know about the process pid from
@@ -22,11 +22,11 @@ import (
 //
 // See do_task_stat in https://elixir.bootlin.com/linux/v6.6/source/fs/proc/array.c
 // and proc_pid_limits in https://elixir.bootlin.com/linux/v6.6/source/fs/proc/base.c.
-func (p Proc) Process(pid int) (evidence.Process, error) {
+func (p Proc) Process(pid int) (kernel.Process, error) {
 	dir := strconv.Itoa(pid)
 	b, err := fs.ReadFile(p.FS, dir+"/stat")
 	if err != nil {
-		return evidence.Process{PID: pid}, err
+		return kernel.Process{PID: pid}, err
 	}
 	pr, err := parsePIDStat(b)
 	pr.PID = pid // the stat file of a procfs from another PID namespace differs
@@ -54,10 +54,10 @@ func (p Proc) Process(pid int) (evidence.Process, error) {
 // Stat reads one PID/stat, or a thread's PID/task/TID/stat when path
 // names one, alone: comm, state, parent and CPU times, without the
 // limits and descriptor counts Process adds.
-func (p Proc) Stat(path string) (evidence.Process, error) {
+func (p Proc) Stat(path string) (kernel.Process, error) {
 	b, err := fs.ReadFile(p.FS, path+"/stat")
 	if err != nil {
-		return evidence.Process{}, err
+		return kernel.Process{}, err
 	}
 	return parsePIDStat(b)
 }
@@ -71,9 +71,9 @@ const statFieldsAfterComm = 21
 // times. The command name is enclosed in parentheses but may itself hold
 // spaces, parentheses and even newlines, as in "12 (my (weird) proc) S
 // ...", so it ends at the last ')' of the file.
-func parsePIDStat(b []byte) (evidence.Process, error) {
+func parsePIDStat(b []byte) (kernel.Process, error) {
 	pe := parseErrs{file: "PID/stat"}
-	var pr evidence.Process
+	var pr kernel.Process
 	open := bytes.IndexByte(b, '(')
 	end := bytes.LastIndexByte(b, ')')
 	if open < 0 || end < open {

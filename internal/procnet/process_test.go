@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 func TestProcess(t *testing.T) {
@@ -16,14 +16,14 @@ func TestProcess(t *testing.T) {
 		name      string
 		p         Proc
 		pid       int
-		want      evidence.Process
+		want      kernel.Process
 		wantParse bool
 		wantIs    error // a read error the result must wrap
 	}{{
 		name: "host",
 		p:    fixture("host"),
 		pid:  1234,
-		want: evidence.Process{
+		want: kernel.Process{
 			PID: 1234, PPID: 1, State: "S", Comm: "python3", Threads: 1, OpenFDs: 29,
 			NofileSoft: 20000, NofileHard: 20000, UTime: 5, STime: 0, StartTime: 22654,
 		},
@@ -31,14 +31,14 @@ func TestProcess(t *testing.T) {
 		name: "odd comm and unlimited files",
 		p:    fixture("odd"),
 		pid:  4321,
-		want: evidence.Process{
+		want: kernel.Process{
 			PID: 4321, PPID: 1, State: "S", Comm: "my (weird) proc", Threads: 7, OpenFDs: 5, UTime: 5, StartTime: 22654,
 		},
 	}, {
 		name: "truncated stat and no fd directory",
 		p:    fixture("truncated"),
 		pid:  1234,
-		want: evidence.Process{
+		want: kernel.Process{
 			PID: 1234, Comm: "python3", Threads: 1, OpenFDs: -1,
 			NofileSoft: 20000, NofileHard: 20000,
 		},
@@ -50,7 +50,7 @@ func TestProcess(t *testing.T) {
 			"1234/fd": fs.ErrPermission,
 		}}},
 		pid: 1234,
-		want: evidence.Process{
+		want: kernel.Process{
 			PID: 1234, PPID: 1, State: "S", Comm: "python3", Threads: 1, OpenFDs: -1,
 			NofileSoft: 20000, NofileHard: 20000, UTime: 5, StartTime: 22654,
 		},
@@ -62,13 +62,13 @@ func TestProcess(t *testing.T) {
 			"1234/limits": fs.ErrPermission,
 		}}},
 		pid:    1234,
-		want:   evidence.Process{PID: 1234, PPID: 1, State: "S", Comm: "python3", OpenFDs: 29, UTime: 5, StartTime: 22654},
+		want:   kernel.Process{PID: 1234, PPID: 1, State: "S", Comm: "python3", OpenFDs: 29, UTime: 5, StartTime: 22654},
 		wantIs: fs.ErrPermission,
 	}, {
 		name:   "gone",
 		p:      fixture("host"),
 		pid:    999,
-		want:   evidence.Process{PID: 999},
+		want:   kernel.Process{PID: 999},
 		wantIs: fs.ErrNotExist,
 	}}
 	for _, tt := range tests {
@@ -95,21 +95,21 @@ func TestParsePIDStat(t *testing.T) {
 	tests := []struct {
 		name      string
 		in        string
-		want      evidence.Process
+		want      kernel.Process
 		wantParse bool
 	}{
-		{"plain", "42 (nginx)" + tail, evidence.Process{PID: 42, PPID: 1, State: "S", Comm: "nginx", UTime: 17, STime: 4, StartTime: 22654}, false},
-		{"spaces and parentheses", "7 (a) b (c))" + tail, evidence.Process{PID: 7, PPID: 1, State: "S", Comm: "a) b (c)", UTime: 17, STime: 4, StartTime: 22654}, false},
-		{"newline in comm", "7 (a\nb)" + tail, evidence.Process{PID: 7, PPID: 1, State: "S", Comm: "a\nb", UTime: 17, STime: 4, StartTime: 22654}, false},
-		{"empty comm", "7 ()" + tail, evidence.Process{PID: 7, PPID: 1, State: "S", UTime: 17, STime: 4, StartTime: 22654}, false},
-		{"no parentheses", "7 nginx" + tail, evidence.Process{}, true},
-		{"parentheses reversed", "7 )nginx(" + tail, evidence.Process{}, true},
-		{"bad pid", "x (nginx)" + tail, evidence.Process{PPID: 1, State: "S", Comm: "nginx", UTime: 17, STime: 4, StartTime: 22654}, true},
-		{"too few fields", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 17 4\n", evidence.Process{PID: 7, Comm: "nginx"}, true},
-		{"cut inside starttime", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 17 4 0 0 20 0 1 0 226\n", evidence.Process{PID: 7, Comm: "nginx"}, true},
-		{"bad starttime", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 17 4 0 0 20 0 1 0 x 18567168 3639\n", evidence.Process{PID: 7, PPID: 1, State: "S", Comm: "nginx", UTime: 17, STime: 4}, true},
-		{"bad utime", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 x 4 0 0 20 0 1 0 22654 18567168 3639\n", evidence.Process{PID: 7, PPID: 1, State: "S", Comm: "nginx", STime: 4, StartTime: 22654}, true},
-		{"bad ppid", "7 (nginx) D x 2 3 0 -1 4194560 10 0 0 0 17 4 0 0 20 0 1 0 22654 18567168 3639\n", evidence.Process{PID: 7, State: "D", Comm: "nginx", UTime: 17, STime: 4, StartTime: 22654}, true},
+		{"plain", "42 (nginx)" + tail, kernel.Process{PID: 42, PPID: 1, State: "S", Comm: "nginx", UTime: 17, STime: 4, StartTime: 22654}, false},
+		{"spaces and parentheses", "7 (a) b (c))" + tail, kernel.Process{PID: 7, PPID: 1, State: "S", Comm: "a) b (c)", UTime: 17, STime: 4, StartTime: 22654}, false},
+		{"newline in comm", "7 (a\nb)" + tail, kernel.Process{PID: 7, PPID: 1, State: "S", Comm: "a\nb", UTime: 17, STime: 4, StartTime: 22654}, false},
+		{"empty comm", "7 ()" + tail, kernel.Process{PID: 7, PPID: 1, State: "S", UTime: 17, STime: 4, StartTime: 22654}, false},
+		{"no parentheses", "7 nginx" + tail, kernel.Process{}, true},
+		{"parentheses reversed", "7 )nginx(" + tail, kernel.Process{}, true},
+		{"bad pid", "x (nginx)" + tail, kernel.Process{PPID: 1, State: "S", Comm: "nginx", UTime: 17, STime: 4, StartTime: 22654}, true},
+		{"too few fields", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 17 4\n", kernel.Process{PID: 7, Comm: "nginx"}, true},
+		{"cut inside starttime", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 17 4 0 0 20 0 1 0 226\n", kernel.Process{PID: 7, Comm: "nginx"}, true},
+		{"bad starttime", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 17 4 0 0 20 0 1 0 x 18567168 3639\n", kernel.Process{PID: 7, PPID: 1, State: "S", Comm: "nginx", UTime: 17, STime: 4}, true},
+		{"bad utime", "7 (nginx) S 1 2 3 0 -1 4194560 10 0 0 0 x 4 0 0 20 0 1 0 22654 18567168 3639\n", kernel.Process{PID: 7, PPID: 1, State: "S", Comm: "nginx", STime: 4, StartTime: 22654}, true},
+		{"bad ppid", "7 (nginx) D x 2 3 0 -1 4194560 10 0 0 0 17 4 0 0 20 0 1 0 22654 18567168 3639\n", kernel.Process{PID: 7, State: "D", Comm: "nginx", UTime: 17, STime: 4, StartTime: 22654}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

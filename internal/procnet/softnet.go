@@ -3,13 +3,13 @@ package procnet
 import (
 	"strconv"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Softnet reads net/softnet_stat: one line per online CPU with the
 // packets its backlog processed and dropped and how often net_rx_action
 // ran out of budget (time_squeeze).
-func (p Proc) Softnet() ([]evidence.Softnet, error) {
+func (p Proc) Softnet() ([]kernel.Softnet, error) {
 	b, err := p.readNet("softnet_stat")
 	if err != nil {
 		return nil, err
@@ -49,10 +49,10 @@ const (
 // CPU below the last is offline: the kernel skips offline CPUs. BacklogLen
 // is then 0. Every line must have the count of columns of the first; more
 // than 15 columns are taken as a later kernel that appended some.
-func parseSoftnet(b []byte) ([]evidence.Softnet, error) {
+func parseSoftnet(b []byte) ([]kernel.Softnet, error) {
 	pe := parseErrs{file: "net/softnet_stat"}
 	body, truncated := completeLines(b)
-	var out []evidence.Softnet
+	var out []kernel.Softnet
 	lineNo, columns := 0, 0
 	for len(body) > 0 {
 		var line []byte
@@ -76,7 +76,7 @@ func parseSoftnet(b []byte) ([]evidence.Softnet, error) {
 			pe.addf(lineNo, "%v", err)
 			continue
 		}
-		s := evidence.Softnet{
+		s := kernel.Softnet{
 			CPU:            len(out),
 			Processed:      c[snProcessed],
 			Dropped:        c[snDropped],
@@ -89,7 +89,7 @@ func parseSoftnet(b []byte) ([]evidence.Softnet, error) {
 			s.CPU = int(c[snCPU])
 		}
 		if out == nil {
-			out = make([]evidence.Softnet, 0, countLines(body)+1)
+			out = make([]kernel.Softnet, 0, countLines(body)+1)
 		}
 		out = append(out, s)
 	}

@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"strconv"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // CPU reads the CPU time lines of stat (/proc/stat, not a net file): the
@@ -14,7 +14,7 @@ import (
 // USER_HZ ticks.
 //
 // See show_stat in https://elixir.bootlin.com/linux/v6.6/source/fs/proc/stat.c.
-func (p Proc) CPU() ([]evidence.CPU, error) {
+func (p Proc) CPU() ([]kernel.CPU, error) {
 	b, err := fs.ReadFile(p.FS, "stat")
 	if err != nil {
 		return nil, err
@@ -37,11 +37,11 @@ const cpuColumns = 8
 // from v2.6.24 (guest) and 10 from v2.6.33 (guest_nice). Missing columns
 // are 0. Parsing stops at the first line after the cpu lines, so the long
 // intr line is never read.
-func parseStat(b []byte) ([]evidence.CPU, error) {
+func parseStat(b []byte) ([]kernel.CPU, error) {
 	pe := parseErrs{file: "stat"}
 	complete, truncated := completeLines(b)
 	body := complete
-	var out []evidence.CPU
+	var out []kernel.CPU
 	lineNo := 0
 	for len(body) > 0 {
 		var line []byte
@@ -60,7 +60,7 @@ func parseStat(b []byte) ([]evidence.CPU, error) {
 			continue
 		}
 		if out == nil {
-			out = make([]evidence.CPU, 0, 8)
+			out = make([]kernel.CPU, 0, 8)
 		}
 		out = append(out, c)
 	}
@@ -73,8 +73,8 @@ func parseStat(b []byte) ([]evidence.CPU, error) {
 
 // parseCPULine parses one cpu line: name is "cpu" or "cpuN", rest the
 // tick columns.
-func parseCPULine(name, rest []byte) (evidence.CPU, error) {
-	c := evidence.CPU{CPU: -1}
+func parseCPULine(name, rest []byte) (kernel.CPU, error) {
+	c := kernel.CPU{CPU: -1}
 	if len(name) > len("cpu") {
 		n, err := strconv.ParseUint(string(name[len("cpu"):]), 10, 31)
 		if err != nil {

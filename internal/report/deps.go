@@ -8,30 +8,15 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
 // DepHeader are the columns of a dependency table, in the text and the
 // HTML report alike.
 var DepHeader = []string{"destination", "owner", "conns", "new seen", "busy", "round trips/s", "per round trip", "segs/s out/in", "bytes/s out/in"}
 
-// Traced is what check or the agent saw of the host's servers'
-// outbound connections under production traffic, without a load: each
-// server that sent requests, with its dependency table.
-type Traced struct {
-	Start   time.Time `json:"start"`
-	Seconds float64   `json:"seconds"`
-	// IntervalMS is how often each connection was looked at.
-	IntervalMS int `json:"interval_ms"`
-	// Servers are the servers followed; only those with dependencies
-	// are kept.
-	Servers []*app.Server `json:"servers"`
-	// Followed is how many servers were followed, with or without
-	// dependencies.
-	Followed int `json:"followed"`
-}
-
 // writeTraced is the dependency tables of check and the agent.
-func writeTraced(w io.Writer, t *Traced) {
+func writeTraced(w io.Writer, t *evidence.Traced) {
 	if t == nil {
 		return
 	}

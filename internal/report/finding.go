@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/netdoctor/netdoctor/internal/evidence"
 )
 
 // FindingID names a kind of finding: stable, kebab-case, documented in
@@ -33,17 +35,18 @@ const (
 	Latent Status = "latent"
 )
 
-// Side is where a run observed something.
-type Side string
+// Side is where a run observed something: the evidence's own
+// (evidence.Side), named here for the findings that carry it.
+type Side = evidence.Side
 
 // Sides of a run. Check and diagnose observe one namespace and leave a
 // finding's side empty.
 const (
-	Server Side = "server"
-	Client Side = "client"
+	Server = evidence.Server
+	Client = evidence.Client
 	// Local is both at once: the server shares the client's namespace,
 	// so one set of snapshots is both sides' evidence.
-	Local Side = "local"
+	Local = evidence.Local
 )
 
 // Finding is one diagnosed problem. Its fields are the JSON report

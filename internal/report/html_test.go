@@ -73,7 +73,7 @@ func TestHTMLChain(t *testing.T) {
 // TestCheckPageWaits: check's page carries the dependency tables it
 // traced under the host's own traffic, and says there was no load.
 func TestCheckPageWaits(t *testing.T) {
-	r := &Report{Command: "check", Dependencies: &Traced{Seconds: 5, IntervalMS: 100, Followed: 1, Servers: []*app.Server{{Kind: "api", Addr: "10.0.0.2:8080",
+	r := &Report{Command: "check", Dependencies: &evidence.Traced{Seconds: 5, IntervalMS: 100, Followed: 1, Servers: []*app.Server{{Kind: "api", Addr: "10.0.0.2:8080",
 		Deps: []app.Dependency{{Addr: "10.0.0.3:5432", Owner: "postgres (pid 3)", Conns: 4, Busy: 0.97, RoundTripsPerSec: 190, RoundTrip: 21 * time.Millisecond}}}}}}
 	var b bytes.Buffer
 	if err := HTML(&b, CheckPage(r)); err != nil {

@@ -42,7 +42,7 @@ type Report struct {
 	Summary Summary        `json:"summary"`
 	// Dependencies are the listening servers' outbound connections as
 	// check or the agent traced them; nil when not traced.
-	Dependencies *Traced `json:"dependencies,omitempty"`
+	Dependencies *evidence.Traced `json:"dependencies,omitempty"`
 	// TimeSplit is where a run's requests spent their time, from the
 	// servers' CPU accounting (run only).
 	TimeSplit *TimeSplit `json:"latency_split,omitempty"`

@@ -91,7 +91,7 @@ func TestPartialAndVerdict(t *testing.T) {
 // ends.
 func TestRunTextAgent(t *testing.T) {
 	b := loadBundle(t, "../../testdata/bundles/accept-overflow.json")
-	r := &report.Run{Report: report.New("run", b, nil), Load: &load.Result{}, Sides: []*report.RunSide{
+	r := &report.Run{Report: report.New("run", b, nil), Load: &load.Result{}, Sides: []*evidence.SideInfo{
 		{Name: report.Server, Observed: true, Agent: "http://10.0.0.2:9120", ClockOffset: -1500 * time.Microsecond, ClockUncertainty: 120 * time.Microsecond,
 			Lost: "evidence ends at 12:00:03: agent http://10.0.0.2:9120 unreachable: connection refused"},
 		{Name: report.Client, Observed: true},

@@ -95,7 +95,7 @@ func hostBusy(b *evidence.Bundle, from, to time.Time) (float64, bool) {
 
 // peakRecvQ is the longest accept queue a listener at addr had in the
 // load window, with its backlog.
-func peakRecvQ(b *evidence.Bundle, addr string, r *Run) (q, backlog uint32) {
+func peakRecvQ(b *evidence.Bundle, addr string, r *evidence.Run) (q, backlog uint32) {
 	if b == nil {
 		return 0, 0
 	}

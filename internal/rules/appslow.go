@@ -9,6 +9,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -79,7 +80,7 @@ func checkAppSlow(in *Input) []report.Finding {
 			return nil // a cause of latency already named
 		}
 	}
-	b := r.serverBundle()
+	b := serverBundle(r)
 	busy, ok := hostBusy(b, r.LoadStart, r.LoadEnd)
 	if !ok || busy >= 0.7 {
 		return nil
@@ -107,7 +108,7 @@ func checkAppSlow(in *Input) []report.Finding {
 		subject, about = s.Kind+" "+s.Addr, report.About{Server: s.Kind, Listen: s.Addr}
 		sh, total := waitShares(r.Samples(s))
 		ev = append(ev, report.Item{Text: fmt.Sprintf("%s workers, sampled each second while busy: %s", s.Kind, describeWaits(sh, total)), Source: "wchan", Window: true})
-		if item, advice, ok := r.accountedAdvice(s); ok {
+		if item, advice, ok := accountedAdvice(r, s); ok {
 			// What the threads did, as the scheduler accounts it, wins
 			// over the samples of their states: a thread that runs in
 			// short bursts between throttled periods is seen "running"
@@ -132,14 +133,14 @@ func checkAppSlow(in *Input) []report.Finding {
 
 // accountedAdvice reads a server's CPU accounting over the load: what
 // its threads' busy time went to, and the advice for the largest part.
-func (r *Run) accountedAdvice(s *app.Server) (report.Item, string, bool) {
-	one := &Run{Load: r.Load, LoadStart: r.LoadStart, LoadEnd: r.LoadEnd, Servers: []*app.Server{s}, Profile: r.Profile}
+func accountedAdvice(r *evidence.Run, s *app.Server) (report.Item, string, bool) {
+	one := &evidence.Run{Load: r.Load, LoadStart: r.LoadStart, LoadEnd: r.LoadEnd, Servers: []*app.Server{s}, Profile: r.Profile}
 	tl := r.Load.Timeline
 	all := make([]bool, len(tl))
 	for i := range all {
 		all[i] = true
 	}
-	b, _, names := one.threadTime(tl, all)
+	b, _, names := threadTime(one, tl, all)
 	busy := sumBuckets(b)
 	if len(names) == 0 || busy <= 0 {
 		return report.Item{}, "", false
@@ -176,7 +177,7 @@ func (r *Run) accountedAdvice(s *app.Server) (report.Item, string, bool) {
 
 // onCPUAdvice names the server's hottest functions when a profile has
 // them: requests are slow because they take CPU there.
-func onCPUAdvice(r *Run, s *app.Server) string {
+func onCPUAdvice(r *evidence.Run, s *app.Server) string {
 	sum, err := cpuprof.Summarize(r.Profile)
 	if err == nil && sum != nil {
 		for _, ss := range sum.Servers {
@@ -209,7 +210,7 @@ var waitFix = map[string]string{
 // a wait that names a cause, that a dependency finding's server waits on
 // (abouts: the servers that wait, at Listen, and their dependency), the
 // innermost when they chain: one that does not wait on another in turn.
-func waitedOnServer(r *Run, abouts []report.About) *app.Server {
+func waitedOnServer(r *evidence.Run, abouts []report.About) *app.Server {
 	var waiting, waitedOn []string
 	for _, a := range abouts {
 		waiting = append(waiting, a.Listen)

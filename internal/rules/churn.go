@@ -142,7 +142,7 @@ func configChurn(in *Input, s *app.Server, u app.NginxUpstream, opens, answered 
 	f := report.Finding{ID: UpstreamConnectionChurn, Severity: sev, Status: report.Active, Side: r.ServerSide(),
 		Subject: strings.Join(u.Servers, ","), About: report.About{Server: s.Kind, Listen: s.Addr, Remotes: u.Servers},
 		Title:    fmt.Sprintf("nginx opens a new connection per request to upstream %s", u.Target),
-		Evidence: ev, Actions: reuseFix(r.serverBundle(), u, r.Load.Connections, s.Nginx.Workers())}
+		Evidence: ev, Actions: reuseFix(serverBundle(r), u, r.Load.Connections, s.Nginx.Workers())}
 	if n > 0 {
 		// Each failed connect is one 502 the client saw.
 		f.Explains = shareText(uint64(n), r.Load.Status["5xx"], "5xx responses (nginx could not connect upstream)", failures(r.Load))

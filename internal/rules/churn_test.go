@@ -92,9 +92,9 @@ func nginxProxy(reuse bool) *app.Server {
 // serverRun is the input of a rule on a run's server side: 5000
 // requests over 50 connections, b the server's window.
 func serverRun(b *evidence.Bundle, servers ...*app.Server) *Input {
-	r := &Run{Load: &load.Result{Connections: 50, Requests: 5000, Status: map[string]uint64{"2xx": 5000}},
+	r := &evidence.Run{Load: &load.Result{Connections: 50, Requests: 5000, Status: map[string]uint64{"2xx": 5000}},
 		LoadStart: b.Snapshots[0].Time, LoadEnd: b.Snapshots[len(b.Snapshots)-1].Time, Port: "80", Servers: servers,
-		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}}}
+		Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}}}
 	return &Input{Bundle: b, Side: report.Server, Run: r}
 }
 

@@ -150,10 +150,10 @@ func TestCheckCPU(t *testing.T) {
 // finding; saturation beyond it still is, and on another host it does
 // not count.
 func TestCPUGenerator(t *testing.T) {
-	run := func(cpuSeconds float64, client *evidence.Bundle) *Run {
-		r := &Run{Load: &load.Result{}, LoadStart: t0, LoadEnd: t0.Add(time.Second)}
+	run := func(cpuSeconds float64, client *evidence.Bundle) *evidence.Run {
+		r := &evidence.Run{Load: &load.Result{}, LoadStart: t0, LoadEnd: t0.Add(time.Second)}
 		r.Load.Self.CPUSeconds = cpuSeconds
-		r.Sides = []*Side{{RunSide: report.RunSide{Name: report.Client, Observed: true}, Bundle: client}}
+		r.Sides = []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: client}}
 		return r
 	}
 	withBoot := func(b *evidence.Bundle, id string) *evidence.Bundle { b.Host.BootID = id; return b }

@@ -278,7 +278,7 @@ func checkDependency(in *Input) []report.Finding {
 		return nil
 	}
 	rate := float64(lr.Requests) / secs
-	cpu, cpuOK := hostBusy(r.serverBundle(), r.LoadStart, r.LoadEnd)
+	cpu, cpuOK := hostBusy(serverBundle(r), r.LoadStart, r.LoadEnd)
 	var out []report.Finding
 	for _, s := range r.Servers {
 		for i := range s.Deps {
@@ -290,7 +290,7 @@ func checkDependency(in *Input) []report.Finding {
 	return out
 }
 
-func depFinding(r *Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpuOK bool) (report.Finding, bool) {
+func depFinding(r *evidence.Run, s *app.Server, d *app.Dependency, rate, cpu float64, cpuOK bool) (report.Finding, bool) {
 	lr := r.Load
 	p50 := lr.Latency.P50
 	// An untimed dependency (a unix socket) has no time to compare with
@@ -400,7 +400,7 @@ func knobsOf(s *app.Server) string {
 
 // depPoolFix says which side to change: a bigger pool only when the
 // dependency has room for more requests at once.
-func depPoolFix(r *Run, s *app.Server, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []report.Action {
+func depPoolFix(r *evidence.Run, s *app.Server, d *app.Dependency, who string, cpu float64, cpuOK bool, rate float64, depTime time.Duration) []report.Action {
 	want := int(math.Ceil(float64(r.Load.Connections) * float64(depTime) / float64(r.Load.Latency.P50) * depQueue))
 	want = max(want, 2*d.Conns)
 	if c := r.Load.Connections; c > 0 {
@@ -414,7 +414,7 @@ func depPoolFix(r *Run, s *app.Server, d *app.Dependency, who string, cpu float6
 		}
 		// Requests waiting unread at the dependency: its workers are all
 		// taken, and more connections would only queue there.
-		if secs, peak := queuedRequests(r, r.serverBundle(), dep.Addr); secs >= 2 {
+		if secs, peak := queuedRequests(r, serverBundle(r), dep.Addr); secs >= 2 {
 			spare, why = false, fmt.Sprintf("up to %d requests waited unread in its connections, in %d sampled seconds", peak, secs)
 		}
 	}
@@ -441,7 +441,7 @@ func inFlightItem(lr *load.Result, rate float64, conns int) report.Item {
 }
 
 // depServer is the run's server listening at the dependency's address.
-func depServer(r *Run, d *app.Dependency) *app.Server {
+func depServer(r *evidence.Run, d *app.Dependency) *app.Server {
 	for _, s := range r.Servers {
 		if s.Addr == d.Addr || (s.Role == "dependency" && sameAddr(s.Addr, d.Addr)) {
 			return s
@@ -514,13 +514,13 @@ const (
 )
 
 // checkTraced reads the dependencies check and the agent traced under
-// the host's own traffic (report.Traced) and says which of them hold the
+// the host's own traffic (evidence.Traced) and says which of them hold the
 // servers' requests: a pool whose connections are busy nearly all the
 // time (requests wait for one: the pool caps the rate at connections /
 // time per round trip), or a dependency whose round trips are long. b is
 // the window's snapshots, for the host's CPU. Rule `dependency`'s
 // findings, made without a load.
-func checkTraced(t *report.Traced, b *evidence.Bundle) []report.Finding {
+func checkTraced(t *evidence.Traced, b *evidence.Bundle) []report.Finding {
 	if t == nil {
 		return nil
 	}
@@ -535,7 +535,7 @@ func checkTraced(t *report.Traced, b *evidence.Bundle) []report.Finding {
 	return out
 }
 
-func tracedFinding(t *report.Traced, b *evidence.Bundle, s *app.Server, d *app.Dependency) (report.Finding, bool) {
+func tracedFinding(t *evidence.Traced, b *evidence.Bundle, s *app.Server, d *app.Dependency) (report.Finding, bool) {
 	if !tracedEnough(d) {
 		return report.Finding{}, false
 	}

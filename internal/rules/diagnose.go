@@ -14,11 +14,11 @@ import (
 type diagnosis struct {
 	// run is a run's evidence: both sides, the load, the servers; nil
 	// for check, diagnose and the agent.
-	run *Run
+	run *evidence.Run
 	// bundle and traced are a namespace's snapshots and the dependencies
 	// traced under the host's own traffic, without a run.
 	bundle *evidence.Bundle
-	traced *report.Traced
+	traced *evidence.Traced
 	// rules are the rules to run: the Registry, unless a test says.
 	rules []Rule
 
@@ -93,7 +93,7 @@ func diagnose(d *diagnosis) ([]report.Finding, report.Shape) {
 
 // Diagnose diagnoses a run: every rule over both sides, the load and the
 // servers, then the passes that look across findings (passes).
-func Diagnose(r *Run) ([]report.Finding, report.Shape) {
+func Diagnose(r *evidence.Run) ([]report.Finding, report.Shape) {
 	return diagnose(&diagnosis{run: r})
 }
 
@@ -103,7 +103,7 @@ func Diagnose(r *Run) ([]report.Finding, report.Shape) {
 // nothing. A dependency's own finding (its queue overflowing, its own
 // pool saturated) is named as the cause of the wait its clients show,
 // across any number of servers. Nothing to read has no findings.
-func CheckHost(b *evidence.Bundle, t *report.Traced) []report.Finding {
+func CheckHost(b *evidence.Bundle, t *evidence.Traced) []report.Finding {
 	fs, _ := diagnose(&diagnosis{bundle: b, traced: t})
 	return fs
 }
@@ -162,8 +162,8 @@ func namespaceFindings(in *Input, rules []Rule, judged map[string]bool) []report
 
 // observed are a run's sides with evidence, each bundle once (a server
 // sharing the client's namespace is one).
-func observed(r *Run) []*Side {
-	var out []*Side
+func observed(r *evidence.Run) []*evidence.RunSide {
+	var out []*evidence.RunSide
 	seen := map[*evidence.Bundle]bool{}
 	for _, s := range r.Sides {
 		if s.Observed && s.Bundle != nil && !seen[s.Bundle] {
@@ -176,7 +176,7 @@ func observed(r *Run) []*Side {
 
 // sideName is the side a side's findings carry: Local for a server in
 // the client's namespace.
-func sideName(s *Side) report.Side {
+func sideName(s *evidence.RunSide) report.Side {
 	if s.SameAs != "" {
 		return report.Local
 	}
@@ -253,7 +253,7 @@ func symptomRules(d *diagnosis) {
 // had nothing to look at (the dependencies when no server's connections
 // were traced, the drop monitor's rules without it, the CPU rules when no
 // server's threads were accounted).
-func clean(found []report.Finding, r *Run) (clean, rose []string) {
+func clean(found []report.Finding, r *evidence.Run) (clean, rose []string) {
 	active := map[report.FindingID]bool{}
 	for _, f := range found {
 		if f.Status == report.Active {
@@ -285,7 +285,7 @@ func clean(found []report.Finding, r *Run) (clean, rose []string) {
 
 // looked reports whether any observed side's window had what a rule
 // reads.
-func looked(r *Run, looks func(*evidence.Snapshot) bool) bool {
+func looked(r *evidence.Run, looks func(*evidence.Snapshot) bool) bool {
 	for _, s := range r.Sides {
 		if !s.Observed || s.Bundle == nil {
 			continue
@@ -301,7 +301,7 @@ func looked(r *Run, looks func(*evidence.Snapshot) bool) bool {
 
 // watched says which of the counters rose on which observed side, in
 // the load's window: "TcpExt.TCPSynRetrans +593 on the client".
-func watched(r *Run, counters []string) []string {
+func watched(r *evidence.Run, counters []string) []string {
 	var out []string
 	seen := map[*evidence.Bundle]bool{}
 	for _, s := range r.Sides {
@@ -328,7 +328,7 @@ func watched(r *Run, counters []string) []string {
 
 // accounted reports whether any server's threads were accounted (CPU
 // time, run delay) during the run.
-func accounted(r *Run) bool {
+func accounted(r *evidence.Run) bool {
 	for _, s := range r.Servers {
 		for _, smp := range s.Samples {
 			if smp.CPU != nil {
@@ -340,7 +340,7 @@ func accounted(r *Run) bool {
 }
 
 // traced reports whether the run traced any server's dependencies.
-func traced(r *Run) bool {
+func traced(r *evidence.Run) bool {
 	for _, s := range r.Servers {
 		if len(s.Deps) > 0 {
 			return true

@@ -9,18 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // realRuns are the evidence of real lab runs (testdata/runs, written by
-// the CLI's TestCapture), read as run.ReadBundle reads them.
-func realRuns(t *testing.T) map[string]*Run {
+// the CLI's TestCapture), read as diagnose reads them (evidence.Read).
+func realRuns(t *testing.T) map[string]*evidence.Run {
 	t.Helper()
 	paths, err := filepath.Glob("../../testdata/runs/*.bundle.json.gz")
 	if err != nil || len(paths) < 10 {
 		t.Fatalf("run bundles: %d, %v", len(paths), err)
 	}
-	out := map[string]*Run{}
+	out := map[string]*evidence.Run{}
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
@@ -30,20 +31,12 @@ func realRuns(t *testing.T) map[string]*Run {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r Run
-		if err := json.NewDecoder(z).Decode(&r); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
+		bf, err := evidence.Read(z)
 		f.Close()
-		for _, s := range r.Sides {
-			for _, o := range r.Sides {
-				if s.SameAs != "" && o.Name == s.SameAs && o.SameAs == "" {
-					s.Bundle = o.Bundle
-				}
-			}
-			s.Observed = s.Bundle != nil && len(s.Bundle.Snapshots) > 0
+		if err != nil || bf.Kind != evidence.KindRun {
+			t.Fatalf("%s: %+v, %v", p, bf, err)
 		}
-		out[strings.TrimSuffix(filepath.Base(p), ".bundle.json.gz")] = &r
+		out[strings.TrimSuffix(filepath.Base(p), ".bundle.json.gz")] = bf.Run
 	}
 	return out
 }

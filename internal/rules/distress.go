@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -187,7 +188,7 @@ func stuck(in *Input) int {
 
 // workersText is what the servers' threads did during the load when
 // they were sampled: busy on what, or idle.
-func workersText(r *Run) string {
+func workersText(r *evidence.Run) string {
 	var parts []string
 	for _, s := range r.Servers {
 		smps := r.Samples(s)
@@ -220,7 +221,7 @@ func workersText(r *Run) string {
 
 // nextMeasurements are what to measure when no rule explains the
 // distress: where the slow or failed requests spent their time.
-func nextMeasurements(r *Run) []string {
+func nextMeasurements(r *evidence.Run) []string {
 	pid := "PID"
 	for _, s := range r.Servers {
 		if s.Role == "front" && len(s.PIDs) > 0 {

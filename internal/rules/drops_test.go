@@ -137,7 +137,7 @@ func TestDropsElsewhere(t *testing.T) {
 	away := evidence.Drop{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Proto: "tcp", Iface: "r-s", NetNS: 4026532999, NetNSName: "router", Packets: 200,
 		Ports: []evidence.DropPort{{Port: 80, Packets: 200}}}
 	b := bundle(monitored(nil), all(monitored(nil), elsewhere(away)))
-	run := &Run{Port: "80", Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}, {RunSide: report.RunSide{Name: report.Client, Observed: true}, Bundle: b}}}
+	run := &evidence.Run{Port: "80", Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}, {SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: b}}}
 	got := checkDrops(&Input{Bundle: b, Run: run, Side: report.Server})
 	if len(got) != 1 || got[0].Subject != "netns router QDISC_DROP" || !hasEvidence(got[0], "in network namespace router by __dev_queue_xmit on r-s") {
 		t.Fatalf("server side: %+v", got)

@@ -21,7 +21,7 @@ import (
 // limited the capacity a reader sees what would limit it next. Each
 // entry names the finding whose class reports its resource at the limit
 // (Class.Resource), and whether found holds it active.
-func Headroom(r *Run, found []report.Finding) []report.Headroom {
+func Headroom(r *evidence.Run, found []report.Finding) []report.Headroom {
 	if r == nil {
 		return []report.Headroom{}
 	}
@@ -33,7 +33,7 @@ func Headroom(r *Run, found []report.Finding) []report.Headroom {
 			out = append(out, h)
 		}
 	}
-	b := r.serverBundle()
+	b := serverBundle(r)
 	for _, s := range r.Servers {
 		if h, ok := poolHeadroom(r, s, b); ok {
 			add(h)
@@ -90,7 +90,7 @@ func Headroom(r *Run, found []report.Finding) []report.Headroom {
 // (those in a sleep, on a peer, a lookup or the disk) against the most
 // that were busy at once, when requests waited unread for them (the
 // pool was full), else against all its threads.
-func poolHeadroom(r *Run, s *app.Server, b *evidence.Bundle) (report.Headroom, bool) {
+func poolHeadroom(r *evidence.Run, s *app.Server, b *evidence.Bundle) (report.Headroom, bool) {
 	smps := r.Samples(s)
 	if len(smps) == 0 {
 		return report.Headroom{}, false
@@ -164,7 +164,7 @@ func poolHeadroom(r *Run, s *app.Server, b *evidence.Bundle) (report.Headroom, b
 }
 
 // sideHeadroom is one side's kernel resources over the load window.
-func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroom {
+func sideHeadroom(r *evidence.Run, w *evidence.Bundle, side report.Side) []report.Headroom {
 	if w == nil || len(w.Snapshots) == 0 {
 		return nil
 	}
@@ -237,7 +237,7 @@ func sideHeadroom(r *Run, w *evidence.Bundle, side report.Side) []report.Headroo
 // gunicorn of fifty workers has fifty processes of one kind, and the
 // one nearest its limit is what stops it; fifty rows at 0.0 % said
 // nothing more).
-func fdHeadroom(r *Run, w *evidence.Bundle, last *evidence.Snapshot, side report.Side) []report.Headroom {
+func fdHeadroom(r *evidence.Run, w *evidence.Bundle, last *evidence.Snapshot, side report.Side) []report.Headroom {
 	type kind struct {
 		comm  string
 		limit uint64
@@ -285,7 +285,7 @@ func fdHeadroom(r *Run, w *evidence.Bundle, last *evidence.Snapshot, side report
 }
 
 // serves reports whether pid is one of the run's servers' processes.
-func serves(r *Run, pid int) bool {
+func serves(r *evidence.Run, pid int) bool {
 	for _, s := range r.Servers {
 		if s.Master == pid || slices.Contains(s.PIDs, pid) {
 			return true

@@ -39,7 +39,7 @@ func TestHeadroom(t *testing.T) {
 	in := serverRun(b, py, fpm)
 	in.Run.Port = "8080"
 	client := *b
-	in.Run.Sides = append(in.Run.Sides, &Side{RunSide: report.RunSide{Name: report.Client, Observed: true}, Bundle: &client})
+	in.Run.Sides = append(in.Run.Sides, &evidence.RunSide{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: &client})
 	hs := Headroom(in.Run, []report.Finding{{ID: WorkerPoolExhausted, Status: report.Active, Severity: report.Critical, Side: report.Server}})
 	got := map[string]report.Headroom{}
 	var order []string

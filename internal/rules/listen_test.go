@@ -353,9 +353,9 @@ func TestBacklogFromLoad(t *testing.T) {
 	}
 	b := &evidence.Bundle{Version: evidence.BundleVersion, Start: start,
 		Snapshots: []evidence.Snapshot{snap(0, 0), snap(time.Second, 1000)}}
-	r := &Run{LoadStart: start, LoadEnd: start.Add(time.Second),
+	r := &evidence.Run{LoadStart: start, LoadEnd: start.Add(time.Second),
 		Load:  &load.Result{Connections: 3000, Requests: 1000, Latency: load.Latency{P99: 300 * time.Millisecond}},
-		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}},
+		Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}},
 		Servers: []*app.Server{{Kind: "nginx", Addr: "10.0.0.1:80", PIDs: []int{7},
 			Nginx: &app.NginxInfo{Listens: []app.NginxListen{{Addr: "10.0.0.1:80", Backlog: -1, Source: "/etc/nginx/nginx.conf:12"}}}}}}
 	find := func(fs []report.Finding) *report.Finding {
@@ -434,9 +434,9 @@ func TestListenerArrivals(t *testing.T) {
 	}
 	b := &evidence.Bundle{Version: evidence.BundleVersion, Start: start,
 		Snapshots: []evidence.Snapshot{snap(0, 1000, 500000), snap(3, 1300, 536000)}}
-	r := &Run{LoadStart: start, LoadEnd: start.Add(3 * time.Second), Port: "8000",
+	r := &evidence.Run{LoadStart: start, LoadEnd: start.Add(3 * time.Second), Port: "8000",
 		Load:    &load.Result{Connections: 100, ConnectionsOpened: 990, Elapsed: 3 * time.Second, Requests: 990, Status: map[string]uint64{"2xx": 990}},
-		Sides:   []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}},
+		Sides:   []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}},
 		Servers: []*app.Server{{Role: "front", Kind: "python3", Runtime: &app.Runtime{Name: app.RuntimePython}, Addr: "127.0.0.1:8000", PIDs: []int{4242}}}}
 	f := checkListen(&Input{Bundle: b, Side: report.Server, Run: r})[0]
 	fix := strings.Join(fixOf(f), "\n")

@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -54,7 +55,7 @@ func LoadGen(res *load.Result) []report.Finding {
 // a reader tells the load's own connections from the server's: one per
 // request as --no-keepalive asks, or kept and reopened, and the local
 // ports they took.
-func LoadNotes(r *Run) []string {
+func LoadNotes(r *evidence.Run) []string {
 	lr := r.Load
 	if lr == nil {
 		return nil

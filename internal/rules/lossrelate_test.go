@@ -14,7 +14,7 @@ import (
 // overflowed 'dropped' times while its client retransmitted 'retrans'
 // data segments of 20000, with the drop monitor's flows on the client
 // when flows is set.
-func queueRun(dropped, resent uint64, flows ...evidence.Retrans) *Run {
+func queueRun(dropped, resent uint64, flows ...evidence.Retrans) *evidence.Run {
 	srv := bundle(nil, all(raise(dropped, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"), listeners(
 		evidence.Listener{Proto: "tcp", Addr: "10.0.0.2:80", Port: 80, RecvQ: 11, SendQ: 10, Inode: 9, PIDs: []int{100}, Process: "python3"})))
 	first, last := raise(0), all(raise(resent, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs"))
@@ -23,11 +23,11 @@ func queueRun(dropped, resent uint64, flows ...evidence.Retrans) *Run {
 		last = all(last, monitored(nil), retrans(flows...))
 	}
 	cli := bundle(first, last)
-	return &Run{Load: &load.Result{Connections: 200, Requests: 5000, Status: map[string]uint64{"2xx": 5000}, Errors: load.Errors{Timeout: 40},
+	return &evidence.Run{Load: &load.Result{Connections: 200, Requests: 5000, Status: map[string]uint64{"2xx": 5000}, Errors: load.Errors{Timeout: 40},
 		Latency: load.Latency{P50: time.Millisecond, P99: 1200 * time.Millisecond, Max: 3 * time.Second}},
 		LoadStart: t0, LoadEnd: t0.Add(time.Second), Port: "80",
-		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: srv},
-			{RunSide: report.RunSide{Name: report.Client, Observed: true}, Bundle: cli}}}
+		Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: srv},
+			{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: cli}}}
 }
 
 func byID(fs []report.Finding, id report.FindingID) (report.Finding, bool) {
@@ -47,7 +47,7 @@ func TestLossOfAFullQueue(t *testing.T) {
 	elsewhere := evidence.Retrans{Local: "10.0.0.1:41002", Remote: "10.0.0.9:443", Segments: 900, Full: 900, MaxLen: 1448, MSS: 1448}
 	for _, tc := range []struct {
 		name       string
-		run        *Run
+		run        *evidence.Run
 		consequent bool
 		evidence   string
 	}{

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -140,7 +141,7 @@ func nagleLoad(in *Input) (report.Finding, bool) {
 // this host's, or answers paused for the delayed-ACK timeout), or
 // requests the server's own end held back. The fix is the sender's:
 // TCP_NODELAY where the data waited, or one write per message.
-func nagleDeps(r *Run) []report.Finding {
+func nagleDeps(r *evidence.Run) []report.Finding {
 	var out []report.Finding
 	for _, s := range r.Servers {
 		for i := range s.Deps {
@@ -176,7 +177,7 @@ func nagleDeps(r *Run) []report.Finding {
 
 // nagleAnswers is the finding for answers held back at the dependency's
 // side.
-func nagleAnswers(r *Run, kind, who, subject string, d *app.Dependency, table report.Item) report.Finding {
+func nagleAnswers(r *evidence.Run, kind, who, subject string, d *app.Dependency, table report.Item) report.Finding {
 	n := d.Nagle
 	ev := []report.Item{table}
 	sure := n.Answers >= app.NagleHeld

@@ -17,9 +17,9 @@ func clientBundle(t0 time.Time, delayedACKs uint64) *evidence.Bundle {
 }
 
 // clientRun is a run whose client side is b.
-func clientRun(t0 time.Time, res *load.Result, b *evidence.Bundle) *Run {
-	return &Run{Load: res, LoadStart: t0, LoadEnd: t0.Add(5 * time.Second),
-		Sides: []*Side{{RunSide: report.RunSide{Name: report.Client, Observed: b != nil}, Bundle: b}}}
+func clientRun(t0 time.Time, res *load.Result, b *evidence.Bundle) *evidence.Run {
+	return &evidence.Run{Load: res, LoadStart: t0, LoadEnd: t0.Add(5 * time.Second),
+		Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Client, Observed: b != nil}, Bundle: b}}}
 }
 
 func TestNagle(t *testing.T) {

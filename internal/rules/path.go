@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -60,7 +61,7 @@ func pathLossItem(in *Input) (report.Item, bool) {
 // streams says, in format, how many parallel streams the probe's TCP
 // sum is over; nothing for one (and for reports from before the probe
 // had several).
-func streams(p *report.PathProbe, format string) string {
+func streams(p *evidence.PathProbe, format string) string {
 	if n := len(p.TCPStreams); n > 1 {
 		return fmt.Sprintf(format, n)
 	}

@@ -69,7 +69,7 @@ func TestPMTUFix(t *testing.T) {
 	away := evidence.Drop{Reason: "PKT_TOO_BIG", Location: "ip_forward", Proto: "tcp", Iface: "r-c", NetNS: 4026532999, NetNSName: "router", Packets: 60,
 		Ports: []evidence.DropPort{{Port: 80, Packets: 60}}}
 	b := bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)), elsewhere(away)))
-	run := &Run{Port: "80", Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}}}
+	run := &evidence.Run{Port: "80", Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}}}
 	fs := checkPMTU(&Input{Bundle: b, Run: run, Side: report.Server})
 	if len(fs) != 1 {
 		t.Fatalf("%+v", fs)

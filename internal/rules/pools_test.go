@@ -51,10 +51,10 @@ func namedPool(kind, family string, n int, wait func(i, tid int) (class, w, peer
 		s.Samples = append(s.Samples, sample(start.Add(time.Duration(i)*time.Second+100*time.Millisecond), i))
 	}
 	s.Samples = append(s.Samples, sample(start.Add(5500*time.Millisecond), -1))
-	r := &Run{LoadStart: start, LoadEnd: start.Add(5 * time.Second), Servers: []*app.Server{s}, Port: "8080",
+	r := &evidence.Run{LoadStart: start, LoadEnd: start.Add(5 * time.Second), Servers: []*app.Server{s}, Port: "8080",
 		Load: &load.Result{Connections: 50, Requests: 1000, DurationS: 5, Status: map[string]uint64{"2xx": 1000},
 			Latency: load.Latency{Mean: 250 * time.Millisecond, P50: 250 * time.Millisecond, P99: 300 * time.Millisecond}},
-		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}}}
+		Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}}}
 	return &Input{Run: r}
 }
 
@@ -134,7 +134,7 @@ func TestWaits(t *testing.T) {
 	if d := w.Dependencies[0]; d.RoundTrips != 0.5 || d.Time != 20*time.Millisecond || d.Network != 25*time.Microsecond || d.Stall != 10*time.Millisecond || d.ConnWait != 230*time.Millisecond {
 		t.Errorf("dependency %+v", d)
 	}
-	if Waits(&Run{}) != nil {
+	if Waits(&evidence.Run{}) != nil {
 		t.Errorf("waits without a load")
 	}
 }
@@ -147,7 +147,7 @@ func TestWaits(t *testing.T) {
 func TestNagleDependency(t *testing.T) {
 	run := func(n *app.Nagle) []report.Finding {
 		s := &app.Server{Kind: "node", Addr: "0.0.0.0:8080", Deps: []app.Dependency{{Addr: "10.0.0.9:7300", Conns: 4, Busy: 0.97, Seconds: 4, RoundTripsPerSec: 90, RoundTrip: 43 * time.Millisecond, Nagle: n}}}
-		return checkNagle(&Input{Run: &Run{Servers: []*app.Server{s}, Load: &load.Result{Requests: 400}}})
+		return checkNagle(&Input{Run: &evidence.Run{Servers: []*app.Server{s}, Load: &load.Result{Requests: 400}}})
 	}
 	fs := run(&app.Nagle{Answers: 0.49, NoDelay: "on", PeerNoDelay: "off", Pause: 40 * time.Millisecond, PauseShare: 0.9, DelayedACK: 40 * time.Millisecond, AcksPerRequest: 2})
 	if len(fs) != 1 || fs[0].Subject != "node 0.0.0.0:8080 → 10.0.0.9:7300" || fs[0].Severity != report.Critical || !strings.HasPrefix(fixOf(fs[0])[0], "on 10.0.0.9:7300 (the side that sends the answers)") ||

@@ -60,7 +60,7 @@ type Rule struct {
 	// LooksIn says whether a run holds what the rule reads (nil:
 	// always): the dependencies when a server's connections were
 	// traced, the CPU rules when a server's threads were accounted.
-	LooksIn func(*Run) bool
+	LooksIn func(*evidence.Run) bool
 	// Doc is the one section of docs/findings.md for all its findings,
 	// under a heading of their IDs, when they share one (name lookups);
 	// else each class has its own (Class.Doc). Markdown, with ´ for a

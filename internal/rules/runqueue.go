@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -80,7 +81,7 @@ func checkRunQueue(in *Input) []report.Finding {
 	}
 	var out []report.Finding
 	for _, s := range r.Servers {
-		c, ok := r.loadCPU(s)
+		c, ok := loadCPU(r, s)
 		secs := c.Span.Seconds()
 		if !ok || secs <= 0 {
 			continue
@@ -89,7 +90,7 @@ func checkRunQueue(in *Input) []report.Finding {
 		if busy <= 0 || float64(c.waiting) < waitingShare*float64(busy) || time.Duration(float64(c.waiting)/secs) < waitingPerSecond {
 			continue
 		}
-		others, othersCPU := r.neighbours(s, c)
+		others, othersCPU := neighbours(r, s, c)
 		if othersCPU.Seconds() < othersShare*secs*float64(max(c.CPUs, 1)) {
 			continue
 		}
@@ -125,7 +126,7 @@ func checkRunQueue(in *Input) []report.Finding {
 		out = append(out, report.Finding{ID: RunQueueContention, Severity: sev, Status: report.Active, Subject: name, Side: r.ServerSide(),
 			About:    report.About{Server: s.Kind, Listen: s.Addr},
 			Title:    fmt.Sprintf("Run-queue contention: %s waits for CPUs other processes hold (%.0f%% of its threads' busy time)", name, 100*float64(c.waiting)/float64(busy)),
-			Evidence: ev, Actions: notes(runQueueFix(s, c, r.hostCPUs())...)})
+			Evidence: ev, Actions: notes(runQueueFix(s, c, hostCPUs(r))...)})
 	}
 	return out
 }
@@ -133,7 +134,7 @@ func checkRunQueue(in *Input) []report.Finding {
 // neighbours names the other processes that ran on the server's CPUs
 // during the load, from its CPU accounting (which reads them while it
 // waits), else from the profile, and their CPU time.
-func (r *Run) neighbours(s *app.Server, c cpuLoad) ([]string, time.Duration) {
+func neighbours(r *evidence.Run, s *app.Server, c cpuLoad) ([]string, time.Duration) {
 	var names []string
 	var total time.Duration
 	secs := c.Span.Seconds()
@@ -181,8 +182,8 @@ func runQueueFix(s *app.Server, c cpuLoad, hostCPUs int) []string {
 }
 
 // hostCPUs is the observed server side's CPU count, 0 when unknown.
-func (r *Run) hostCPUs() int {
-	if b := r.serverBundle(); b != nil {
+func hostCPUs(r *evidence.Run) int {
+	if b := serverBundle(r); b != nil {
 		return b.Host.CPUs
 	}
 	return 0

@@ -12,6 +12,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/cgroup"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -74,7 +75,7 @@ func checkThrottle(in *Input) []report.Finding {
 	}
 	var out []report.Finding
 	for _, s := range r.Servers {
-		c, ok := r.loadCPU(s)
+		c, ok := loadCPU(r, s)
 		if !ok || s.CGroup == nil || s.CGroup.Limit == nil || c.Periods == 0 {
 			continue
 		}
@@ -217,7 +218,7 @@ type cpuLoad struct {
 
 // loadCPU sums a server's CPU accounting over the samples taken while
 // the load ran; ok is false without any.
-func (r *Run) loadCPU(s *app.Server) (cpuLoad, bool) {
+func loadCPU(r *evidence.Run, s *app.Server) (cpuLoad, bool) {
 	var c cpuLoad
 	by := map[int]*app.Neighbour{}
 	for _, smp := range r.Samples(s) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -42,7 +43,7 @@ const minSplitRequests = 20
 // The p50 is split as the whole load's time went; the p99 as the time
 // of the seconds the tail came from (those whose own p99 reached the
 // load's).
-func TimeSplit(r *Run) *report.TimeSplit {
+func TimeSplit(r *evidence.Run) *report.TimeSplit {
 	lr := r.Load
 	if lr == nil || lr.Requests < minSplitRequests || lr.Latency.Mean <= 0 {
 		return nil
@@ -61,18 +62,18 @@ func TimeSplit(r *Run) *report.TimeSplit {
 		tail = all
 	}
 	ts := &report.TimeSplit{}
-	b50, n50, names := r.threadTime(tl, all)
+	b50, n50, names := threadTime(r, tl, all)
 	if n50 == 0 || len(b50) == 0 {
 		return nil
 	}
 	ts.Servers = names
 	busy := sumBuckets(b50)
 	ts.PerRequest = busy / time.Duration(n50)
-	ts.P50 = split(b50, n50, r.capacity(tl, all), r.unreadTime(tl, all), lr.Latency.Mean, lr.Latency.P50)
-	b99, n99, _ := r.threadTime(tl, tail)
-	u99, c99 := r.unreadTime(tl, tail), r.capacity(tl, tail)
+	ts.P50 = split(b50, n50, capacity(r, tl, all), unreadTime(r, tl, all), lr.Latency.Mean, lr.Latency.P50)
+	b99, n99, _ := threadTime(r, tl, tail)
+	u99, c99 := unreadTime(r, tl, tail), capacity(r, tl, tail)
 	if n99 == 0 || len(b99) == 0 {
-		b99, n99, u99, c99 = b50, n50, r.unreadTime(tl, all), r.capacity(tl, all)
+		b99, n99, u99, c99 = b50, n50, unreadTime(r, tl, all), capacity(r, tl, all)
 	}
 	ts.P99 = split(b99, n99, c99, u99, lr.Latency.Mean, lr.Latency.P99)
 	return ts
@@ -86,8 +87,8 @@ func TimeSplit(r *Run) *report.TimeSplit {
 // with one; 0 from fewer than minUnreadLooks samples. The snapshot taken as the load began is left out: it finds
 // every connection's first request just sent, a moment no later one
 // resembles, where Little's law wants looks at any time.
-func (r *Run) unreadTime(tl []load.Second, use []bool) time.Duration {
-	b := r.serverBundle()
+func unreadTime(r *evidence.Run, tl []load.Second, use []bool) time.Duration {
+	b := serverBundle(r)
 	if b == nil {
 		return 0
 	}
@@ -209,7 +210,7 @@ func sumBuckets(b map[string]time.Duration) time.Duration {
 
 // threadTime sums the servers' accounted thread time in the load
 // seconds marked in use, by bucket, and the requests answered in them.
-func (r *Run) threadTime(tl []load.Second, use []bool) (map[string]time.Duration, uint64, []string) {
+func threadTime(r *evidence.Run, tl []load.Second, use []bool) (map[string]time.Duration, uint64, []string) {
 	var n uint64
 	for i, s := range tl {
 		if use[i] {
@@ -258,7 +259,7 @@ func (r *Run) threadTime(tl []load.Second, use []bool) (map[string]time.Duration
 // capacity sums, over the servers' samples in the load seconds marked
 // in use, the thread time that could have taken a request
 // (threadCapacity): the same samples threadTime sums.
-func (r *Run) capacity(tl []load.Second, use []bool) time.Duration {
+func capacity(r *evidence.Run, tl []load.Second, use []bool) time.Duration {
 	var t time.Duration
 	for _, s := range r.Servers {
 		for _, smp := range s.Samples {

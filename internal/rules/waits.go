@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -11,7 +12,7 @@ import (
 // work, per request (report.Waits): the full pools of named threads
 // (fullFamily) and each traced leg to a dependency, nil without a load
 // or when there is neither.
-func Waits(r *Run) *report.Waits {
+func Waits(r *evidence.Run) *report.Waits {
 	if r == nil || r.Load == nil || r.Load.Requests == 0 {
 		return nil
 	}

@@ -96,7 +96,7 @@ func checkWorkerPool(in *Input) []report.Finding {
 		return nil
 	}
 	var out []report.Finding
-	b := r.serverBundle()
+	b := serverBundle(r)
 	for _, s := range r.Servers {
 		switch {
 		case s.Pool != nil:
@@ -123,7 +123,7 @@ func checkWorkerPool(in *Input) []report.Finding {
 	return out
 }
 
-func fpmPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
+func fpmPool(r *evidence.Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 	p := s.Pool
 	smps := r.Samples(s)
 	var ev []report.Item
@@ -222,7 +222,7 @@ func fpmPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 
 // connsFix sizes nginx's worker_connections for the run's connections,
 // as tune plan does.
-func connsFix(r *Run, n *app.NginxInfo) string {
+func connsFix(r *evidence.Run, n *app.NginxInfo) string {
 	wc := n.WorkerConnections
 	if r.Load == nil || r.Load.Connections == 0 {
 		return fmt.Sprintf("raise worker_connections %s to the connections you need per worker (clients plus upstream connections), and worker_rlimit_nofile to at least twice that", wc)
@@ -235,7 +235,7 @@ func connsFix(r *Run, n *app.NginxInfo) string {
 // poolFix sizes pm.max_children as tune plan does: the requests in
 // flight (the run's connections, within what the nginx in front can
 // hold) and spare, while their memory fits.
-func poolFix(r *Run, s *app.Server) string {
+func poolFix(r *evidence.Run, s *app.Server) string {
 	p := s.Pool
 	inflight := 0
 	if r.Load != nil {
@@ -256,7 +256,7 @@ func poolFix(r *Run, s *app.Server) string {
 }
 
 // frontOf is the nginx that passes requests to s, if one was found.
-func frontOf(r *Run, s *app.Server) *app.Server {
+func frontOf(r *evidence.Run, s *app.Server) *app.Server {
 	for _, n := range r.Servers {
 		if n.Nginx == nil {
 			continue
@@ -287,7 +287,7 @@ func where(source, fallback string) string {
 // then decomposes: the service time is the busy workers over the
 // throughput (Little's law), and a median of many service times is time
 // spent waiting for a worker.
-func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
+func threadPool(r *evidence.Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 	smps := r.Samples(s)
 	lr := r.Load
 	if len(smps) < 2 || lr == nil || lr.Requests < 20 || b == nil {
@@ -388,9 +388,9 @@ func threadPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool
 // pool stretched mostly by the wait for a CPU is the CPU's finding
 // (cpu-saturated, run-queue-contention). Without that accounting the
 // host's CPU stands in: under 70 % busy, requests waited for a worker.
-func poolOffCPU(r *Run, s *app.Server, b *evidence.Bundle, busy float64) (report.Item, bool) {
+func poolOffCPU(r *evidence.Run, s *app.Server, b *evidence.Bundle, busy float64) (report.Item, bool) {
 	host, hostOK := hostBusy(b, r.LoadStart, r.LoadEnd)
-	c, ok := r.loadCPU(s)
+	c, ok := loadCPU(r, s)
 	held := time.Duration(busy * float64(c.Span))
 	if !ok || held <= 0 {
 		if !hostOK || host >= 0.7 {
@@ -421,7 +421,7 @@ var parallel = map[string]bool{app.WaitSleep: true, app.WaitNetwork: true, app.W
 // queuedRequests counts the load-window snapshots in which requests
 // waited for a server at addr, unread in their connections or in its
 // accept queue, and the most that did at once.
-func queuedRequests(r *Run, b *evidence.Bundle, addr string) (secs, peak int) {
+func queuedRequests(r *evidence.Run, b *evidence.Bundle, addr string) (secs, peak int) {
 	for _, snap := range b.Snapshots {
 		if snap.Time.Before(r.LoadStart) || snap.Time.After(r.LoadEnd) || snap.Sockets == nil {
 			continue
@@ -460,7 +460,7 @@ const poolBusy = 0.5
 // runtime's own queue (an executor's, where the kernel shows nothing).
 // The workers' own waits say more workers would help (each waits on its
 // own, off the CPU), whatever else keeps the host's CPU busy.
-func familyPool(r *Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
+func familyPool(r *evidence.Run, s *app.Server, b *evidence.Bundle) (report.Finding, bool) {
 	p, ok := fullFamily(r, s)
 	if !ok {
 		return report.Finding{}, false
@@ -517,7 +517,7 @@ type threadPoolStats struct {
 }
 
 // fullFamily finds a server's full pool of named threads (familyPool).
-func fullFamily(r *Run, s *app.Server) (threadPoolStats, bool) {
+func fullFamily(r *evidence.Run, s *app.Server) (threadPoolStats, bool) {
 	var p threadPoolStats
 	lr := r.Load
 	load := r.Samples(s)

@@ -21,7 +21,7 @@ func poolRun(smp func(i int) app.Sample) *Input {
 		x.Time = start.Add(time.Duration(i)*time.Second + time.Millisecond)
 		s.Samples = append(s.Samples, x)
 	}
-	return &Input{Run: &Run{LoadStart: start, LoadEnd: start.Add(4 * time.Second), Servers: []*app.Server{s},
+	return &Input{Run: &evidence.Run{LoadStart: start, LoadEnd: start.Add(4 * time.Second), Servers: []*app.Server{s},
 		Load: &load.Result{Connections: 50, Requests: 1000, Status: map[string]uint64{"2xx": 1000}}}}
 }
 
@@ -98,9 +98,9 @@ func pythonPool(waits map[string]int, unread int, cpu float64) *Input {
 	for i := range 5 {
 		s.Samples = append(s.Samples, app.Sample{Time: start.Add(time.Duration(i)*time.Second + 100*time.Millisecond), Workers: 1, Waits: waits})
 	}
-	r := &Run{LoadStart: start, LoadEnd: start.Add(5 * time.Second), Servers: []*app.Server{s}, Port: "8080",
+	r := &evidence.Run{LoadStart: start, LoadEnd: start.Add(5 * time.Second), Servers: []*app.Server{s}, Port: "8080",
 		Load:  &load.Result{Connections: 50, Requests: 400, Status: map[string]uint64{"2xx": 400}, Latency: load.Latency{P50: 620 * time.Millisecond, P99: 700 * time.Millisecond}},
-		Sides: []*Side{{RunSide: report.RunSide{Name: report.Server, Observed: true}, Bundle: b}}}
+		Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}}}
 	return &Input{Run: r}
 }
 

@@ -2,6 +2,6 @@
 // server's sides through their evidence sources every second, through a
 // quiet baseline, the load and a tail, discovers the servers behind the
 // target port and samples their workers, and hands what it observed
-// (rules.Run) to rules.Diagnose. The run's evidence is also a file, the
+// (evidence.Run) to rules.Diagnose. The run's evidence is also a file, the
 // run bundle, that `diagnose` reads back.
 package run

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/layer"
-	"github.com/netdoctor/netdoctor/internal/report"
 )
 
 // The path probe: a second and a half of bulk TCP from the server to the
@@ -30,19 +30,19 @@ const (
 // pathProbe measures the path through the server agent's test endpoint,
 // when it offers one and the run did not turn the probe off. It returns
 // nil when nothing was probed; a failed probe says why in Error.
-func pathProbe(ctx context.Context, o Options, server *side) *report.PathProbe {
+func pathProbe(ctx context.Context, o Options, server *side) *evidence.PathProbe {
 	if o.NoPathProbe || server.remote == nil || server.remote.TestEndpoint() == "" {
 		return nil
 	}
 	addr, token := server.remote.TestEndpoint(), server.remote.Token()
 	o.phase("path", probeTCP+probeUDP+probeUDPDown)
-	p := &report.PathProbe{Endpoint: addr}
+	p := &evidence.PathProbe{Endpoint: addr}
 	var errs []error
 	tcp, err := layer.RunTCP(ctx, layer.TCPOptions{Addr: addr, Token: token, Dir: layer.Down, Streams: probeStreams, Duration: probeTCP})
 	if err == nil {
 		p.DownBitsPerSecond, p.Retransmits, p.MinRTT = tcp.BitsPerSecond, tcp.Retrans, tcp.MinRTT()
 		for _, s := range tcp.Streams {
-			p.TCPStreams = append(p.TCPStreams, report.PathStream{BitsPerSecond: s.BitsPerSecond,
+			p.TCPStreams = append(p.TCPStreams, evidence.PathStream{BitsPerSecond: s.BitsPerSecond,
 				Retransmits: uint64(s.Retrans), RTT: s.RTT, MinRTT: s.MinRTT})
 		}
 	} else {

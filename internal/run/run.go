@@ -20,6 +20,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/pace"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/source"
@@ -52,10 +53,11 @@ type Options struct {
 	OnPhase func(name string, d time.Duration) `json:"-"`
 }
 
-// Result is a finished run: what it observed (the embedded rules.Run, which
-// `run --bundle` writes) and what the rules made of it.
+// Result is a finished run: what it observed (the embedded evidence.Run,
+// which `run --bundle` writes as a bundle file, evidence.RunFile) and
+// what the rules made of it.
 type Result struct {
-	*rules.Run
+	*evidence.Run
 	Findings []report.Finding
 	// Shape is the per-second throughput's pattern and what moved with it.
 	Shape report.Shape
@@ -85,7 +87,7 @@ func (res *Result) Report() *report.Run {
 		r.Flame, _ = cpuprof.Flame(res.Profile)
 	}
 	for _, s := range res.Sides {
-		rs := s.RunSide
+		rs := s.SideInfo
 		r.Sides = append(r.Sides, &rs)
 		if rs.Lost != "" {
 			// What the rules found rests on the evidence before the
@@ -97,8 +99,11 @@ func (res *Result) Report() *report.Run {
 	return r
 }
 
-// diagnose runs the rules over what the run observed.
-func diagnose(ev *rules.Run) *Result {
+// Diagnose runs the rules over what a run observed: a run's own
+// evidence, or a run bundle's read again (evidence.Read, KindRun), so a
+// run on a production host can be diagnosed elsewhere, and real runs
+// serve as test fixtures.
+func Diagnose(ev *evidence.Run) *Result {
 	res := &Result{Run: ev}
 	res.Findings, res.Shape = rules.Diagnose(ev)
 	return res
@@ -130,7 +135,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	ev := &rules.Run{Port: targetPort(o.Load.URL)}
+	ev := &evidence.Run{Port: targetPort(o.Load.URL)}
 	ev.Path = pathProbe(ctx, o, server)
 	var apps source.Apps
 	if src := server.source(); src != nil {
@@ -153,7 +158,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		recs = append(recs, s.rec)
 	}
 	o.phase("baseline", o.Baseline)
-	wait(ctx, o.Baseline)
+	pace.Sleep(ctx, o.Baseline)
 	// Sampling resumes once the load has begun (or failed to).
 	resume := sync.OnceFunc(source.Mark(ctx, recs...))
 	ev.LoadStart = time.Now()
@@ -174,7 +179,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	ev.LoadEnd = time.Now()
 	if lerr == nil {
 		o.phase("tail", o.Tail)
-		wait(ctx, o.Tail)
+		pace.Sleep(ctx, o.Tail)
 	}
 	source.Stop(recs...)
 	if lerr != nil {
@@ -187,7 +192,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, s := range []*side{server, client} {
 		ev.Sides = append(ev.Sides, s.evidence())
 	}
-	return diagnose(ev), nil
+	return Diagnose(ev), nil
 }
 
 // phase tells OnPhase that a timed step begins.
@@ -199,7 +204,7 @@ func (o *Options) phase(name string, d time.Duration) {
 
 // profileServers starts the servers' on-CPU profile, when asked for and
 // they run on this host; stop ends it and hands it to ev.
-func profileServers(o Options, server *side, apps source.Apps, ev *rules.Run) (stop func()) {
+func profileServers(o Options, server *side, apps source.Apps, ev *evidence.Run) (stop func()) {
 	if o.ProfileHz <= 0 {
 		return func() {}
 	}
@@ -232,19 +237,9 @@ func traceDeps(ctx context.Context, t source.Apps) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = t.TraceDeps(ctx, app.DepInterval)
+		_ = t.TraceDeps(ctx)
 	}()
 	return func() { cancel(); <-done }
-}
-
-// wait sleeps for d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // sides decides what to observe: the server in its namespace (or in ours

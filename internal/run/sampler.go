@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
-	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/source"
 )
 
@@ -40,9 +40,9 @@ func (s *side) close() {
 }
 
 // evidence is the side as the rules see it, with its snapshots.
-func (s *side) evidence() *rules.Side {
+func (s *side) evidence() *evidence.RunSide {
 	o := s.owner()
-	sd := &rules.Side{RunSide: report.RunSide{Name: s.name, NetNS: s.ns.String(), Why: s.why}}
+	sd := &evidence.RunSide{SideInfo: evidence.SideInfo{Name: s.name, NetNS: s.ns.String(), Why: s.why}}
 	if o.rec != nil {
 		sd.Bundle = o.rec.Bundle()
 		sd.Observed = true

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // DefaultMaxEstablishedDetail is the number of ESTABLISHED sockets above
@@ -49,7 +49,7 @@ type dump struct {
 // into another namespace observes that namespace; the dumps then run in
 // parallel. A family the kernel lacks (IPv6 disabled) is skipped. With
 // ErrPartial the returned Sockets are still usable.
-func Collect(o Options) (*evidence.Sockets, error) {
+func Collect(o Options) (*kernel.Sockets, error) {
 	s, _, err := CollectSenders(o)
 	return s, err
 }
@@ -58,7 +58,7 @@ func Collect(o Options) (*evidence.Sockets, error) {
 // accounting that the dump of the connections made: the connections'
 // tcp_info, congestion control and send buffer are asked of the kernel
 // in the same walk (BenchmarkSendersDump: what that costs).
-func CollectSenders(o Options) (*evidence.Sockets, *evidence.Senders, error) {
+func CollectSenders(o Options) (*kernel.Sockets, *kernel.Senders, error) {
 	if o.MaxEstablishedDetail == 0 {
 		o.MaxEstablishedDetail = DefaultMaxEstablishedDetail
 	}
@@ -124,7 +124,7 @@ func CollectSenders(o Options) (*evidence.Sockets, *evidence.Senders, error) {
 		s.Note = fmt.Sprintf("%d ESTABLISHED sockets counted from TcpCurrEstab, not dumped (more than %d); remotes count the other states only",
 			s.TCP["ESTABLISHED"], o.MaxEstablishedDetail)
 	}
-	var senders *evidence.Senders
+	var senders *kernel.Senders
 	if round != nil {
 		// Connections a dump did not show are gone only when it showed
 		// every one: not ESTABLISHED left undumped, nor a walk the

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
@@ -36,7 +36,7 @@ func listenBacklog(t testing.TB, backlog int) (fd int, port int) {
 	return fd, sa.(*syscall.SockaddrInet4).Port
 }
 
-func findListener(s *evidence.Sockets, addr string) *evidence.Listener {
+func findListener(s *kernel.Sockets, addr string) *kernel.Listener {
 	for i := range s.Listeners {
 		if s.Listeners[i].Addr == addr {
 			return &s.Listeners[i]
@@ -78,7 +78,7 @@ func TestCollectSeesQueuedConnections(t *testing.T) {
 	if l.Inode != st.Ino {
 		t.Errorf("listener inode = %d, want %d", l.Inode, st.Ino)
 	}
-	var remote *evidence.Remote
+	var remote *kernel.Remote
 	for i := range s.Remotes {
 		if s.Remotes[i].Addr == addr {
 			remote = &s.Remotes[i]

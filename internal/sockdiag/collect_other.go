@@ -7,10 +7,11 @@ import (
 	"runtime"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Collect is only implemented on Linux.
-func Collect(Options) (*evidence.Sockets, error) {
+func Collect(Options) (*kernel.Sockets, error) {
 	return nil, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
 }
 

@@ -10,11 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // decodeAll runs the whole decode path over raw dump datagrams.
-func decodeAll(b []byte) (*evidence.Sockets, bool, error) {
+func decodeAll(b []byte) (*kernel.Sockets, bool, error) {
 	var s Summary
 	s.PortLow, s.PortHigh = 32768, 60999
 	var m InetDiagMsg
@@ -40,23 +40,23 @@ func TestDecodeFixture(t *testing.T) {
 	if err != nil || !done {
 		t.Fatalf("decode: done=%v err=%v", done, err)
 	}
-	var got *evidence.Listener
+	var got *kernel.Listener
 	for i := range s.Listeners {
 		if s.Listeners[i].Addr == "127.0.0.1:57775" {
 			got = &s.Listeners[i]
 		}
 	}
-	want := &evidence.Listener{Proto: "tcp", Addr: "127.0.0.1:57775", Port: 57775, RecvQ: 5, SendQ: 7, Inode: got.Inode, Established: 5}
+	want := &kernel.Listener{Proto: "tcp", Addr: "127.0.0.1:57775", Port: 57775, RecvQ: 5, SendQ: 7, Inode: got.Inode, Established: 5}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("listener mismatch (-want +got):\n%s", diff)
 	}
-	var remote evidence.Remote
+	var remote kernel.Remote
 	for _, r := range s.Remotes {
 		if r.Addr == "127.0.0.1:57775" {
 			remote = r
 		}
 	}
-	if diff := cmp.Diff(evidence.Remote{Addr: "127.0.0.1:57775", Established: 5, Ephemeral: 5}, remote); diff != "" {
+	if diff := cmp.Diff(kernel.Remote{Addr: "127.0.0.1:57775", Established: 5, Ephemeral: 5}, remote); diff != "" {
 		t.Errorf("remote mismatch (-want +got):\n%s", diff)
 	}
 	if s.TCP["ESTABLISHED"] < 10 || s.TCP["LISTEN"] < 1 {
@@ -80,7 +80,7 @@ func TestDecodeListenFixture(t *testing.T) {
 	for i := range s.Listeners {
 		s.Listeners[i].Inode = 0
 	}
-	want := []evidence.Listener{
+	want := []kernel.Listener{
 		{Proto: "tcp", Addr: "127.0.0.1:7001", Port: 7001, RecvQ: 2, SendQ: 1, Drops: 4},
 		{Proto: "tcp", Addr: "127.0.0.1:7002", Port: 7002, SendQ: 5},
 		{Proto: "tcp6", Addr: "[::1]:7003", Port: 7003, SendQ: 5},

@@ -3,7 +3,7 @@ package sockdiag
 import (
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Options selects what Collect dumps.
@@ -23,7 +23,7 @@ type Options struct {
 	// Listeners, if set, receives the listening sockets as soon as they
 	// are known, before the slower walk of the other states, so a caller
 	// can resolve their owners meanwhile. It must not keep the slice.
-	Listeners func([]evidence.Listener)
+	Listeners func([]kernel.Listener)
 	// Senders, when set, looks at every connection of the dump for the
 	// accounting of what held its sender (CollectSenders), SendersAt
 	// being the snapshot's time and SlowStartAfterIdle the namespace's

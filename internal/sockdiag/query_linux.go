@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Querier asks the kernel about given TCP connections, one exact lookup
@@ -134,7 +134,7 @@ func (q *Querier) QueryUnix(ids []UnixID, fn func(i int, m *UnixDiagMsg)) error 
 // the querier's namespace (one bound to addr or to the wildcard), by an
 // exact lookup from no remote address: the kernel's own listener lookup,
 // whatever the size of the socket table. ok is false when none listens.
-func (q *Querier) Listener(addr netip.AddrPort) (l evidence.Listener, ok bool, err error) {
+func (q *Querier) Listener(addr netip.AddrPort) (l kernel.Listener, ok bool, err error) {
 	err = q.batch([]SockID{{Local: addr, Remote: netip.AddrPortFrom(unspecified(addr.Addr()), 0)}}, 0, func(_ int, m *InetDiagMsg, _ *TCPInfo) {
 		if m.State == stateListen {
 			l, ok = listener(m), true

@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"runtime"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Querier is only implemented on Linux.
@@ -27,8 +27,8 @@ func (q *Querier) Query([]SockID, func(int, *InetDiagMsg, *TCPInfo)) error {
 }
 
 // Listener is only implemented on Linux.
-func (q *Querier) Listener(netip.AddrPort) (evidence.Listener, bool, error) {
-	return evidence.Listener{}, false, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
+func (q *Querier) Listener(netip.AddrPort) (kernel.Listener, bool, error) {
+	return kernel.Listener{}, false, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
 }
 
 // QueryUnix is only implemented on Linux.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Senders accounts what held the senders of one namespace's TCP
@@ -17,7 +17,7 @@ import (
 // source: each snapshot's dump looks at every connection (a Round), and
 // the kernel's notices of their ends (WatchEnds) give the last counters
 // of those that end between two looks. The counters it reports are
-// cumulative per listening port and per peer (evidence.Senders). It is
+// cumulative per listening port and per peer (kernel.Senders). It is
 // safe for one Round and the end watcher at once.
 type Senders struct {
 	mu    sync.Mutex
@@ -64,13 +64,13 @@ const (
 type groupAcc struct {
 	since    time.Time
 	touched  uint64
-	c        evidence.SenderCounters
+	c        kernel.SenderCounters
 	prevBusy uint64
 	// gauge is the group at the round gaugeGen; total a scratch of
 	// Finish's.
 	gaugeGen uint64
 	gauge    gauge
-	total    evidence.SenderCounters
+	total    kernel.SenderCounters
 }
 
 // sender is one connection between looks.
@@ -107,7 +107,7 @@ func countersOf(t *TCPInfo) kcounters {
 // add adds k (sign 1) or takes it away (-1) from c; a connection's own
 // counters only rise, so taking away what was added before never goes
 // below 0.
-func (k kcounters) add(c *evidence.SenderCounters, sign int) {
+func (k kcounters) add(c *kernel.SenderCounters, sign int) {
 	f := func(dst *uint64, v uint64) {
 		if sign > 0 {
 			*dst += v
@@ -306,7 +306,7 @@ func (r *Round) Look(m *InetDiagMsg, c *ConnInfo) {
 	}
 	sd.last, sd.gen = cur, s.gen
 
-	var looked evidence.SenderCounters
+	var looked kernel.SenderCounters
 	looked.Looks = 1
 	looked.RTTSumUS = uint64(t.RTT)
 	if mr, ok := t.MinRTTOK(); ok {
@@ -441,7 +441,7 @@ func (s *Senders) endsState(on bool, why string, lost uint64) {
 // Finish ends the round and returns the accounting. complete says the
 // dump showed every connection: only then are those it did not show
 // taken as gone (accounted at their last look).
-func (r *Round) Finish(complete bool, note string) *evidence.Senders {
+func (r *Round) Finish(complete bool, note string) *kernel.Senders {
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -481,14 +481,14 @@ func (r *Round) Finish(complete bool, note string) *evidence.Senders {
 		}
 	}
 	s.prune()
-	out := &evidence.Senders{Since: s.since, InfoSize: s.infoSize, Ends: s.ends.on, EndsUnavailable: s.ends.why, EndsLost: s.ends.lost, Note: note}
+	out := &kernel.Senders{Since: s.since, InfoSize: s.infoSize, Ends: s.ends.on, EndsUnavailable: s.ends.why, EndsLost: s.ends.lost, Note: note}
 	type ranked struct {
-		g    evidence.SenderGroup
+		g    kernel.SenderGroup
 		busy uint64
 	}
 	var peers []ranked
 	for k, acc := range s.acc {
-		g := evidence.SenderGroup{Since: acc.since, SenderCounters: acc.total}
+		g := kernel.SenderGroup{Since: acc.since, SenderCounters: acc.total}
 		gg := &acc.gauge
 		g.Open, g.SendQ, g.NotSent, g.ZeroWindow, g.Cong = gg.open, gg.sendQ, gg.notSent, gg.zero, gg.congMap()
 		busy := g.BusyUS - min(g.BusyUS, acc.prevBusy)
@@ -505,11 +505,11 @@ func (r *Round) Finish(complete bool, note string) *evidence.Senders {
 			peers = append(peers, ranked{g, busy})
 		}
 	}
-	slices.SortFunc(out.Listeners, func(a, b evidence.SenderGroup) int { return cmp.Compare(a.Port, b.Port) })
+	slices.SortFunc(out.Listeners, func(a, b kernel.SenderGroup) int { return cmp.Compare(a.Port, b.Port) })
 	slices.SortFunc(peers, func(a, b ranked) int {
 		return cmp.Or(cmp.Compare(b.busy, a.busy), cmp.Compare(b.g.Open, a.g.Open), cmp.Compare(a.g.Peer, b.g.Peer))
 	})
-	for _, p := range peers[:min(len(peers), evidence.MaxSenderPeers)] {
+	for _, p := range peers[:min(len(peers), kernel.MaxSenderPeers)] {
 		out.Peers = append(out.Peers, p.g)
 	}
 	out.Conns = r.top.conns()
@@ -572,7 +572,7 @@ func (h *connHeap) offer(busy uint64, m *InetDiagMsg, c *ConnInfo, inbound bool,
 	// Busy microseconds first (a second's at most: 2^20), the bytes
 	// queued below them.
 	rank := min(busy, 1<<40)<<20 | min(uint64(m.WQueue)+uint64(m.RQueue), 1<<20-1)
-	if len(*h) < evidence.MaxSenderConns {
+	if len(*h) < kernel.MaxSenderConns {
 		heap.Push(h, topConn{rank, busy, *m, *c, inbound, k})
 		return
 	}
@@ -585,7 +585,7 @@ func (h *connHeap) offer(busy uint64, m *InetDiagMsg, c *ConnInfo, inbound bool,
 // timerNames are idiag_timer's values.
 var timerNames = [...]string{1: "retransmit", 2: "keepalive", 3: "timewait", 4: "probe"}
 
-func (h connHeap) conns() []evidence.SenderConn {
+func (h connHeap) conns() []kernel.SenderConn {
 	if len(h) == 0 {
 		return nil
 	}
@@ -593,10 +593,10 @@ func (h connHeap) conns() []evidence.SenderConn {
 	slices.SortFunc(top, func(a, b topConn) int {
 		return cmp.Or(cmp.Compare(b.rank, a.rank), cmp.Compare(a.m.Cookie, b.m.Cookie))
 	})
-	out := make([]evidence.SenderConn, 0, len(top))
+	out := make([]kernel.SenderConn, 0, len(top))
 	for _, x := range top {
 		t := &x.c.Info
-		sc := evidence.SenderConn{
+		sc := kernel.SenderConn{
 			Local: endpoint(x.m.Family, x.m.Src, x.m.SPort), Remote: endpoint(x.m.Family, x.m.Dst, x.m.DPort), Inbound: x.inbound,
 			Cong: x.c.Cong, Cwnd: t.SndCwnd, MSS: t.SndMSS, SndWnd: t.SndWnd, RcvWnd: t.RcvWnd,
 			SendQ: x.m.WQueue, NotSent: t.NotsentBytes, Unacked: t.Unacked, RecvQ: x.m.RQueue,
@@ -606,8 +606,8 @@ func (h connHeap) conns() []evidence.SenderConn {
 			BusyUS: x.k.busy, RwndLimitedUS: x.k.rwnd, SndbufLimitedUS: x.k.sndbuf, BytesSent: x.k.sent, BytesRetrans: x.k.retransBytes,
 			Retrans: t.TotalRetrans, RTOs: t.TotalRTO, BusySinceUS: x.busy,
 		}
-		if int(x.m.State) < len(evidence.TCPStates) {
-			sc.State = evidence.TCPStates[x.m.State]
+		if int(x.m.State) < len(kernel.TCPStates) {
+			sc.State = kernel.TCPStates[x.m.State]
 		}
 		if t.SndSsthresh < InfiniteSsthresh {
 			sc.Ssthresh = t.SndSsthresh

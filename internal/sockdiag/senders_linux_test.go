@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
@@ -84,8 +84,8 @@ func TestCollectSenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(slow)
-	collect := func() *evidence.Senders {
-		var out *evidence.Senders
+	collect := func() *kernel.Senders {
+		var out *kernel.Senders
 		if err := n.Do(func() error {
 			_, sd, err := CollectSenders(Options{Senders: s, SendersAt: time.Now(), SlowStartAfterIdle: 1})
 			out = sd
@@ -109,7 +109,7 @@ func TestCollectSenders(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	var last *evidence.Senders
+	var last *kernel.Senders
 	ok := poll.Wait(20*time.Second, func() bool {
 		last = collect()
 		if len(last.Listeners) == 0 {
@@ -126,7 +126,7 @@ func TestCollectSenders(t *testing.T) {
 	if g.Port != 7010 || g.Open != 1 || g.ZeroWindow != 1 || g.Cong["cubic"] != 1 || g.SendQ == 0 || g.BytesSent < 200<<10 || !last.Ends || last.InfoSize != 280 {
 		t.Errorf("listener group %+v (ends %v, tcp_info %d bytes)", g, last.Ends, last.InfoSize)
 	}
-	var c *evidence.SenderConn
+	var c *kernel.SenderConn
 	for i := range last.Conns {
 		if last.Conns[i].Inbound {
 			c = &last.Conns[i]

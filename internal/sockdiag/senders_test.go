@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // tconn is one connection as a dump shows it: cookie, ports, the peer's
@@ -32,7 +32,7 @@ var port80 = func() *[65536 / 64]uint64 {
 }()
 
 // round runs one snapshot's round over the connections given.
-func round(s *Senders, at time.Time, complete bool, looks ...func() (InetDiagMsg, ConnInfo)) *evidence.Senders {
+func round(s *Senders, at time.Time, complete bool, looks ...func() (InetDiagMsg, ConnInfo)) *kernel.Senders {
 	r := s.Begin(at, port80, 1)
 	for _, l := range looks {
 		m, c := l()
@@ -45,7 +45,7 @@ func look(cookie uint64, sport, dport uint16, peer string, t TCPInfo) func() (In
 	return func() (InetDiagMsg, ConnInfo) { return tconn(cookie, sport, dport, peer, t) }
 }
 
-func listenerGroup(t *testing.T, s *evidence.Senders, port int) evidence.SenderGroup {
+func listenerGroup(t *testing.T, s *kernel.Senders, port int) kernel.SenderGroup {
 	t.Helper()
 	for _, g := range s.Listeners {
 		if g.Port == port {
@@ -53,10 +53,10 @@ func listenerGroup(t *testing.T, s *evidence.Senders, port int) evidence.SenderG
 		}
 	}
 	t.Fatalf("no listener group %d in %+v", port, s.Listeners)
-	return evidence.SenderGroup{}
+	return kernel.SenderGroup{}
 }
 
-func peerGroup(t *testing.T, s *evidence.Senders, peer string) evidence.SenderGroup {
+func peerGroup(t *testing.T, s *kernel.Senders, peer string) kernel.SenderGroup {
 	t.Helper()
 	for _, g := range s.Peers {
 		if g.Peer == peer {
@@ -64,7 +64,7 @@ func peerGroup(t *testing.T, s *evidence.Senders, peer string) evidence.SenderGr
 		}
 	}
 	t.Fatalf("no peer group %s in %+v", peer, s.Peers)
-	return evidence.SenderGroup{}
+	return kernel.SenderGroup{}
 }
 
 // TestSendersAccounting follows four connections to port 80 through
@@ -104,15 +104,14 @@ func TestSendersAccounting(t *testing.T) {
 	if g.Open != 1 || g.Left != 1 || g.BusyUS != 1800+2600+3300+70 || g.RwndLimitedUS != 900 || g.SndbufLimitedUS != 900 {
 		t.Fatalf("third snapshot's listener group %+v", g)
 	}
-	b := &evidence.Bundle{Snapshots: []evidence.Snapshot{{Time: t0, Senders: first}, {Time: t0.Add(time.Second), Senders: second}, {Time: t0.Add(2 * time.Second), Senders: third}}}
-	ls, ps := b.SenderDeltas()
+	ls, ps := kernel.SenderDeltas(t0, []*kernel.Senders{first, second, third})
 	if len(ls) != 1 || ls[0].BusyUS != 800+600+300+70 || ls[0].RwndLimitedUS != 500 || ls[0].SndbufLimitedUS != 400 || ls[0].Conns != 1 || ls[0].BytesSent != 80+60+30+7 {
 		t.Errorf("window's listener delta %+v", ls)
 	}
 	if ls[0].CwndLimitedUS() != 1770-900 {
 		t.Errorf("cwnd-limited %d", ls[0].CwndLimitedUS())
 	}
-	var p2, p3 evidence.SenderGroup
+	var p2, p3 kernel.SenderGroup
 	for _, p := range ps {
 		switch p.Peer {
 		case "10.0.0.2":
@@ -169,7 +168,7 @@ func TestSendersRestart(t *testing.T) {
 			s := NewSenders()
 			idle := TCPInfo{SndCwnd: 300, LastDataSent: 900, DataSegsOut: 400, RTT: 50000}
 			sending := TCPInfo{SndCwnd: 40, Unacked: 40, NotsentBytes: 100000, DataSegsOut: 480, RTT: 50000}
-			var out *evidence.Senders
+			var out *kernel.Senders
 			for i, ti := range []TCPInfo{idle, sending, sending} {
 				r := s.Begin(t0.Add(time.Duration(i)*time.Second), port80, tc.sysctl)
 				m, c := tconn(1, 80, 40001, "10.0.0.2", ti)
@@ -234,7 +233,7 @@ func TestSendersBounds(t *testing.T) {
 	}
 	looks = append(looks, look(1000, 50000, 5432, "10.2.0.1", TCPInfo{BusyTime: 9000}))
 	out := round(s, t0.Add(time.Second), true, looks...)
-	if len(out.Peers) != evidence.MaxSenderPeers || len(out.Conns) != evidence.MaxSenderConns {
+	if len(out.Peers) != kernel.MaxSenderPeers || len(out.Conns) != kernel.MaxSenderConns {
 		t.Fatalf("%d peers, %d conns", len(out.Peers), len(out.Conns))
 	}
 	if p := out.Peers[0]; p.Peer != "10.2.0.1:5432" || p.Inbound || p.BusyUS != 9000 {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
 // Kernel socket state numbers (include/net/tcp_states.h).
@@ -49,11 +49,11 @@ type Summary struct {
 	// a port was accepted, so its remote is a client, not a destination.
 	listenPorts *[65536 / 64]uint64
 	remotes     map[remoteKey]*remoteCount
-	listeners   []evidence.Listener
+	listeners   []kernel.Listener
 	// inbound counts, per listening port, its accepted connections.
 	inbound map[uint16]*inboundCount
 	// drops are the non-listening sockets whose drop counter is above 0.
-	drops []evidence.SocketDrops
+	drops []kernel.SocketDrops
 }
 
 type inboundCount struct {
@@ -117,7 +117,7 @@ func (s *Summary) addDrops(m *InetDiagMsg, proto string) {
 	if m.Family == afInet6 {
 		proto += "6"
 	}
-	d := evidence.SocketDrops{Proto: proto, Local: endpoint(m.Family, m.Src, m.SPort), Inode: uint64(m.Inode),
+	d := kernel.SocketDrops{Proto: proto, Local: endpoint(m.Family, m.Src, m.SPort), Inode: uint64(m.Inode),
 		Drops: uint64(m.Drops), RcvBuf: m.RcvBuf, RmemAlloc: m.RmemAlloc, RecvQ: m.RQueue}
 	if m.DPort != 0 {
 		d.Remote = endpoint(m.Family, m.Dst, m.DPort)
@@ -160,14 +160,14 @@ func (s *Summary) AddUnix(m *UnixDiagMsg) {
 		s.unix[m.State]++
 	}
 	if m.State == stateListen {
-		s.listeners = append(s.listeners, evidence.Listener{
+		s.listeners = append(s.listeners, kernel.Listener{
 			Proto: "unix", Addr: m.Name, RecvQ: m.RQueue, SendQ: m.WQueue, Inode: uint64(m.Inode),
 		})
 	}
 }
 
-func listener(m *InetDiagMsg) evidence.Listener {
-	l := evidence.Listener{Proto: "tcp", Port: int(m.SPort), RecvQ: m.RQueue, SendQ: m.WQueue, Inode: uint64(m.Inode), Drops: uint64(m.Drops)}
+func listener(m *InetDiagMsg) kernel.Listener {
+	l := kernel.Listener{Proto: "tcp", Port: int(m.SPort), RecvQ: m.RQueue, SendQ: m.WQueue, Inode: uint64(m.Inode), Drops: uint64(m.Drops)}
 	if m.Family == afInet6 {
 		l.Proto = "tcp6"
 	}
@@ -187,11 +187,11 @@ func endpoint(family uint8, addr [16]byte, port uint16) string {
 }
 
 // Sockets returns the aggregate. Listeners are sorted by address; remotes
-// by connection count, busiest first, cut to evidence.MaxRemotes.
-func (s *Summary) Sockets() *evidence.Sockets {
-	out := &evidence.Sockets{TCP: stateMap(s.tcp[:]), Unix: stateMap(s.unix[:]), Listeners: s.listeners}
+// by connection count, busiest first, cut to kernel.MaxRemotes.
+func (s *Summary) Sockets() *kernel.Sockets {
+	out := &kernel.Sockets{TCP: stateMap(s.tcp[:]), Unix: stateMap(s.unix[:]), Listeners: s.listeners}
 	if out.Listeners == nil {
-		out.Listeners = []evidence.Listener{}
+		out.Listeners = []kernel.Listener{}
 	}
 	for i := range out.Listeners {
 		l := &out.Listeners[i]
@@ -199,28 +199,28 @@ func (s *Summary) Sockets() *evidence.Sockets {
 			l.Established, l.Unread, l.CloseWait = c.established, c.unread, c.closeWait
 		}
 	}
-	slices.SortFunc(out.Listeners, func(a, b evidence.Listener) int {
+	slices.SortFunc(out.Listeners, func(a, b kernel.Listener) int {
 		return cmp.Or(cmp.Compare(a.Proto, b.Proto), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Addr, b.Addr))
 	})
 	for k, c := range s.remotes {
-		out.Remotes = append(out.Remotes, evidence.Remote{
+		out.Remotes = append(out.Remotes, kernel.Remote{
 			Addr: endpoint(k.family, k.addr, k.port), Established: c.established,
 			TimeWait: c.timeWait, Other: c.other, Ephemeral: c.ephemeral,
 		})
 	}
-	slices.SortFunc(out.Remotes, func(a, b evidence.Remote) int {
+	slices.SortFunc(out.Remotes, func(a, b kernel.Remote) int {
 		ta, tb := a.Established+a.TimeWait+a.Other, b.Established+b.TimeWait+b.Other
 		return cmp.Or(cmp.Compare(tb, ta), cmp.Compare(a.Addr, b.Addr))
 	})
-	if len(out.Remotes) > evidence.MaxRemotes {
-		out.Remotes = out.Remotes[:evidence.MaxRemotes]
+	if len(out.Remotes) > kernel.MaxRemotes {
+		out.Remotes = out.Remotes[:kernel.MaxRemotes]
 	}
 	if len(s.drops) > 0 {
 		out.Drops = slices.Clone(s.drops)
-		slices.SortFunc(out.Drops, func(a, b evidence.SocketDrops) int {
+		slices.SortFunc(out.Drops, func(a, b kernel.SocketDrops) int {
 			return cmp.Or(cmp.Compare(b.Drops, a.Drops), cmp.Compare(a.Local, b.Local), cmp.Compare(a.Inode, b.Inode))
 		})
-		out.Drops = out.Drops[:min(len(out.Drops), evidence.MaxSocketDrops)]
+		out.Drops = out.Drops[:min(len(out.Drops), kernel.MaxSocketDrops)]
 	}
 	return out
 }
@@ -232,8 +232,8 @@ func stateMap(counts []int) map[string]int {
 			continue
 		}
 		name := "STATE_" + strconv.Itoa(st)
-		if st < len(evidence.TCPStates) && evidence.TCPStates[st] != "" {
-			name = evidence.TCPStates[st]
+		if st < len(kernel.TCPStates) && kernel.TCPStates[st] != "" {
+			name = kernel.TCPStates[st]
 		}
 		m[name] = n
 	}

@@ -7,22 +7,23 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
-	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/pace"
 )
 
-// TraceDeps follows the outbound connections of the servers behind
-// listeners (at most maxPorts ports) until ctx ends, looking at each one
-// every app.DepInterval, and returns what they showed: the production
-// traffic's dependencies, without a load. netdoctor's own connections
-// are not followed. check and the agent's bursts trace through it.
-func (l *Local) TraceDeps(ctx context.Context, listeners []evidence.Listener, maxPorts int) (*report.Traced, error) {
+// TraceHost follows the outbound connections of the servers behind
+// listeners (at most maxPorts ports) until ctx ends, through their
+// Apps.TraceDeps as a run's trace does, and returns what they showed:
+// the production traffic's dependencies, without a load. netdoctor's own
+// connections are not followed. check and the agent's bursts trace
+// through it.
+func (l *Local) TraceHost(ctx context.Context, listeners []evidence.Listener, maxPorts int) (*evidence.Traced, error) {
 	self := os.Getpid()
 	start := time.Now()
-	servers, n, err := app.TraceHost(ctx, listeners, l.ns, maxPorts, app.DepInterval, func(pid int) bool { return pid == self })
+	servers, n, err := app.TraceHost(ctx, listeners, l.ns, maxPorts, func(pid int) bool { return pid == self })
 	if err != nil {
 		return nil, err
 	}
-	return &report.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(app.DepInterval / time.Millisecond), Servers: servers, Followed: n}, nil
+	return &evidence.Traced{Start: start, Seconds: time.Since(start).Seconds(), IntervalMS: int(app.DepInterval / time.Millisecond), Servers: servers, Followed: n}, nil
 }
 
 // Checked is check's evidence of a namespace: two snapshots a window
@@ -31,7 +32,7 @@ type Checked struct {
 	Bundle *evidence.Bundle
 	// Traced is nil when the sockets were not listed or the trace
 	// failed (TraceErr says why).
-	Traced   *report.Traced
+	Traced   *evidence.Traced
 	TraceErr error
 	// Interrupted: ctx ended before the window did, and the second
 	// snapshot was taken then.
@@ -40,15 +41,18 @@ type Checked struct {
 
 // Check takes a snapshot, follows the dependencies of the servers
 // behind its listeners (at most maxPorts ports) for window, and takes
-// the second snapshot. started, when set, is called as the window
-// begins. The second snapshot is taken even when ctx ends first: a
-// short window is still evidence.
+// the second snapshot: the two ticks of a pace.Ticker a window apart.
+// started, when set, is called as the window begins. The second
+// snapshot is taken even when ctx ends first: a short window is still
+// evidence.
 func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, started func()) *Checked {
+	ticks := pace.New(window)
+	ticks.Next(context.WithoutCancel(ctx)) // the first, due now
 	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: l.Host(), Start: time.Now()}
 	b.Snapshots = append(b.Snapshots, l.Snapshot(ctx))
 	traceCtx, stopTrace := context.WithCancel(context.WithoutCancel(ctx))
 	type traced struct {
-		tr  *report.Traced
+		tr  *evidence.Traced
 		err error
 	}
 	ch := make(chan traced, 1)
@@ -56,7 +60,7 @@ func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, s
 		ch <- traced{}
 	} else {
 		go func() {
-			tr, err := l.TraceDeps(traceCtx, socks.Listeners, maxPorts)
+			tr, err := l.TraceHost(traceCtx, socks.Listeners, maxPorts)
 			ch <- traced{tr, err}
 		}()
 	}
@@ -64,13 +68,8 @@ func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, s
 		started()
 	}
 	c := &Checked{Bundle: b}
-	t := time.NewTimer(window)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-		c.Interrupted = true
-	}
+	_, ok := ticks.Next(ctx)
+	c.Interrupted = !ok
 	stopTrace()
 	b.Snapshots = append(b.Snapshots, l.Snapshot(context.WithoutCancel(ctx)))
 	tr := <-ch

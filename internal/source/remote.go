@@ -454,7 +454,7 @@ func (a *remoteApps) merge(ss []*app.Server, finish bool) {
 // agent profiles itself (GET /api/v2/profile).
 func (a *remoteApps) Processes() map[int]string { return nil }
 
-func (a *remoteApps) TraceDeps(ctx context.Context, _ time.Duration) error {
+func (a *remoteApps) TraceDeps(ctx context.Context) error {
 	if err := a.loadMark(ctx, "start"); err != nil {
 		return err
 	}

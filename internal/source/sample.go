@@ -6,30 +6,23 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/pace"
 )
 
-// Sample takes a snapshot now and then one every interval, aligned to the
-// first, until ctx ends or count snapshots were taken (count <= 0: no
-// limit). fn receives each snapshot as it is taken, on the caller's
-// goroutine. A snapshot that takes longer than interval delays the next
-// one instead of piling up.
+// Sample takes a snapshot now and then one every interval, on the
+// lattice of a pace.Ticker aligned to the first, until ctx ends or count
+// snapshots were taken (count <= 0: no limit). fn receives each snapshot
+// as it is taken, on the caller's goroutine. A snapshot that takes
+// longer than interval delays the next one instead of piling up.
 func Sample(ctx context.Context, src Source, interval time.Duration, count int, fn func(evidence.Snapshot)) {
-	start := time.Now()
-	for i := 0; count <= 0 || i < count; i++ {
-		if i > 0 {
-			next := start.Add(time.Duration(i) * interval)
-			t := time.NewTimer(time.Until(next))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-		fn(src.Snapshot(ctx))
-		if ctx.Err() != nil {
+	ticks := pace.New(interval)
+	for n := 0; count <= 0 || n < count; n++ {
+		// The first snapshot is taken whatever ctx says: a window cut
+		// short at once is still a snapshot of evidence.
+		if _, ok := ticks.Next(ctx); !ok && n > 0 {
 			return
 		}
+		fn(src.Snapshot(ctx))
 	}
 }
 
@@ -88,15 +81,11 @@ func Record(ctx context.Context, src Source, apps Apps, interval time.Duration) 
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			t := time.NewTicker(interval)
-			defer t.Stop()
-			for {
+			// The servers' workers are sampled on a lattice of their
+			// own: a server whose status page hangs must not delay the
+			// kernel's evidence.
+			for range pace.Every(ctx, interval) {
 				apps.Sample(ctx)
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
 			}
 		}()
 	}
@@ -181,7 +170,7 @@ func (r *Recorder) follow(ctx context.Context, st Streamer, interval time.Durati
 			r.mu.Lock()
 			r.failed(err)
 			r.mu.Unlock()
-			wait(ctx, min(interval, 500*time.Millisecond))
+			pace.Sleep(ctx, min(interval, 500*time.Millisecond))
 			continue
 		}
 		r.mu.Lock()
@@ -262,16 +251,6 @@ func (r *Recorder) Lost() (time.Time, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.lostAt, r.lost
-}
-
-// wait sleeps for d or until ctx ends.
-func wait(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // serialized takes one snapshot at a time.

@@ -8,7 +8,6 @@ package source
 
 import (
 	"context"
-	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/collect"
@@ -47,9 +46,9 @@ type Apps interface {
 	// returns the servers with their samples.
 	Finish() []*app.Server
 	// TraceDeps follows the servers' connections to what they depend
-	// on, looking every interval, until ctx ends; the dependencies come
-	// with Finish.
-	TraceDeps(ctx context.Context, interval time.Duration) error
+	// on until ctx ends (a Local's are looked at every app.DepInterval,
+	// a Remote's by its agent); the dependencies come with Finish.
+	TraceDeps(ctx context.Context) error
 	// Processes names the server each of the servers' processes on
 	// this host belongs to, for an on-CPU profile to keep their
 	// samples; empty when the servers are observed through an agent.

@@ -1,0 +1,156 @@
+package evidence
+
+import (
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/load"
+)
+
+// Side is which end of a run something was observed at.
+type Side string
+
+// Sides of a run. Check and diagnose observe one namespace and leave a
+// finding's side empty.
+const (
+	Server Side = "server"
+	Client Side = "client"
+	// Local is both at once: the server shares the client's namespace,
+	// so one set of snapshots is both sides' evidence.
+	Local Side = "local"
+)
+
+// Run is everything a run observed: both sides' snapshots from the
+// quiet baseline to the tail, the load's result and timeline, the
+// servers behind the port with their samples, configuration and logs,
+// the path probed before the load and the servers' on-CPU profile.
+// `run --bundle` writes it (a bundle file of KindRun), `diagnose` reads
+// it back, and the rules read it; so it is JSON.
+type Run struct {
+	Load      *load.Result `json:"load"`
+	LoadStart time.Time    `json:"load_start"`
+	LoadEnd   time.Time    `json:"load_end"`
+	// Port is the target's port: the front server's listener.
+	Port    string        `json:"port"`
+	Sides   []*RunSide    `json:"sides"`
+	Servers []*app.Server `json:"servers,omitempty"`
+	// Path is the path between the hosts as probed before the load,
+	// nil when it was not.
+	Path *PathProbe `json:"path,omitempty"`
+	// Profile is the servers' on-CPU profile during the load, nil when
+	// none was taken; ProfileError says why not.
+	Profile      *cpuprof.Profile `json:"profile,omitempty"`
+	ProfileError string           `json:"profile_error,omitempty"`
+}
+
+// SideInfo is one end of a run: where it was observed, or why not. The
+// run's report shows it as it is.
+type SideInfo struct {
+	Name  Side   `json:"name"` // Server or Client
+	NetNS string `json:"netns,omitempty"`
+	// Observed is true when the side's kernel evidence was sampled.
+	Observed bool   `json:"observed"`
+	Why      string `json:"why,omitempty"`
+	// SameAs names the side whose namespace this one shares: a server
+	// reached at an address of the client's namespace is observed
+	// through the client's snapshots, and its findings carry Local.
+	SameAs Side `json:"same_as,omitempty"`
+	// Agent is the URL of the agent the side's evidence came from, over
+	// the network; its times are on this host's clock, moved by
+	// ClockOffset (the agent's clock minus this host's, measured when
+	// the run began, to within ClockUncertainty).
+	Agent            string        `json:"agent,omitempty"`
+	ClockOffset      time.Duration `json:"clock_offset_ns,omitempty"`
+	ClockUncertainty time.Duration `json:"clock_uncertainty_ns,omitempty"`
+	// Lost says why the side's evidence stopped before the run ended
+	// (its agent became unreachable), and LostAt the time of the last
+	// snapshot it gave: the report rests on what came before.
+	Lost   string    `json:"lost,omitempty"`
+	LostAt time.Time `json:"lost_at,omitzero"`
+}
+
+// RunSide is one end of a run with its snapshots, from the quiet
+// baseline before the load to the end of the tail. A side that shares
+// the other's namespace (SameAs) shares its Bundle.
+type RunSide struct {
+	SideInfo
+	Bundle *Bundle `json:"bundle,omitempty"`
+}
+
+// Window is the side's load window: its snapshots from the last one
+// taken before the load started.
+func (r *Run) Window(s *RunSide) *Bundle {
+	if s == nil {
+		return nil
+	}
+	return s.Bundle.From(r.LoadStart)
+}
+
+// Server is the observed server side, or nil.
+func (r *Run) Server() *RunSide { return r.side(Server) }
+
+// Client is the observed client side, or nil.
+func (r *Run) Client() *RunSide { return r.side(Client) }
+
+func (r *Run) side(name Side) *RunSide {
+	for _, s := range r.Sides {
+		if s.Name == name && s.Observed {
+			return s
+		}
+	}
+	return nil
+}
+
+// ServerSide is the side server findings carry: Local when the server
+// shares the client's namespace.
+func (r *Run) ServerSide() Side {
+	for _, s := range r.Sides {
+		if s.Name == Server && s.SameAs != "" {
+			return Local
+		}
+	}
+	return Server
+}
+
+// Serves reports whether a listener address is the run's target port or
+// one of the servers behind it.
+func (r *Run) Serves(addr string) bool {
+	if strings.HasSuffix(addr, ":"+r.Port) {
+		return true
+	}
+	for _, s := range r.Servers {
+		if s.Addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// Samples are a server's samples taken while the load ran.
+func (r *Run) Samples(s *app.Server) []app.Sample {
+	var out []app.Sample
+	for _, smp := range s.Samples {
+		if !smp.Time.Before(r.LoadStart) && !smp.Time.After(r.LoadEnd) {
+			out = append(out, smp)
+		}
+	}
+	return out
+}
+
+// Traced is what check or the agent saw of the host's servers'
+// outbound connections under production traffic, without a load: each
+// server that sent requests, with its dependency table.
+type Traced struct {
+	Start   time.Time `json:"start"`
+	Seconds float64   `json:"seconds"`
+	// IntervalMS is how often each connection was looked at.
+	IntervalMS int `json:"interval_ms"`
+	// Servers are the servers followed; only those with dependencies
+	// are kept.
+	Servers []*app.Server `json:"servers"`
+	// Followed is how many servers were followed, with or without
+	// dependencies.
+	Followed int `json:"followed"`
+}
