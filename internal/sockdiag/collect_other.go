@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/evidence/kernel"
 )
 
@@ -16,6 +15,6 @@ func Collect(Options) (*kernel.Sockets, error) {
 }
 
 // CollectSenders is only implemented on Linux.
-func CollectSenders(Options) (*evidence.Sockets, *evidence.Senders, error) {
+func CollectSenders(Options) (*kernel.Sockets, *kernel.Senders, error) {
 	return nil, nil, fmt.Errorf("%w on %s", ErrNotSupported, runtime.GOOS)
 }
