@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
@@ -73,6 +75,22 @@ func New(id string) (*Env, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// runs counts the labs Run built in this process.
+var runs atomic.Int64
+
+// runID names the next lab Run builds: L and the process's ID, as `lab
+// clean`'s users and the tests know them, and from this process's second
+// lab on its turn after a dash (L1234-2): one process may build several
+// at once (a test running scenarios side by side), and each needs
+// namespaces, veths and a journal of its own.
+func runID() string {
+	id := "L" + strconv.Itoa(os.Getpid()%100000)
+	if n := runs.Add(1); n > 1 {
+		id += "-" + strconv.FormatInt(n, 10)
+	}
+	return id
 }
 
 // short keeps interface names within IFNAMSIZ.

@@ -193,7 +193,7 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 	if want := sc.Expected(ph.stage); len(want) > 0 {
 		p.f("Expected: %s\n", report.JoinIDs(want))
 	}
-	e, err := New("L" + strconv.Itoa(os.Getpid()%100000))
+	e, err := New(runID())
 	if err != nil {
 		return err
 	}
