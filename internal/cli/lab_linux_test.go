@@ -136,6 +136,9 @@ func TestLab(t *testing.T) {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
+			if _, ok := besideAnother[sc.Name]; ok {
+				t.Parallel()
+			}
 			r := labRunCmd(t, sc.Name, "--fixed")
 			wantActive(t, r.before, r.out, "", sc.Reports...)
 			if t.Failed() {
@@ -203,6 +206,35 @@ func TestLab(t *testing.T) {
 	})
 }
 
+// besideAnother are the scenarios TestLab runs two at a time (go test
+// -parallel 2, test-measuring's), once the others are done: 186 s one
+// after the other, about half of that side by side. Each lab has
+// namespaces, veths, a subnet and a journal of its own (lab.Run names
+// them apart), and these change no host-wide setting: the two that set
+// nf_conntrack_max (nginx-php-throughput, conntrack-sawtooth) run alone,
+// as does the healthy control, which must find nothing at all. What each
+// of these is held to stands beside another lab's load, as it stands on
+// a busy CI machine: its findings come from its own namespaces' counters,
+// sockets, configuration and servers, and its fix helps by far more than
+// a shared CPU takes away (errors to none, or ten to a thousand times the
+// throughput: `lab run` logs both). Not beside another: stall-tenth
+// (with the CPUs saturated by a neighbour, cpu-saturated rightly explains
+// its slow tail, and it is no longer unexplained), haproxy-reset and
+// kv-redis (their fix doubles the throughput and halves p50, about the
+// "better" bound of 1.5 and 2 times: a shared CPU in one of the two runs
+// decides it), accept-queue-backlog's second stage (judged on p50).
+var besideAnother = map[string]string{
+	"nginx-nagle":          "p50 44 ms → 0.4 ms",
+	"dns-no-resolver":      "errors → none",
+	"dns-slow-resolver":    "130 → 14k req/s",
+	"ping-ptr-timeout":     "8 → 12k req/s",
+	"syn-flood":            "no request answered → 19k req/s",
+	"accept-queue-backlog": "errors → none",
+	"python-pool":          "79 → 979 req/s",
+	"python-dns":           "6 → 6.5k req/s",
+	"proxy-churn":          "errors → none",
+}
+
 // agentFamilies are the scenarios whose run is repeated through an
 // agent, one for each kind of server-side evidence the agent carries
 // instead of the namespace: each costs a third lab run (7 to 12 s), and
@@ -253,6 +285,14 @@ func agentParity(t *testing.T, name string, direct *runJSON) {
 		if !slices.Contains(sc.Reports, id) {
 			later = append(later, id)
 		}
+	}
+	if _, ok := besideAnother[name]; ok {
+		// Beside another lab, how busy the host's CPUs were is that
+		// lab's timing, not this one's evidence: both kinds read it
+		// from the same host-wide counters (/proc/stat, each thread's
+		// run delay), and its parity is held where a scenario runs
+		// alone (healthy, nginx-php-throughput, stall-tenth, kv-redis).
+		later = append(later, rules.CPUSaturated, rules.RunQueueContention)
 	}
 	idSet := func(r *runJSON) string { return idSetBut(r, later) }
 	a := labRunCmd(t, name, "--agent").before
