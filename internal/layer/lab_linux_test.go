@@ -114,17 +114,47 @@ func startAgent(t *testing.T, e *lab.Env) (netdoctor, string) {
 }
 
 // load runs `netdoctor load tcp://addr` in the client namespace, both
-// directions for secs each, and returns each one's bits per second.
+// directions for secs each, and returns each one's bits per second. What
+// it counts received is held to what crossed the veth meanwhile (the
+// kernel's counters of the client's end, headers and the other
+// direction's acknowledgements included): a byte counted twice shows
+// there, whatever the CPUs let either tool reach.
 func (nd netdoctor) load(t *testing.T, e *lab.Env, addr string, secs int) (up, down float64) {
 	t.Helper()
+	tx0, rx0 := linkBytes(t, e)
 	out := inClient(t, e, pinned(clientCPU, nd.bin, "load", "-d", strconv.Itoa(secs)+"s", "--token-file", nd.token, "--json", "-", "tcp://"+addr)...)
+	tx1, rx1 := linkBytes(t, e)
 	var r struct {
 		TCP []TCPResult `json:"tcp"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil || len(r.TCP) != 2 || r.TCP[0].Dir != Up || r.TCP[1].Dir != Down {
 		t.Fatalf("netdoctor load's JSON: %v: %.300s", err, out)
 	}
+	if u, d := r.TCP[0].Bytes, r.TCP[1].Bytes; u > tx1-tx0 || d > rx1-rx0 {
+		t.Errorf("netdoctor load counted %d bytes up and %d down, the veth carried %d and %d", u, d, tx1-tx0, rx1-rx0)
+	}
 	return r.TCP[0].BitsPerSecond, r.TCP[1].BitsPerSecond
+}
+
+// linkBytes is what the client's end of the veth has sent and received,
+// from the kernel's counters.
+func linkBytes(t *testing.T, e *lab.Env) (tx, rx uint64) {
+	t.Helper()
+	out := inClient(t, e, "ip", "-s", "-j", "link", "show", "dev", e.ClientDev)
+	var links []struct {
+		Stats64 struct {
+			RX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"rx"`
+			TX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		t.Fatalf("ip -s -j link show dev %s: %v: %.300s", e.ClientDev, err, out)
+	}
+	return links[0].Stats64.TX.Bytes, links[0].Stats64.RX.Bytes
 }
 
 // The CPUs each side of a comparison runs on, both tools alike: the
@@ -178,13 +208,14 @@ func mbits(bps []float64) string {
 // tbf's where iperf3 reads at least 85 % of its rate (a TCP payload is
 // 95.6 % of the frames the tbf counts): 50 Mbit/s always here. A gigabit
 // tbf is the limit only on a faster host: on these 2 CPUs iperf3 reads
-// 769 to 862 Mbit/s through it on a quiet machine and 443 while others
-// compiled, when netdoctor read 1.20 and 1.44 times that. There, as on
-// the unshaped veth, what the CPUs can copy sets both tools' rates, and
-// how they compare is a benchmark's question (none yet beside iperf3);
-// the test holds what a count can get wrong: bytes lost (below half of
-// iperf3's) and bytes counted twice (above the tbf's rate, or, unshaped,
-// a quarter above iperf3's).
+// 769 to 862 Mbit/s through it on a quiet machine and 165 to 470 while
+// others compiled, when netdoctor read 1.2 to 2.0 times that (and 1.24
+// to 1.72 times iperf3's 3 to 5 Gbit/s on the unshaped veth, 14 to 18
+// on a quiet machine). There, as on the unshaped veth, what the CPUs can copy
+// sets both tools' rates, and how they compare is a benchmark's question
+// (none yet beside iperf3): the test holds what a count can get wrong.
+// Bytes lost: below half of iperf3's. Bytes counted twice: more than
+// crossed the veth (see load), or than the tbf lets through.
 //
 // Unshaped, the veth carries what the 2 cores can copy, so the tools'
 // own cost per byte shows. netdoctor's streams do what iperf3's do, 128
@@ -230,14 +261,11 @@ func TestLabTCPAgreesWithIperf3(t *testing.T) {
 			ref, ours []float64
 		}{{Up, refUp, up}, {Down, refDown, down}} {
 			r, o := median(c.ref), median(c.ours)
-			shaped := rate > 0 && r >= shaperLimits*rate
-			lo, hi, limit := unshapedLow, unshapedHigh, "the CPUs"
-			switch {
-			case shaped:
+			// Where the CPUs limit both, the veth's counters and the
+			// tbf's rate bound netdoctor's from above (see load).
+			lo, hi, limit := cpusLow, math.Inf(1), "the CPUs"
+			if rate > 0 && r >= shaperLimits*rate {
 				lo, hi, limit = low, high, "the tbf"
-			case rate > 0:
-				// The tbf's rate bounds it from above.
-				hi = math.Inf(1)
 			}
 			t.Logf("%s %s: iperf3 %s; netdoctor %s: medians %s and %s, ratio %.3f; limited by %s", name, c.dir, mbits(c.ref), mbits(c.ours), mbit(r), mbit(o), o/r, limit)
 			if o < lo*r || o > hi*r {
@@ -251,27 +279,28 @@ func TestLabTCPAgreesWithIperf3(t *testing.T) {
 	if !canPin() {
 		t.Logf("not pinned (%d CPUs)", runtime.NumCPU())
 	}
-	// Unshaped, one second of iperf3 alone moves by a fifth on this
-	// shared VM (14.4 to 18.3 Gbit/s in five rounds of one run;
-	// netdoctor's 9.3 to 15.1 in one CI run, a median of 0.80 of
-	// iperf3's): three rounds' medians within bounds this loose.
-	compare("veth", 3, 1, 0, unshapedLow, unshapedHigh)
+	// Unshaped, one second of iperf3 alone moves by a fifth on a quiet
+	// machine (14.4 to 18.3 Gbit/s in five rounds of one run) and from
+	// 1.8 to 4.2 Gbit/s in three while others compiled: three rounds'
+	// medians, held only to what a count can get wrong.
+	compare("veth", 3, 1, 0, 0, 0)
 	labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, "1gbit"))
 	labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, "1gbit"))
-	compare("tbf 1gbit", 3, 2, 1e9, 0.85, 1.15)
+	compare("tbf 1gbit", 3, 1, 1e9, 0.85, 1.15)
 	labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, "50mbit"))
 	labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, "50mbit"))
-	compare("tbf 50mbit", 1, 2, 50e6, 0.9, 1.1)
+	// Three rounds: on a machine whose CPUs others take, the sender of
+	// one round fell behind the tbf (34.5 Mbit/s up, iperf3 47.4).
+	compare("tbf 50mbit", 3, 1, 50e6, 0.9, 1.1)
 }
 
 const (
 	// shaperLimits is the share of a tbf's rate from which iperf3's
 	// reading says the tbf, not the CPUs, set it.
 	shaperLimits = 0.85
-	// Where the CPUs limit both tools: below half of iperf3's is bytes
-	// lost, above a quarter more (unshaped, where no rate bounds it) is
-	// bytes counted twice.
-	unshapedLow, unshapedHigh = 0.5, 1.25
+	// cpusLow is, where the CPUs limit both tools, the share of
+	// iperf3's below which netdoctor lost bytes.
+	cpusLow = 0.5
 )
 
 // udp runs `netdoctor load udp://addr` in the client namespace, 5000
