@@ -359,7 +359,7 @@ func helperUDPRecv() {
 			if _, _, err := c.ReadFrom(buf); err != nil {
 				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the slow receiver under test
 		}
 	}()
 	bufio.NewReader(os.Stdin).ReadString('\n')
