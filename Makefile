@@ -56,10 +56,11 @@ lint:
 # netdoctor beside wrk or iperf3), or when it changes a host-wide
 # setting (nf_conntrack_max) that another test's connections would feel:
 # another package's load beside it would be its noise. Within
-# internal/cli the measuring tests whose load is light, and the lab
-# scenarios whose judgement stands beside another lab's (TestLab's
-# besideAnother), run two at a time (-parallel 2) after the package's
-# other tests. Every other test waits for what it needs by polling
+# internal/cli the measuring tests whose load is light (lightLoad) run
+# two at a time (-parallel 2) after the package's other tests, and
+# TestLab runs the scenarios whose judgement stands beside another lab's
+# (besideAnother) two at a time after its others. Every other test waits
+# for what it needs by polling
 # (internal/poll), so a busy machine only makes it slower: `make stress`
 # runs them with every CPU kept busy. What each pass skips the other
 # runs (-skip and -run of one list), so no test is left out. Measured on
@@ -87,6 +88,7 @@ MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|Tes
 # package, a failing test's log in full); every test's time goes to
 # TESTTIMES, from which `make slowest` lists the slowest.
 test:
+	@rm -rf $(TESTTIMES)
 	@$(MAKE) --no-print-directory -j2 --output-sync=recurse deps lint-build
 	@$(MAKE) --no-print-directory -j3 --output-sync=recurse test-parallel fuzz deploy-check
 	@$(MAKE) --no-print-directory test-measuring
