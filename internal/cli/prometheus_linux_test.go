@@ -71,7 +71,6 @@ func TestPrometheusAlerts(t *testing.T) {
 			if err := prom.waitUp(60 * time.Second); err != nil {
 				t.Fatal(err)
 			}
-			trafficStart := time.Now()
 			sent := c.traffic.run(ctx, t, e, target.URL)
 
 			var firing []promAlert
@@ -84,10 +83,13 @@ func TestPrometheusAlerts(t *testing.T) {
 				// Nothing may fire, asserted once Prometheus has seen the
 				// traffic: the agent's findings rest on its last --recent
 				// window, so once a snapshot that ends such a window of
-				// traffic has been scraped and the rules evaluated after
-				// that scrape, any finding the traffic raised is active
-				// there and its alert pending at least.
-				prom.waitEvaluated(t, trafficStart.Add(agentRecent+time.Second))
+				// steady traffic (from its first 1000 answers on, past the
+				// servers' start: php-fpm's children forking, the first
+				// connections) has been scraped and the rules evaluated
+				// after that scrape, any finding the traffic raised is
+				// active there and its alert pending at least.
+				poll.True(t, time.Minute, "1000 requests answered", func() bool { return sent.ok.Load() >= 1000 })
+				prom.waitEvaluated(t, time.Now().Add(agentRecent+time.Second))
 				firing = prom.alerts(t, "firing")
 			}
 			cancel()
