@@ -8,7 +8,7 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -modified)
 GOFLAGS_BUILD = -trimpath -ldflags "-s -w -X github.com/netdoctor/netdoctor/internal/cli.Version=$(VERSION) -X github.com/netdoctor/netdoctor/internal/cli.Commit=$(COMMIT)"
 
-.PHONY: all build deps test test-parallel test-measuring stress fuzz lint demo bench package clean deploy-check
+.PHONY: all build deps test lint-build test-parallel test-measuring slowest stress fuzz lint demo bench package clean deploy-check
 
 all: build
 
@@ -38,6 +38,15 @@ lint:
 	$(TOOL) go-errorlint ./...
 	$(TOOL) godot $$(find cmd internal bench -name '*.go')
 
+# `make test` is CI (.ci/run): 15 minutes at most on the 2-CPU machine,
+# measured in bench/README.md. It overlaps what waits on something other
+# than the CPUs: first the servers' install (deps: apt, the network)
+# beside lint and build (the CPUs); then the first test pass, whose
+# tests wait on processes, sockets and timers, beside the fuzzing and
+# the manifests' check; then the measuring pass alone. It ends with the
+# ten slowest tests and their times. go test's own vet is off in both
+# passes: lint's go vet runs every analyzer it would, and more.
+#
 # The tests run in two passes. First every package at once (go test's
 # default: as many as there are CPUs), but for the tests that measure;
 # then those, one package at a time with nothing beside them. A test
@@ -46,19 +55,24 @@ lint:
 # included; a rate through a tbf; round-trip times within 10 to 25 %;
 # netdoctor beside wrk or iperf3), or when it changes a host-wide
 # setting (nf_conntrack_max) that another test's connections would feel:
-# another package's load beside it would be its noise. Every other test
-# waits for what it needs by polling (internal/poll), so a busy machine
-# only makes it slower: `make stress` runs them with every CPU kept busy.
-# What each pass skips the other runs (-skip and -run of one list), so
-# no test is left out. Measured on the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestCapacitySeed000|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
+# another package's load beside it would be its noise. Within
+# internal/cli the measuring tests whose load is light (lightLoad) run
+# two at a time (-parallel 2) after the package's other tests, and
+# TestLab runs the scenarios whose judgement stands beside another lab's
+# (besideAnother) two at a time after its others. Every other test waits
+# for what it needs by polling
+# (internal/poll), so a busy machine only makes it slower: `make stress`
+# runs them with every CPU kept busy. What each pass skips the other
+# runs (-skip and -run of one list), so no test is left out. Measured on
+# the 2-CPU machine: bench/README.md.
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
-#                    after their fix, compared), TestRun* (loads judged
+#                    after their fix, compared; seed 000's capacity before
+#                    and after its plan), TestRun* (loads judged
 #                    from both hosts' counters), TestPath* (capacity
 #                    through a tbf), the dependency tests (round trips),
 #                    TestCheckLossyResolver, the capacity searches
-#                    (TestCapacity* of the cli: loads up to a knee, seed
-#                    000 before and after its fix),
+#                    (TestCapacity* of the cli: loads up to a knee),
 #                    TestLabPortSearch (a lab run's profile),
 #                    TestWrkCompatible (beside
 #                    wrk), TestPrometheusAlerts, TestLabCleanAfterKill and
@@ -70,17 +84,35 @@ MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|Tes
 #   internal/collect a tbf's rate and drops
 #   internal/lab     TestSetGlobal* (a host-wide setting), TestDelayRTT and
 #                    TestDelayRate (the delay element's round trip and rate)
-test: deps lint build
-	@$(MAKE) --no-print-directory test-parallel
+#
+# Each pass's output is go test's (gotestsum's standard-quiet: a line a
+# package, a failing test's log in full); every test's time goes to
+# TESTTIMES, from which `make slowest` lists the slowest.
+test:
+	@rm -rf $(TESTTIMES)
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse deps lint-build
+	@$(MAKE) --no-print-directory -j3 --output-sync=recurse test-parallel fuzz deploy-check
 	@$(MAKE) --no-print-directory test-measuring
-	@$(MAKE) --no-print-directory deploy-check
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory slowest
+
+lint-build:
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory build
+
+TESTTIMES = bin/test-times
+GOTEST = mkdir -p $(TESTTIMES) && $(TOOL) gotestsum --format standard-quiet --hide-summary skipped --jsonfile $(TESTTIMES)/$@.json --
 
 test-parallel:
-	go test -count=1 -timeout 30m -skip '$(MEASURING)' ./...
+	$(GOTEST) -count=1 -vet=off -timeout 30m -skip '$(MEASURING)' ./...
 
 test-measuring:
-	go test -count=1 -p 1 -parallel 2 -timeout 45m -run '$(MEASURING)' ./...
+	$(GOTEST) -count=1 -vet=off -p 1 -parallel 2 -timeout 45m -run '$(MEASURING)' ./...
+
+# The ten slowest tests of the last passes (a test's time holds its
+# subtests'), slowest first.
+slowest:
+	@echo "The ten slowest tests:"
+	@cat $(TESTTIMES)/*.json | $(TOOL) gotestsum tool slowest | awk 'index($$2, "/") == 0 { sub("^github.com/netdoctor/netdoctor/", "", $$1); print "  " $$0 }' | head -10
 
 # The tests that wait on processes, sockets and timers, TIMED's packages
 # but for the measuring ones, STRESS_ROUNDS times in a row with four busy
@@ -103,7 +135,7 @@ deploy-check:
 # The readers of files a user may be handed — plans, reports, bundles and
 # the profiles in them — and of the kernel log as syslog(2) gives it and
 # perf's ring-buffer records,
-# fuzzed for FUZZTIME each (about 25 s in all once built). Their seeds and
+# fuzzed for FUZZTIME each (about 10 s in all once built). Their seeds and
 # testdata/fuzz corpora run with every go test; here new inputs are
 # tried. A crasher is written to the package's testdata/fuzz/NAME: fix
 # the code, keep the file, commit both. Minimizing a large input may take
@@ -112,9 +144,12 @@ deploy-check:
 # The budget is a count of executions, not a duration: with a duration,
 # Go 1.26's fuzz coordinator can report its own deadline as a failure
 # ("context deadline exceeded", no input written: go.dev/issue/75804,
-# fixed in Go 1.27), as one CI run did. 30000 executions take 1 to 11 s
-# a target here (2 600 to 47 000 a second).
-FUZZTIME ?= 30000x
+# fixed in Go 1.27), as one CI run did. 10000 executions take under a
+# second to 4 s a target here (2 600 to 47 000 a second), beside the
+# first test pass (make test); most of the step is the instrumented
+# builds. 30000 made the fuzzing, not the tests, the longer of the two
+# (154 s against 135).
+FUZZTIME ?= 10000x
 FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
 	FuzzRead:./internal/evidence FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof \
 	FuzzDecodeEntry:./internal/conntrack \

@@ -6,12 +6,20 @@ tool (
 	github.com/cilium/ebpf/cmd/bpf2go
 	github.com/polyfloyd/go-errorlint
 	github.com/tetafro/godot/cmd/godot
+	gotest.tools/gotestsum
 	honnef.co/go/tools/cmd/staticcheck
 )
 
 require (
 	github.com/BurntSushi/toml v1.6.0 // indirect
+	github.com/bitfield/gotestdox v0.2.2 // indirect
 	github.com/cilium/ebpf v0.22.0 // indirect
+	github.com/dnephin/pflag v1.0.7 // indirect
+	github.com/fatih/color v1.18.0 // indirect
+	github.com/fsnotify/fsnotify v1.9.0 // indirect
+	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect
+	github.com/mattn/go-colorable v0.1.13 // indirect
+	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/polyfloyd/go-errorlint v1.8.0 // indirect
 	github.com/tetafro/godot v1.5.6 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
@@ -19,6 +27,9 @@ require (
 	golang.org/x/mod v0.41.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/term v0.35.0 // indirect
+	golang.org/x/text v0.17.0 // indirect
 	golang.org/x/tools v0.51.0 // indirect
+	gotest.tools/gotestsum v1.13.0 // indirect
 	honnef.co/go/tools v0.8.2 // indirect
 )

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,11 +15,7 @@ import (
 )
 
 // tracing counts the goroutines that trace dependencies.
-func tracing() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "app.(*Observer).TraceDeps(")
-}
+func tracing() int { return poll.Goroutines("app.(*Observer).TraceDeps(") }
 
 // waitTracing waits for want tracing goroutines.
 func waitTracing(t *testing.T, want int, when string) {
@@ -32,17 +27,7 @@ func waitTracing(t *testing.T, want int, when string) {
 
 // longPolls counts the snapshots requests parked waiting for the next
 // snapshot.
-func longPolls() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, " [select") && strings.Contains(g, "agent.(*handler).snapshots(") {
-			n++
-		}
-	}
-	return n
-}
+func longPolls() int { return poll.Goroutines(" [select", "agent.(*handler).snapshots(") }
 
 // openTestWatch opens a watch on a listener of this process.
 func openTestWatch(t *testing.T, ws *watches, now time.Time) *watch {

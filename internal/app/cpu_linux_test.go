@@ -1,6 +1,7 @@
 package app
 
 import (
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"os"
 	"runtime"
 	"sync/atomic"
@@ -27,16 +28,17 @@ func TestAccountCPU(t *testing.T) {
 			x++
 		}
 	}()
-	start := time.Now()
+	// Intervals of 200 ms, as many as the spinning thread takes to be
+	// seen on a CPU for 100 ms.
 	var got CPU
-	for got.OnCPU < 100*time.Millisecond && time.Since(start) < 30*time.Second {
-		time.Sleep(200 * time.Millisecond)
+	poll.WaitEvery(30*time.Second, 200*time.Millisecond, func() bool {
 		prev := o.host
 		o.host = o.readHostCPU(time.Now())
 		if c := o.accountCPU(s, pids, time.Now(), o.host, prev); c != nil {
 			got = got.Add(*c)
 		}
-	}
+		return got.OnCPU >= 100*time.Millisecond
+	})
 	stop.Store(true)
 	if got.OnCPU < 100*time.Millisecond || got.Threads < 2 || got.ThreadTime < got.OnCPU+got.RunDelay {
 		t.Errorf("accounted %+v: want the spinning thread's time on CPU, within the threads' time", got)

@@ -356,15 +356,15 @@ func TestAgentMetricsAccess(t *testing.T) {
 			"--web.config.file", webCfg, "--dns-every", "0", "--interval", "200ms"}, &logs, &logs)
 	}()
 	var api, metrics string
-	for deadline := time.Now().Add(time.Minute); (api == "" || metrics == "") && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	if !poll.Wait(time.Minute, func() bool {
 		if _, rest, ok := strings.Cut(logs.String(), "url=http://"); ok {
 			api = "http://" + strings.Fields(rest)[0]
 		}
 		if _, rest, ok := strings.Cut(logs.String(), `"metrics serving" addr=`); ok {
 			metrics = "https://" + strings.Fields(rest)[0]
 		}
-	}
-	if api == "" || metrics == "" {
+		return api != "" && metrics != ""
+	}) {
 		t.Fatalf("the agent did not say where it serves:\n%s", logs.String())
 	}
 	pool := x509.NewCertPool()
@@ -393,13 +393,15 @@ func TestAgentMetricsAccess(t *testing.T) {
 	}
 	// The series the agent serves once it has sampled: its own, and
 	// those naming the host's listeners and their processes.
+	// Asked every 100 ms: the agent answers 20 requests a second.
 	var body string
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if code, b := get(api+"/metrics", bearer(token)); code == http.StatusOK && strings.Contains(b, "netdoctor_listener_") {
+	poll.WaitEvery(time.Minute, 100*time.Millisecond, func() bool {
+		code, b := get(api+"/metrics", bearer(token))
+		if code == http.StatusOK && strings.Contains(b, "netdoctor_listener_") {
 			body = b
-			break
 		}
-	}
+		return body != ""
+	})
 	if body == "" || !strings.Contains(body, "netdoctor_agent_snapshots_total") {
 		t.Fatalf("/metrics with the token has no listener series:\n%.1000s", body)
 	}

@@ -173,34 +173,13 @@ func TestCapacityGeneratorLimited(t *testing.T) {
 	}
 }
 
-// TestCapacitySeed000: seed 000 with every fault (nginx-php-throughput)
-// takes next to nothing within its SLO; netdoctor's own plan, applied
-// by capacity --verify-with and rolled back after, takes it to
-// thousands of requests a second; every setting is back afterwards.
-func TestCapacitySeed000(t *testing.T) {
-	tuneEnv(t)
-	sc, _ := lab.Lookup("nginx-php-throughput")
-	e := labtest.New(t, fmt.Sprintf("C%d", os.Getpid()%100000))
-	target, err := sc.Build(context.Background(), e, 1)
-	labtest.Must(t, err)
-	dir := t.TempDir()
-	before, plan, verify := filepath.Join(dir, "before.json"), filepath.Join(dir, "plan.json"), filepath.Join(dir, "verify.json")
-	load := labRunArgs(sc, target, e)
-	if code, out := netdoctorIn(t, e.ClientNS.Name, append(append([]string{"run"}, load...), "--json", before, target.URL)...); code > 1 {
-		t.Fatalf("run: exit %d\n%s", code, out)
-	}
-	if code, out := netdoctorIn(t, "", "tune", "plan", before, "--out", plan); code != 0 {
-		t.Fatalf("tune plan: exit %d\n%s", code, out)
-	}
-	f, err := os.Open(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := tune.ReadPlan(f)
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+// capacitySeed000 is TestTuneLab's nginx-php-throughput/capacity: seed
+// 000 with every fault (nginx-php-throughput) takes next to nothing
+// within its SLO; netdoctor's own plan, from the seed's run, applied by
+// capacity --verify-with and rolled back after, takes it to thousands of
+// requests a second; every setting is back afterwards.
+func capacitySeed000(t *testing.T, e *lab.Env, target *lab.Target, plan string, p *tune.Plan) {
+	verify := filepath.Join(t.TempDir(), "verify.json")
 	was := planState(t, p, e.ServerNS.Name)
 	code, out := netdoctorIn(t, e.ClientNS.Name, "capacity", "--server-netns", e.ServerNS.Name, "--slo", "p99<=500ms", "--max-duration", "100s",
 		"--verify-with", plan, "--json", verify, target.URL)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
 
@@ -42,17 +43,12 @@ func v1CPUGroup(t *testing.T, quota time.Duration) string {
 	t.Cleanup(func() {
 		// The processes were killed by the cleanups registered after
 		// this one; the group empties as they are reaped.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := os.Remove(dir)
-			if err == nil || errors.Is(err, fs.ErrNotExist) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("cgroup %s left behind: %v", dir, err)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+		var err error
+		if !poll.Wait(10*time.Second, func() bool {
+			err = os.Remove(dir)
+			return err == nil || errors.Is(err, fs.ErrNotExist)
+		}) {
+			t.Errorf("cgroup %s left behind: %v", dir, err)
 		}
 	})
 	if err := os.WriteFile(dir+"/cpu.cfs_quota_us", []byte(strconv.FormatInt(quota.Microseconds(), 10)), 0); err != nil {

@@ -94,7 +94,7 @@ func helperHTTPBackend() {
 					if _, err := io.WriteString(c, head); err != nil {
 						return
 					}
-					time.Sleep(delay)
+					time.Sleep(delay) // the backend's time between head and body under test
 					for range parts {
 						if _, err := io.WriteString(c, body); err != nil {
 							return

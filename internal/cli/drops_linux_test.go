@@ -92,6 +92,7 @@ func noDropFinding(t *testing.T, fs []report.Finding) {
 // moved, in iptables' and nft's syntax, with the limit in front of it,
 // on the server's side, and the monitor's NETFILTER_DROP.
 func TestRunFirewallRateLimit(t *testing.T) {
+	lightLoad(t) // 20 new connections a second pass the limit
 	if _, err := exec.LookPath("iptables-nft"); err != nil {
 		t.Skip("needs iptables-nft (Debian's iptables; scripts/deps.sh installs it)")
 	}
@@ -218,6 +219,7 @@ func counterRise(f *report.Finding, prefix string) uint64 {
 // "fragmentation needed" dropped on its way out. The server's large
 // responses die at the router; small requests pass.
 func TestRunPathMTUBlackhole(t *testing.T) {
+	lightLoad(t) // 8 connections whose responses die at the router
 	if !monitorHere(t) {
 		t.Skip("the drop monitor cannot run here: the segments' sizes are its evidence")
 	}
@@ -359,7 +361,7 @@ func helperUDPRecv() {
 			if _, _, err := c.ReadFrom(buf); err != nil {
 				return
 			}
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the slow receiver under test
 		}
 	}()
 	bufio.NewReader(os.Stdin).ReadString('\n')

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,47 +132,53 @@ func TestLab(t *testing.T) {
 	t.Run("healthy/agent", func(t *testing.T) { agentParity(t, "healthy", healthy.before) }) // agentFamilies
 
 	var fixedSeed000 float64
-	for _, sc := range lab.Scenarios {
-		if sc.Name == "healthy" {
-			continue
+	scenario := func(t *testing.T, sc *lab.Scenario) {
+		r := labRunCmd(t, sc.Name, "--fixed")
+		wantActive(t, r.before, r.out, "", sc.Reports...)
+		if t.Failed() {
+			return
 		}
-		t.Run(sc.Name, func(t *testing.T) {
-			r := labRunCmd(t, sc.Name, "--fixed")
-			wantActive(t, r.before, r.out, "", sc.Reports...)
-			if t.Failed() {
-				return
+		if check := labEvidence[sc.Name]; check != nil {
+			check(t, r.before)
+		}
+		if _, ok := agentFamilies[sc.Name]; ok {
+			agentParity(t, sc.Name, r.before)
+		}
+		for _, id := range stageIDs(sc) {
+			f := findActive(r.after, id)
+			switch {
+			case f == nil:
+			case slices.Contains(sc.Persists, id) && f.Severity != report.Critical:
+				t.Logf("%s persists after the fix, as documented: %s", id, f.Title)
+			default:
+				t.Errorf("after the fix, %s is still active: %s %+v", id, f.Title, f.Evidence)
 			}
-			if check := labEvidence[sc.Name]; check != nil {
-				check(t, r.before)
-			}
-			if _, ok := agentFamilies[sc.Name]; ok {
-				agentParity(t, sc.Name, r.before)
-			}
-			for _, id := range stageIDs(&sc) {
-				f := findActive(r.after, id)
-				switch {
-				case f == nil:
-				case slices.Contains(sc.Persists, id) && f.Severity != report.Critical:
-					t.Logf("%s persists after the fix, as documented: %s", id, f.Title)
-				default:
-					t.Errorf("after the fix, %s is still active: %s %+v", id, f.Title, f.Evidence)
-				}
-			}
-			b, a := r.before.Load, r.after.Load
-			t.Logf("%s: before %.0f req/s p50 %v, %d errors; fixed %.0f req/s p50 %v, %d errors; findings before %v, after %v",
-				sc.Name, b.RPS, b.Latency.P50, failures(b), a.RPS, a.Latency.P50, failures(a), activeIDs(r.before), activeIDs(r.after))
-			better := a.RPS > 1.5*b.RPS || failures(a)*10 < failures(b) || a.Latency.P50*2 < b.Latency.P50
-			if !better {
-				t.Errorf("the fix did not help: before %.0f req/s p50 %v %d failures, after %.0f req/s p50 %v %d failures",
-					b.RPS, b.Latency.P50, failures(b), a.RPS, a.Latency.P50, failures(a))
-			}
-			if sc.Name == "nginx-php-throughput" {
-				fixedSeed000 = a.RPS
-			}
-			if !strings.Contains(r.out, "Findings gone:") || !strings.Contains(r.out, sc.Name+".fixed.html") {
-				t.Errorf("no before/after comparison or report paths:\n%s", r.out)
-			}
-		})
+		}
+		b, a := r.before.Load, r.after.Load
+		t.Logf("%s: before %.0f req/s p50 %v, %d errors; fixed %.0f req/s p50 %v, %d errors; findings before %v, after %v",
+			sc.Name, b.RPS, b.Latency.P50, failures(b), a.RPS, a.Latency.P50, failures(a), activeIDs(r.before), activeIDs(r.after))
+		better := a.RPS > 1.5*b.RPS || failures(a)*10 < failures(b) || a.Latency.P50*2 < b.Latency.P50
+		if !better {
+			t.Errorf("the fix did not help: before %.0f req/s p50 %v %d failures, after %.0f req/s p50 %v %d failures",
+				b.RPS, b.Latency.P50, failures(b), a.RPS, a.Latency.P50, failures(a))
+		}
+		if sc.Name == "nginx-php-throughput" {
+			fixedSeed000 = a.RPS
+		}
+		if !strings.Contains(r.out, "Findings gone:") || !strings.Contains(r.out, sc.Name+".fixed.html") {
+			t.Errorf("no before/after comparison or report paths:\n%s", r.out)
+		}
+	}
+	var sideBySide []*lab.Scenario
+	for i := range lab.Scenarios {
+		sc := &lab.Scenarios[i]
+		switch _, beside := besideAnother[sc.Name]; {
+		case sc.Name == "healthy":
+		case beside:
+			sideBySide = append(sideBySide, sc)
+		default:
+			t.Run(sc.Name, func(t *testing.T) { scenario(t, sc) })
+		}
 	}
 
 	// Fixed seed 000 against healthy (--stage 6 is the fixed lab).
@@ -201,6 +208,54 @@ func TestLab(t *testing.T) {
 			t.Errorf("p50 %v → %v: removing the lock should at least halve it", b, a)
 		}
 	})
+
+	// Two at a time, each in a subtest of its own.
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 2)
+	for _, sc := range sideBySide {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			t.Run(sc.Name, func(t *testing.T) { scenario(t, sc) })
+		}()
+	}
+	wg.Wait()
+}
+
+// besideAnother are the scenarios TestLab runs two at a time, last: 125
+// s one after the other, about half of that side by side. Each lab has
+// namespaces, veths, a subnet and a journal of its own (lab.Run names
+// them apart), and none of these reaches beyond its namespaces or needs
+// the host's CPUs idle. What each is held to stands beside another
+// lab's load as it stands on a busy CI machine: its findings come from
+// its own namespaces' counters, sockets, configuration and servers, and
+// its fix helps by far more than a shared CPU takes away (errors to
+// none, or ten to a thousand times the throughput: the test logs both).
+//
+// The others run alone, one after the other, for what beside another
+// lab failed or would: nginx-php-throughput and conntrack-sawtooth set
+// the host-wide nf_conntrack_max; syn-flood's flood writes the host's
+// kernel log ("Possible SYN flooding on port ADDR:80"), which a run
+// beside it read as its own listener's overflow (the rule matches those
+// messages by port alone) and which then explained its neighbour's slow
+// requests; app-slow (dns-slow-resolver, ping-ptr-timeout, and
+// accept-queue-backlog's second stage) is the server holding requests
+// while the host's CPUs idle, so a neighbour's load hides it (it did,
+// twice in two runs); stall-tenth's slow tail is rightly explained by
+// cpu-saturated when a neighbour saturates the CPUs; haproxy-reset's and
+// kv-redis's fix doubles the throughput and halves p50, about the
+// "better" bounds of 1.5 and 2 times, so a shared CPU in one of their
+// two runs would decide it; the healthy control must find nothing at
+// all.
+var besideAnother = map[string]string{
+	"nginx-nagle":          "p50 44 ms → 0.4 ms",
+	"dns-no-resolver":      "errors → none",
+	"accept-queue-backlog": "errors → none",
+	"python-pool":          "79 → 979 req/s",
+	"python-dns":           "6 → 6.5k req/s",
+	"proxy-churn":          "errors → none",
 }
 
 // agentFamilies are the scenarios whose run is repeated through an
@@ -253,6 +308,14 @@ func agentParity(t *testing.T, name string, direct *runJSON) {
 		if !slices.Contains(sc.Reports, id) {
 			later = append(later, id)
 		}
+	}
+	if _, ok := besideAnother[name]; ok {
+		// Beside another lab, how busy the host's CPUs were is that
+		// lab's timing, not this one's evidence: both kinds read it
+		// from the same host-wide counters (/proc/stat, each thread's
+		// run delay), and its parity is held where a scenario runs
+		// alone (healthy, nginx-php-throughput, stall-tenth, kv-redis).
+		later = append(later, rules.CPUSaturated, rules.RunQueueContention)
 	}
 	idSet := func(r *runJSON) string { return idSetBut(r, later) }
 	a := labRunCmd(t, name, "--agent").before

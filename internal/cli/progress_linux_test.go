@@ -130,6 +130,9 @@ func TestProgressTerminal(t *testing.T) {
 	poll.True(t, time.Minute, "the step finishing", func() bool {
 		return strings.Contains(master.String(), "[1.5s/1.5s] baseline: sampling before the load  finishing")
 	})
+	if !stepTicking() {
+		t.Fatal("no step ticker while the step runs")
+	}
 	p.done()
 	before := settle(t, master, term)
 	got := before[len(out):]
@@ -141,13 +144,19 @@ func TestProgressTerminal(t *testing.T) {
 	if !strings.HasSuffix(got, "\r\033[K") {
 		t.Errorf("step progress not cleared: %q", got)
 	}
-	// Nothing more, though a tick would have come within this second
-	// (a wait that is the thing under test).
-	time.Sleep(1100 * time.Millisecond)
+	// Nothing more: the step's ticker ends with done, having written
+	// nothing after it.
+	poll.True(t, time.Minute, "the step's ticker ended", func() bool { return !stepTicking() })
 	if after := settle(t, master, term); after != before {
 		t.Errorf("step progress went on after done: %q", after[len(before):])
 	}
 }
+
+// stepTicking reports whether a timed step's ticker (progress.phase's)
+// runs in this process. Only a progress on a terminal starts one: this
+// file's tests', beside each other; a wait for none left may then wait
+// for another test's too, and never ends early.
+func stepTicking() bool { return poll.Goroutines("cli.(*progress).phase.func") > 0 }
 
 // TestProgressPipe: nothing but the report when stderr is a pipe.
 func TestProgressPipe(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/alerts"
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // TestPrometheusAlerts is the fleet as users run it: a real Prometheus
@@ -29,9 +32,9 @@ import (
 // prints, while ordinary clients (Go's net/http, not netdoctor's load)
 // send traffic. A seed fault fires its alert, found through
 // Prometheus's API; the healthy lab fires none, and holds no finding
-// active. The rules' durations are shortened to 3 s (rules --for) so
-// that the test does not wait minutes; promtool's tests in
-// internal/alerts cover the real ones.
+// active. The rules' durations are shortened to 1 s (rules --for), one
+// evaluation, so that the test does not wait minutes; promtool's tests
+// in internal/alerts cover the real ones.
 func TestPrometheusAlerts(t *testing.T) {
 	labNeeds(t)
 	promBin, err := exec.LookPath("prometheus")
@@ -62,7 +65,7 @@ func TestPrometheusAlerts(t *testing.T) {
 			defer cancel()
 			target, err := sc.Build(ctx, e, 1)
 			labMust(t, err)
-			agentURL, tok, _, err := e.StartAgent(ctx, "--recent", "5s")
+			agentURL, tok, _, err := e.StartAgent(ctx, "--recent", agentRecent.String())
 			labMust(t, err)
 			prom := startPrometheus(t, e, promBin, strings.TrimPrefix(agentURL, "http://"), tok)
 			if err := prom.waitUp(60 * time.Second); err != nil {
@@ -70,19 +73,24 @@ func TestPrometheusAlerts(t *testing.T) {
 			}
 			sent := c.traffic.run(ctx, t, e, target.URL)
 
-			deadline := time.Now().Add(60 * time.Second)
-			if c.want == "" {
-				// Long enough for any finding to be scraped, held 3 s and
-				// fire: a time under test, in which nothing may fire.
-				deadline = time.Now().Add(15 * time.Second)
-			}
 			var firing []promAlert
-			for time.Now().Before(deadline) {
+			if c.want != "" {
+				poll.WaitEvery(60*time.Second, time.Second, func() bool {
+					firing = prom.alerts(t, "firing")
+					return hasAlert(firing, c.want)
+				})
+			} else {
+				// Nothing may fire, asserted once Prometheus has seen the
+				// traffic: the agent's findings rest on its last --recent
+				// window, so once a snapshot that ends such a window of
+				// steady traffic (from its first 1000 answers on, past the
+				// servers' start: php-fpm's children forking, the first
+				// connections) has been scraped and the rules evaluated
+				// after that scrape, any finding the traffic raised is
+				// active there and its alert pending at least.
+				poll.True(t, time.Minute, "1000 requests answered", func() bool { return sent.ok.Load() >= 1000 })
+				prom.waitEvaluated(t, time.Now().Add(agentRecent+time.Second))
 				firing = prom.alerts(t, "firing")
-				if c.want != "" && hasAlert(firing, c.want) {
-					break
-				}
-				time.Sleep(time.Second)
 			}
 			cancel()
 			t.Logf("%s: %d requests answered, %d failed; firing: %s", c.scenario, sent.ok.Load(), sent.failed.Load(), alertNames(firing))
@@ -133,6 +141,10 @@ func TestPrometheusAlerts(t *testing.T) {
 		})
 	}
 }
+
+// agentRecent is the agent's --recent in TestPrometheusAlerts: the
+// window its findings rest on.
+const agentRecent = 5 * time.Second
 
 // dashboardExprs are the PromQL queries of deploy/grafana/netdoctor.json
 // with Grafana's variables given values: every instance, a 1m rate.
@@ -237,13 +249,13 @@ type prometheus struct {
 
 // startPrometheus runs Debian's prometheus in the client namespace with
 // the agent as its one target, scraped every second with the agent's
-// token, and netdoctor's rules (every duration 3 s) evaluated every
+// token, and netdoctor's rules (every duration 1 s) evaluated every
 // second. Its data directory is the test's; the lab stops it.
 func startPrometheus(t *testing.T, e *lab.Env, bin, agent, tokenFile string) *prometheus {
 	t.Helper()
 	dir := t.TempDir()
 	var rules bytes.Buffer
-	if err := alerts.Write(&rules, alerts.Options{For: 3 * time.Second}, false, ""); err != nil {
+	if err := alerts.Write(&rules, alerts.Options{For: time.Second}, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	config := fmt.Sprintf(`global:
@@ -277,9 +289,8 @@ scrape_configs:
 
 // waitUp waits until Prometheus answers and has scraped the agent.
 func (p *prometheus) waitUp(d time.Duration) error {
-	deadline := time.Now().Add(d)
 	var last string
-	for time.Now().Before(deadline) {
+	up := poll.WaitEvery(d, 250*time.Millisecond, func() bool {
 		var r struct {
 			Data struct {
 				ActiveTargets []struct {
@@ -292,13 +303,74 @@ func (p *prometheus) waitUp(d time.Duration) error {
 			last = err.Error()
 		} else if len(r.Data.ActiveTargets) == 1 {
 			if r.Data.ActiveTargets[0].Health == "up" {
-				return nil
+				return true
 			}
 			last = "target " + r.Data.ActiveTargets[0].Health + ": " + r.Data.ActiveTargets[0].LastError
 		}
-		time.Sleep(250 * time.Millisecond)
+		return false
+	})
+	if !up {
+		return fmt.Errorf("prometheus has not scraped the agent in %v: %s", d, last)
 	}
-	return fmt.Errorf("prometheus has not scraped the agent in %v: %s", d, last)
+	return nil
+}
+
+// waitEvaluated waits until Prometheus holds an agent snapshot taken at
+// or after from and has evaluated its rules since it scraped it.
+func (p *prometheus) waitEvaluated(t *testing.T, from time.Time) {
+	t.Helper()
+	var scraped time.Time
+	poll.UntilEvery(t, time.Minute, 250*time.Millisecond, func() error {
+		if scraped.IsZero() {
+			v, err := p.scalar("max(netdoctor_agent_last_snapshot_timestamp_seconds)")
+			if err != nil {
+				return err
+			}
+			if at := time.Unix(0, int64(v*1e9)); at.Before(from) {
+				return fmt.Errorf("the last snapshot scraped is of %v, want one of %v or later", at.Format(time.StampMilli), from.Format(time.StampMilli))
+			}
+			scraped = time.Now()
+		}
+		var r struct {
+			Data struct {
+				Groups []struct {
+					LastEvaluation time.Time `json:"lastEvaluation"`
+				} `json:"groups"`
+			} `json:"data"`
+		}
+		if err := p.get("/api/v1/rules", &r); err != nil {
+			return err
+		}
+		if len(r.Data.Groups) == 0 {
+			return errors.New("no rule group loaded")
+		}
+		for _, g := range r.Data.Groups {
+			if !g.LastEvaluation.After(scraped) {
+				return fmt.Errorf("rules last evaluated at %v, before the scrape seen at %v", g.LastEvaluation.Format(time.StampMilli), scraped.Format(time.StampMilli))
+			}
+		}
+		return nil
+	})
+}
+
+// scalar evaluates an instant PromQL query of one series and returns
+// its value.
+func (p *prometheus) scalar(q string) (float64, error) {
+	var r struct {
+		Data struct {
+			Result []struct {
+				Value [2]any `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := p.get("/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+		return 0, err
+	}
+	if len(r.Data.Result) != 1 {
+		return 0, fmt.Errorf("%s: %d series", q, len(r.Data.Result))
+	}
+	v, _ := r.Data.Result[0].Value[1].(string)
+	return strconv.ParseFloat(v, 64)
 }
 
 func (p *prometheus) get(path string, v any) error {

@@ -261,6 +261,7 @@ func TestRunServerExits(t *testing.T) {
 // on (seed 001 §7): run must name nagle-delayed-ack with the 40 ms band and
 // the delayed-ACK counter.
 func TestRunNagle(t *testing.T) {
+	lightLoad(t) // 4 connections, each answered 40 ms late
 	e := newLab(t)
 	client, server, addr := e.ClientNS.Name, e.ServerNS.Name, e.ServerIP+":7500"
 	startServe(t, server, "ND_SERVER=nagle", "ND_ADDR="+addr)

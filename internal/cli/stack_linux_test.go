@@ -31,7 +31,11 @@ var labs atomic.Int64
 // timed against sleeps or the program's own clock, not against the
 // machine's speed. Go runs them two at a time (test-measuring's
 // -parallel 2) once the package's other tests are done, which takes
-// some 100 s off the measuring pass.
+// some 100 s off the measuring pass (19 tests, 223 s one after the
+// other, 120 s so; three at a time took as long, the two 43 s capacity
+// searches then starting last). Not a test whose fault writes the
+// kernel log's SYN flooding messages, nor one that another test's
+// would mislead (TestLab's besideAnother says why).
 func lightLoad(t *testing.T) {
 	t.Parallel()
 }
@@ -270,6 +274,7 @@ func TestRunRandomLoss(t *testing.T) {
 // TestRunBandwidthCap: a 20 KB page behind an 8 Mbit/s token bucket on
 // the server's veth: run must report bandwidth-saturated on that device.
 func TestRunBandwidthCap(t *testing.T) {
+	lightLoad(t) // 8 Mbit/s: 50 pages a second
 	e := newLab(t)
 	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 20000})
 	labMust(t, err)

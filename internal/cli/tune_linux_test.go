@@ -131,8 +131,9 @@ func readJSON(t *testing.T, path string, v any) {
 // tuneLab builds a scenario with all its faults, measures it, plans from
 // that report, and verifies the plan (apply, measure, roll back) with
 // the same load, checking that rollback restored every setting, file
-// and listener exactly.
-func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
+// and listener exactly. then, when not nil, uses the same lab and plan
+// before the lab is removed.
+func tuneLab(t *testing.T, name string, then func(e *lab.Env, target *lab.Target, plan string, p *tune.Plan)) (*tune.Plan, *verifyJSON) {
 	sc, _ := lab.Lookup(name)
 	e := labtest.New(t, fmt.Sprintf("T%d", os.Getpid()%100000))
 	target, err := sc.Build(context.Background(), e, 1)
@@ -172,6 +173,9 @@ func tuneLab(t *testing.T, name string) (*tune.Plan, *verifyJSON) {
 			t.Errorf("%s made it worse: %v → %v", vd.Change, vd.Before, vd.After)
 		}
 	}
+	if then != nil {
+		then(e, target, plan, p)
+	}
 	// Gone before the next measurement (the healthy control, or this
 	// scenario again, which reuses the lab's name).
 	if err := e.Close(); err != nil {
@@ -197,14 +201,20 @@ func planHas(p *tune.Plan, pred func(tune.Change) bool) bool {
 // TestTuneLab is issue 6's acceptance on the lab: seed 000 with every
 // fault and seed 001's Nagle case, planned from their own run reports,
 // verified with the same load, rolled back exactly; seed 000's verified
-// throughput within 10% of the healthy control's.
+// throughput within 10% of the healthy control's, and its capacity
+// before → after the same plan (capacity --verify-with) in the same lab.
 func TestTuneLab(t *testing.T) {
 	labNeeds(t)
 	tuneEnv(t)
 	host := hostState(t)
 	t.Run("nginx-php-throughput", func(t *testing.T) {
 		sc, _ := lab.Lookup("nginx-php-throughput")
-		p, v := tuneLab(t, sc.Name)
+		// The capacity before → after the same plan, in the same lab
+		// (rolled back, as checked): the seed's build, run and plan
+		// serve both.
+		p, v := tuneLab(t, sc.Name, func(e *lab.Env, target *lab.Target, plan string, p *tune.Plan) {
+			t.Run("capacity", func(t *testing.T) { capacitySeed000(t, e, target, plan, p) })
+		})
 		for _, want := range []struct {
 			what string
 			ok   func(tune.Change) bool
@@ -244,12 +254,12 @@ func TestTuneLab(t *testing.T) {
 		// The healthy control with the same load; the plan's result again
 		// (a new lab, planned and verified) if one pair is not enough.
 		wantNearHealthy(t, "tuned seed 000", v.After.Load.RPS, labRunCmd(t, "healthy").before.Load.RPS, func() float64 {
-			_, v := tuneLab(t, sc.Name)
+			_, v := tuneLab(t, sc.Name, nil)
 			return v.After.Load.RPS
 		})
 	})
 	t.Run("nginx-nagle", func(t *testing.T) {
-		p, v := tuneLab(t, "nginx-nagle")
+		p, v := tuneLab(t, "nginx-nagle", nil)
 		if !planHas(p, func(c tune.Change) bool {
 			return c.File != nil && strings.Contains(c.File.Diff, "-    tcp_nodelay off;") && strings.Contains(c.File.Diff, "+    tcp_nodelay on;")
 		}) {

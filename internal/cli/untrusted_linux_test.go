@@ -23,6 +23,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // The programs another user starts under the names of the servers
@@ -123,16 +124,14 @@ func startAsNobody(t *testing.T, ns string, cmd *exec.Cmd, port int, ready bool)
 		}
 		return
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+	poll.Until(t, time.Minute, func() error {
 		c, err := n.Dial(context.Background(), "tcp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err == nil {
-			c.Close()
-			return
+		if err != nil {
+			return fmt.Errorf("%s not listening on %d: %v: %s", cmd.Path, port, err, stderr.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not listening on %d: %s", cmd.Path, port, stderr.String())
-		}
-	}
+		c.Close()
+		return nil
+	})
 }
 
 // ndIn runs netdoctor with args in namespace ns, bounded: a command that
@@ -354,17 +353,16 @@ func agentOnOthers(t *testing.T, ns string, ports map[string]int) map[string]str
 	out := map[string]string{}
 	// The pools: every application's series once the agent has followed
 	// them for a while (the followed servers' logs are read too).
+	// Asked every 200 ms: the agent answers 20 requests a second.
 	var metrics string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	poll.UntilEvery(t, 30*time.Second, 200*time.Millisecond, func() error {
 		code, body := get("/metrics")
-		if code == http.StatusOK && strings.Contains(body, `app="haproxy"`) && strings.Contains(body, `app="nginx"`) {
-			metrics = body
-			break
+		if code != http.StatusOK || !strings.Contains(body, `app="haproxy"`) || !strings.Contains(body, `app="nginx"`) {
+			return fmt.Errorf("the agent follows no application (%d):\n%s\n%s", code, grepLines(body, "app_workers"), logs.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent follows no application after 30 s (%d):\n%s\n%s", code, grepLines(body, "app_workers"), logs.String())
-		}
-	}
+		metrics = body
+		return nil
+	})
 	out["agent /metrics"] = metrics
 	for name, port := range ports {
 		code, body := get(fmt.Sprintf("%s?port=%d", agentapi.PathServers, port))
@@ -445,15 +443,14 @@ func TestRootServerUserLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := n.Dial(context.Background(), "tcp", "127.0.0.1:8090"); err == nil {
-			c.Close()
-			break
+	poll.Until(t, time.Minute, func() error {
+		c, err := n.Dial(context.Background(), "tcp", "127.0.0.1:8090")
+		if err != nil {
+			return fmt.Errorf("nginx not listening on 8090: %w", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("nginx not listening on 8090")
-		}
-	}
+		c.Close()
+		return nil
+	})
 	// What the user nginx writes as could do in its log directory.
 	for _, f := range []string{"error.log", "access.log"} {
 		os.Remove(filepath.Join(logs, f))

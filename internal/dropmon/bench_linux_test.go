@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // The drop monitor's cost (bench/README.md, bench/drops.sh): per drop,
@@ -150,9 +151,8 @@ func startBpftrace(b *testing.B) []*ebpf.Program {
 	go io.Copy(io.Discard, r) // never block its output
 	// "Attaching 1 probe..." comes before the attachment ends: wait for
 	// its program to be there.
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		var progs []*ebpf.Program
+	var progs []*ebpf.Program
+	poll.True(b, 10*time.Second, "bpftrace's program loaded", func() bool {
 		for id := range progIDs() {
 			if !before[id] {
 				if p, err := ebpf.NewProgramFromID(id); err == nil {
@@ -161,13 +161,9 @@ func startBpftrace(b *testing.B) []*ebpf.Program {
 				}
 			}
 		}
-		if len(progs) > 0 {
-			return progs
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	b.Fatal("bpftrace's program never appeared")
-	return nil
+		return len(progs) > 0
+	})
+	return progs
 }
 
 // BenchmarkDrop is one dropped datagram (sendto, the kernel's receive
@@ -271,7 +267,7 @@ func BenchmarkSustained(b *testing.B) {
 						send()
 					}
 					if d := time.Until(t0.Add(time.Duration(k+1) * time.Millisecond)); d > 0 {
-						time.Sleep(d)
+						time.Sleep(d) // the benchmark's rate: the next batch's time
 					}
 				}
 				if m != nil {

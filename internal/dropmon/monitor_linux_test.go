@@ -2,6 +2,7 @@ package dropmon
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // start starts the monitor or skips the test when this host cannot run
@@ -60,13 +62,14 @@ func TestMonitorCountsNoSocket(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		d := namespace(m, ino)
+	var d *evidence.Drops
+	var got, port uint64
+	poll.Until(t, 10*time.Second, func() error {
+		d = namespace(m, ino)
 		if d.Unavailable != "" {
 			t.Fatal(d.Unavailable)
 		}
-		var got, port uint64
+		got, port = 0, 0
 		for _, x := range d.Counts {
 			if x.Reason != "NO_SOCKET" || x.Proto != "udp" {
 				continue
@@ -84,16 +87,13 @@ func TestMonitorCountsNoSocket(t *testing.T) {
 				}
 			}
 		}
-		if port >= n {
-			if d.Seen < got {
-				t.Errorf("the monitor saw %d drops, counted %d", d.Seen, got)
-			}
-			return
+		if port < n {
+			return fmt.Errorf("%d of %d NO_SOCKET drops to udp port %d counted (%d udp NO_SOCKET in all): %+v", port, n, to.Port, got, d.Counts)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d NO_SOCKET drops to udp port %d counted (%d udp NO_SOCKET in all): %+v", port, n, to.Port, got, d.Counts)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	})
+	if d.Seen < got {
+		t.Errorf("the monitor saw %d drops, counted %d", d.Seen, got)
 	}
 }
 
@@ -138,19 +138,15 @@ func TestSharedClosesWithTheLast(t *testing.T) {
 		t.Fatal("the last release did not close it")
 	}
 	// The kernel frees a program after an RCU grace period: poll.
-	deadline := time.Now().Add(10 * time.Second)
 	for _, id := range ids {
-		for {
+		poll.True(t, 10*time.Second, fmt.Sprintf("program %d unloaded after the last release", id), func() bool {
 			p, err := ebpf.NewProgramFromID(id)
 			if err != nil {
-				break
+				return true
 			}
 			p.Close()
-			if time.Now().After(deadline) {
-				t.Fatalf("program %d still loaded 10 s after the last release", id)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return false
+		})
 	}
 }
 

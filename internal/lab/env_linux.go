@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/netdoctor/netdoctor/internal/netns"
 )
@@ -97,6 +99,22 @@ func create(id string, link *Link) (*Env, error) {
 
 // Delay is the lab's delay element, nil without one.
 func (e *Env) Delay() *Delay { return e.delay }
+
+// runs counts the labs Run built in this process.
+var runs atomic.Int64
+
+// RunID names the next lab a lab run builds: L and the process's ID, as `lab
+// clean`'s users and the tests know them, and from this process's second
+// lab on its turn after a dash (L1234-2): one process may build several
+// at once (a test running scenarios side by side), and each needs
+// namespaces, veths and a journal of its own.
+func RunID() string {
+	id := "L" + strconv.Itoa(os.Getpid()%100000)
+	if n := runs.Add(1); n > 1 {
+		id += "-" + strconv.FormatInt(n, 10)
+	}
+	return id
+}
 
 // short keeps interface names within IFNAMSIZ.
 func short(id string) string {

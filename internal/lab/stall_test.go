@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,14 +68,6 @@ func TestStallHoldsEveryNth(t *testing.T) {
 
 // stalled counts the stalling server's handlers parked in a hold.
 func stalled() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		// Stall.handler.func, inlined into its caller or not.
-		if strings.Contains(g, " [select") && strings.Contains(g, "Stall.handler.func") {
-			n++
-		}
-	}
-	return n
+	// Stall.handler.func, inlined into its caller or not.
+	return poll.Goroutines(" [select", "Stall.handler.func")
 }

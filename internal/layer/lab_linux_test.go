@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -113,17 +114,47 @@ func startAgent(t *testing.T, e *lab.Env) (netdoctor, string) {
 }
 
 // load runs `netdoctor load tcp://addr` in the client namespace, both
-// directions for secs each, and returns each one's bits per second.
+// directions for secs each, and returns each one's bits per second. What
+// it counts received is held to what crossed the veth meanwhile (the
+// kernel's counters of the client's end, headers and the other
+// direction's acknowledgements included): a byte counted twice shows
+// there, whatever the CPUs let either tool reach.
 func (nd netdoctor) load(t *testing.T, e *lab.Env, addr string, secs int) (up, down float64) {
 	t.Helper()
+	tx0, rx0 := linkBytes(t, e)
 	out := inClient(t, e, pinned(clientCPU, nd.bin, "load", "-d", strconv.Itoa(secs)+"s", "--token-file", nd.token, "--json", "-", "tcp://"+addr)...)
+	tx1, rx1 := linkBytes(t, e)
 	var r struct {
 		TCP []TCPResult `json:"tcp"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil || len(r.TCP) != 2 || r.TCP[0].Dir != Up || r.TCP[1].Dir != Down {
 		t.Fatalf("netdoctor load's JSON: %v: %.300s", err, out)
 	}
+	if u, d := r.TCP[0].Bytes, r.TCP[1].Bytes; u > tx1-tx0 || d > rx1-rx0 {
+		t.Errorf("netdoctor load counted %d bytes up and %d down, the veth carried %d and %d", u, d, tx1-tx0, rx1-rx0)
+	}
 	return r.TCP[0].BitsPerSecond, r.TCP[1].BitsPerSecond
+}
+
+// linkBytes is what the client's end of the veth has sent and received,
+// from the kernel's counters.
+func linkBytes(t *testing.T, e *lab.Env) (tx, rx uint64) {
+	t.Helper()
+	out := inClient(t, e, "ip", "-s", "-j", "link", "show", "dev", e.ClientDev)
+	var links []struct {
+		Stats64 struct {
+			RX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"rx"`
+			TX struct {
+				Bytes uint64 `json:"bytes"`
+			} `json:"tx"`
+		} `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil || len(links) != 1 {
+		t.Fatalf("ip -s -j link show dev %s: %v: %.300s", e.ClientDev, err, out)
+	}
+	return links[0].Stats64.TX.Bytes, links[0].Stats64.RX.Bytes
 }
 
 // The CPUs each side of a comparison runs on, both tools alike: the
@@ -172,35 +203,45 @@ func mbits(bps []float64) string {
 // alternate the two (netdoctor first in every other one), so that both
 // see the same noise; the medians of each direction's runs are compared.
 //
-// Under a 1 Gbit/s and a 50 Mbit/s tbf the path is the limit and they
-// must agree within 10 % (0.92 to 1.004 so far). Unshaped, the veth
-// carries what the 2 cores can copy, so the tools' own cost per byte
-// shows. netdoctor's streams do what iperf3's do, 128 KiB writes and
-// reads with Nagle's algorithm on (see bulk in tcp.go): with Go's
-// defaults (TCP_NODELAY, 8 KiB reads) netdoctor read 1.3 to 1.7 times
-// iperf3's. Both tools run pinned alike, clients on CPU 0 and servers
-// on CPU 1 (pinned): unpinned, where the scheduler put sender and
-// receiver moved either tool by up to a third from run to run (13
+// Where a tbf is the limit they must agree within 10 % (0.92 to 1.004
+// so far), and neither reads more than the tbf's rate. The limit is the
+// tbf's where iperf3 reads at least 85 % of its rate (a TCP payload is
+// 95.6 % of the frames the tbf counts): 50 Mbit/s always here. A gigabit
+// tbf is the limit only on a faster host: on these 2 CPUs iperf3 reads
+// 769 to 862 Mbit/s through it on a quiet machine and 165 to 470 while
+// others compiled, when netdoctor read 1.2 to 2.0 times that (and 1.24
+// to 1.72 times iperf3's 3 to 5 Gbit/s on the unshaped veth, 14 to 18
+// on a quiet machine). There, as on the unshaped veth, what the CPUs can copy
+// sets both tools' rates, and how they compare is a benchmark's question
+// (none yet beside iperf3): the test holds what a count can get wrong.
+// Bytes lost: below half of iperf3's. Bytes counted twice: more than
+// crossed the veth (see load), or than the tbf lets through.
+//
+// Unshaped, the veth carries what the 2 cores can copy, so the tools'
+// own cost per byte shows. netdoctor's streams do what iperf3's do, 128
+// KiB writes and reads with Nagle's algorithm on (see bulk in tcp.go):
+// with Go's defaults (TCP_NODELAY, 8 KiB reads) netdoctor read 1.3 to
+// 1.7 times iperf3's. Both tools run pinned alike, clients on CPU 0 and
+// servers on CPU 1 (pinned): unpinned, where the scheduler put sender
+// and receiver moved either tool by up to a third from run to run (13
 // against 17 Gbit/s), and the medians' ratio wandered from 0.80 to 0.99
 // with the same code. Pinned, netdoctor reads 0.95 to 1.0 of iperf3
-// (2026-11-24: 0.959 and 0.954, 0.954 and 0.998 up and down), within
-// 10 % as under tbf. What is left is Go's poller and scheduler (a fifth
-// more context switches than iperf3's blocking calls for a 2 s
-// download). Over 6 pinned runs the ratios were 0.909 to 0.998, every
-// one within 10 %; the test holds them to 0.85, so that a busier machine
-// than this one does not fail it on one slow second, and logs them.
-// Reading 1 MiB at a time instead of 128 KiB changed nothing measurable
-// (0.909 to 0.944 in two runs). Blocking system calls on the streams' descriptors, as
-// iperf3 makes, were tried unpinned: download 0.99 and upload 0.83 in
-// one run against 0.88 and 0.89 through the poller in the same hour: no
-// better overall, for a thread held per stream, so left out. Where the
-// host cannot pin (one CPU, no taskset) the unshaped case is held to
-// 0.75 to 1.1 only.
+// (2026-11-24: 0.959 and 0.954, 0.954 and 0.998 up and down). What is
+// left is Go's poller and scheduler (a fifth more context switches than
+// iperf3's blocking calls for a 2 s download). Reading 1 MiB at a time
+// instead of 128 KiB changed nothing measurable (0.909 to 0.944 in two
+// runs). Blocking system calls on the streams' descriptors, as iperf3
+// makes, were tried unpinned: download 0.99 and upload 0.83 in one run
+// against 0.88 and 0.89 through the poller in the same hour: no better
+// overall, for a thread held per stream, so left out.
 func TestLabTCPAgreesWithIperf3(t *testing.T) {
 	e := labtest.New(t, "layertcp")
 	startIperf3(t, e)
 	nd, addr := startAgent(t, e)
-	compare := func(name string, rounds, secs int, low, high float64) {
+	// compare runs the rounds through a tbf of rate bits per second (0:
+	// unshaped) and holds the medians to low and high of iperf3's where
+	// the tbf limits them.
+	compare := func(name string, rounds, secs int, rate, low, high float64) {
 		t.Helper()
 		var refUp, refDown, up, down []float64
 		for i := range rounds {
@@ -220,34 +261,47 @@ func TestLabTCPAgreesWithIperf3(t *testing.T) {
 			ref, ours []float64
 		}{{Up, refUp, up}, {Down, refDown, down}} {
 			r, o := median(c.ref), median(c.ours)
-			t.Logf("%s %s: iperf3 %s; netdoctor %s: medians %s and %s, ratio %.3f", name, c.dir, mbits(c.ref), mbits(c.ours), mbit(r), mbit(o), o/r)
-			if o < low*r || o > high*r {
-				t.Errorf("%s %s: netdoctor %s, iperf3 %s: ratio %.3f, want %.2f to %.2f", name, c.dir, mbit(o), mbit(r), o/r, low, high)
+			// Where the CPUs limit both, the veth's counters and the
+			// tbf's rate bound netdoctor's from above (see load).
+			lo, hi, limit := cpusLow, math.Inf(1), "the CPUs"
+			if rate > 0 && r >= shaperLimits*rate {
+				lo, hi, limit = low, high, "the tbf"
+			}
+			t.Logf("%s %s: iperf3 %s; netdoctor %s: medians %s and %s, ratio %.3f; limited by %s", name, c.dir, mbits(c.ref), mbits(c.ours), mbit(r), mbit(o), o/r, limit)
+			if o < lo*r || o > hi*r {
+				t.Errorf("%s %s: netdoctor %s, iperf3 %s: ratio %.3f, want %.2f to %.2f where %s limit both", name, c.dir, mbit(o), mbit(r), o/r, lo, hi, limit)
+			}
+			if rate > 0 && o > rate {
+				t.Errorf("%s %s: netdoctor read %s through a tbf of %s", name, c.dir, mbit(o), mbit(rate))
 			}
 		}
 	}
-	// Unshaped, both tools are bound by the CPUs, and one second of
-	// iperf3 alone moves by a fifth on this shared VM (14.4 to 18.3
-	// Gbit/s in five rounds of one run; netdoctor's 9.3 to 15.1 in one CI
-	// run, a median of 0.80 of iperf3's): the ceiling is there to catch
-	// bytes counted twice and the floor bytes lost, not to time
-	// netdoctor: speed belongs in a benchmark beside iperf3, alternating
-	// runs (none yet for the layer test). Through the tbfs below the
-	// path sets the rate, and the bounds are tight.
 	if !canPin() {
 		t.Logf("not pinned (%d CPUs)", runtime.NumCPU())
 	}
-	compare("veth", 5, 1, 0.5, 1.25)
-	// A gigabit tbf still costs the CPUs enough to move by a tenth
-	// between runs (iperf3 769 to 862 Mbit/s): three rounds; 50 Mbit/s
-	// is the shaper's alone.
+	// Unshaped, one second of iperf3 alone moves by a fifth on a quiet
+	// machine (14.4 to 18.3 Gbit/s in five rounds of one run) and from
+	// 1.8 to 4.2 Gbit/s in three while others compiled: three rounds'
+	// medians, held only to what a count can get wrong.
+	compare("veth", 3, 1, 0, 0, 0)
 	labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, "1gbit"))
 	labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, "1gbit"))
-	compare("tbf 1gbit", 3, 2, 0.85, 1.15)
+	compare("tbf 1gbit", 3, 1, 1e9, 0.85, 1.15)
 	labtest.Must(t, e.Shape(e.ClientNS, e.ClientDev, "50mbit"))
 	labtest.Must(t, e.Shape(e.ServerNS, e.ServerDev, "50mbit"))
-	compare("tbf 50mbit", 1, 2, 0.9, 1.1)
+	// Three rounds: on a machine whose CPUs others take, the sender of
+	// one round fell behind the tbf (34.5 Mbit/s up, iperf3 47.4).
+	compare("tbf 50mbit", 3, 1, 50e6, 0.9, 1.1)
 }
+
+const (
+	// shaperLimits is the share of a tbf's rate from which iperf3's
+	// reading says the tbf, not the CPUs, set it.
+	shaperLimits = 0.85
+	// cpusLow is, where the CPUs limit both tools, the share of
+	// iperf3's below which netdoctor lost bytes.
+	cpusLow = 0.5
+)
 
 // udp runs `netdoctor load udp://addr` in the client namespace, 5000
 // datagrams/s of 1200 bytes for 4 s, up or (down) from the endpoint,

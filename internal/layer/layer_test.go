@@ -3,6 +3,7 @@ package layer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -244,11 +245,12 @@ func TestHandshakeSlotsFair(t *testing.T) {
 			silent = append(silent, c)
 		}
 	}
-	for deadline := time.Now().Add(time.Minute); s.hands.Held() < maxHandshakes; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d handshake slots held, want all %d", s.hands.Held(), maxHandshakes)
+	poll.Until(t, time.Minute, func() error {
+		if h := s.hands.Held(); h < maxHandshakes {
+			return fmt.Errorf("%d handshake slots held, want all %d", h, maxHandshakes)
 		}
-	}
+		return nil
+	})
 	res, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: Up, Streams: 1, Duration: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("the token holder was locked out by %d silent connections: %v", len(silent), err)

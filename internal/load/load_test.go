@@ -371,7 +371,7 @@ func TestLatencyAll(t *testing.T) {
 // after the warm-up counts only what ended in it.
 func TestRateQueuedUnsent(t *testing.T) {
 	s := newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the server's service time under test
 		io.WriteString(w, "ok\n")
 	})
 	res := mustRun(t, Options{URL: s.URL, Rate: 50, Connections: 1, Threads: 1, Duration: 1500 * time.Millisecond, Measure: 500 * time.Millisecond, Timeout: 5 * time.Second})
@@ -399,7 +399,7 @@ func TestRateQueuedUnsent(t *testing.T) {
 // generator.
 func TestRateGrow(t *testing.T) {
 	s := newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the server's service time under test
 		io.WriteString(w, "ok\n")
 	})
 	res := mustRun(t, Options{URL: s.URL, Rate: 100, Connections: 50, Grow: true, Threads: 1, Duration: 2 * time.Second})

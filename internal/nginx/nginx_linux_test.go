@@ -111,23 +111,28 @@ func tryStart(t *testing.T, bin string) (*master, error) {
 			<-exited
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var exit error
+	gone := false
+	listening := poll.Wait(time.Minute, func() bool {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
 		if err == nil {
 			c.Close()
-			break
+			return true
 		}
 		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("nginx exited: %v: %s", err, stderr.String())
+		case exit = <-exited:
+			gone = true
+			return true
 		default:
+			return false
 		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("nginx not listening on %d after a minute: %s", port, stderr.String())
-		}
-		time.Sleep(poll.Every)
+	})
+	switch {
+	case gone:
+		return nil, fmt.Errorf("nginx exited: %v: %s", exit, stderr.String())
+	case !listening:
+		stop()
+		return nil, fmt.Errorf("nginx not listening on %d after a minute: %s", port, stderr.String())
 	}
 	t.Cleanup(func() {
 		stop()

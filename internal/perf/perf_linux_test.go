@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"github.com/netdoctor/netdoctor/internal/poll"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -27,9 +28,8 @@ func TestSampleSelf(t *testing.T) {
 		}
 	}()
 	own, withUser := 0, 0
-	deadline := time.Now().Add(20 * time.Second)
-	for own < 20 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	// Read every 50 ms: the ring fills between two reads.
+	poll.WaitEvery(20*time.Second, 50*time.Millisecond, func() bool {
 		err := s.Read(func(smp *Sample) {
 			if smp.PID == uint32(os.Getpid()) {
 				own++
@@ -44,7 +44,8 @@ func TestSampleSelf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	}
+		return own >= 20
+	})
 	if own < 20 || withUser == 0 {
 		t.Errorf("%d samples of this process, %d with a user chain", own, withUser)
 	}

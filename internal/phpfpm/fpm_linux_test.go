@@ -128,11 +128,12 @@ func (f *fpmInstance) writeFiles(t *testing.T) {
 // waitReady waits for the title, the TCP listener and the unix sockets.
 func (f *fpmInstance) waitReady(t *testing.T, waited <-chan struct{}) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	exited := false
+	poll.Until(t, time.Minute, func() error {
 		select {
 		case <-waited:
-			t.Fatalf("php-fpm exited at start:\n%s\n%s", f.file(t, "stderr.log"), f.file(t, "log/php-fpm.log"))
+			exited = true
+			return nil
 		default:
 		}
 		_, titled := ParseMaster(f.cmdline(t))
@@ -142,12 +143,12 @@ func (f *fpmInstance) waitReady(t *testing.T, waited <-chan struct{}) {
 		}
 		_, errUnix := os.Stat(filepath.Join(f.dir, "run/nostatus.sock"))
 		if titled && err == nil && errUnix == nil {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("php-fpm not ready after a minute (title %q, dial %v):\n%s", f.cmdline(t), err, f.file(t, "log/php-fpm.log"))
-		}
-		time.Sleep(poll.Every)
+		return fmt.Errorf("php-fpm not ready (title %q, dial %v, status socket %v):\n%s", f.cmdline(t), err, errUnix, f.file(t, "log/php-fpm.log"))
+	})
+	if exited {
+		t.Fatalf("php-fpm exited at start:\n%s\n%s", f.file(t, "stderr.log"), f.file(t, "log/php-fpm.log"))
 	}
 }
 

@@ -7,6 +7,8 @@
 package poll
 
 import (
+	"bytes"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -62,4 +64,31 @@ func WaitEvery(timeout, every time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(every)
 	}
+}
+
+// Goroutines counts this process's goroutines whose stack holds every
+// one of parts (a function's name, a state such as " [select"): what a
+// test waits for when the event is a goroutine being parked somewhere —
+// a handler holding a request, a sampler held by a lock — or gone.
+func Goroutines(parts ...string) int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		all := true
+		for _, p := range parts {
+			all = all && bytes.Contains(g, []byte(p))
+		}
+		if all {
+			count++
+		}
+	}
+	return count
 }

@@ -48,3 +48,21 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 }
+
+// TestGoroutines: a goroutine parked in a function is counted while it
+// is, and not once it returned.
+func TestGoroutines(t *testing.T) {
+	release := make(chan struct{})
+	done := make(chan struct{})
+	go func() { parkedForTest(release); close(done) }()
+	True(t, time.Minute, "the goroutine parked", func() bool { return Goroutines("poll.parkedForTest(", " [chan receive") == 1 })
+	if n := Goroutines("poll.parkedForTest(", "no such frame"); n != 0 {
+		t.Errorf("%d goroutines hold a frame none has", n)
+	}
+	close(release)
+	<-done
+	True(t, time.Minute, "the goroutine gone", func() bool { return Goroutines("poll.parkedForTest(") == 0 })
+}
+
+//go:noinline
+func parkedForTest(release chan struct{}) { <-release }

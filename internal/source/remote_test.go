@@ -226,7 +226,7 @@ func TestRemoteConnections(t *testing.T) {
 		case agentapi.PathSnapshots:
 			// A long poll's wait, shortened: the requests of a burst
 			// overlap (a sleep that is the thing under test).
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // the long poll's wait under test
 			json.NewEncoder(w).Encode(agentapi.Window{Now: now})
 		default:
 			http.NotFound(w, r)

@@ -25,7 +25,7 @@ func (s *slow) Snapshot(context.Context) evidence.Snapshot {
 	s.mu.Lock()
 	s.starts = append(s.starts, start)
 	s.mu.Unlock()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // the slow snapshot under test
 	s.mu.Lock()
 	s.ends[start] = time.Now()
 	s.mu.Unlock()
@@ -49,6 +49,10 @@ func (s *slow) begun() (n int, inFlight bool) {
 	return n, inFlight
 }
 
+// samplerHeld reports whether a Recorder's sampler is blocked taking its
+// next snapshot: it came round while a mark holds its source.
+func samplerHeld() bool { return poll.Goroutines("source.serialized.Snapshot", "(*Mutex).Lock") > 0 }
+
 // TestMark: between a mark and resume no snapshot begins, and every
 // snapshot that began before the mark has ended: a load started in that
 // gap is seen by no snapshot of the quiet time before it. Snapshots stay
@@ -60,10 +64,9 @@ func TestMark(t *testing.T) {
 	poll.True(t, time.Minute, "a third snapshot under way", func() bool { n, busy := src.begun(); return n >= 3 && busy })
 	resume := Mark(context.Background(), r)
 	gapStart := time.Now()
-	// The gap: twelve sampling intervals in which no snapshot may begin
-	// (a sleep that is the thing under test: on a busy machine fewer
-	// intervals pass in it, and the test checks less, never wrongly).
-	time.Sleep(60 * time.Millisecond)
+	// The gap, until the sampler came round for its next snapshot and
+	// waits for the mark: no snapshot may begin in it.
+	poll.True(t, time.Minute, "the sampler waiting for the mark", samplerHeld)
 	gapEnd := time.Now()
 	resume()
 	poll.True(t, time.Minute, "a snapshot after resume: sampling goes on", func() bool {

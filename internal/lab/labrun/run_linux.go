@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -198,7 +197,7 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 	if want := sc.Expected(ph.stage); len(want) > 0 {
 		p.F("Expected: %s\n", report.JoinIDs(want))
 	}
-	e, err := lab.New("L" + strconv.Itoa(os.Getpid()%100000))
+	e, err := lab.New(lab.RunID())
 	if err != nil {
 		return err
 	}
