@@ -501,10 +501,13 @@ type KernelMsg struct {
 	Class string `json:"class,omitempty"`
 	// NetNS is the namespace inode the message names, if any (6.x
 	// conntrack "table full in netns N"); Port the listening port a SYN
-	// flooding message names. The log is shared by all namespaces, so
-	// rules use these to keep other namespaces' messages out.
+	// flooding message names, and Addr its bound address ("" in the old
+	// form that names only the port; "::" without brackets). The log is
+	// shared by all namespaces, so rules use these to keep other
+	// namespaces' messages out.
 	NetNS uint64 `json:"netns,omitempty"`
 	Port  int    `json:"port,omitempty"`
+	Addr  string `json:"addr,omitempty"`
 	// Family is the table a neighbour table overflow names: "ipv4" or
 	// "ipv6".
 	Family string `json:"family,omitempty"`

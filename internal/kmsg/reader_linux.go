@@ -136,6 +136,7 @@ func (r *Reader) Read() ([]evidence.KernelMsg, error) {
 			Class:    c.Name,
 			NetNS:    c.NetNS,
 			Port:     c.Port,
+			Addr:     c.Addr,
 			Family:   c.Family,
 		})
 	}

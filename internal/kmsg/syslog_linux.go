@@ -105,7 +105,7 @@ func (r *SyslogReader) Read() ([]evidence.KernelMsg, error) {
 		c := Classify(l.Text)
 		msgs = append(msgs, evidence.KernelMsg{
 			Time: r.boot.Add(l.Monotonic), Priority: l.Priority, Text: l.Text,
-			Class: c.Name, NetNS: c.NetNS, Port: c.Port, Family: c.Family,
+			Class: c.Name, NetNS: c.NetNS, Port: c.Port, Addr: c.Addr, Family: c.Family,
 		})
 	}
 	if len(news) > 0 {

@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -596,18 +597,28 @@ func synOverflow(b *evidence.Bundle, w evidence.Window) (report.Finding, bool) {
 	drop, _ := w.Counter("TcpExt.TCPReqQFullDrop")
 	cookies, _ := w.Counter("TcpExt.TCPReqQFullDoCookies")
 	// The kernel log is shared by every namespace: keep the messages
-	// naming a port that listens here.
+	// naming a listening socket of this one. The message names the
+	// listener's bound address and port (the old form only its port): a
+	// neighbour's listener on the same port at its own address is not
+	// this namespace's.
 	ports := map[int]bool{}
+	socks := map[string]bool{}
 	for _, s := range b.Snapshots {
 		if s.Sockets != nil {
 			for _, l := range s.Sockets.Listeners {
 				ports[l.Port] = true
+				if host, port, err := net.SplitHostPort(l.Addr); err == nil {
+					socks[net.JoinHostPort(host, port)] = true
+				}
 			}
 		}
 	}
 	var floods []evidence.KernelMsg
 	for _, m := range b.Kmsg() {
-		if m.Class == kmsg.ClassSYNFlooding && (m.Port == 0 || ports[m.Port]) {
+		if m.Class != kmsg.ClassSYNFlooding {
+			continue
+		}
+		if m.Port == 0 || m.Addr == "" && ports[m.Port] || m.Addr != "" && socks[net.JoinHostPort(m.Addr, strconv.Itoa(m.Port))] {
 			floods = append(floods, m)
 		}
 	}

@@ -188,6 +188,21 @@ func listenCases() []ruleCase {
 				Text: "TCP: request_sock_TCP: Possible SYN flooding on port 10.1.0.2:8443. Sending cookies."})),
 		},
 		{
+			// The same port at another namespace's address (a neighbour
+			// lab's listener at 10.99.155.1:80 beside this one's
+			// 0.0.0.0:80): the socket, not the port number, says whose.
+			name: "SYN flooding on the same port at another namespace's address",
+			bundle: bundle(nil, messages(evidence.KernelMsg{Class: "syn-flooding", Port: 80, Addr: "10.99.155.1",
+				Text: "TCP: request_sock_TCP: Possible SYN flooding on port 10.99.155.1:80. Sending cookies."})),
+		},
+		{
+			name: "SYN flooding on this namespace's wildcard listener",
+			bundle: bundle(nil, messages(evidence.KernelMsg{Class: "syn-flooding", Port: 80, Addr: "::",
+				Text: "TCP: request_sock_TCP: Possible SYN flooding on port [::]:80. Sending cookies."})),
+			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
+				Evidence: []string{"Possible SYN flooding on port [::]:80"}}},
+		},
+		{
 			name:   "many SYN flooding messages are summarised",
 			bundle: bundle(kmsgs("syn-flooding", synCookies, synCookies), kmsgs("syn-flooding", synCookies, synCookies, synCookies)),
 			want: []want{{ID: "syn-queue-overflow", Status: report.Active, Severity: report.Warning,
