@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -293,6 +294,11 @@ func sockets(s *evidence.Snapshot, own *owners, senders *sockdiag.Senders) error
 				d.Process = comm(d.PIDs[0])
 			}
 		}
+		// netdoctor's own sockets (its load's connections, its calls
+		// to an agent) drop when netdoctor reads late: that is never
+		// the measured service's buffer, so they are not evidence.
+		self := os.Getpid()
+		socks.Drops = slices.DeleteFunc(socks.Drops, func(d evidence.SocketDrops) bool { return slices.Contains(d.PIDs, self) })
 	}
 	if err != nil {
 		return partial{err}

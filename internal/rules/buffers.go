@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,7 +41,9 @@ owner; a socket whose counter rose in the window makes the finding active by its
 its evidence: ´UDP receiver python3 (pid 4242) on 0.0.0.0:5000: 18000 dropped in 5s (3600.0/s) by the
 socket itself (sk_drops); its receive buffer takes 4.5 KiB (SO_RCVBUF as the kernel counts it, twice what
 was asked) and held 4.3 KiB when sampled: full´. The drop monitor's ´SOCKET_RCVBUFF´, ´SOCKET_BACKLOG´,
-´PROTO_MEM´, ´TCP_OFOMERGE´ and ´TCP_OFO_QUEUE_PRUNE´ drops, with their ports, are added. When the
+´PROTO_MEM´, ´TCP_OFOMERGE´ and ´TCP_OFO_QUEUE_PRUNE´ drops, with their ports, are added. netdoctor's own
+sockets (its load's connections, which it owns, and a run's connections to its agents, owned or already
+closed) are left out: what they drop is netdoctor reading late, never the service's buffer. When the
 socket is a UDP receiver the title names it (´UDP receiver python3 (pid 4242) on 0.0.0.0:5000 drops
 datagrams: its receive buffer (4.5 KiB) is full´), the subject is its address, and the fix is that
 socket's: ´setsockopt(SO_RCVBUF, N)´ in the application, N sized by ´internal/sizing.RcvBuf´ on what
@@ -79,7 +82,7 @@ func checkBuffers(in *Input) []report.Finding {
 			break
 		}
 	}
-	socks := socketDropsIn(w)
+	socks := slices.DeleteFunc(socketDropsIn(w), func(sd sockDrops) bool { return agentFlow(in, sd.SocketDrops) })
 	if len(items) == 0 && len(socks) == 0 {
 		return nil
 	}
@@ -159,6 +162,30 @@ func socketDropsIn(w evidence.Window) []sockDrops {
 	}
 	slices.SortStableFunc(out, func(a, b sockDrops) int { return cmp.Compare(b.rose, a.rose) })
 	return out
+}
+
+// agentFlow is a connection between the run and one of its agents:
+// netdoctor's own, whichever side dropped on it (data an agent sent
+// after the run closed the connection, a response read late), never the
+// measured service's. The collector leaves out the sockets netdoctor
+// owns; one already closed has no owner left to show.
+func agentFlow(in *Input, sd evidence.SocketDrops) bool {
+	if in.Run == nil {
+		return false
+	}
+	for _, s := range in.Run.Sides {
+		if s == nil || s.Agent == "" {
+			continue
+		}
+		u, err := url.Parse(s.Agent)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		if sd.Remote == u.Host || sd.Local == u.Host {
+			return true
+		}
+	}
+	return false
 }
 
 // receiverName names a socket with its owner: "UDP receiver python3

@@ -146,3 +146,29 @@ func TestBuffersRmemFix(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentFlowDrops: a run's own connection to its agent dropped a
+// segment (data sent after the run closed it) on the client's side and
+// the agent's: netdoctor's, no finding about the service; the same drop
+// on a service's connection is one.
+func TestAgentFlowDrops(t *testing.T) {
+	agentConn := func(local, remote string) evidence.SocketDrops {
+		return evidence.SocketDrops{Proto: "tcp", Local: local, Remote: remote, Inode: 91, Drops: 1, RcvBuf: 131072}
+	}
+	run := &evidence.Run{Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: evidence.Server, Agent: "http://10.99.32.1:9120"}}}}
+	for _, c := range []struct {
+		name string
+		sd   evidence.SocketDrops
+		want bool
+	}{
+		{"the run's end", agentConn("10.99.32.2:40546", "10.99.32.1:9120"), false},
+		{"the agent's end", agentConn("10.99.32.1:9120", "10.99.32.2:40546"), false},
+		{"a service's connection", agentConn("10.99.32.2:40546", "10.99.32.1:80"), true},
+	} {
+		in := on(bundle(nil, sockDropsOf(c.sd)))
+		in.Run = run
+		if got := len(checkBuffers(in)) > 0; got != c.want {
+			t.Errorf("%s: finding %v, want %v", c.name, got, c.want)
+		}
+	}
+}
