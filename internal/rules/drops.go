@@ -121,7 +121,7 @@ namespace's drops of other flows — a neighbour being torn down, on the same po
 **elsewhere on this host**: in the bundle's ´ledger_elsewhere´, never a finding about this service.
 Frames a device dropped at layer 2 as larger than its MTU are ´mtu-mismatch´'s. Tested by
 TestDropsElsewhere and TestRunNeighbourSamePort (a healthy service beside another on the same port losing
-its route, a Go server and a Python one).`,
+its route, a Go server and nginx).`,
 })
 
 var _ = register(Rule{Name: "drops", Order: 140, Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,
