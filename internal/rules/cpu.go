@@ -28,7 +28,12 @@ some (´1 of 2 CPUs are saturated while others have idle time´). It explains ot
 a network fault by itself. Evidence: ´cpu0 95% busy (softirq 60%)´ per saturated CPU, plus the
 aggregate ´all CPUs: user …%, system …%, softirq …%´, and in a run with an on-CPU profile of the
 servers on this host, where each server's CPU went: ´the on-CPU profile: burnsrv 127.0.0.1:7815 used
-1.70 CPU, 89% of it in main.hashWork´ (with what the function does when netdoctor knows it).`,
+1.70 CPU, 89% of it in main.hashWork´ (with what the function does when netdoctor knows it). The fix
+says where to look (´perf top´); when a saturated CPU spends at least a quarter of its time in softirq,
+how to spread the receive work: RSS queues, interrupt affinity and RPS where the namespace has a
+physical NIC (a hardware device whose driver is known, or devices the bundle does not describe), only
+RPS or fewer, larger packets where its devices are all virtual (a veth, a bridge: no ring, interrupt or
+RSS). Tested by TestCPUSoftIRQAdvice.`,
 })
 
 var _ = register(Rule{Name: "cpu", Order: 110, Scope: PerHost, IDs: []report.FindingID{CPUSaturated}, Checks: "CPU", Check: checkCPU})
@@ -48,6 +53,7 @@ func checkCPU(in *Input) []report.Finding {
 		first[c.CPU] = c
 	}
 	var items []report.Item
+	var maxSoft float64
 	var total, busy float64
 	maxIdle := 0.0 // the idlest CPU's idle share
 	var aggregate struct{ user, sys, soft, idle, total float64 }
@@ -75,6 +81,7 @@ func checkCPU(in *Input) []report.Finding {
 		maxIdle = max(maxIdle, idle/t)
 		if u := 1 - idle/t; u >= cpuSaturatedShare {
 			busy++
+			maxSoft = max(maxSoft, tickDelta(c.SoftIRQ, f.SoftIRQ)/t)
 			items = append(items, report.Item{
 				Text:   fmt.Sprintf("cpu%d %.0f%% busy (softirq %.0f%%)", c.CPU, 100*u, 100*tickDelta(c.SoftIRQ, f.SoftIRQ)/t),
 				Source: "/proc/stat", Window: true,
@@ -100,10 +107,10 @@ func checkCPU(in *Input) []report.Finding {
 		}
 	}
 	f := report.Finding{ID: CPUSaturated, Severity: report.Warning, Status: report.Active, Evidence: items,
-		Actions: notes(
-			"see where the time goes: `perf top` or `perf record -a -g` (sy and si: kernel networking; us: the application)",
-			"high softirq on one CPU: spread receive work (RSS queues, RPS `/sys/class/net/<if>/queues/rx-*/rps_cpus`, irqbalance)",
-		)}
+		Actions: notes("see where the time goes: `perf top` or `perf record -a -g` (sy and si: kernel networking; us: the application)")}
+	if maxSoft >= highSoftIRQ {
+		f.Actions = append(f.Actions, notes(softIRQAdvice(w.Last))...)
+	}
 	// Saturation is a warning, not critical: it explains other findings
 	// but is not by itself a network fault.
 	if busy == total {
@@ -182,4 +189,36 @@ func tickDelta(b, a uint64) float64 {
 		return 0
 	}
 	return float64(b - a)
+}
+
+// highSoftIRQ is the share of a saturated CPU's time in softirq from
+// which its receive work is worth spreading: below it the time is the
+// application's or the system calls'.
+const highSoftIRQ = 0.25
+
+// softIRQAdvice is how to spread receive work off a CPU busy in softirq:
+// RSS queues and interrupt affinity only where the namespace has a
+// physical NIC (a veth, a bridge, a tunnel has no ring, no interrupt and
+// no RSS), RPS everywhere.
+func softIRQAdvice(s *evidence.Snapshot) string {
+	for _, i := range s.Interfaces {
+		if physicalNIC(i) {
+			return "high softirq on a saturated CPU: spread receive work over CPUs (RSS queues `ethtool -L " + i.Name + " combined N`, irqbalance or /proc/irq/*/smp_affinity, RPS `/sys/class/net/" + i.Name + "/queues/rx-*/rps_cpus`)"
+		}
+	}
+	return "high softirq on a saturated CPU: this namespace's devices are virtual (no ring, interrupt or RSS to spread): spread their receive work with RPS (`/sys/class/net/<if>/queues/rx-*/rps_cpus`), or send fewer, larger packets (GRO, larger writes)"
+}
+
+// physicalNIC reports a device that may have rings, interrupts and RSS:
+// a hardware device whose driver is known, or one the snapshot does not
+// describe (a bundle without links: nothing says it is virtual).
+func physicalNIC(i evidence.Interface) bool {
+	if i.Name == "lo" {
+		return false
+	}
+	kind := i.LinkKind
+	if i.Link != nil {
+		kind = i.Link.Kind
+	}
+	return kind == "" && i.Link == nil || kind == "device" && (i.Link == nil || i.Link.Driver != "")
 }

@@ -214,3 +214,47 @@ func TestCPUHottest(t *testing.T) {
 		t.Fatalf("checkCPU %+v", fs)
 	}
 }
+
+// TestCPUSoftIRQAdvice: a CPU saturated in softirq gets RSS and interrupt
+// advice only where the namespace has a physical NIC; on virtual devices
+// (a veth), RPS; a CPU busy in the application, no softirq advice at all
+// (issue 36: ring, IRQ and RSS advice only for physical NICs).
+func TestCPUSoftIRQAdvice(t *testing.T) {
+	soft := ticks(evidence.CPU{User: 5, System: 30, SoftIRQ: 60, Idle: 5}, cpuIdle)
+	dev := func(kind, driver string) func(*evidence.Snapshot) {
+		return func(s *evidence.Snapshot) {
+			for i := range s.Interfaces {
+				if s.Interfaces[i].Name != "lo" {
+					s.Interfaces[i].Link = &evidence.Link{Name: s.Interfaces[i].Name, Kind: kind, Driver: driver, MTU: 1500}
+				}
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		last      func(*evidence.Snapshot)
+		rss, none bool
+	}{
+		{"softirq on a physical NIC", all(soft, dev("device", "ixgbe")), true, false},
+		{"softirq on a veth", all(soft, dev("veth", "")), false, false},
+		{"softirq, devices not described", soft, true, false},
+		{"the application's CPU", all(ticks(evidence.CPU{User: 90, System: 5, Idle: 5}, cpuIdle), dev("device", "ixgbe")), false, true},
+	} {
+		got := checkCPU(on(bundle(nil, tc.last)))
+		if len(got) != 1 {
+			t.Fatalf("%s: %+v", tc.name, got)
+		}
+		softirq, rss := hasFix(got[0], "high softirq"), hasFix(got[0], "RSS queues")
+		switch {
+		case tc.none && softirq:
+			t.Errorf("%s: softirq advice for a CPU busy elsewhere: %q", tc.name, fixOf(got[0]))
+		case !tc.none && !softirq:
+			t.Errorf("%s: no softirq advice: %q", tc.name, fixOf(got[0]))
+		case rss != tc.rss:
+			t.Errorf("%s: RSS advice %v, want %v: %q", tc.name, rss, tc.rss, fixOf(got[0]))
+		}
+		if !tc.rss && !tc.none && !hasFix(got[0], "rps_cpus") {
+			t.Errorf("%s: no RPS for virtual devices: %q", tc.name, fixOf(got[0]))
+		}
+	}
+}

@@ -108,9 +108,20 @@ eth0 (socket port 80: 300)´), for a qdisc its kind and limits, and the fix name
 the qdisc's limit (´tc -s qdisc show dev eth0´), the neighbour's queue (´unres_qlen_bytes´), the route (´ip
 route get´), ´rp_filter´, an XDP or tc program, the device's ring (´ethtool -G´), and how to see each
 drop's kernel stack (´perf record -e skb:kfree_skb -a -g´).
-In a run, a drop in **another namespace of the host** on the run's port (a router between client and
-server) is a ´packet-drops´ finding of its own, subject ´netns NAME REASON´, named once (on the server's
-side), **critical** at 10 a second.`,
+**Drops elsewhere on the host, by flow.** A drop in **another namespace of the host** is this service's
+only when the drop monitor's ledger ties it to one of its connections (´ownFlows´: a flow of the
+namespace's ledger or of its retransmitting connections, and in a run those of the other side; the same
+before or after NAT, conntrack's original tuple): a router between the client and the server, a bridge.
+Such drops, of one reason in one namespace, with at least 20 packets and one a second, are a
+´packet-drops´ finding of their own, subject ´netns NAME REASON´, ´about.drop_reason´ the reason, named
+once (on the server's side of a run when it is observed; in ´check´ too), **critical** at 10 a second,
+with up to three of the rows and their flows (´QDISC_DROP: 200 tcp packets of 10.0.0.2:80 →
+10.0.1.1:41000 dropped in 1s by __dev_queue_xmit on r-s in network namespace router´). Another
+namespace's drops of other flows — a neighbour being torn down, on the same port number — stay
+**elsewhere on this host**: in the bundle's ´ledger_elsewhere´, never a finding about this service.
+Frames a device dropped at layer 2 as larger than its MTU are ´mtu-mismatch´'s. Tested by
+TestDropsElsewhere and TestRunNeighbourSamePort (a healthy service beside another on the same port losing
+its route, a Go server and nginx).`,
 })
 
 var _ = register(Rule{Name: "drops", Order: 140, Scope: PerSide, IDs: []report.FindingID{FirewallDrop, PacketDrops}, Checks: "firewall rules and the kernel's drop reasons", Check: checkDrops,
@@ -346,7 +357,7 @@ func checkDrops(in *Input) []report.Finding {
 	if !ok {
 		return nil
 	}
-	here, elsewhere, haveMonitor := dropsIn(w)
+	here, _, haveMonitor := dropsIn(w)
 	var out []report.Finding
 	if f, ok := firewallFinding(in, w, here, haveMonitor); ok {
 		out = append(out, f)
@@ -371,11 +382,11 @@ func checkDrops(in *Input) []report.Finding {
 		}
 		out = append(out, packetDrops(b, w, r, ds, n))
 	}
-	// A run's packets dying in another namespace of the host (a router
-	// between the client and the server) on the run's port: once, from
-	// the server's side when it is observed.
-	if in.Run != nil && (in.Side != report.Client || in.Run.Server() == nil) {
-		out = append(out, elsewhereFindings(in, w, elsewhere)...)
+	// The service's own packets dying in another namespace of the host
+	// (a router between the client and the server), by flow: once, from
+	// the server's side of a run when it is observed.
+	if namesElsewhere(in) {
+		out = append(out, elsewhereFindings(in, w)...)
 	}
 	return out
 }
@@ -469,30 +480,60 @@ func namesLink(in *Input, id report.FindingID, iface string) bool {
 	return false
 }
 
-// elsewhereFindings are a run's drops in the host's other namespaces on
-// the run's port: where its packets died on the way.
-func elsewhereFindings(in *Input, w evidence.Window, elsewhere []drop) []report.Finding {
-	port, err := strconv.Atoi(in.Run.Port)
-	if err != nil {
+// elsewhereFindings are the drops of the service's own flows (ownFlows:
+// its clients', its listener's, its dependencies', before or after NAT)
+// in the host's other namespaces: where its packets died on the way.
+// Another namespace's drops of other flows, on whatever port, are that
+// namespace's service's, never this one's.
+func elsewhereFindings(in *Input, w evidence.Window) []report.Finding {
+	_, elsewhere, ok := ledgerIn(w)
+	if !ok {
 		return nil
 	}
+	links := linksOf(w.Last)
+	type group struct {
+		rows []flowDrop
+		n    uint64
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, d := range ownElsewhere(in, elsewhere) {
+		if stray[d.Reason] || namedElsewhere(d.Reason) {
+			continue
+		}
+		if _, _, big := oversize(d, links); big {
+			continue // a device's MTU: the MTU's finding names it
+		}
+		key := flowNS(d) + " " + d.Reason
+		if groups[key] == nil {
+			groups[key] = &group{}
+			order = append(order, key)
+		}
+		groups[key].rows = append(groups[key].rows, d)
+		groups[key].n += d.Packets
+	}
 	var out []report.Finding
-	seen := map[string]bool{}
-	for _, d := range elsewhere {
-		if stray[d.Reason] || !onPort(d, port) || !blamed(d.Packets, w) {
+	for _, key := range order {
+		g := groups[key]
+		if !blamed(g.n, w) {
 			continue
 		}
-		key := nsLabel(d) + " " + d.Reason
-		if seen[key] || namedElsewhere(d.Reason) {
-			continue
+		d := g.rows[0]
+		f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: "netns " + flowNS(d) + " " + d.Reason,
+			About: report.About{DropReason: d.Reason, Interface: d.Iface},
+			Title: fmt.Sprintf("This service's packets die in network namespace %s: %d dropped (%s)", flowNS(d), g.n, d.Reason)}
+		for i, r := range g.rows {
+			if i == 3 {
+				break
+			}
+			f.Evidence = append(f.Evidence, report.Item{Text: flowText(r, w), Source: dropSource, Window: true})
 		}
-		seen[key] = true
-		f := report.Finding{ID: PacketDrops, Severity: report.Warning, Status: report.Active, Subject: "netns " + nsLabel(d) + " " + d.Reason,
-			Title:    fmt.Sprintf("The run's packets die in network namespace %s: %d dropped (%s)", nsLabel(d), d.Packets, d.Reason),
-			Evidence: []report.Item{{Text: dropText(d, w), Source: dropSource, Window: true}}}
+		if len(g.rows) > 3 {
+			f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("%d of this service's connections in all, each matched by its flow (the drop monitor's ledger, followed through NAT), not by its port number", len(g.rows)), Source: dropSource, Window: true})
+		}
 		place := cmp.Or(places[d.Reason], "the kernel's drop reason "+d.Reason)
-		f.Actions = notes(strings.ReplaceAll(place, "IFACE", cmp.Or(d.Iface, "IFACE")) + " — in network namespace " + nsLabel(d))
-		if float64(d.Packets)/max(w.Duration().Seconds(), 0.001) >= 10 {
+		f.Actions = notes(strings.ReplaceAll(place, "IFACE", cmp.Or(d.Iface, "IFACE")) + " — in network namespace " + flowNS(d))
+		if float64(g.n)/max(w.Duration().Seconds(), 0.001) >= 10 {
 			f.Severity = report.Critical
 		}
 		out = append(out, f)
@@ -505,16 +546,6 @@ func elsewhereFindings(in *Input, w evidence.Window, elsewhere []drop) []report.
 func namedElsewhere(reason string) bool {
 	for _, c := range Classes() {
 		if c.DropsElsewhere && slices.Contains(c.DropReasons, reason) {
-			return true
-		}
-	}
-	return false
-}
-
-// onPort reports whether a drop's attributed ports include port.
-func onPort(d drop, port int) bool {
-	for _, p := range d.Ports {
-		if p.Port == port {
 			return true
 		}
 	}

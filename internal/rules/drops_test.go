@@ -19,11 +19,6 @@ func monitored(counts []evidence.Drop, rules ...evidence.FirewallRule) func(*evi
 	}
 }
 
-// elsewhere adds drops in other namespaces to a monitored snapshot.
-func elsewhere(ds ...evidence.Drop) func(*evidence.Snapshot) {
-	return func(s *evidence.Snapshot) { s.Drops.Elsewhere = ds }
-}
-
 var (
 	limitRule = evidence.FirewallRule{Family: "ip", Table: "filter", Chain: "INPUT", Hook: "input", Handle: 2,
 		Text: "tcp flags syn / fin,syn,rst,ack tcp dport 80 limit rate 10/second accept", Iptables: "-A INPUT -p tcp --syn --dport 80 -m limit --limit 10/s --limit-burst 5 -j ACCEPT",
@@ -131,21 +126,38 @@ func TestFirewallFix(t *testing.T) {
 	}
 }
 
-// TestDropsElsewhere: in a run, the run's packets dying in another
-// namespace of the host are named with it, once.
+// TestDropsElsewhere: the service's packets dying in another namespace of
+// the host are named with it, by flow, once in a run; another
+// namespace's drops of its own flows, on the same port number, are never
+// this service's (issue 36: a neighbour torn down on a container host).
 func TestDropsElsewhere(t *testing.T) {
-	away := evidence.Drop{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Proto: "tcp", Iface: "r-s", NetNS: 4026532999, NetNSName: "router", Packets: 200,
-		Ports: []evidence.DropPort{{Port: 80, Packets: 200}}}
-	b := bundle(monitored(nil), all(monitored(nil), elsewhere(away)))
+	away := evidence.FlowDrop{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Iface: "r-s", NetNS: nsRouter, NetNSName: "router",
+		Flow: tcp("10.0.0.2:80", "10.0.1.1:41000"), Packets: 200}
+	neighbour := evidence.FlowDrop{Reason: "IP_OUTNOROUTES", Location: "__ip_queue_xmit", NetNS: nsOther, NetNSName: "nb",
+		Flow: tcp("10.9.0.1:80", "10.9.0.2:45000"), FromSocket: true, SocketPort: 80, Packets: 400}
+	mine := all(monitored(nil), retrans(flow(42, 2)))
+	b := bundle(monitored(nil), all(mine, ledgerElsewhere(away, neighbour)))
 	run := &evidence.Run{Port: "80", Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}, {SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: b}}}
 	got := checkDrops(&Input{Bundle: b, Run: run, Side: report.Server})
-	if len(got) != 1 || got[0].Subject != "netns router QDISC_DROP" || !hasEvidence(got[0], "in network namespace router by __dev_queue_xmit on r-s") {
+	if len(got) != 1 || got[0].Subject != "netns router QDISC_DROP" || got[0].Severity != report.Critical ||
+		!hasEvidence(got[0], "QDISC_DROP: 200 tcp packets of 10.0.0.2:80 → 10.0.1.1:41000 dropped in 1s by __dev_queue_xmit on r-s in network namespace router") ||
+		got[0].About.DropReason != "QDISC_DROP" || got[0].About.Interface != "r-s" {
 		t.Fatalf("server side: %+v", got)
 	}
 	if got := checkDrops(&Input{Bundle: b, Run: run, Side: report.Client}); len(got) != 0 {
 		t.Errorf("the client side names it again: %+v", got)
 	}
+	if got := checkDrops(on(b)); len(got) != 1 || got[0].Subject != "netns router QDISC_DROP" {
+		t.Errorf("check: the namespace's own flows die in another: %+v", got)
+	}
+	// The neighbour alone, on the same port: nothing about this service,
+	// in a run or in check.
+	b = bundle(monitored(nil), all(mine, ledgerElsewhere(neighbour)))
+	run.Sides[0].Bundle, run.Sides[1].Bundle = b, b
+	if got := checkDrops(&Input{Bundle: b, Run: run, Side: report.Server}); len(got) != 0 {
+		t.Errorf("a neighbour's drops on the same port taken for the run's: %+v", got)
+	}
 	if got := checkDrops(on(b)); len(got) != 0 {
-		t.Errorf("check names another namespace's drops: %+v", got)
+		t.Errorf("a neighbour's drops on the same port taken for the namespace's: %+v", got)
 	}
 }

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,21 +14,45 @@ import (
 // queueRun is a run whose server's accept queue on 10.0.0.2:80
 // overflowed 'dropped' times while its client retransmitted 'retrans'
 // data segments of 20000, with the drop monitor's flows on the client
-// when flows is set.
+// when flows is set, and the server's ledger holding the queue's drops
+// of those to the listener (both namespaces of one host).
 func queueRun(dropped, resent uint64, flows ...evidence.Retrans) *evidence.Run {
-	srv := bundle(nil, all(raise(dropped, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"), listeners(
-		evidence.Listener{Proto: "tcp", Addr: "10.0.0.2:80", Port: 80, RecvQ: 11, SendQ: 10, Inode: 9, PIDs: []int{100}, Process: "python3"})))
+	return listenerRun("10.0.0.2:80", dropped, resent, flows...)
+}
+
+// listenerRun is queueRun with the server's listener at addr: the run's
+// port stays 80, as behind a router that DNATs it.
+func listenerRun(addr string, dropped, resent uint64, flows ...evidence.Retrans) *evidence.Run {
+	srvFirst, srvLast := raise(0), all(raise(dropped, "TcpExt.ListenOverflows", "TcpExt.ListenDrops"), listeners(
+		evidence.Listener{Proto: "tcp", Addr: addr, Port: portNum(addr), RecvQ: 11, SendQ: 10, Inode: 9, PIDs: []int{100}, Process: "python3"}))
 	first, last := raise(0), all(raise(resent, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs"))
 	if len(flows) > 0 {
 		first = monitored(nil)
 		last = all(last, monitored(nil), retrans(flows...))
+		var rows []evidence.FlowDrop
+		for _, f := range flows {
+			o := f.Client()
+			if f.Orig == nil && o.Dst != addr {
+				continue // not the listener's
+			}
+			rows = append(rows, evidence.FlowDrop{Reason: "TCP_LISTEN_OVERFLOW", Location: "tcp_v4_rcv", Iface: "eth0", Flow: tcp(o.Src, addr),
+				Orig: f.Orig, Via: f.Via, ViaNetNS: f.ViaNetNS, ViaNetNSName: f.ViaNetNSName, SocketPort: portNum(addr), Packets: 3})
+		}
+		srvFirst, srvLast = all(srvFirst, monitored(nil)), all(srvLast, monitored(nil), ledger(rows...))
 	}
-	cli := bundle(first, last)
+	srv := onHost(bundle(srvFirst, srvLast), 11)
+	cli := onHost(bundle(first, last), 12)
 	return &evidence.Run{Load: &load.Result{Connections: 200, Requests: 5000, Status: map[string]uint64{"2xx": 5000}, Errors: load.Errors{Timeout: 40},
 		Latency: load.Latency{P50: time.Millisecond, P99: 1200 * time.Millisecond, Max: 3 * time.Second}},
 		LoadStart: t0, LoadEnd: t0.Add(time.Second), Port: "80",
 		Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: srv},
 			{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: cli}}}
+}
+
+// onHost puts a bundle in namespace inode of one running kernel.
+func onHost(b *evidence.Bundle, inode uint64) *evidence.Bundle {
+	b.Host.BootID, b.Host.NetNSInode, b.Host.NetNS = "boot-1", inode, fmt.Sprintf("ns%d", inode)
+	return b
 }
 
 func byID(fs []report.Finding, id report.FindingID) (report.Finding, bool) {
@@ -53,7 +78,7 @@ func TestLossOfAFullQueue(t *testing.T) {
 	}{
 		{"counters: 2 retransmissions a dropped connection", queueRun(1000, 2000), true, "1000 connections in the same window (TcpExtListenDrops)"},
 		{"counters: far more than the queue dropped", queueRun(100, 2000), false, ""},
-		{"the monitor: the flows go to the queue's port", queueRun(100, 2000, toServer), true, "900 of the 900 segments retransmitted in the window (100%) were on connections to port 80"},
+		{"the monitor: the flows are those the queue dropped", queueRun(100, 2000, toServer), true, "900 of the 900 segments retransmitted in the window (100%) were on connections to the listener whose handshakes or requests the full queue of 10.0.0.2:80 dropped (TCP_LISTEN_OVERFLOW; 1 of them matched one by one)"},
 		{"the monitor: the flows go elsewhere", queueRun(1000, 2000, toServer, elsewhere), false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,5 +155,37 @@ func TestLossOfAQdisc(t *testing.T) {
 	b = bundle(monitored(nil), all(monitored([]evidence.Drop{qd}), raise(1000, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs")))
 	if loss, _ := byID(CheckHost(b, nil), PacketLoss); loss.CausedBy != "" {
 		t.Errorf("caused by %q", loss.CausedBy)
+	}
+}
+
+// TestLossOfAQueueBehindNAT: issue 36. The client connects to a virtual
+// IP that a router DNATs to the server's 10.0.0.2:8080, whose queue
+// overflows: the server drops packets addressed to itself, the client
+// retransmits to the VIP, and the ledger (the router's conntrack) says
+// they are the same connections. The retransmissions are the queue's,
+// not a loss of their own, whatever port each end sees.
+func TestLossOfAQueueBehindNAT(t *testing.T) {
+	orig := tcp("10.0.1.1:41000", "10.9.0.80:80")
+	viaRouter := evidence.Retrans{Local: "10.0.1.1:41000", Remote: "10.9.0.80:80", Segments: 900, MaxLen: 29, MSS: 1448,
+		Orig: &orig, Via: evidence.ViaConntrack, ViaNetNS: nsRouter, ViaNetNSName: "router"}
+	// Another connection to the VIP, whose drop the ledger's bounded
+	// lists left out: the same listener's.
+	orig2 := tcp("10.0.1.1:41001", "10.9.0.80:80")
+	unlisted := evidence.Retrans{Local: "10.0.1.1:41001", Remote: "10.9.0.80:80", Segments: 100, MaxLen: 29, MSS: 1448}
+	r := listenerRun("10.0.0.2:8080", 100, 2000, viaRouter)
+	cli := r.Sides[1].Bundle
+	cli.Snapshots[1].Drops.Retrans = append(cli.Snapshots[1].Drops.Retrans, unlisted)
+	_ = orig2
+	fs, _ := Diagnose(r)
+	loss, ok := byID(fs, PacketLoss)
+	if !ok {
+		t.Fatalf("no packet-loss: %+v", keys(fs))
+	}
+	if loss.CausedBy != AcceptQueueOverflow || loss.CauseSubject != "10.0.0.2:8080" || !strings.Contains(loss.Title, "what the full queue of 10.0.0.2:8080 dropped, not a lossy path") ||
+		!hasEvidence(loss, "1000 of the 1000 segments") || !hasEvidence(loss, "followed through NAT: the client opened 10.0.1.1:41000 → 10.9.0.80:80 (conntrack of router)") {
+		t.Errorf("caused by %q %q: %q %q", loss.CausedBy, loss.CauseSubject, loss.Title, evidenceTexts(loss))
+	}
+	if loss.Dropped == nil || loss.Dropped.Side != report.Server || loss.Dropped.Listen != "10.0.0.2:8080" {
+		t.Errorf("dropped %+v", loss.Dropped)
 	}
 }

@@ -22,6 +22,42 @@ func iface(name string, f func(*evidence.Interface)) func(*evidence.Snapshot) {
 
 var _ = addTable("checkNIC", checkNIC, nicCases)
 
+// TestNICAdviceByDevice: ring, IRQ and RSS advice only for a physical
+// NIC whose driver is known; a veth's drops are read against its peer,
+// with both MTUs when the peer's is smaller; a tap's against its reader.
+func TestNICAdviceByDevice(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		link       *evidence.Link
+		kind       string
+		evidence   string
+		fix, nofix string
+	}{
+		{"a NIC with its driver", &evidence.Link{Name: "eth0", MTU: 1500, Kind: "device", Driver: "ixgbe"}, "device", "", "ethtool -G eth0 rx 4096", ""},
+		{"a bundle that does not describe it", nil, "", "", "ethtool -G eth0 rx 4096", ""},
+		{"a device without a driver to ask", &evidence.Link{Name: "eth0", MTU: 1500, Kind: "device"}, "device", "", "ethtool -S eth0", "ethtool -G"},
+		{"a veth whose peer is smaller", &evidence.Link{Name: "eth0", MTU: 9000, Kind: "veth", Peer: &evidence.LinkRef{Name: "p0", MTU: 1500, NetNS: nsBridge, NetNSName: "br"}}, "veth",
+			"eth0's peer p0 takes frames of 1500 bytes at most, eth0 sends up to 9000", "ip link set dev eth0 mtu 1500", "ethtool -G"},
+		{"a tap", &evidence.Link{Name: "eth0", MTU: 1500, Kind: "tap"}, "tuntap", "eth0 is eth0 (tap, MTU 1500)", "the program that reads eth0", "ethtool -G"},
+		{"a vxlan", &evidence.Link{Name: "eth0", MTU: 1500, Kind: "vxlan", Overhead: 50, Lower: &evidence.LinkRef{Name: "ens3", MTU: 1500}}, "vxlan", "over ens3 (MTU 1500); its headers add 50 bytes", "adding 50 bytes of headers", "ethtool -G"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bundle(nil, iface("eth0", func(i *evidence.Interface) { i.TxDrop += 40; i.Link = tc.link; i.LinkKind = tc.kind }))
+			fs := checkNIC(on(b))
+			if len(fs) != 1 {
+				t.Fatalf("%+v", fs)
+			}
+			f := fs[0]
+			if tc.evidence != "" && !hasEvidence(f, tc.evidence) {
+				t.Errorf("evidence lacks %q: %q", tc.evidence, evidenceTexts(f))
+			}
+			if !hasFix(f, tc.fix) || tc.nofix != "" && hasFix(f, tc.nofix) {
+				t.Errorf("fix %q: want %q, not %q", fixOf(f), tc.fix, tc.nofix)
+			}
+		})
+	}
+}
+
 func nicCases() []ruleCase {
 	return []ruleCase{
 		{

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -34,12 +33,21 @@ var _ = define(Class{ID: PathMTUBlackhole,
   the flow's MSS, ´mss_cache´) account for at least 10 retransmissions and 90 % of all in the window, and
   fewer ICMP "destination unreachable" (´IcmpMsgInType3´, of which "fragmentation needed" is one) and
   ICMPv6 "packet too big" (´Icmp6InPktTooBigs´) arrived than a tenth of them: what is large is lost, what
-  is small passes, and the router's message never came. Subject: the remote address of the busiest flow.
+  is small passes, and the router's message never came. **Only where the ledger agrees**: the segments
+  must have died beyond what the drop monitor sees, or at a router of this host (´PKT_TOO_BIG´). A flow
+  whose retransmitted segments the ledger shows reaching their receiver (its socket dropped them as data
+  it had, ´TCP_OLD_DATA´, or beyond its window: slow readers, see ´receiver-window-limited´), dropped by a
+  device of this host at layer 2 as larger than its MTU (´mtu-mismatch´), or dropped on the host for another
+  reason (a qdisc, a firewall) is not the path's; nor are segments the receivers reported as duplicates
+  (D-SACK, ´TcpExtTCPDSACKRecv´ at least a tenth of them: they arrived, whatever host the receivers are
+  on), nor fast retransmits (a tenth), nor drops here for another reason (half). Subject: the remote
+  address of the busiest flow.
   Evidence: the share, each flow (´10.0.0.2:80 → 10.0.1.1:41000: 40 retransmissions, all of 1448 bytes or
   more (MSS 1448); TCP believes the path's MTU is 1500 (tcp_info pmtu, segments of 1448 bytes)´), the
-  ICMP counts, ´PKT_TOO_BIG´ drops here or, in a run, in the namespace the packets cross
-  (´PKT_TOO_BIG: 60 tcp packets … in network namespace router by ip_forward on r-c´), the interfaces' MTUs and
-  ´net.ipv4.tcp_mtu_probing´.
+  ICMP and D-SACK counts, ´PKT_TOO_BIG´ drops here or, by flow, of this service's packets in a namespace
+  they cross (´PKT_TOO_BIG: 60 tcp packets of 10.0.0.2:80 → 10.0.1.1:41000 dropped in 1s by ip_forward
+  on r-c in network namespace router´; named once, from the server's side of a run when it is observed),
+  the interfaces' MTUs and ´net.ipv4.tcp_mtu_probing´.
 - **Active, warning** when this namespace itself drops ´PKT_TOO_BIG´ (it is the router): with the ICMP
   it sent (´IcmpMsgOutType3´), which a firewall on the way may drop.
 - Fix: ´net.ipv4.tcp_mtu_probing=1´ on the sender (it probes smaller segments when full-size ones go
@@ -99,27 +107,38 @@ func checkPMTU(in *Input) []report.Finding {
 	if !ok {
 		return nil
 	}
-	here, elsewhere, haveMonitor := dropsIn(w)
+	here, _, haveMonitor := dropsIn(w)
 	if !haveMonitor {
 		return nil // the segments' sizes are the monitor's
 	}
 	tooBig := withReason(here, "PKT_TOO_BIG")
-	var away []drop
-	// Drops elsewhere are named once, from the server's side when it is
-	// observed (both sides' snapshots hold them).
-	if in.Run != nil && (in.Side != report.Client || in.Run.Server() == nil) {
-		if p, err := strconv.Atoi(in.Run.Port); err == nil {
-			for _, d := range withReason(elsewhere, "PKT_TOO_BIG") {
-				if onPort(d, p) || len(d.Ports) == 0 {
-					away = append(away, d)
-				}
+	// The service's own packets dropped as too big in a namespace they
+	// cross (a router of this host), by flow; named once, from the
+	// server's side of a run when it is observed.
+	var away []flowDrop
+	if namesElsewhere(in) {
+		_, elsewhere, _ := ledgerIn(w)
+		for _, d := range ownElsewhere(in, elsewhere) {
+			if d.Reason == "PKT_TOO_BIG" {
+				away = append(away, d)
 			}
 		}
 	}
-	var full, segs uint64
+	// Only what the ledger does not explain is the path's: a
+	// retransmitted segment its receiver had already (or refused), or
+	// that a device or a queue of this host dropped, did not die of a
+	// path's MTU beyond it.
+	all := retransIn(w)
+	fates := fatesOf(in, w, all)
+	var full, segs, explained uint64
 	var flows []flowRetrans
-	for _, f := range retransIn(w) {
+	for _, f := range all {
 		segs += f.Segments
+		switch fates.by[f.Client().Key()] {
+		case fateReceiver, fateTooBig, fateDropped:
+			explained += f.Segments
+			continue
+		}
 		if f.MSS > 0 && f.Full*100 >= f.Segments*95 {
 			full += f.Full
 			flows = append(flows, f)
@@ -132,6 +151,10 @@ func checkPMTU(in *Input) []report.Finding {
 	// probes, never fast retransmits (a queue that drops some of them,
 	// as a full qdisc does, leaves the others to trigger those).
 	fast, _ := w.Counter("TcpExt.TCPFastRetrans")
+	// Nor does a receiver ever report one as a duplicate (D-SACK): a
+	// segment retransmitted to a receiver that had it (its window
+	// closed, or the ACK lost) comes back so, whatever host it is on.
+	dsack, _ := w.Counter("TcpExt.TCPDSACKRecv")
 	// Nor do they die here for another reason: a local queue or
 	// firewall that dropped them is their place.
 	var local uint64
@@ -140,9 +163,13 @@ func checkPMTU(in *Input) []report.Finding {
 			local += d.Packets
 		}
 	}
-	blackhole := full >= minFullRetrans && full*100 >= segs*90 && (icmp+icmp6)*10 < full && fast*10 < full && local*2 < full
+	blackhole := full >= minFullRetrans && full*100 >= segs*90 && (icmp+icmp6)*10 < full && fast*10 < full && dsack*10 < full && local*2 < full
 	dropsHere := blamed(total(tooBig), w)
-	dropsAway := blamed(total(away), w)
+	var awayN uint64
+	for _, d := range away {
+		awayN += d.Packets
+	}
+	dropsAway := blamed(awayN, w)
 	if !blackhole && !dropsHere && !dropsAway {
 		return nil
 	}
@@ -167,6 +194,7 @@ func checkPMTU(in *Input) []report.Finding {
 		}
 		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("fast retransmits: %d (TcpExt.TCPFastRetrans), the rest timeouts and probes: no full-size segment was acknowledged out of order, none crossed", fast), Source: "TcpExt.TCPFastRetrans", Window: true})
 		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("ICMP \"destination unreachable\" received in the window: %d (IcmpMsg.InType3; \"fragmentation needed\" is one of them), ICMPv6 \"packet too big\": %d: the path's router never told the sender its MTU, or a firewall dropped what it said", icmp, icmp6), Source: "IcmpMsg.InType3", Window: true})
+		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("duplicates reported by the receivers (D-SACK): %d (TcpExt.TCPDSACKRecv): none of the full-size segments reached them; nor did the drop monitor see them reach a receiver or die elsewhere on this host", dsack), Source: "TcpExt.TCPDSACKRecv", Window: true})
 	case dropsHere:
 		f.Subject = "PKT_TOO_BIG"
 		f.Severity = report.Warning
@@ -175,8 +203,8 @@ func checkPMTU(in *Input) []report.Finding {
 		f.Evidence = append(f.Evidence, report.Item{Text: fmt.Sprintf("ICMP \"destination unreachable\" sent in the window: %d (IcmpMsg.OutType3): each dropped packet should have told its sender the MTU; if a firewall on the way drops it, the sender's connection stalls", out), Source: "IcmpMsg.OutType3", Window: true})
 	default:
 		d := away[0]
-		f.Subject = "netns " + nsLabel(d)
-		f.Title = fmt.Sprintf("The run's large packets die in network namespace %s: %d dropped as larger than the next hop's MTU", nsLabel(d), total(away))
+		f.Subject = "netns " + flowNS(d)
+		f.Title = fmt.Sprintf("This service's large packets die in network namespace %s: %d dropped as larger than the next hop's MTU", flowNS(d), awayN)
 	}
 	for i, d := range tooBig {
 		if i == 3 {
@@ -188,7 +216,7 @@ func checkPMTU(in *Input) []report.Finding {
 		if i == 3 {
 			break
 		}
-		f.Evidence = append(f.Evidence, report.Item{Text: dropText(d, w) + ": larger than the MTU of the next hop, in the namespace the packets cross", Source: dropSource, Window: true})
+		f.Evidence = append(f.Evidence, report.Item{Text: flowText(d, w) + ": larger than the MTU of the next hop, in the namespace the packets cross", Source: dropSource, Window: true})
 	}
 	f.Evidence = append(f.Evidence, mtuItems(w.Last)...)
 	f.Actions = pmtuFix(b, away)
@@ -224,12 +252,12 @@ func mtuItems(s *evidence.Snapshot) []report.Item {
 // pmtuFix names the three ways out: the sender probes for the MTU
 // itself, the router clamps the MSS of the connections it forwards, the
 // firewalls let the ICMP through.
-func pmtuFix(b *evidence.Bundle, away []drop) []report.Action {
+func pmtuFix(b *evidence.Bundle, away []flowDrop) []report.Action {
 	fix := []report.Action{sysctlFix(b, "net.ipv4.tcp_mtu_probing", "1").Because("on the sender, this side, for what it sends: it probes the path's MTU when full-size segments go unanswered instead of waiting for ICMP")}
 	router := "on the router whose next hop has the smaller MTU"
 	prefix := ""
 	if len(away) > 0 {
-		router = "on the router (network namespace " + nsLabel(away[0]) + ")"
+		router = "on the router (network namespace " + flowNS(away[0]) + ")"
 		if away[0].NetNSName != "" {
 			prefix = netns.Parse(away[0].NetNSName).ExecPrefix()
 		}

@@ -56,6 +56,20 @@ func pmtuCases() []ruleCase {
 				Evidence: []string{"PKT_TOO_BIG: 100 tcp packets", "by ip_forward on eth0", "IcmpMsg.OutType3"}}},
 		},
 		{name: "no monitor, no sizes", bundle: bundle(nil, raise(40, "Tcp.RetransSegs"))},
+		{
+			name: "the receivers had them: their sockets dropped them as old data (issue 36's slow readers)",
+			bundle: bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)),
+				ledgerElsewhere(evidence.FlowDrop{Reason: "TCP_OLD_DATA", Location: "tcp_rcv_established", NetNS: nsClient, Flow: tcp("10.0.0.2:80", "10.0.1.1:41000"), SocketPort: 41000, Packets: 40}))),
+		},
+		{
+			name:   "the receivers reported them as duplicates (D-SACK): they arrived, wherever the receivers are",
+			bundle: bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)), raise(40, "TcpExt.TCPDSACKRecv"))),
+		},
+		{
+			name: "a router of this host dropped them elsewhere for another reason",
+			bundle: bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)),
+				ledgerElsewhere(evidence.FlowDrop{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Iface: "r-c", NetNS: nsRouter, Flow: tcp("10.0.0.2:80", "10.0.1.1:41000"), Packets: 40}))),
+		},
 	}
 }
 
@@ -66,9 +80,9 @@ func TestCheckPMTU(t *testing.T) {
 // TestPMTUFix: the three ways out, the router named when the drops were
 // seen in its namespace.
 func TestPMTUFix(t *testing.T) {
-	away := evidence.Drop{Reason: "PKT_TOO_BIG", Location: "ip_forward", Proto: "tcp", Iface: "r-c", NetNS: 4026532999, NetNSName: "router", Packets: 60,
-		Ports: []evidence.DropPort{{Port: 80, Packets: 60}}}
-	b := bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)), elsewhere(away)))
+	away := evidence.FlowDrop{Reason: "PKT_TOO_BIG", Location: "ip_forward", Iface: "r-c", NetNS: nsRouter, NetNSName: "router", Packets: 60,
+		Flow: tcp("10.0.0.2:80", "10.0.1.1:41000"), MaxLen: 1500}
+	b := bundle(all(monitored(nil), retrans(flow(2, 2))), all(monitored(nil), retrans(flow(42, 42)), ledgerElsewhere(away)))
 	run := &evidence.Run{Port: "80", Sides: []*evidence.RunSide{{SideInfo: evidence.SideInfo{Name: report.Server, Observed: true}, Bundle: b}}}
 	fs := checkPMTU(&Input{Bundle: b, Run: run, Side: report.Server})
 	if len(fs) != 1 {
@@ -80,7 +94,7 @@ func TestPMTUFix(t *testing.T) {
 			t.Errorf("fix lacks %q: %q", want, f.Fix)
 		}
 	}
-	if !hasEvidence(f, "in network namespace router by ip_forward on r-c") {
+	if !hasEvidence(f, "by ip_forward on r-c in network namespace router") {
 		t.Errorf("evidence: %q", evidenceTexts(f))
 	}
 }

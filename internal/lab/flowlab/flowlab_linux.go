@@ -242,6 +242,11 @@ func NewNeighbour(t testing.TB, e *lab.Env, port int) *Neighbour {
 	for _, ns := range []netns.NS{cli, srv} {
 		must(t, e.Sysctl(ns, "net.ipv4.tcp_orphan_retries", "1"))
 	}
+	// Once its route is gone its server retransmits at most every
+	// second (tcp_rto_max_ms, the least it takes), not after a backoff
+	// that soon leaves minutes between drops: a namespace that drops
+	// packets on the port all along, as on a container host.
+	must(t, e.Sysctl(srv, "net.ipv4.tcp_rto_max_ms", "1000"))
 	return nb
 }
 
@@ -271,10 +276,12 @@ func StartStream(t testing.TB, e *lab.Env, ns netns.NS, addr string) *lab.Proc {
 
 // Readers is a set of receiving clients: Conns connections with a
 // receive buffer of RcvBuf bytes each reading Read bytes every Every,
-// for For.
+// for For. With Get, each asks for that path first (HTTP/1.0), for a
+// server that answers requests (nginx and a large file).
 type Readers struct {
 	Conns, RcvBuf, Read int
 	Every, For          time.Duration
+	Get                 string
 }
 
 // StartSlowReaders starts slowread.py in ns, connecting to addr.
@@ -283,9 +290,13 @@ func StartSlowReaders(t testing.TB, e *lab.Env, ns netns.NS, addr string, r Read
 	name := "slowread-" + strconv.Itoa(int(labs.Add(1)))
 	path := filepath.Join(e.Dir, name+".py")
 	must(t, os.WriteFile(path, slowReadPy, 0o644))
-	p, err := e.Start(ns, name, "python3", "-u", path, "--to", addr, "--conns", strconv.Itoa(r.Conns),
+	args := []string{"python3", "-u", path, "--to", addr, "--conns", strconv.Itoa(r.Conns),
 		"--rcvbuf", strconv.Itoa(r.RcvBuf), "--read", strconv.Itoa(r.Read), "--every", fmt.Sprint(r.Every.Seconds()),
-		"--for", fmt.Sprint(r.For.Seconds()))
+		"--for", fmt.Sprint(r.For.Seconds())}
+	if r.Get != "" {
+		args = append(args, "--get", r.Get)
+	}
+	p, err := e.Start(ns, name, args...)
 	must(t, err)
 	return p
 }

@@ -5,7 +5,11 @@ READ bytes every EVERY seconds, for FOR seconds: clients that cannot keep
 up, whose full sockets refuse what the server sends.
 
 Usage: python3 slowread.py --to IP:PORT [--conns 8] [--rcvbuf 4096]
-       [--read 1024] [--every 0.05] [--for 10]
+       [--read 1024] [--every 0.05] [--for 10] [--get PATH]
+
+With --get each connection first asks for PATH (an HTTP/1.0 GET), for a
+server that answers requests (nginx and a large file) rather than one
+that streams to whoever connects.
 
 It prints "connected N" once its connections are open, "done" at the
 end. Standard library only (Python 3.11).
@@ -37,6 +41,7 @@ def main():
     ap.add_argument("--read", type=int, default=1024)
     ap.add_argument("--every", type=float, default=0.05)
     ap.add_argument("--for", dest="dur", type=float, default=10)
+    ap.add_argument("--get", default="")
     a = ap.parse_args()
     host, port = a.to.rsplit(":", 1)
     until = time.monotonic() + a.dur
@@ -46,6 +51,8 @@ def main():
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, a.rcvbuf)
         s.settimeout(10)
         s.connect((host.strip("[]"), int(port)))
+        if a.get:
+            s.sendall(b"GET %s HTTP/1.0\r\nHost: lab\r\n\r\n" % a.get.encode())
         socks.append(s)
     print("connected %d" % len(socks), flush=True)
     ts = [threading.Thread(target=reader, args=(s, a.read, a.every, until)) for s in socks]
