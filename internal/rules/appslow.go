@@ -126,8 +126,18 @@ func checkAppSlow(in *Input) []report.Finding {
 			ev = append(ev, report.Item{Text: item, Source: "log", Window: true})
 		}
 	}
+	title := fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond))
+	if s != nil {
+		// The host's CPUs may idle while the server's own threads do
+		// not: then the CPU is not said to idle.
+		w := workerLoadOf(r, s)
+		n, _ := parallelism(s, w)
+		if on, _ := w.threadsBusy(n); on >= 0.5 {
+			title = fmt.Sprintf("The application holds requests (p50 %s); its threads are on CPU %.0f%% of the load", lr.Latency.P50.Round(time.Millisecond), 100*on)
+		}
+	}
 	return []report.Finding{{ID: AppSlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
-		Title:    fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond)),
+		Title:    title,
 		Evidence: ev, Actions: fix}}
 }
 
