@@ -28,7 +28,11 @@ var _ = define(Class{ID: AppSlow,
 	Doc: `Rule ´appslow´ (´appslow.go´). **Active, warning** when the load's p50 is at least 30 ms over at least 20
 requests, the server's CPUs were under 70 % busy over the load, and no other active finding explains
 latency (worker pool, Nagle, CPU, CPU quota throttling, run-queue contention, conntrack, SYN queue, loss,
-bandwidth, a saturated generator). Evidence: the latencies, the idle CPU, and the wait classes of the
+bandwidth, a saturated generator), and the time split's largest part of the p50 is not the answers' time
+in the server's sockets (in flight, held by a window: the kernel's accounting of the connections wins
+over a time held inferred; see cwnd-restart-after-idle). When the innermost server's threads were on CPU
+at least half of the load, the title says so instead of "while the CPU idles" (the host may idle, the
+server does not). Evidence: the latencies, the idle CPU, and the wait classes of the
 innermost server's busy workers (´sleep 92%, running 6%´), and, where the server's threads were accounted
 (below), what their busy time went to as the scheduler counts it (´throttled by the CPU quota 88%, on CPU
 11%´). The fix follows what the threads did: the largest part of their accounted busy time (the quota, a
@@ -79,6 +83,12 @@ func checkAppSlow(in *Input) []report.Finding {
 		case c.Latency:
 			return nil // a cause of latency already named
 		}
+	}
+	// The kernel's accounting of the answers wins over a time held
+	// inferred: when the largest part of the p50 waited in the server's
+	// sockets (in flight, for a window), the application held nothing.
+	if ts := TimeSplit(r); ts != nil && len(ts.P50.Parts) > 0 && strings.HasPrefix(ts.P50.Parts[0].Bucket, report.BucketSocket) {
+		return nil
 	}
 	b := serverBundle(r)
 	busy, ok := hostBusy(b, r.LoadStart, r.LoadEnd)
