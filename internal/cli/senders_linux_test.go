@@ -356,6 +356,14 @@ func TestRunSlowReaders(t *testing.T) {
 			}
 		}
 	}
+	// Named about the slow readers, the load's own connections not
+	// among them.
+	f := findActive(r, rules.ReceiverWindowLimited)
+	if f == nil || !strings.Contains(f.Title, "20 clients of "+e.ServerIP+":80") {
+		t.Errorf("the slow readers not named: %+v", f)
+	} else if text := strings.Join(itemTexts(f.Evidence), "\n"); strings.Contains(text, e.ClientIP+":") {
+		t.Errorf("the load's own client named among the slow readers:\n%s", text)
+	}
 	t.Logf("measured: run: server's TcpExt.TCPWinProbe +%d, client's TcpExt.TCPToZeroWindowAdv +%d; readers seen on the client's side:\n  %s", probes, zero, strings.Join(readers, "\n  "))
 	if probes == 0 || zero == 0 || len(readers) == 0 {
 		t.Errorf("window probes %d, zero windows advertised %d, readers listed %d", probes, zero, len(readers))
@@ -451,6 +459,23 @@ func TestRunSaturatedWorker(t *testing.T) {
 	if strings.Contains(text, "CPU idles") {
 		t.Errorf("the report says the CPU idles:\n%s", text)
 	}
+}
+
+// TestRunSaturatedWorkerGo: the second kind of server, a Go program
+// that hashes 2 ms a request run with GOMAXPROCS=1 on the two-CPU host:
+// named, with GOMAXPROCS for the knob.
+func TestRunSaturatedWorkerGo(t *testing.T) {
+	e := newLab(t)
+	addr := e.ServerIP + ":7760"
+	startServe(t, e.ServerNS.Name, "ND_SERVER=burn", "ND_ADDR="+addr, "GOMAXPROCS=1")
+	_, r, text := runBundle(t, e, "http://"+addr+"/", "-c 8 -t 1 -d 4s")
+	f := findActive(r, rules.WorkerSaturated)
+	if f == nil || len(f.Actions) == 0 || !strings.Contains(f.Actions[0].Note, "GOMAXPROCS") {
+		t.Errorf("the saturated Go program not named with GOMAXPROCS: %+v\n%s", f, text)
+	} else {
+		t.Logf("measured: %s", f.Title)
+	}
+	noSplitFinding(t, r, rules.WorkerSaturated)
 }
 
 // TestRunTimeSplitQuiet: a healthy nginx at a fixed rate over a 50 ms

@@ -36,7 +36,8 @@ Send-Q and the share held (´10.0.0.12: window 1.0 KiB on average, Send-Q 2.1 Mi
 time´). The fix is on the receivers' side (read faster, a larger receive buffer: ´SO_RCVBUF´,
 ´net.ipv4.tcp_rmem´ on their host), and what the server may bound: the memory slow clients pin
 (´send_timeout´, ´limit_rate´ in nginx, a per-connection write deadline). Tested
-(TestCheckSlowReaders): named in check with the receivers, their windows and the server's Send-Q; the
+(TestCheckSlowReaders): named in check with the receivers, their windows and the server's Send-Q; in a
+run beside them (TestRunSlowReaders), named at the server, netdoctor's own client not among them; the
 lab's healthy scenario names nothing.`,
 })
 

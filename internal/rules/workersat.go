@@ -38,8 +38,9 @@ GOMAXPROCS unset, gunicorn ´--workers´), or a single-threaded event loop (Node
 a cause of latency by itself, so app-slow ("holds requests while the CPU idles") is not made beside
 it: the host idles, the server does not. An example split, one nginx worker doing RSA-4096 handshakes:
 ´p50 102ms ≈ unread in the server's sockets 80ms (79%), outside the servers' threads 11ms (11%), on CPU
-6ms (6%), waiting for a CPU 2ms (2%)´. Tested (TestRunSaturatedWorker): named; with the lab's healthy
-scenario and a fixed-rate load, not.`,
+6ms (6%), waiting for a CPU 2ms (2%)´. Tested (TestRunSaturatedWorker): named, with ´worker_processes auto;´;
+and on a second kind of server (TestRunSaturatedWorkerGo: a Go program hashing 2 ms a request under
+´GOMAXPROCS=1´, named with GOMAXPROCS); with the lab's healthy scenario and a fixed-rate load, not.`,
 })
 
 var _ = register(Rule{Name: "workersat", Order: 227, Scope: PerRun, IDs: []report.FindingID{WorkerSaturated},
@@ -125,8 +126,8 @@ func checkWorkerSaturated(in *Input) []report.Finding {
 func workerSaturated(r *evidence.Run, s *app.Server, w workerLoad, n int, src string, on, busy float64) report.Finding {
 	lr := r.Load
 	what := fmt.Sprintf("%d threads", n)
-	if s.Runtime != nil && s.Runtime.Parallelism > 0 {
-		what = fmt.Sprintf("%d workers", n)
+	if s.Nginx != nil || s.Pool != nil {
+		what = fmt.Sprintf("%d workers", n) // processes of their own
 	}
 	if n == 1 {
 		what = strings.TrimSuffix(what, "s")
