@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
@@ -41,8 +42,33 @@ run beside them (TestRunSlowReaders), named at the server, netdoctor's own clien
 lab's healthy scenario names nothing.`,
 })
 
-var _ = register(Rule{Name: "rwnd", Order: 155, Scope: PerSide, IDs: []report.FindingID{ReceiverWindowLimited},
-	Checks: "senders held by their receivers' windows", Check: checkRwnd})
+// SendBufferLimited: the senders wait for room in their own send
+// buffers.
+const SendBufferLimited report.FindingID = "send-buffer-limited"
+
+var _ = define(Class{ID: SendBufferLimited,
+	Delays: true, Latency: true,
+	Meaning:    "answers wait in the server for room in its socket's send buffer (`SO_SNDBUF`, `net.ipv4.tcp_wmem`): a buffer smaller than what a round trip carries",
+	Active:     "in a run, the load's p50 ≥ 30 ms and the largest part of the p50's time split is the server's senders held by their send buffer (`tcpi_sndbuf_limited`), ≥ 25 % of the p50; in check and on each side, a listener's connections (or those to one destination) held by their send buffers ≥ half their busy time and ≥ 1 connection-second a second (warning)",
+	LatentWhen: "—",
+	Seed:       "issue 37",
+	ReportedBy: "`check`, `diagnose`, `run`",
+	Doc: `Rule ´rwnd´ (´rwnd.go´). **In check** (and on each side of a run, netdoctor's own load left out),
+from the same accounting as ´receiver-window-limited´: **active, warning** when a listener's connections
+(or those made to one destination) were held by their own send buffers (´tcpi_sndbuf_limited´) at least
+half their busy time and at least one connection-second a second; evidence the share held, the looks
+with a full send buffer, the Send-Q. **In a run**, from the time split: **active,
+warning** when the load's p50 is at least 30 ms and its largest part is "held by the send buffer"
+(´tcpi_sndbuf_limited´ of the load's connections at the server, per answer), at least a quarter of the
+p50. Evidence: the split and ´net.ipv4.tcp_wmem´. Fix: a send buffer of at least bandwidth × round trip:
+´net.ipv4.tcp_wmem´'s maximum (autotuning) and no fixed ´SO_SNDBUF´ in the server (nginx ´listen …
+sndbuf=´, ´proxy_buffers´ are not it). Example split: ´p50 120ms ≈ held by the send buffer 70ms (58%), in
+flight (the round trip) 50ms (42%)´. Tested with unit cases only (TestSocketTime, TestSendBufferHeld): no
+root scenario holds it yet.`,
+})
+
+var _ = register(Rule{Name: "rwnd", Order: 155, Scope: PerSide, IDs: []report.FindingID{ReceiverWindowLimited, SendBufferLimited},
+	Checks: "senders held by their receivers' windows or their send buffers", Check: checkRwnd})
 
 // rwndShare is the least share of their busy time the senders must have
 // been held by the receivers' windows; rwndRate the least held time, in
@@ -63,6 +89,16 @@ func checkRwnd(in *Input) []report.Finding {
 	}
 	groups, peers := senderGroups(in)
 	var out []report.Finding
+	front := ""
+	if in.ServerSide() && in.Run.Load != nil && in.Run.Load.Latency.P50 >= appSlowLatency {
+		// The load's own answers, from the time split.
+		if ts := TimeSplit(in.Run); ts != nil && ts.Socket != nil && len(ts.P50.Parts) > 0 {
+			if top := ts.P50.Parts[0]; top.Bucket == report.BucketSndbuf && top.Share >= socketShare {
+				out = append(out, sndbufHeld(in.Run, serverBundle(in.Run), ts, top))
+				front = in.Run.Port
+			}
+		}
+	}
 	for _, g := range groups {
 		// The load's own connections are netdoctor's: at the server, the
 		// load's peer is left out of its listener's sum where it is known.
@@ -73,6 +109,10 @@ func checkRwnd(in *Input) []report.Finding {
 					held = held.Sub(p.SenderCounters)
 				}
 			}
+		}
+		if held.BusyUS > 0 && ratio(held.SndbufLimitedUS, held.BusyUS) >= rwndShare && usDur(held.SndbufLimitedUS).Seconds() >= rwndRate*span.Seconds() &&
+			!(g.Inbound && strconv.Itoa(g.Port) == front) {
+			out = append(out, sndbufGroup(in, g, held))
 		}
 		if held.BusyUS == 0 || ratio(held.RwndLimitedUS, held.BusyUS) < rwndShare ||
 			usDur(held.RwndLimitedUS).Seconds() < rwndRate*span.Seconds() || held.ZeroWindowLooks == 0 && g.SendQ == 0 {
@@ -146,4 +186,42 @@ func avg(sum, n uint64) uint64 {
 		return 0
 	}
 	return sum / n
+}
+
+// sndbufHeld is the finding of answers held by the server's own send
+// buffers.
+func sndbufHeld(r *evidence.Run, b *evidence.Bundle, ts *report.TimeSplit, top report.Part) report.Finding {
+	ev := []report.Item{splitItem(ts)}
+	if v := lastSysctl(b, "net.ipv4.tcp_wmem"); v != "" {
+		ev = append(ev, settingItem("net.ipv4.tcp_wmem", v))
+	}
+	return report.Finding{ID: SendBufferLimited, Severity: report.Warning, Status: report.Active, Side: r.ServerSide(),
+		Subject: "senders of :" + r.Port, About: report.About{Listen: frontAddr(r)},
+		Title:    fmt.Sprintf("Answers wait for room in the server's send buffers (p50 %s, %s of it)", report.Dur(ts.P50.Latency), report.Dur(top.Time)),
+		Evidence: ev,
+		Actions: notes("size the send buffer to at least bandwidth × round trip: raise net.ipv4.tcp_wmem's maximum (autotuning) and drop a fixed SO_SNDBUF in the server (nginx `listen … sndbuf=`)",
+			"net.ipv4.tcp_notsent_lowat bounds what waits unsent; it does not make room"),
+	}
+}
+
+// sndbufGroup is the finding of a group's senders held by their own
+// send buffers, without a load: the application writes more than the
+// buffer holds, faster than a round trip drains it.
+func sndbufGroup(in *Input, g senderGroup, held evidence.SenderCounters) report.Finding {
+	share := ratio(held.SndbufLimitedUS, held.BusyUS)
+	ev := []report.Item{
+		{Text: fmt.Sprintf("the senders were held by their send buffers %s of %s busy (%.0f%%; tcpi_sndbuf_limited), the buffer full in %d of %d looks",
+			report.Dur(usDur(held.SndbufLimitedUS)), report.Dur(usDur(held.BusyUS)), 100*share, held.SndbufFullLooks, held.Looks), Source: "tcp_info", Window: true},
+		{Text: fmt.Sprintf("now: %d connections open, Send-Q %s", g.Open, report.Bytes(float64(g.SendQ))), Source: "sock_diag"},
+	}
+	if v := lastSysctl(in.Bundle, "net.ipv4.tcp_wmem"); v != "" {
+		ev = append(ev, settingItem("net.ipv4.tcp_wmem", v))
+	}
+	return report.Finding{ID: SendBufferLimited, Severity: report.Warning, Status: report.Active, Side: in.Side,
+		Subject: g.Subject, About: g.About,
+		Title:    fmt.Sprintf("The senders of %s wait for room in their send buffers %.0f%% of their busy time (Send-Q %s)", g.Subject, 100*share, report.Bytes(float64(g.SendQ))),
+		Evidence: ev,
+		Actions: notes("size the send buffer to at least bandwidth × round trip: raise net.ipv4.tcp_wmem's maximum (autotuning) and drop a fixed SO_SNDBUF in the sender",
+			"net.ipv4.tcp_notsent_lowat bounds what waits unsent; it does not make room"),
+	}
 }

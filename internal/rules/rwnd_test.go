@@ -58,3 +58,22 @@ func TestRwnd(t *testing.T) {
 		t.Errorf("held a tenth of the time: %s", fs[0].Title)
 	}
 }
+
+// TestSendBufferHeld: without a load, connections to a destination whose
+// senders waited for room in their send buffers most of their busy
+// time are named, with tcp_wmem.
+func TestSendBufferHeld(t *testing.T) {
+	b := bundle(nil, setSysctl("net.ipv4.tcp_wmem", "4096 16384 65536"))
+	b.Snapshots[1].Time = t0.Add(3 * time.Second)
+	since := t0.Add(-time.Minute)
+	b.Snapshots[0].Senders = &evidence.Senders{Since: since, Peers: []evidence.SenderGroup{{Peer: "10.0.0.9:9000", Since: since}}}
+	c := evidence.SenderCounters{BusyUS: 6e6, SndbufLimitedUS: 5e6, Looks: 6, SndbufFullLooks: 5}
+	b.Snapshots[1].Senders = &evidence.Senders{Since: since, Peers: []evidence.SenderGroup{{Peer: "10.0.0.9:9000", Since: since, Open: 2, SendQ: 128 << 10, SenderCounters: c}}}
+	fs := checkRwnd(&Input{Bundle: b})
+	if len(fs) != 1 || fs[0].ID != SendBufferLimited || fs[0].Title != "The senders of → 10.0.0.9:9000 wait for room in their send buffers 83% of their busy time (Send-Q 128.0 KiB)" {
+		t.Fatalf("got %+v", fs)
+	}
+	if text := strings.Join(evidenceTexts(fs[0]), "\n"); !strings.Contains(text, "net.ipv4.tcp_wmem = 4096 16384 65536") || !strings.Contains(text, "the buffer full in 5 of 6 looks") {
+		t.Errorf("evidence:\n%s", text)
+	}
+}

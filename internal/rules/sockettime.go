@@ -13,10 +13,6 @@ import (
 // kernel restarted from the initial one after an idle.
 const CwndRestartAfterIdle report.FindingID = "cwnd-restart-after-idle"
 
-// SendBufferLimited: the answers wait for room in the server's send
-// buffer.
-const SendBufferLimited report.FindingID = "send-buffer-limited"
-
 var _ = define(Class{ID: CwndRestartAfterIdle,
 	Delays: true, Latency: true,
 	Meaning:    "answers sent after an idle spell climb slow start again from the initial window (`net.ipv4.tcp_slow_start_after_idle` on a congestion control that honours it: CUBIC, Reno), taking round trips a kept window would not",
@@ -50,24 +46,7 @@ window 10ms (3%)´; with BBR or the sysctl at 0 the p50 is one round trip, mostl
 nothing is named. Tested (TestRunIdleRestartCubic, TestRunIdleRestartBBR, TestRunIdleRestartOff).`,
 })
 
-var _ = define(Class{ID: SendBufferLimited,
-	Delays: true, Latency: true,
-	Meaning:    "answers wait in the server for room in its socket's send buffer (`SO_SNDBUF`, `net.ipv4.tcp_wmem`): a buffer smaller than what a round trip carries",
-	Active:     "the load's p50 ≥ 30 ms, and the largest part of the p50's time split is the server's senders held by their send buffer (`tcpi_sndbuf_limited`), ≥ 25 % of the p50 (warning)",
-	LatentWhen: "—",
-	Seed:       "issue 37",
-	ReportedBy: "`run`",
-	Doc: `Rule ´sockettime´ (´sockettime.go´), from the same time split as ´cwnd-restart-after-idle´: **active,
-warning** when the load's p50 is at least 30 ms and its largest part is "held by the send buffer"
-(´tcpi_sndbuf_limited´ of the load's connections at the server, per answer), at least a quarter of the
-p50. Evidence: the split, the connections' mean send buffer against a round trip's worth at their
-delivery rate, and ´net.ipv4.tcp_wmem´. Fix: a send buffer of at least bandwidth × round trip:
-´net.ipv4.tcp_wmem´'s maximum (autotuning) and no fixed ´SO_SNDBUF´ in the server (nginx ´listen …
-sndbuf=´, ´proxy_buffers´ are not it). Example split: ´p50 120ms ≈ held by the send buffer 70ms (58%), in
-flight (the round trip) 50ms (42%)´.`,
-})
-
-var _ = register(Rule{Name: "sockettime", Order: 225, Scope: PerRun, IDs: []report.FindingID{CwndRestartAfterIdle, SendBufferLimited},
+var _ = register(Rule{Name: "sockettime", Order: 225, Scope: PerRun, IDs: []report.FindingID{CwndRestartAfterIdle},
 	Checks: "what held the answers in the server's sockets", Check: checkSocketTime})
 
 // socketShare is the least share of the p50 a socket's part must have
@@ -95,8 +74,6 @@ func checkSocketTime(in *Input) []report.Finding {
 		if f, ok := idleRestart(r, b, ts, top); ok {
 			return []report.Finding{f}
 		}
-	case report.BucketSndbuf:
-		return []report.Finding{sndbufHeld(r, b, ts, top)}
 	}
 	return nil
 }
@@ -191,22 +168,6 @@ func idleRestart(r *evidence.Run, b *evidence.Bundle, ts *report.TimeSplit, top 
 		)...),
 	}
 	return f, true
-}
-
-// sndbufHeld is the finding of answers held by the server's own send
-// buffers.
-func sndbufHeld(r *evidence.Run, b *evidence.Bundle, ts *report.TimeSplit, top report.Part) report.Finding {
-	ev := []report.Item{splitItem(ts)}
-	if v := lastSysctl(b, "net.ipv4.tcp_wmem"); v != "" {
-		ev = append(ev, settingItem("net.ipv4.tcp_wmem", v))
-	}
-	return report.Finding{ID: SendBufferLimited, Severity: report.Warning, Status: report.Active, Side: r.ServerSide(),
-		Subject: "senders of :" + r.Port, About: report.About{Listen: frontAddr(r)},
-		Title:    fmt.Sprintf("Answers wait for room in the server's send buffers (p50 %s, %s of it)", report.Dur(ts.P50.Latency), report.Dur(top.Time)),
-		Evidence: ev,
-		Actions: notes("size the send buffer to at least bandwidth × round trip: raise net.ipv4.tcp_wmem's maximum (autotuning) and drop a fixed SO_SNDBUF in the server (nginx `listen … sndbuf=`)",
-			"net.ipv4.tcp_notsent_lowat bounds what waits unsent; it does not make room"),
-	}
 }
 
 // frontAddr is the run's front server's listening address, "" when none

@@ -80,6 +80,9 @@ func TestSocketTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := checkSocketTime(tc.in)
+			if tc.id == SendBufferLimited {
+				fs = checkRwnd(tc.in) // the rule that judges the senders' buffers
+			}
 			all, _ := Diagnose(tc.in.Run)
 			for _, f := range all {
 				if f.ID == AppSlow {
