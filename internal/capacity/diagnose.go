@@ -135,10 +135,7 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator []string) 
 		if h.Share < atLimit || h.Finding == "" || named(h.Finding) {
 			continue
 		}
-		f := report.Finding{ID: h.Finding, Severity: report.Warning, Status: report.Active, Side: h.Side, Subject: h.Subject,
-			Title:    fmt.Sprintf("%s %s at %s of its limit", h.Resource, h.Subject, report.Percent(h.Share)),
-			Evidence: []report.Item{{Text: h.Text, Source: "headroom", Window: true}}}
-		l := report.Limit{Finding: f, Basis: report.BasisHeadroom}
+		l := headroomLimit(h)
 		if rules.ClassOf(h.Finding).AtCapacity || h.Queued {
 			full = append(full, l)
 		} else {
@@ -146,10 +143,37 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator []string) 
 		}
 	}
 	out = append(append(append(out, failing...), full...), slow...)
-	if len(out) == 0 {
-		out = append(append(out, unexplained...), rest...)
+	if len(out) > 0 {
+		return out
 	}
-	return out
+	// No finding names a cause: a resource the diagnosed step's
+	// accounting shows at or near its limit (the host's CPUs, shared by
+	// the servers and the load generator) is what ran out, not an
+	// unexplained distress.
+	if len(rest) == 0 {
+		for _, h := range head {
+			if h.Share >= nearLimit && h.Finding != "" {
+				rest = append(rest, headroomLimit(h))
+				break
+			}
+		}
+	}
+	if len(rest) > 0 {
+		return append(out, rest...)
+	}
+	return append(out, unexplained...)
+}
+
+// nearLimit is the share of its limit from which the fullest resource is
+// named as what limited the capacity when no finding names a cause.
+const nearLimit = 0.75
+
+// headroomLimit is a resource at its limit as a limit of the capacity.
+func headroomLimit(h report.Headroom) report.Limit {
+	f := report.Finding{ID: h.Finding, Severity: report.Warning, Status: report.Active, Side: h.Side, Subject: h.Subject,
+		Title:    fmt.Sprintf("%s %s at %s of its limit", h.Resource, h.Subject, report.Percent(h.Share)),
+		Evidence: []report.Item{{Text: h.Text, Source: "headroom", Window: true}}}
+	return report.Limit{Finding: f, Basis: report.BasisHeadroom}
 }
 
 // generatorReasons are why the load generator limited the steps that

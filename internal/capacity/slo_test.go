@@ -126,9 +126,21 @@ func TestLimitedBy(t *testing.T) {
 	if got := ids(limitedBy(fs, head, nil)); got != "conntrack-table-full/finding worker-pool-exhausted/headroom cpu-saturated/finding" {
 		t.Errorf("limited by %s", got)
 	}
+	// Only the unexplained distress: a resource at or near its limit is
+	// what ran out (the host's CPUs at 95 %, or at 80 % shared by the
+	// servers and the load generator), not "unexplained"; with every
+	// resource well below its limit, the distress is.
 	only := []report.Finding{f(rules.UnexplainedDistress, report.Critical, 0, "")}
-	if got := ids(limitedBy(only, head[1:], nil)); got != "unexplained-distress/finding cpu-saturated/headroom" {
+	if got := ids(limitedBy(only, head[1:], nil)); got != "cpu-saturated/headroom" {
 		t.Errorf("unexplained: limited by %s", got)
+	}
+	near := []report.Headroom{{Resource: "cpu", Subject: "server's host", Share: 0.8, Finding: rules.CPUSaturated}, head[2]}
+	if got := ids(limitedBy(only, near, nil)); got != "cpu-saturated/headroom" {
+		t.Errorf("CPUs at 80 %%: limited by %s", got)
+	}
+	low := []report.Headroom{{Resource: "cpu", Subject: "server's host", Share: 0.5, Finding: rules.CPUSaturated}, head[2]}
+	if got := ids(limitedBy(only, low, nil)); got != "unexplained-distress/finding" {
+		t.Errorf("CPUs at 50 %%: limited by %s", got)
 	}
 	if got := ids(limitedBy(fs, head, []string{"thread 0 was on CPU 97% of the run"})); got != "load-generator-saturated/load-generator" {
 		t.Errorf("generator: limited by %s", got)

@@ -199,6 +199,13 @@ func capacitySeed000(t *testing.T, e *lab.Env, target *lab.Target, plan string, 
 	if len(v.Before.LimitedBy) == 0 || v.Before.LimitedBy[0].Basis != report.BasisFinding {
 		t.Errorf("before, limited by %s: want the seed's faults", limitIDs(v.Before))
 	}
+	// After the plan the limit is named from the broken step's
+	// accounting (the CPUs nginx, php-fpm and the load share), never
+	// "unexplained" (issue 37).
+	t.Logf("measured: after the plan, limited by %s", limitIDs(v.After))
+	if len(v.After.LimitedBy) == 0 || v.After.LimitedBy[0].ID == rules.UnexplainedDistress {
+		t.Errorf("after the plan, limited by %s: want the limit named", limitIDs(v.After))
+	}
 	if !strings.Contains(out, "Capacity before → after") {
 		t.Errorf("no before → after in the text")
 	}

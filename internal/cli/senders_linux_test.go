@@ -15,6 +15,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/lab/labtest"
 	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/source"
 )
 
@@ -126,23 +127,23 @@ func (s shares) String() string {
 }
 
 // idleAnswers runs the load of the restart scenarios: 512 KiB answers
-// from nginx, 2 keep-alive connections (a thread each) asking one every
-// 2 s each, so that each idles about 1.7 s between answers (some 7
+// from nginx, 4 keep-alive connections (a thread each) asking one every
+// 2 s each (24 answers: enough for a time split), so that each idles about 1.7 s between answers (some 7
 // RTOs: the kernel halves a CUBIC window per RTO of idle, down to the
 // initial 10 segments), over a 50 ms round trip, with the server's
 // congestion control (its route's) and its namespace's
 // tcp_slow_start_after_idle as given. It returns what held the server's
-// senders and their busy time per answer: the time an answer took to
+// senders and their busy time per answer (the time an answer took to
 // leave, about 6 round trips from the initial window, one from a window
-// kept.
-func idleAnswers(t *testing.T, cong, afterIdle string) (shares, time.Duration) {
+// kept), and the run's report.
+func idleAnswers(t *testing.T, cong, afterIdle string) (shares, time.Duration, *runJSON) {
 	t.Helper()
 	e := linkedLab(t, 25*time.Millisecond)
 	labMust(t, e.Congestion(e.ServerNS, e.ServerDev, cong))
 	labMust(t, e.Sysctl(e.ServerNS, "net.ipv4.tcp_slow_start_after_idle", afterIdle))
 	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 512 << 10})
 	labMust(t, err)
-	b, r, text := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 2 -t 2 -R 1 -d 16s --timeout 5s")
+	b, r, text := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 4 -t 4 -R 2 -d 12s --timeout 5s")
 	ls, _ := loadSenders(t, b, report.Server)
 	s := sharesOf(group(t, ls, 80))
 	p50, p99 := time.Duration(0), time.Duration(0)
@@ -165,7 +166,33 @@ func idleAnswers(t *testing.T, cong, afterIdle string) (shares, time.Duration) {
 	if s.minRTT < 48*time.Millisecond || s.minRTT > 60*time.Millisecond {
 		t.Errorf("min RTT %v, want the link's 50 ms", s.minRTT)
 	}
-	return s, perAnswer
+	if r.TimeSplit != nil {
+		t.Logf("measured: where the time went: %s", r.TimeSplit.Text())
+	}
+	return s, perAnswer, r
+}
+
+// splitFindings are the findings the time split drives, and app-slow,
+// whose time the split accounts.
+var splitFindings = []report.FindingID{rules.CwndRestartAfterIdle, rules.SendBufferLimited, rules.WorkerSaturated, rules.ReceiverWindowLimited, rules.AppSlow}
+
+// noSplitFinding fails on any of them active, and on a title that says
+// the CPU idles.
+func noSplitFinding(t *testing.T, r *runJSON, except ...report.FindingID) {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Status == report.Active && slices.Contains(splitFindings, f.ID) && !slices.Contains(except, f.ID) || strings.Contains(f.Title, "CPU idles") {
+			t.Errorf("%s: %s", f.ID, f.Title)
+		}
+	}
+}
+
+func itemTexts(items []report.Item) []string {
+	var out []string
+	for _, i := range items {
+		out = append(out, i.Text)
+	}
+	return out
 }
 
 // TestRunIdleRestartCubic: CUBIC with tcp_slow_start_after_idle=1
@@ -182,7 +209,16 @@ func idleAnswers(t *testing.T, cong, afterIdle string) (shares, time.Duration) {
 // by the next, which no phase hides.
 func TestRunIdleRestartCubic(t *testing.T) {
 	lightLoad(t)
-	s, perAnswer := idleAnswers(t, "cubic", "1")
+	s, perAnswer, r := idleAnswers(t, "cubic", "1")
+	// Named, with the sysctl on the server, and nothing else of the
+	// split: the application held nothing.
+	f := findActive(r, rules.CwndRestartAfterIdle)
+	if f == nil || !strings.Contains(f.Title, "tcp_slow_start_after_idle") || len(f.Actions) == 0 || f.Actions[0].Setting != "net.ipv4.tcp_slow_start_after_idle" {
+		t.Errorf("the restart not named with its sysctl: %+v", f)
+	} else {
+		t.Logf("measured: %s; %s", f.Title, strings.Join(itemTexts(f.Evidence), "; "))
+	}
+	noSplitFinding(t, r, rules.CwndRestartAfterIdle)
 	// Every answer after an idle restarted but a connection's first,
 	// sent from the initial window anyway.
 	if s.restarts == 0 || s.restarts*5 < s.resumes*4 || s.restartFrom < 100 {
@@ -201,7 +237,8 @@ func TestRunIdleRestartCubic(t *testing.T) {
 // window while sending as large as while idle.
 func TestRunIdleRestartBBR(t *testing.T) {
 	lightLoad(t)
-	s, perAnswer := idleAnswers(t, "bbr", "1")
+	s, perAnswer, r := idleAnswers(t, "bbr", "1")
+	noSplitFinding(t, r)
 	if s.restarts != 0 {
 		t.Errorf("%d restarts under BBR", s.restarts)
 	}
@@ -215,7 +252,8 @@ func TestRunIdleRestartBBR(t *testing.T) {
 // the window allows.
 func TestRunIdleRestartOff(t *testing.T) {
 	lightLoad(t)
-	s, perAnswer := idleAnswers(t, "cubic", "0")
+	s, perAnswer, r := idleAnswers(t, "cubic", "0")
+	noSplitFinding(t, r)
 	if s.restarts != 0 {
 		t.Errorf("%d restarts with tcp_slow_start_after_idle=0", s.restarts)
 	}
@@ -318,6 +356,14 @@ func TestRunSlowReaders(t *testing.T) {
 			}
 		}
 	}
+	// Named about the slow readers, the load's own connections not
+	// among them.
+	f := findActive(r, rules.ReceiverWindowLimited)
+	if f == nil || !strings.Contains(f.Title, "20 clients of "+e.ServerIP+":80") {
+		t.Errorf("the slow readers not named: %+v", f)
+	} else if text := strings.Join(itemTexts(f.Evidence), "\n"); strings.Contains(text, e.ClientIP+":") {
+		t.Errorf("the load's own client named among the slow readers:\n%s", text)
+	}
 	t.Logf("measured: run: server's TcpExt.TCPWinProbe +%d, client's TcpExt.TCPToZeroWindowAdv +%d; readers seen on the client's side:\n  %s", probes, zero, strings.Join(readers, "\n  "))
 	if probes == 0 || zero == 0 || len(readers) == 0 {
 		t.Errorf("window probes %d, zero windows advertised %d, readers listed %d", probes, zero, len(readers))
@@ -337,6 +383,24 @@ func TestCheckSlowReaders(t *testing.T) {
 	c := l.Check(context.Background(), 3*time.Second, 4, nil)
 	ls, ps := c.Bundle.SenderDeltas()
 	checkSlow(t, "check", ls, ps, slow)
+	// The finding names the receivers, their windows and the server's
+	// Send-Q.
+	var f *report.Finding
+	for _, x := range rules.Check(c.Bundle) {
+		if x.ID == rules.ReceiverWindowLimited && x.Status == report.Active {
+			f = &x
+		}
+	}
+	if f == nil {
+		t.Fatalf("check named no receiver-window-limited")
+	}
+	text := f.Title + "\n" + strings.Join(itemTexts(f.Evidence), "\n")
+	t.Logf("measured: check: %s", text)
+	for _, want := range []string{"20 clients of " + e.ServerIP + ":80 read slowly", "Send-Q", "zero window", slow[0] + ": window"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the finding lacks %q:\n%s", want, text)
+		}
+	}
 }
 
 // TestRunSaturatedWorker: one nginx worker doing TLS handshakes (a new
@@ -383,4 +447,58 @@ func TestRunSaturatedWorker(t *testing.T) {
 	if idleCPUs/float64(n) < 0.3 {
 		t.Errorf("the host's CPUs idle %.2f: want a CPU mostly to spare", idleCPUs/float64(n))
 	}
+	// Named as the server's own limit, with its knob; "the CPU idles"
+	// never said.
+	f := findActive(r, rules.WorkerSaturated)
+	if f == nil || len(f.Actions) == 0 || !strings.Contains(f.Actions[0].Config+f.Actions[0].Note, "worker_processes auto") {
+		t.Errorf("the saturated worker not named with worker_processes: %+v\n%s", f, text)
+	} else {
+		t.Logf("measured: %s", f.Title)
+	}
+	noSplitFinding(t, r, rules.WorkerSaturated)
+	if strings.Contains(text, "CPU idles") {
+		t.Errorf("the report says the CPU idles:\n%s", text)
+	}
+}
+
+// TestRunSaturatedWorkerGo: the second kind of server, a Go program
+// that hashes 2 ms a request run with GOMAXPROCS=1 on the two-CPU host:
+// named, with GOMAXPROCS for the knob.
+func TestRunSaturatedWorkerGo(t *testing.T) {
+	e := newLab(t)
+	addr := e.ServerIP + ":7760"
+	startServe(t, e.ServerNS.Name, "ND_SERVER=burn", "ND_ADDR="+addr, "GOMAXPROCS=1")
+	_, r, text := runBundle(t, e, "http://"+addr+"/", "-c 8 -t 1 -d 4s")
+	f := findActive(r, rules.WorkerSaturated)
+	if f == nil || len(f.Actions) == 0 || !strings.Contains(f.Actions[0].Note, "GOMAXPROCS") {
+		t.Errorf("the saturated Go program not named with GOMAXPROCS: %+v\n%s", f, text)
+	} else {
+		t.Logf("measured: %s", f.Title)
+	}
+	noSplitFinding(t, r, rules.WorkerSaturated)
+}
+
+// TestRunTimeSplitQuiet: a healthy nginx at a fixed rate over a 50 ms
+// round trip, its connections busy (no idle restarts), and the lab's
+// healthy scenario: no finding of the time split, nor app-slow for the
+// round trip.
+func TestRunTimeSplitQuiet(t *testing.T) {
+	t.Run("long-rtt", func(t *testing.T) {
+		lightLoad(t)
+		e := linkedLab(t, 25*time.Millisecond)
+		_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 16 << 10})
+		labMust(t, err)
+		_, r, text := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 4 -t 1 -R 40 -d 4s")
+		if r.Load == nil || r.Load.Requests < 100 {
+			t.Fatalf("the load did not run:\n%s", text)
+		}
+		if r.TimeSplit != nil {
+			t.Logf("measured: p50 %v; where the time went: %s", r.Load.Latency.P50, r.TimeSplit.Text())
+		}
+		noSplitFinding(t, r)
+	})
+	t.Run("lab-healthy", func(t *testing.T) {
+		labNeeds(t)
+		noSplitFinding(t, labRunCmd(t, "healthy").before)
+	})
 }

@@ -28,7 +28,11 @@ var _ = define(Class{ID: AppSlow,
 	Doc: `Rule ´appslow´ (´appslow.go´). **Active, warning** when the load's p50 is at least 30 ms over at least 20
 requests, the server's CPUs were under 70 % busy over the load, and no other active finding explains
 latency (worker pool, Nagle, CPU, CPU quota throttling, run-queue contention, conntrack, SYN queue, loss,
-bandwidth, a saturated generator). Evidence: the latencies, the idle CPU, and the wait classes of the
+bandwidth, a saturated generator), and the time split's largest part of the p50 is not the answers' time
+in the server's sockets (in flight, held by a window: the kernel's accounting of the connections wins
+over a time held inferred; see cwnd-restart-after-idle). When the innermost server's threads were on CPU
+at least half of the load, the title says so instead of "while the CPU idles" (the host may idle, the
+server does not). Evidence: the latencies, the idle CPU, and the wait classes of the
 innermost server's busy workers (´sleep 92%, running 6%´), and, where the server's threads were accounted
 (below), what their busy time went to as the scheduler counts it (´throttled by the CPU quota 88%, on CPU
 11%´). The fix follows what the threads did: the largest part of their accounted busy time (the quota, a
@@ -80,6 +84,12 @@ func checkAppSlow(in *Input) []report.Finding {
 			return nil // a cause of latency already named
 		}
 	}
+	// The kernel's accounting of the answers wins over a time held
+	// inferred: when the largest part of the p50 waited in the server's
+	// sockets (in flight, for a window), the application held nothing.
+	if ts := TimeSplit(r); ts != nil && len(ts.P50.Parts) > 0 && strings.HasPrefix(ts.P50.Parts[0].Bucket, report.BucketSocket) {
+		return nil
+	}
 	b := serverBundle(r)
 	busy, ok := hostBusy(b, r.LoadStart, r.LoadEnd)
 	if !ok || busy >= 0.7 {
@@ -126,8 +136,18 @@ func checkAppSlow(in *Input) []report.Finding {
 			ev = append(ev, report.Item{Text: item, Source: "log", Window: true})
 		}
 	}
+	title := fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond))
+	if s != nil {
+		// The host's CPUs may idle while the server's own threads do
+		// not: then the CPU is not said to idle.
+		w := workerLoadOf(r, s)
+		n, _ := parallelism(s, w)
+		if on, _ := w.threadsBusy(n); on >= 0.5 {
+			title = fmt.Sprintf("The application holds requests (p50 %s); its threads are on CPU %.0f%% of the load", lr.Latency.P50.Round(time.Millisecond), 100*on)
+		}
+	}
 	return []report.Finding{{ID: AppSlow, Severity: report.Warning, Status: report.Active, Subject: subject, About: about, Side: r.ServerSide(),
-		Title:    fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond)),
+		Title:    title,
 		Evidence: ev, Actions: fix}}
 }
 

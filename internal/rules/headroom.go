@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
@@ -68,6 +69,9 @@ func Headroom(r *evidence.Run, found []report.Finding) []report.Headroom {
 				if name == report.Client || name == report.Local {
 					h.Subject = "client's host (the load generator's too)"
 				}
+			}
+			if h.Resource == "cpu" {
+				h.Text += cpuShares(r, w, name)
 			}
 			add(h)
 		}
@@ -328,4 +332,31 @@ func cpuDemand(s *app.Server, smps []app.Sample) (demand, bool) {
 		d.cpus, d.why = g.Limit.CPUs(), "the quota of "+g.Limit.Path
 	}
 	return d, true
+}
+
+// cpuShares says who took a host's CPUs over the load: each of the run's
+// servers on it (their threads' time on CPU, from schedstat) and the
+// load generator when it runs there, ": nginx 0.98 CPUs, php-fpm 0.61,
+// the load generator 0.35". A host whose CPUs ran out is named with
+// them, not as an unexplained distress.
+func cpuShares(r *evidence.Run, w *evidence.Bundle, side report.Side) string {
+	var parts []string
+	if side != report.Client {
+		for _, s := range r.Servers {
+			if d, ok := cpuDemand(s, r.Samples(s)); ok && d.on >= 0.01 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", s.Kind, d.on))
+			}
+		}
+	}
+	genHere := side == report.Client || side == report.Local
+	if c := r.Client(); c != nil && c.Bundle != nil && w.Host.BootID != "" && c.Bundle.Host.BootID == w.Host.BootID {
+		genHere = true
+	}
+	if l := r.Load; l != nil && genHere && l.Elapsed > 0 && l.Self.CPUSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("the load generator %.2f", l.Self.CPUSeconds/l.Elapsed.Seconds()))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; CPUs taken: " + strings.Join(parts, ", ")
 }

@@ -119,6 +119,24 @@ func TestHeadroomCPUBound(t *testing.T) {
 	if _, ok := got["worker-pool api 10.0.0.1:8080"]; ok {
 		t.Errorf("a pool of threads for the CPUs' limit: %+v", got)
 	}
+	// The host's CPUs say who took them: the server, and the load
+	// generator on the same host (its boot ID).
+	in := serverRun(bundle(unread, all(unread, idleCPU(0.9))), cpuServer(1500*time.Millisecond, 500*time.Millisecond, map[string]int{app.WaitRunning: 3}))
+	in.Run.Load.Elapsed, in.Run.Load.Self.CPUSeconds = 10*time.Second, 3
+	in.Run.Sides[0].Bundle.Host.BootID = "b1"
+	in.Run.Sides = append(in.Run.Sides, &evidence.RunSide{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: &evidence.Bundle{Host: evidence.Host{BootID: "b1"}}})
+	host := false
+	for _, h := range Headroom(in.Run, nil) {
+		if h.Resource == "cpu" && strings.HasSuffix(h.Subject, "host") {
+			host = true
+			if !strings.Contains(h.Text, "CPUs taken: api 1.50, the load generator 0.30") {
+				t.Errorf("host CPUs: %+v", h)
+			}
+		}
+	}
+	if !host {
+		t.Errorf("no host CPU headroom")
+	}
 
 	s := cpuServer(500*time.Millisecond, 900*time.Millisecond, map[string]int{app.WaitRunning: 2})
 	s.CGroup = &cgroup.Group{Version: 1, Path: "/api", Limit: &cgroup.Limit{Path: "/api", Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond}}

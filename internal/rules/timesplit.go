@@ -69,13 +69,14 @@ func TimeSplit(r *evidence.Run) *report.TimeSplit {
 	ts.Servers = names
 	busy := sumBuckets(b50)
 	ts.PerRequest = busy / time.Duration(n50)
-	ts.P50 = split(b50, n50, capacity(r, tl, all), unreadTime(r, tl, all), lr.Latency.Mean, lr.Latency.P50)
+	ts.Socket = socketTime(r, tl, all, n50)
+	ts.P50 = split(b50, n50, capacity(r, tl, all), unreadTime(r, tl, all), ts.Socket, lr.Latency.Mean, lr.Latency.P50)
 	b99, n99, _ := threadTime(r, tl, tail)
-	u99, c99 := unreadTime(r, tl, tail), capacity(r, tl, tail)
+	u99, c99, s99 := unreadTime(r, tl, tail), capacity(r, tl, tail), socketTime(r, tl, tail, n99)
 	if n99 == 0 || len(b99) == 0 {
-		b99, n99, u99, c99 = b50, n50, unreadTime(r, tl, all), capacity(r, tl, all)
+		b99, n99, u99, c99, s99 = b50, n50, unreadTime(r, tl, all), capacity(r, tl, all), ts.Socket
 	}
-	ts.P99 = split(b99, n99, c99, u99, lr.Latency.Mean, lr.Latency.P99)
+	ts.P99 = split(b99, n99, c99, u99, s99, lr.Latency.Mean, lr.Latency.P99)
 	return ts
 }
 
@@ -150,9 +151,13 @@ const loadStartLook = 250 * time.Millisecond
 
 // split turns the threads' time in buckets over n requests, of their
 // capacity (the thread time that could have taken a request; 0: not
-// known, taken as saturated), and the time those requests spent unread
-// in the servers' sockets, into the parts of latency.
-func split(b map[string]time.Duration, n uint64, capacity, unread, mean, latency time.Duration) report.Split {
+// known, taken as saturated), the time those requests spent unread in
+// the servers' sockets, and what held their answers in those sockets
+// (sock, per answer; nil: not accounted), into the parts of latency.
+// What is measured is placed first: the threads' own time, then the
+// answers' time in the sockets; the outside time's share queued for
+// held threads is inferred from what is left.
+func split(b map[string]time.Duration, n uint64, capacity, unread time.Duration, sock *report.SocketTime, mean, latency time.Duration) report.Split {
 	busy := sumBuckets(b)
 	if busy <= 0 || n == 0 {
 		return report.Split{Latency: latency, Parts: []report.Part{{Bucket: report.BucketOutside, Share: 1, Time: latency}}}
@@ -163,6 +168,21 @@ func split(b map[string]time.Duration, n uint64, capacity, unread, mean, latency
 	shares := map[string]float64{}
 	for k, v := range b {
 		shares[k] = in * float64(v) / float64(busy)
+	}
+	if sock != nil && out > 0 {
+		// The answers' time in the servers' sockets, measured by the
+		// kernel per connection: at most what the threads left.
+		var total time.Duration
+		for _, v := range sock.Parts {
+			total += v
+		}
+		if total > 0 {
+			q := min(out, float64(total)/float64(mean))
+			for k, v := range sock.Parts {
+				shares[k] = q * float64(v) / float64(total)
+			}
+			out -= q
+		}
 	}
 	if held > 0 && out > 0 {
 		// Requests queued for threads that were themselves held: as
