@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/capped"
+	"github.com/netdoctor/netdoctor/internal/load"
+	"github.com/netdoctor/netdoctor/internal/report"
+	"github.com/netdoctor/netdoctor/internal/rules"
+)
+
+// workerOpts are the flags of one worker of a distributed load: its
+// share (--segment) and the common start (--start-at). docs/distributed.md.
+type workerOpts struct {
+	segment string
+	base    int
+	startAt string
+	raw     string // (debug) every response's latency, one per line
+}
+
+// debugPrefix marks a flag for tests: not in the help, the man page or
+// the completion.
+const debugPrefix = "(debug) "
+
+func workerFlags(fs *flag.FlagSet) *workerOpts {
+	w := &workerOpts{}
+	fs.StringVar(&w.segment, "segment", "", "send share i of N of the load (connections, -R, -n), i from 1; for netdoctor merge (docs/distributed.md)")
+	fs.IntVar(&w.base, "segment-base", 1, "what --segment's first i is: 1, or 0 for Kubernetes' JOB_COMPLETION_INDEX")
+	fs.StringVar(&w.startAt, "start-at", "", "wait until this wall-clock time (RFC 3339, e.g. 2026-11-28T17:00:00.000Z) and start then, with the other workers")
+	fs.StringVar(&w.raw, "debug-raw-latencies", "", debugPrefix+"write every response's latency in µs, one per line, to this file")
+	return w
+}
+
+// hidden reports a flag for tests alone.
+func hidden(f *flag.Flag) bool { return strings.HasPrefix(f.Usage, debugPrefix) }
+
+// apply gives o this worker's share and start. now is when the command
+// line was read: a start more than a second before it, or more than an
+// hour after, is refused.
+func (w *workerOpts) apply(o *load.Options, now time.Time) error {
+	if w.segment != "" {
+		if w.base != 0 && w.base != 1 {
+			return badInput("--segment-base %d: 1, or 0 for JOB_COMPLETION_INDEX", w.base)
+		}
+		s, err := load.ParseSegment(w.segment, w.base)
+		if err != nil {
+			return badInput("--%v", err)
+		}
+		if *o, err = s.Share(*o); err != nil {
+			return badInput("--segment %s: %s", w.segment, strings.TrimPrefix(err.Error(), load.ErrInvalid.Error()+": "))
+		}
+		if o.Segment == nil { // 1/1: a worker all the same
+			o.Segment = &s
+		}
+	}
+	if w.startAt != "" {
+		at, err := time.Parse(time.RFC3339Nano, w.startAt)
+		if err != nil {
+			return badInput("--start-at %q: want an RFC 3339 time, e.g. %s", w.startAt, now.UTC().Add(time.Minute).Truncate(time.Second).Format(time.RFC3339Nano))
+		}
+		if err := load.CheckStartAt(at, now); err != nil {
+			return badInput("--start-at: %v", err)
+		}
+		o.StartAt = at
+	}
+	o.RawLatencies = w.raw != ""
+	return nil
+}
+
+// writeRaw writes the raw latencies (--debug-raw-latencies).
+func (w *workerOpts) writeRaw(stdout io.Writer, res *load.Result) error {
+	if w.raw == "" {
+		return nil
+	}
+	return writeOut(w.raw, stdout, "raw latencies", func(out io.Writer) error {
+		b := bufio.NewWriter(out)
+		for _, v := range res.RawLatencies() {
+			b.WriteString(strconv.FormatInt(v, 10))
+			b.WriteByte('\n')
+		}
+		return b.Flush()
+	})
+}
+
+func runMerge(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("merge", stderr)
+	jsonOut := fs.String("json", "", "write the merged result as JSON to this file (- for stdout, and the text to stderr), as load --json does")
+	var latency bool
+	fs.BoolVar(&latency, "latency", false, "print the latency distribution")
+	fs.BoolVar(&latency, "L", false, "same as --latency")
+	pos, err := parse(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return badInput("merge needs the workers' results: netdoctor merge worker-1.json worker-2.json … (or one file of kubectl logs' concatenated results)")
+	}
+	if err := checkOutput("json", *jsonOut); err != nil {
+		return err
+	}
+	var rs []*load.Result
+	for _, p := range pos {
+		got, err := readResults(p)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, got...)
+	}
+	m, err := load.Merge(rs)
+	if err != nil {
+		return badInput("merge: %v", err)
+	}
+	text := stdout
+	if *jsonOut == "-" {
+		text = stderr
+	}
+	if err := report.WrkText(text, m, latency); err != nil {
+		return err
+	}
+	if err := report.WorkersText(text, m); err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		return writeOut(*jsonOut, stdout, "result", indentedJSON(report.NewLoad(m, rules.LoadGen(m))))
+	}
+	return nil
+}
+
+// readResults reads the load reports in a file: one, as load --json
+// writes it, or several one after the other, as `kubectl logs` of the
+// workers' pods prints them.
+func readResults(path string) ([]*load.Result, error) {
+	f, err := openData(path)
+	if err != nil {
+		return nil, badInput("read result %s: %v", path, dataError(err))
+	}
+	defer f.Close()
+	dec := json.NewDecoder(capped.Reader(f, capped.Report, "results"))
+	var out []*load.Result
+	for i := 1; ; i++ {
+		var doc json.RawMessage
+		if err := dec.Decode(&doc); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, badInput("read result %s: document %d: not JSON: %v", path, i, err)
+		}
+		r, err := report.Read(bytes.NewReader(doc))
+		if err != nil {
+			return nil, readReportError(path, err)
+		}
+		if r.Load == nil || r.Command != "load" {
+			return nil, badInput("read result %s: document %d is a %s report, not a load's result (load --json)", path, i, r.Command)
+		}
+		out = append(out, r.Load)
+	}
+	if len(out) == 0 {
+		return nil, badInput("read result %s: empty", path)
+	}
+	return out, nil
+}
