@@ -6,12 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/capped"
+	"github.com/netdoctor/netdoctor/internal/kubejob"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
@@ -165,4 +167,83 @@ func readResults(path string) ([]*load.Result, error) {
 		return nil, badInput("read result %s: empty", path)
 	}
 	return out, nil
+}
+
+// kubeOpts are the flags that print a load's workers as a Kubernetes
+// Indexed Job instead of running it (--workers N --kubernetes).
+type kubeOpts struct {
+	workers    int
+	kubernetes bool
+	name, ns   string
+	image      string
+	margin     time.Duration
+}
+
+func kubeFlags(fs *flag.FlagSet) *kubeOpts {
+	k := &kubeOpts{}
+	fs.IntVar(&k.workers, "workers", 0, "with --kubernetes: the number of worker pods, each sending 1/N of the load")
+	fs.BoolVar(&k.kubernetes, "kubernetes", false, "print the load as a Kubernetes Indexed Job of --workers pods (kubectl apply -f -) instead of running it; docs/distributed.md")
+	fs.StringVar(&k.name, "job-name", "netdoctor-load", "with --kubernetes: the Job's name")
+	fs.StringVar(&k.ns, "namespace", "", "with --kubernetes: the Job's namespace (default: kubectl's)")
+	fs.StringVar(&k.image, "image", kubejob.Image, "with --kubernetes: the workers' image (the agent's)")
+	fs.Var(durationFlag{&k.margin}, "start-margin", "with --kubernetes: how long after printing the workers start together: time to apply the Job, schedule the pods and pull the image (default 2m)")
+	return k
+}
+
+// on reports whether the command prints a Job rather than running.
+func (k *kubeOpts) on() bool { return k.kubernetes || k.workers != 0 }
+
+// maxWorkers bounds --workers: the pods' logs are merged in one process.
+const maxWorkers = 1000
+
+// print writes the Job that runs cmd's load o (checked, not yet shared)
+// on --workers pods.
+func (k *kubeOpts) print(stdout io.Writer, cmd string, o load.Options, w *workerOpts, now time.Time) error {
+	switch {
+	case !k.kubernetes:
+		return badInput("--workers %d: workers run as a Kubernetes Job (add --kubernetes); on hosts of your own, start N processes with --segment i/N and one --start-at (docs/distributed.md)", k.workers)
+	case k.workers < 1 || k.workers > maxWorkers:
+		return badInput("--workers %d: want 1 to %d worker pods", k.workers, maxWorkers)
+	case w.segment != "" || w.startAt != "" || w.raw != "":
+		return badInput("--kubernetes sets each worker's --segment and --start-at itself")
+	case o.Script != nil:
+		return badInput("--kubernetes: a --script is a file on this host, not in the workers' image")
+	}
+	share, err := load.Segment{Index: 1, Count: k.workers}.Share(o)
+	if err != nil {
+		return badInput("--workers %d: %s", k.workers, strings.TrimPrefix(err.Error(), load.ErrInvalid.Error()+": "))
+	}
+	margin := k.margin
+	if margin == 0 {
+		margin = 2 * time.Minute
+	}
+	if margin < 10*time.Second || margin > load.MaxStartAhead {
+		return badInput("--start-margin %v: want 10s to %v", margin, load.MaxStartAhead)
+	}
+	dur := o.Duration
+	if dur == 0 {
+		dur = 10 * time.Second
+	}
+	start := now.Add(margin).UTC().Truncate(time.Second)
+	job, err := kubejob.New(kubejob.Spec{Name: k.name, Namespace: k.ns, Image: k.image, Workers: k.workers,
+		Args: append([]string{cmd}, loadArgs(o)...), Target: o.URL, StartAt: start, Run: dur + o.Timeout,
+		Threads: share.Threads, Connections: share.Connections}, now)
+	if err != nil {
+		return badInput("--kubernetes: %v", err)
+	}
+	y, err := job.YAML()
+	if err != nil {
+		return err
+	}
+	sel := "netdoctor.io/job=" + k.name
+	nsArg := ""
+	if k.ns != "" {
+		nsArg = " -n " + k.ns
+	}
+	_, err = fmt.Fprintf(stdout, "# netdoctor %s as %d workers, each 1/%d of the load, all starting at %s\n"+
+		"# (apply it now: a worker that starts later than a second after that fails, and the merge names it missing).\n"+
+		"#   kubectl apply%s -f job.yaml\n#   kubectl wait%s --for=condition=complete --timeout=%ds job/%s\n"+
+		"#   kubectl logs%s -l %s --tail=-1 --max-log-requests=%d > results.json\n#   netdoctor merge results.json\n---\n%s",
+		cmd, k.workers, k.workers, start.Format(time.RFC3339), nsArg, nsArg, job.Spec.ActiveDeadlineSeconds, k.name, nsArg, sel, k.workers, y)
+	return err
 }

@@ -173,6 +173,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	lo := loadFlags(fs)
 	lay := layerFlags(fs)
 	wk := workerFlags(fs)
+	kube := kubeFlags(fs)
 	pos, err := parse(fs, splitShort(args, wrkShort), stdout)
 	if err != nil {
 		return err
@@ -188,6 +189,9 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	lo.o.URL = pos[0]
 	if err := lo.check(set); err != nil {
 		return err
+	}
+	if kube.on() {
+		return kube.print(stdout, "load", lo.o, wk, time.Now())
 	}
 	if err := wk.apply(&lo.o, time.Now()); err != nil {
 		return err
