@@ -145,14 +145,23 @@ func readResults(path string) ([]*load.Result, error) {
 		return nil, badInput("read result %s: %v", path, dataError(err))
 	}
 	defer f.Close()
-	dec := json.NewDecoder(capped.Reader(f, capped.Report, "results"))
+	b, err := io.ReadAll(capped.Reader(f, capped.Report, "results"))
+	if err != nil {
+		return nil, badInput("read result %s: %v", path, dataError(err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	var out []*load.Result
 	for i := 1; ; i++ {
 		var doc json.RawMessage
+		at := dec.InputOffset()
 		if err := dec.Decode(&doc); err == io.EOF {
 			break
 		} else if err != nil {
-			return nil, badInput("read result %s: document %d: not JSON: %v", path, i, err)
+			// A pod that failed logged its one-line error where its
+			// result would be: say what is there.
+			rest := bytes.TrimLeft(b[at:], " \t\r\n")
+			line, _, _ := bytes.Cut(rest, []byte("\n"))
+			return nil, badInput("read result %s: document %d is not a result: %q (%v)", path, i, line[:min(len(line), 160)], err)
 		}
 		r, err := report.Read(bytes.NewReader(doc))
 		if err != nil {

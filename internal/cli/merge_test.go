@@ -56,6 +56,11 @@ func TestMergeCommand(t *testing.T) {
 		t.Errorf("compare with a merged report: exit %d %s\n%s", code, stderr, stdout)
 	}
 
+	failed := write("failed.json", workerJSON("1", "2026-11-28T17:00:00.000Z", url, 100, 500)+"\nnetdoctor: --start-at: start time 2026-11-28T17:00:00Z is 3s in the past\n")
+	code, _, stderr = runCLI(t, "merge", failed)
+	if code != ExitUsage || !strings.Contains(stderr, `document 2 is not a result: "netdoctor: --start-at: start time`) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("merge of a failed pod's log: exit %d, %q; want its line quoted", code, stderr)
+	}
 	other := write("other.json", workerJSON("2", "2026-11-28T17:00:00.002Z", "http://10.0.0.3/", 300, 1500))
 	three := write("three.json", strings.Replace(workerJSON("2", "2026-11-28T17:00:00.002Z", url, 300, 1500), `"count":2`, `"count":3`, 1))
 	run := write("run.json", `{"version":2,"command":"run","findings":[]}`)

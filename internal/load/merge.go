@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -88,7 +89,7 @@ func Merge(rs []*Result) (*Result, error) {
 	slices.SortFunc(rs, func(a, b *Result) int { return a.Segment.Index - b.Segment.Index })
 
 	first := rs[0]
-	m := &Result{URL: first.URL, Method: first.Method, KeepAlive: first.KeepAlive,
+	m := &Result{URL: clean(first.URL), Method: clean(first.Method), KeepAlive: first.KeepAlive,
 		Status: map[string]uint64{}, ErrorCauses: map[string]uint64{}}
 	run := hdrhistogram.New(histMin, histMax, histSig)
 	all := hdrhistogram.New(histMin, histMax, histSig)
@@ -128,10 +129,10 @@ func Merge(rs []*Result) (*Result, error) {
 			m.Status[k] += v
 		}
 		for k, v := range r.ErrorCauses {
-			m.ErrorCauses[k] += v
+			m.ErrorCauses[clean(k)] += v
 		}
 		for _, note := range r.Notes {
-			m.Notes = append(m.Notes, "worker "+r.Segment.String()+": "+note)
+			m.Notes = append(m.Notes, "worker "+r.Segment.String()+": "+clean(note))
 		}
 		m.Self.CPUSeconds += r.Self.CPUSeconds
 		m.Self.ThreadBusy = append(m.Self.ThreadBusy, r.Self.ThreadBusy...)
@@ -234,7 +235,10 @@ func workers(rs []*Result) []Worker {
 	for i, r := range rs {
 		w := Worker{Segment: *r.Segment, Start: r.Start, Elapsed: r.DurationS, Requests: r.Requests, Errors: r.Errors.Total(),
 			RPS: r.RPS, Rate: r.Rate, CPUSeconds: r.Self.CPUSeconds, ThreadBusy: r.Self.ThreadBusy,
-			Saturated: r.Saturated, SaturatedBy: slices.Clone(r.SaturatedBy)}
+			Saturated: r.Saturated}
+		for _, why := range r.SaturatedBy {
+			w.SaturatedBy = append(w.SaturatedBy, clean(why))
+		}
 		if r.Rate > 0 && r.DurationS > 0 {
 			w.Sent = (float64(r.Requests+r.Errors.Total()) / r.DurationS) / r.Rate
 		}
@@ -258,4 +262,15 @@ func workers(rs []*Result) []Worker {
 		}
 	}
 	return out
+}
+
+// clean drops control bytes from text another host's result carries,
+// which the merged report prints.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return -1
+		}
+		return r
+	}, s)
 }
