@@ -100,6 +100,18 @@ func TestMergeWorkers(t *testing.T) {
 	if len(m.Timeline) < 3 || len(m.Timeline) > 4 {
 		t.Errorf("merged timeline of %d seconds for a 3 s load", len(m.Timeline))
 	}
+	// The workers' seconds, summed by wall clock, hold every response,
+	// and their percentiles come from the seconds' histograms.
+	var inSeconds uint64
+	for _, s := range m.Timeline {
+		inSeconds += s.Requests
+		if s.Requests > 0 && (s.P50 == 0 || s.P99 < s.P50) {
+			t.Errorf("merged second %d: p50 %v, p99 %v", s.Index, s.P50, s.P99)
+		}
+	}
+	if inSeconds != m.Requests {
+		t.Errorf("the merged seconds hold %d responses, the result %d", inSeconds, m.Requests)
+	}
 
 	// One worker held to 1 % of a CPU: its share does not go out, and
 	// the merge says which.
