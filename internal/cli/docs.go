@@ -62,7 +62,7 @@ var commandDocs = []commandDoc{
 	{Path: "tune rollback", Args: "[JOURNAL]", Summary: "Put back every value and file a tune apply changed, byte for byte.", Complete: "file",
 		Examples: []string{"netdoctor tune rollback"}},
 	{Path: "merge", Args: "RESULT.json...", Summary: "Merge the results of a distributed load's workers (load --segment i/N --json) into one, as one process would have recorded it: percentiles of the merged histogram, seconds summed by wall clock, each worker's saturation.", Complete: "file",
-		Examples: []string{"netdoctor merge worker-1.json worker-2.json worker-3.json", "kubectl logs -l job-name=netdoctor-load --tail=-1 > results.json && netdoctor merge --json merged.json results.json"}},
+		Examples: []string{"netdoctor merge worker-1.json worker-2.json worker-3.json", "kubectl logs -l netdoctor.io/job=netdoctor-load --tail=-1 --max-log-requests=8 > results.json && netdoctor merge --json merged.json results.json"}},
 	{Path: "compare", Args: "BEFORE.json AFTER.json", Summary: "Compare two reports: load figures side by side, findings gone and new.", Complete: "file",
 		Examples: []string{"netdoctor compare before.json after.json"}},
 	{Path: "completion", Args: "bash|zsh|fish", Summary: "Print the shell completion script for netdoctor.",
