@@ -32,12 +32,14 @@ type workerOpts struct {
 // the completion.
 const debugPrefix = "(debug) "
 
-func workerFlags(fs *flag.FlagSet) *workerOpts {
+func workerFlags(fs *flag.FlagSet, raw bool) *workerOpts {
 	w := &workerOpts{}
 	fs.StringVar(&w.segment, "segment", "", "send share i of N of the load (connections, -R, -n), i from 1; for netdoctor merge (docs/distributed.md)")
 	fs.IntVar(&w.base, "segment-base", 1, "what --segment's first i is: 1, or 0 for Kubernetes' JOB_COMPLETION_INDEX")
 	fs.StringVar(&w.startAt, "start-at", "", "wait until this wall-clock time (RFC 3339, e.g. 2026-11-28T17:00:00.000Z) and start then, with the other workers")
-	fs.StringVar(&w.raw, "debug-raw-latencies", "", debugPrefix+"write every response's latency in µs, one per line, to this file")
+	if raw {
+		fs.StringVar(&w.raw, "debug-raw-latencies", "", debugPrefix+"write every response's latency in µs, one per line, to this file")
+	}
 	return w
 }
 
@@ -167,8 +169,10 @@ func readResults(path string) ([]*load.Result, error) {
 		if err != nil {
 			return nil, readReportError(path, err)
 		}
-		if r.Load == nil || r.Command != "load" {
-			return nil, badInput("read result %s: document %d is a %s report, not a load's result (load --json)", path, i, r.Command)
+		// A run's report holds its load: a worker's (run --segment)
+		// merges as a load's; its findings stay in it.
+		if r.Load == nil || r.Command != "load" && (r.Command != "run" || r.Load.Segment == nil) {
+			return nil, badInput("read result %s: document %d is a %s report, not a load's result (load --json) nor a worker's run (run --segment --json)", path, i, r.Command)
 		}
 		out = append(out, r.Load)
 	}

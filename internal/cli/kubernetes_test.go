@@ -130,7 +130,7 @@ func parseWorker(args []string) (load.Options, error) {
 	fs := newFlags("load", io.Discard)
 	lo := loadFlags(fs)
 	layerFlags(fs)
-	wk := workerFlags(fs)
+	wk := workerFlags(fs, true)
 	kubeFlags(fs)
 	pos, err := parse(fs, splitShort(args, wrkShort), io.Discard)
 	if err != nil {

@@ -172,7 +172,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("load", stderr)
 	lo := loadFlags(fs)
 	lay := layerFlags(fs)
-	wk := workerFlags(fs)
+	wk := workerFlags(fs, true)
 	kube := kubeFlags(fs)
 	pos, err := parse(fs, splitShort(args, wrkShort), stdout)
 	if err != nil {

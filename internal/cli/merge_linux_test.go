@@ -187,3 +187,50 @@ func rawLatencies(t *testing.T, path string) []int64 {
 	}
 	return out
 }
+
+// TestMergeRunWorkers: run --segment i/2 --start-at, two runs in one
+// namespace against its server: each samples through a baseline that
+// ends at the common start, their loads start together, and merge reads
+// their reports' loads as one load's. Root: a namespace.
+func TestMergeRunWorkers(t *testing.T) {
+	ns := testNetns(t)
+	startHelper(t, ns, "serve", "ND_SERVER=plain", "ND_ADDR=127.0.0.2:7311")
+	url := "http://127.0.0.2:7311/"
+	dir := t.TempDir()
+	at := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	var files []string
+	for i := 1; i <= 2; i++ {
+		f := filepath.Join(dir, fmt.Sprintf("run%d.json", i))
+		cmd := loadIn(t, ns, strings.Fields(fmt.Sprintf("run -c 8 -t 1 -d 3s -R 1600 --tail 1s --profile-hz 0 --segment %d/2 --start-at %s --json %s %s", i, at, f, url))...)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		cmds, outs, files = append(cmds, cmd), append(outs, &out), append(files, f)
+	}
+	for i, c := range cmds {
+		// A run's exit says its findings (1): the report is what counts.
+		if err := c.Wait(); err != nil && c.ProcessState.ExitCode() != ExitFindings {
+			t.Fatalf("run worker %d: %v\n%s", i+1, err, outs[i])
+		}
+	}
+	code, stdout, stderr := runCLI(t, "merge", "--json", filepath.Join(dir, "merged.json"), files[0], files[1])
+	if code != ExitOK {
+		t.Fatalf("merge of the runs: exit %d\n%s%s", code, stdout, stderr)
+	}
+	t.Logf("merge of two run workers:\n%s", stdout)
+	m := readLoad(t, filepath.Join(dir, "merged.json"))
+	start, _ := time.Parse(time.RFC3339Nano, at)
+	if len(m.Workers) != 2 || m.Rate != 1600 || m.RPS < 0.9*1600 {
+		t.Errorf("merged %d workers at %v req/s asked, %.0f sent", len(m.Workers), m.Rate, m.RPS)
+	}
+	for _, w := range m.Workers {
+		if d := w.Start.Sub(start); d < 0 || d > 50*time.Millisecond {
+			t.Errorf("worker %s's load started %v after the common start, want within milliseconds", w.Segment, d)
+		}
+	}
+}

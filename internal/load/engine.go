@@ -227,11 +227,13 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		defer runtime.GOMAXPROCS(procs)
 		runtime.GOMAXPROCS(o.Threads + 1)
 	}
-	if o.OnStart != nil {
-		o.OnStart()
-	}
+	// A worker of a distributed load starts with the others, and only
+	// then says so: a run resumes its sampling when the load begins.
 	if !o.StartAt.IsZero() && !pace.Until(ctx, o.StartAt) {
 		return nil, ctx.Err()
+	}
+	if o.OnStart != nil {
+		o.OnStart()
 	}
 	cpu0 := processCPU()
 	e.start = time.Now()
