@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -33,14 +34,35 @@ const mergeLoad = "load -c 8 -t 1 -d 3s -R 1600"
 func TestMergeWorkers(t *testing.T) {
 	ns := testNetns(t)
 	startHelper(t, ns, "serve", "ND_SERVER=plain", "ND_ADDR=127.0.0.2:7310")
-	url := "http://127.0.0.2:7310/"
-	dir := t.TempDir()
+	mergeWorkers(t, ns, "http://127.0.0.2:7310/", 0)
 
-	single := filepath.Join(dir, "single.json")
-	if out, err := loadIn(t, ns, strings.Fields(mergeLoad+" --json "+single+" "+url)...).CombinedOutput(); err != nil {
-		t.Fatalf("single load: %v\n%s", err, out)
+	// One worker held to 1 % of a CPU: its share does not go out, and
+	// the merge says which.
+	m := mergeWorkers(t, ns, "http://127.0.0.2:7310/", 1000)
+	if !m.Saturated || !m.Workers[1].Saturated || m.Workers[0].Saturated || !slices.ContainsFunc(m.SaturatedBy, func(s string) bool {
+		return strings.HasPrefix(s, "worker 2/2: ")
+	}) {
+		t.Errorf("worker 2/2 capped at 1%% of a CPU: merged saturated %v by %q, workers %+v; want worker 2/2 named", m.Saturated, m.SaturatedBy, m.Workers)
 	}
-	one := readLoad(t, single)
+}
+
+// TestMergeWorkersNginx: as TestMergeWorkers, against Debian's nginx in
+// a lab's server namespace, the workers in its client namespace.
+func TestMergeWorkersNginx(t *testing.T) {
+	e := newLab(t)
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{})
+	labMust(t, err)
+	mergeWorkers(t, e.ClientNS.Name, "http://"+e.ServerIP+"/", 0)
+}
+
+// mergeWorkers runs mergeLoad in namespace ns against url, once in one
+// process and once as two workers (the second under a CPU quota of
+// quota µs per 100 ms, if not 0), merges the workers' results and
+// checks the merge against the workers' raw latencies and, without a
+// quota, against the single process. It returns the merged result.
+func mergeWorkers(t *testing.T, ns, url string, quota int) *load.Result {
+	t.Helper()
+	dir := t.TempDir()
 
 	workers := func(quota int) (*load.Result, []int64) {
 		t.Helper()
@@ -76,7 +98,10 @@ func TestMergeWorkers(t *testing.T) {
 		return readLoad(t, merged), append(rawLatencies(t, files[1]), rawLatencies(t, files[3])...)
 	}
 
-	m, raw := workers(0)
+	m, raw := workers(quota)
+	if quota > 0 {
+		return m
+	}
 	if len(m.Workers) != 2 || m.Requests != uint64(len(raw)) || m.Saturated {
 		t.Fatalf("merged %d workers, %d requests, %d raw latencies, saturated %v by %q", len(m.Workers), m.Requests, len(raw), m.Saturated, m.SaturatedBy)
 	}
@@ -91,6 +116,11 @@ func TestMergeWorkers(t *testing.T) {
 			t.Errorf("merged p%v = %d µs; the workers' raw latencies say %d µs", p.Percentile, got, want)
 		}
 	}
+	single := filepath.Join(dir, "single.json")
+	if out, err := loadIn(t, ns, strings.Fields(mergeLoad+" --json "+single+" "+url)...).CombinedOutput(); err != nil {
+		t.Fatalf("single load: %v\n%s", err, out)
+	}
+	one := readLoad(t, single)
 	if d := math.Abs(m.RPS-one.RPS) / one.RPS; d > 0.05 {
 		t.Errorf("merged %.0f req/s, one process %.0f: more than 5%% apart", m.RPS, one.RPS)
 	}
@@ -112,15 +142,7 @@ func TestMergeWorkers(t *testing.T) {
 	if inSeconds != m.Requests {
 		t.Errorf("the merged seconds hold %d responses, the result %d", inSeconds, m.Requests)
 	}
-
-	// One worker held to 1 % of a CPU: its share does not go out, and
-	// the merge says which.
-	m, _ = workers(1000)
-	if !m.Saturated || !m.Workers[1].Saturated || m.Workers[0].Saturated || !slices.ContainsFunc(m.SaturatedBy, func(s string) bool {
-		return strings.HasPrefix(s, "worker 2/2: ")
-	}) {
-		t.Errorf("worker 2/2 capped at 1%% of a CPU: merged saturated %v by %q, workers %+v; want worker 2/2 named", m.Saturated, m.SaturatedBy, m.Workers)
-	}
+	return m
 }
 
 // loadIn is netdoctor ARGS in namespace ns (this test binary as
