@@ -153,7 +153,7 @@ FUZZTIME ?= 10000x
 FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
 	FuzzRead:./internal/evidence FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof \
 	FuzzDecodeEntry:./internal/conntrack \
-	FuzzDecodeTCPInfo:./internal/sockdiag FuzzDecodeConn:./internal/sockdiag
+	FuzzDecodeTCPInfo:./internal/sockdiag FuzzDecodeConn:./internal/sockdiag FuzzHist:./internal/load
 fuzz:
 	@for f in $(FUZZ); do \
 		echo "go test -run '^$$' -fuzz '^$${f%%:*}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $${f#*:}"; \

@@ -67,6 +67,7 @@ func commands() []command {
 		{"tune", "turn a report into a reviewed change set: plan REPORT, apply PLAN (dry run unless --yes), rollback", runTuneCmd},
 		{"completion", "print the shell completion script: bash, zsh or fish", runCompletion},
 		{"manpages", "write the man pages to a directory", runManpages},
+		{"merge", "merge the results of a load's workers (load --segment i/N --json) into one: percentiles of the merged histogram", runMerge},
 		{"compare", "compare two reports (run, load, check or diagnose): load figures side by side, findings gone and new", runCompare},
 		{"version", "print the version, the commit, the Go it was built with, and the kernel features found", runVersion},
 	}

@@ -61,6 +61,8 @@ var commandDocs = []commandDoc{
 		Examples: []string{"netdoctor tune apply plan.json", "netdoctor tune apply plan.json --yes --config"}},
 	{Path: "tune rollback", Args: "[JOURNAL]", Summary: "Put back every value and file a tune apply changed, byte for byte.", Complete: "file",
 		Examples: []string{"netdoctor tune rollback"}},
+	{Path: "merge", Args: "RESULT.json...", Summary: "Merge the results of a distributed load's workers (load --segment i/N --json) into one, as one process would have recorded it: percentiles of the merged histogram, seconds summed by wall clock, each worker's saturation.", Complete: "file",
+		Examples: []string{"netdoctor merge worker-1.json worker-2.json worker-3.json", "kubectl logs -l netdoctor.io/job=netdoctor-load --tail=-1 --max-log-requests=8 > results.json && netdoctor merge --json merged.json results.json"}},
 	{Path: "compare", Args: "BEFORE.json AFTER.json", Summary: "Compare two reports: load figures side by side, findings gone and new.", Complete: "file",
 		Examples: []string{"netdoctor compare before.json after.json"}},
 	{Path: "completion", Args: "bash|zsh|fish", Summary: "Print the shell completion script for netdoctor.",
@@ -128,7 +130,11 @@ func flagsOf(path string) []*flag.Flag {
 		if fs.Name() != "netdoctor "+path {
 			continue
 		}
-		fs.VisitAll(func(f *flag.Flag) { out = append(out, f) })
+		fs.VisitAll(func(f *flag.Flag) {
+			if !hidden(f) {
+				out = append(out, f)
+			}
+		})
 	}
 	return out
 }
@@ -189,6 +195,9 @@ func writeHelp(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintln(w, "\nflags:")
 	}
 	fs.VisitAll(func(f *flag.Flag) {
+		if hidden(f) {
+			return
+		}
 		head := "  " + flagName(f.Name)
 		if takesValue(f) {
 			head += " " + valueName(f)

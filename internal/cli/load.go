@@ -172,6 +172,8 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlags("load", stderr)
 	lo := loadFlags(fs)
 	lay := layerFlags(fs)
+	wk := workerFlags(fs, true)
+	kube := kubeFlags(fs)
 	pos, err := parse(fs, splitShort(args, wrkShort), stdout)
 	if err != nil {
 		return err
@@ -188,7 +190,16 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := lo.check(set); err != nil {
 		return err
 	}
+	if kube.on() {
+		return kube.print(stdout, "load", lo.o, wk, time.Now())
+	}
+	if err := wk.apply(&lo.o, time.Now()); err != nil {
+		return err
+	}
 	if err := checkOutput("json", lo.jsonOut); err != nil {
+		return err
+	}
+	if err := checkOutput("debug-raw-latencies", wk.raw); err != nil {
 		return err
 	}
 	if err := load.Probe(ctx, lo.o); err != nil {
@@ -197,11 +208,17 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return err
 	}
-	conns := connRoom(&lo.o, stderr)
 	text := stdout
 	if lo.jsonOut == "-" {
 		text = stderr // stdout carries the JSON alone
+		if lo.o.Segment != nil {
+			// A worker's logs are its result: kubectl logs prints
+			// stderr with stdout, and merge reads them (the result
+			// keeps the notes and the judgement the text would say).
+			stderr, text = io.Discard, io.Discard
+		}
 	}
+	conns := connRoom(&lo.o, stderr)
 	lo.o.ScriptArgs, lo.o.ScriptOut = pos[1:], text
 	p := newProgress(stderr, lo.o.Duration, set["d"] || lo.o.Requests == 0)
 	lo.o.OnSecond = p.second
@@ -223,9 +240,13 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{err}
 	}
 	if lo.jsonOut != "" {
+		res.KeepHistograms()
 		if err := writeLoadJSON(lo.jsonOut, stdout, res); err != nil {
 			return err
 		}
+	}
+	if err := wk.writeRaw(stdout, res); err != nil {
+		return err
 	}
 	if res.Requests == 0 {
 		return noResponse(res)

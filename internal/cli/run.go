@@ -60,6 +60,7 @@ func (a *agentFlags) config() (*source.RemoteConfig, error) {
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	lo := loadFlags(fs)
+	wk := workerFlags(fs, false)
 	// run's JSON is the whole report, not load's result: with "-" stdout
 	// holds it alone, and the text report is not written at all.
 	fs.Lookup("json").Usage = "also write the JSON report to this file; - writes it to stdout instead of the text report (progress and notes go to stderr)"
@@ -89,6 +90,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if err := lo.check(set); err != nil {
+		return err
+	}
+	if err := wk.apply(&lo.o, time.Now()); err != nil {
 		return err
 	}
 	if o.ProfileHz < 0 || o.ProfileHz > cpuprof.MaxHz {
@@ -175,6 +179,9 @@ func doRun(ctx context.Context, j runJob, stdout, stderr io.Writer) error {
 		if err := res.Load.ScriptDone(); err != nil {
 			return usageError{err}
 		}
+	}
+	if res.Run != nil && res.Load != nil && res.Load.Segment != nil {
+		res.Load.KeepHistograms() // a worker's: for merge
 	}
 	if err := writeRun(j, res, r, stdout); err != nil {
 		return err

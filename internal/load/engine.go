@@ -14,6 +14,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/netdoctor/netdoctor/internal/pace"
 )
 
 // ErrResolve reports a host name that did not resolve.
@@ -213,13 +215,22 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		from = o.Measure
 	}
 	for range o.Threads {
-		e.threads = append(e.threads, newThreadStats(from))
+		t := newThreadStats(from)
+		if o.RawLatencies {
+			t.raw = make([]int64, 0, 1024)
+		}
+		e.threads = append(e.threads, t)
 	}
 	// Each event loop keeps its P through epoll_wait; leave one for the
 	// timeline, timers and whatever else the program runs meanwhile.
 	if procs := runtime.GOMAXPROCS(0); procs < o.Threads+1 {
 		defer runtime.GOMAXPROCS(procs)
 		runtime.GOMAXPROCS(o.Threads + 1)
+	}
+	// A worker of a distributed load starts with the others, and only
+	// then says so: a run resumes its sampling when the load begins.
+	if !o.StartAt.IsZero() && !pace.Until(ctx, o.StartAt) {
+		return nil, ctx.Err()
 	}
 	if o.OnStart != nil {
 		o.OnStart()
@@ -329,6 +340,7 @@ func (e *engine) fill(res *Result, elapsed time.Duration, busy []float64, cpu fl
 			res.ErrorCauses[k] += v
 		}
 		res.ConnectionsOpened += t.opened
+		res.raw = append(res.raw, t.raw...)
 		t.mu.Unlock()
 	}
 	res.Elapsed = elapsed
@@ -338,6 +350,9 @@ func (e *engine) fill(res *Result, elapsed time.Duration, busy []float64, cpu fl
 		res.BytesPerSec = float64(res.Bytes) / s
 	}
 	e.hist = run
+	res.hist, res.histAll = run, all
+	res.Start = e.start
+	res.Segment = e.opts.Segment
 	res.Latency = latencyOf(run)
 	if all.TotalCount() > 0 {
 		la := latencyOf(all)

@@ -70,6 +70,18 @@ type Options struct {
 	// ScriptOut receives the script's print and io.write; nil discards.
 	ScriptOut io.Writer `json:"-"`
 
+	// Segment, if set, is this worker's share of a load that several
+	// processes send together (Segment.Share made these options); the
+	// result says it, and keeps each second's histogram for the merge.
+	Segment *Segment `json:"segment,omitempty"`
+	// StartAt, if set, is the wall-clock time the run starts at: every
+	// worker of a distributed load waits until it, so that their
+	// first requests go out together and their seconds align.
+	StartAt time.Time `json:"-"`
+	// RawLatencies keeps every response's latency (Result.RawLatencies),
+	// for tests that check the histograms against them.
+	RawLatencies bool `json:"-"`
+
 	// OnStart, if set, is called once the options are valid and the host
 	// resolved, just before the first connection.
 	OnStart func() `json:"-"`

@@ -49,6 +49,10 @@ type Second struct {
 	P99 time.Duration `json:"p99_ns"`
 	// OpenConns is the number of connections open at the end of it.
 	OpenConns int `json:"open_conns"`
+	// Histogram is this second's responses' latencies, kept by a worker
+	// of a distributed load (Options.Segment) so that the merge makes
+	// each second's percentiles from the workers' counts.
+	Histogram *Hist `json:"histogram,omitempty"`
 }
 
 // Latency summarises the latency distribution of a run.
@@ -127,6 +131,17 @@ type Result struct {
 	// also carries them as a load-generator-saturated finding.
 	Saturated   bool     `json:"load_generator_saturated"`
 	SaturatedBy []string `json:"saturated_by,omitempty"`
+	// Start is the wall-clock time the run started (its first second's).
+	Start time.Time `json:"start,omitzero"`
+	// Segment is the worker's share this result is, in a distributed
+	// load (--segment); Workers, in a merged result, each worker's.
+	Segment *Segment `json:"segment,omitempty"`
+	Workers []Worker `json:"workers,omitempty"`
+	// Histogram and HistogramAll are the latencies of Latency and
+	// LatencyAll as HDR counts, written by `load --json` (KeepHistograms)
+	// for `netdoctor merge`; nil elsewhere.
+	Histogram    *Hist `json:"histogram,omitempty"`
+	HistogramAll *Hist `json:"histogram_all,omitempty"`
 	// Interrupted is true when the run was stopped early (Ctrl-C).
 	Interrupted bool     `json:"interrupted"`
 	Notes       []string `json:"notes,omitempty"`
@@ -140,7 +155,26 @@ type Result struct {
 	ReqPerSec     Spread `json:"-"`
 	// script is the run's Lua states, for ScriptDone.
 	script *scriptRun
+	// hist and histAll are Latency's and LatencyAll's histograms; raw
+	// every response's latency in µs, with Options.RawLatencies.
+	hist, histAll *hdrhistogram.Histogram
+	raw           []int64
 }
+
+// KeepHistograms puts the run's latency histograms into the result's
+// JSON (Histogram, HistogramAll), as a worker's result carries them.
+func (r *Result) KeepHistograms() {
+	if r.hist != nil {
+		r.Histogram = newHist(r.hist)
+	}
+	if r.histAll != nil && r.histAll.TotalCount() > 0 {
+		r.HistogramAll = newHist(r.histAll)
+	}
+}
+
+// RawLatencies is every response's latency in microseconds, as recorded
+// in the histogram, when Options.RawLatencies asked for them.
+func (r *Result) RawLatencies() []int64 { return r.raw }
 
 // Spread sums up samples as a row of wrk's "Thread Stats" table does.
 type Spread struct {

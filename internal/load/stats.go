@@ -64,6 +64,9 @@ type threadStats struct {
 	from       time.Duration
 	measured   secStats
 	mrun, mall *hdrhistogram.Histogram
+	// raw, when not nil, keeps every response's latency in µs
+	// (Options.RawLatencies).
+	raw []int64
 }
 
 func newThreadStats(from time.Duration) *threadStats {
@@ -106,6 +109,9 @@ func (t *threadStats) record(lat, at time.Duration, status int, bytes uint64) {
 	t.total.status[class]++
 	t.run.RecordValue(us)
 	t.all.RecordValue(us)
+	if t.raw != nil {
+		t.raw = append(t.raw, us)
+	}
 	if t.from >= 0 && at >= t.from {
 		m := &t.measured
 		m.requests++

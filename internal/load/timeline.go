@@ -65,6 +65,9 @@ func (a *aggregator) collect(length time.Duration) Second {
 		s.P50 = us(a.hist.ValueAtPercentile(50))
 		s.P99 = us(a.hist.ValueAtPercentile(99))
 	}
+	if a.e.opts.Segment != nil {
+		s.Histogram = newHist(a.hist)
+	}
 	return s
 }
 

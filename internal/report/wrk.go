@@ -50,7 +50,9 @@ func WrkText(w io.Writer, r *load.Result, latency bool) error {
 	p := NewPrinter(w)
 	p.F("  Thread Stats%6s%11s%8s%12s\n", "Avg", "Stdev", "Max", "+/- Stdev")
 	wrkStats(p, "Latency", r.LatencySpread, wrkTimeUs)
-	wrkStats(p, "Req/Sec", r.ReqPerSec, wrkMetric)
+	if len(r.Workers) == 0 { // a merge has no thread's 100 ms samples
+		wrkStats(p, "Req/Sec", r.ReqPerSec, wrkMetric)
+	}
 	if latency {
 		p.F("  Latency Distribution\n")
 		for _, pc := range []float64{50, 75, 90, 99} {

@@ -158,10 +158,19 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		recs = append(recs, s.rec)
 	}
 	o.phase("baseline", o.Baseline)
-	pace.Sleep(ctx, o.Baseline)
+	if at := o.Load.StartAt; !at.IsZero() {
+		// A worker of a distributed run: its baseline lasts until the
+		// common start, less the time its mark's snapshot may take.
+		pace.Until(ctx, at.Add(-markSlack))
+	} else {
+		pace.Sleep(ctx, o.Baseline)
+	}
 	// Sampling resumes once the load has begun (or failed to).
 	resume := sync.OnceFunc(source.Mark(ctx, recs...))
 	ev.LoadStart = time.Now()
+	if at := o.Load.StartAt; at.After(ev.LoadStart) {
+		ev.LoadStart = at
+	}
 	started := o.Load.OnStart
 	o.Load.OnStart = func() {
 		resume()
@@ -194,6 +203,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	return Diagnose(ev), nil
 }
+
+// markSlack is how long before a distributed run's common start its
+// baseline ends: the mark's snapshot is taken meanwhile, so that the
+// load starts on time on a busy host too.
+const markSlack = 500 * time.Millisecond
 
 // phase tells OnPhase that a timed step begins.
 func (o *Options) phase(name string, d time.Duration) {
