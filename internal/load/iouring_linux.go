@@ -246,7 +246,7 @@ func (p *uringPoller) wait(timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = -1 // only look
 	}
-	if err := p.ring.Enter(1, timeout); err != nil && err != unix.EBUSY && err != unix.EAGAIN {
+	if err := p.ring.Enter(1, timeout); err != nil && !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EAGAIN) {
 		return err
 	}
 	now := p.w.now()

@@ -6,6 +6,8 @@ import (
 	"io"
 	"iter"
 	"net"
+	"os"
+	"syscall"
 	"time"
 )
 
@@ -173,3 +175,23 @@ func (tlsAddr) Network() string { return "tcp" }
 func (tlsAddr) String() string  { return "event-loop" }
 
 var _ io.ReadWriter = (*tlsTransport)(nil)
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+func tlsCause(err error) string {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return connectCause(se)
+	}
+	if isTimeout(err) {
+		return "timeout"
+	}
+	var he tls.RecordHeaderError
+	if errors.As(err, &he) {
+		return "tls-handshake"
+	}
+	return err.Error()
+}

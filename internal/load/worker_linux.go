@@ -589,7 +589,7 @@ func (w *worker) receivedTLS(c *conn, b []byte, now time.Duration) bool {
 				return false
 			}
 		}
-		if err == io.EOF { // close_notify
+		if errors.Is(err, io.EOF) { // close_notify
 			w.eof(c, now)
 			return false
 		}
