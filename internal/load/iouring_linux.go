@@ -146,14 +146,38 @@ func uringRefused(err error) error {
 	return err
 }
 
+// close cancels what is in flight, closes every socket and then the
+// ring, from this thread: the ring's only submitter, whose task work the
+// completions of the cancelled receives are. Closing the ring with them
+// armed leaves that to the kernel's teardown, which waits for this thread
+// to run it, and a Go thread back in the scheduler's pool may not for
+// seconds: the server saw the connections stay open.
 func (p *uringPoller) close() {
-	// Closing the ring cancels what is in flight and closes the
-	// registered sockets; the buffers are unmapped after it.
+	if s := p.ring.Get(); s != nil {
+		s.PrepCancelAll()
+		s.UserData = uint64(opOther) << 56
+	}
+	for _, c := range p.w.conns {
+		if c.fd >= 0 {
+			if s := p.ring.Get(); s != nil {
+				s.PrepCloseFixed(uint32(c.fd))
+				s.UserData = uint64(opOther) << 56
+			}
+			c.fd = -1
+		}
+	}
+	// Submit, and run the completions until none is left (a few turns at
+	// most; bounded, whatever happens).
+	for range 8 {
+		p.ring.Enter(0, -1)
+		head, tail := p.ring.Ready()
+		p.ring.Seen(tail)
+		if head == tail && p.ring.Pending() == 0 {
+			break
+		}
+	}
 	p.ring.Close()
 	p.bufs.Free()
-	for _, c := range p.w.conns {
-		c.fd = -1
-	}
 }
 
 // sqe returns a free submission slot; nil if the queue is full and could

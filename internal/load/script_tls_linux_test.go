@@ -14,6 +14,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // selfSigned returns a certificate for 127.0.0.1, made for the test.
@@ -124,6 +126,26 @@ func TestScriptHTTPSDelayStop(t *testing.T) {
 		_, _, seen = runScriptOn(t, eng, srv, "stop.lua", 2, time.Second)
 		if n := total(seen); n < 100 || n > 104 {
 			t.Errorf("stop.lua sent %d requests, want 100 (50 per thread)", n)
+		}
+	})
+}
+
+// TestClosedAtEnd: when a run ends, its connections are closed at once,
+// over http and https, with either engine (io_uring's sockets are
+// closed by the loop's own thread before its ring: left to the ring's
+// teardown, a server saw them open for seconds).
+func TestClosedAtEnd(t *testing.T) {
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		for _, srv := range []*recorder{newRecorder(t), newTLSRecorder(t)} {
+			res, err := Run(context.Background(), Options{Engine: eng, URL: srv.URL + "/", Threads: 2, Connections: 8, Duration: 500 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			open := func() int { srv.mu.Lock(); defer srv.mu.Unlock(); return srv.open }
+			if !poll.Wait(2*time.Second, func() bool { return open() == 0 }) {
+				t.Errorf("%s: %d connections still open %v after the run (%d requests)", srv.URL, open(), time.Since(start), res.Requests)
+			}
 		}
 	})
 }

@@ -523,28 +523,33 @@ func (w *worker) sendPrepared(c *conn, origin, now time.Duration) {
 	c.start = origin
 	c.deadline = now + w.e.opts.Timeout
 	c.state = cWriting
-	c.out, c.wrOff = c.req, 0
 	if c.tls != nil {
+		// The records join what crypto/tls has pending; they go now,
+		// or (a write of earlier records still under way, which c.out
+		// and c.wrOff belong to) when that one is written.
 		if err := c.tls.write(c.req); err != nil {
 			w.failReq(c, errWrite, tlsCause(err))
 			return
 		}
-		if c.inflight { // the last records still go out: written sends these
-			return
-		}
-		c.out = c.tls.pending()
+		w.flushTLS(c)
+		return
 	}
+	c.out, c.wrOff = c.req, 0
 	w.io.write(c)
 }
 
-// written: c.out went out whole.
+// written: c.out went out whole. Over TLS, what crypto/tls wrote
+// meanwhile goes next, and the request is written once none is left.
 func (w *worker) written(c *conn) {
 	c.inflight = false
-	if c.state == cWriting {
-		c.state = cReading
-	}
 	if c.tls != nil {
 		w.flushTLS(c)
+		if c.inflight || c.fd < 0 {
+			return
+		}
+	}
+	if c.state == cWriting {
+		c.state = cReading
 	}
 }
 

@@ -69,6 +69,7 @@ const (
 	recvMultishot   = 1 << 1
 	cancelAll       = 1 << 0
 	cancelFd        = 1 << 1
+	cancelAny       = 1 << 2
 	cancelFdFixed   = 1 << 3
 	fileIndexOffset = 1 // file_index is the fixed slot + 1; 0 means a normal fd
 )
@@ -298,6 +299,9 @@ func (r *Ring) Get() *SQE {
 	return s
 }
 
+// Pending is the number of SQEs not yet submitted.
+func (r *Ring) Pending() uint32 { return r.tail - atomic.LoadUint32(r.sqHead) }
+
 // Room is the number of SQEs Get can hand out before the queue is
 // full; Flush submits what is pending to make more.
 func (r *Ring) Room() uint32 { return r.sqMask + 1 - (r.tail - atomic.LoadUint32(r.sqHead)) }
@@ -370,6 +374,11 @@ func (s *SQE) PrepRecvMultishot(slot uint32, bgid uint16) {
 // PrepCancelFixed cancels every request in flight on fixed slot.
 func (s *SQE) PrepCancelFixed(slot uint32) {
 	s.Opcode, s.Fd, s.OpFlags = OpAsyncCancel, int32(slot), cancelAll|cancelFd|cancelFdFixed
+}
+
+// PrepCancelAll cancels every request in flight on the ring.
+func (s *SQE) PrepCancelAll() {
+	s.Opcode, s.Fd, s.OpFlags = OpAsyncCancel, -1, cancelAll|cancelAny
 }
 
 // PrepCloseFixed empties fixed slot; the socket closes once no request
