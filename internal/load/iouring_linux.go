@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -111,6 +112,10 @@ func newUringPoller(w *worker) (*uringPoller, error) {
 // filter), SINGLE_ISSUER|DEFER_TASKRUN (6.1), the operations, fixed
 // files and a buffer ring.
 func probeUring() error {
+	// A single-issuer ring takes io_uring_register from the thread that
+	// made it alone (EEXIST from any other): keep this goroutine on one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ring, err := uring.New(8, 16)
 	if err != nil {
 		return uringRefused(err)
