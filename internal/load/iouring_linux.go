@@ -255,9 +255,20 @@ func (p *uringPoller) write(c *conn) {
 
 func (p *uringPoller) drop(c *conn) {
 	slot := uint32(c.fd)
-	if c.recv || c.inflight || c.state == cConnecting {
+	switch {
+	case c.inflight || c.state == cConnecting || c.eagerSent:
+		// A connect or a send may be in flight too (a timeout, a
+		// server that answered early): everything on the slot.
 		if s := p.sqe(); s != nil {
 			s.PrepCancelFixed(slot)
+			s.Flags |= uring.SQECQESkipSuccess
+			s.UserData = userData(opOther, c)
+		}
+	case c.recv:
+		// The usual drop: only the receive is armed; cancelled by its
+		// user_data, one lookup.
+		if s := p.sqe(); s != nil {
+			s.PrepCancel(userData(opRecv, c))
 			s.Flags |= uring.SQECQESkipSuccess
 			s.UserData = userData(opOther, c)
 		}

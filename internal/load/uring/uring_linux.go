@@ -376,6 +376,13 @@ func (s *SQE) PrepCancelFixed(slot uint32) {
 	s.Opcode, s.Fd, s.OpFlags = OpAsyncCancel, int32(slot), cancelAll|cancelFd|cancelFdFixed
 }
 
+// PrepCancel cancels the request in flight whose user_data is ud: a
+// lookup in one bucket of the kernel's cancel table, where PrepCancelFixed
+// walks them all.
+func (s *SQE) PrepCancel(ud uint64) {
+	s.Opcode, s.Fd, s.Addr = OpAsyncCancel, -1, ud
+}
+
 // PrepCancelAll cancels every request in flight on the ring.
 func (s *SQE) PrepCancelAll() {
 	s.Opcode, s.Fd, s.OpFlags = OpAsyncCancel, -1, cancelAll|cancelAny

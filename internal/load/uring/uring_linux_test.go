@@ -66,8 +66,17 @@ func wait(t *testing.T, r *Ring) *CQE {
 
 // TestSocketConnectSendRecv: a socket made in a fixed slot, connected,
 // a send and a multishot receive into provided buffers that stays
-// armed, then a cancel and a close.
+// armed, then a cancel (of everything on the slot, or of the receive by
+// its user_data) and a close.
 func TestSocketConnectSendRecv(t *testing.T) {
+	for _, byUserData := range []bool{false, true} {
+		t.Run(map[bool]string{false: "cancel-fixed", true: "cancel-user-data"}[byUserData], func(t *testing.T) {
+			socketConnectSendRecv(t, byUserData)
+		})
+	}
+}
+
+func socketConnectSendRecv(t *testing.T, byUserData bool) {
 	r := newRing(t)
 	if err := r.Supports(OpSocket, OpConnect, OpSend, OpRecv, OpClose, OpAsyncCancel); err != nil {
 		t.Skip(err)
@@ -142,7 +151,11 @@ func TestSocketConnectSendRecv(t *testing.T) {
 		br.Commit()
 	}
 	s = r.Get()
-	s.PrepCancelFixed(slot)
+	if byUserData {
+		s.PrepCancel(2)
+	} else {
+		s.PrepCancelFixed(slot)
+	}
 	s.UserData = 4
 	s = r.Get()
 	s.PrepCloseFixed(slot)
@@ -152,7 +165,11 @@ func TestSocketConnectSendRecv(t *testing.T) {
 		c := wait(t, r)
 		seen[c.UserData] = c.Res
 	}
-	if seen[2] != -int32(unix.ECANCELED) || seen[4] != 1 || seen[5] != 0 {
+	cancelled := int32(1) // CANCEL_ALL counts them
+	if byUserData {
+		cancelled = 0
+	}
+	if seen[2] != -int32(unix.ECANCELED) || seen[4] != cancelled || seen[5] != 0 {
 		t.Errorf("cancel and close: %v; want the receive cancelled, one request cancelled, the slot closed", seen)
 	}
 	// The peer sees the close.
