@@ -51,7 +51,7 @@ lint:
 # only makes it slower: `make stress` runs them with every CPU kept busy.
 # What each pass skips the other runs (-skip and -run of one list), so
 # no test is left out. Measured on the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestCapacitySeed000|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestCapacitySeed000|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared), TestRun* (loads judged
 #                    from both hosts' counters), TestPath* (capacity

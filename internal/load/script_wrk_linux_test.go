@@ -187,7 +187,7 @@ func share(m map[string]int, key string) float64 {
 // TestScriptAuthLikeWrk: response() keeps a token from the login's
 // response and request() sends it from then on.
 func TestScriptAuthLikeWrk(t *testing.T) {
-	eachEngine(t, func(t *testing.T, eng Engine) {
+	oneEngine(t, EngineEpoll, func(t *testing.T, eng Engine) {
 		c := &scriptCase{engine: eng, script: "auth.lua", threads: 2, conns: 4, dur: time.Second}
 		runBoth(t, c)
 		sameShares(t, c)
@@ -209,7 +209,7 @@ func TestScriptAuthLikeWrk(t *testing.T) {
 // TestScriptPathsLikeWrk: several paths in turn, a POST body, and
 // init's args (args[1] is the first after the URL).
 func TestScriptPathsLikeWrk(t *testing.T) {
-	eachEngine(t, func(t *testing.T, eng Engine) {
+	oneEngine(t, EngineIOUring, func(t *testing.T, eng Engine) {
 		c := &scriptCase{engine: eng, script: "paths.lua", args: []string{"run-7"}, threads: 2, conns: 4, dur: time.Second}
 		runBoth(t, c)
 		sameShares(t, c)
@@ -253,7 +253,7 @@ func doneLines(out string) []string {
 // per-thread counters summed in done, and done's arguments with wrk's
 // fields: the same printed shape as wrk's.
 func TestScriptDoneLikeWrk(t *testing.T) {
-	eachEngine(t, func(t *testing.T, eng Engine) {
+	oneEngine(t, EngineEpoll, func(t *testing.T, eng Engine) {
 		c := &scriptCase{engine: eng, script: "counters.lua", threads: 2, conns: 4, dur: time.Second}
 		runBoth(t, c)
 		// Each thread tags its requests: how they split between the two is
@@ -296,7 +296,7 @@ func TestScriptDelayLikeWrk(t *testing.T) {
 
 // TestScriptStopLikeWrk: wrk.thread:stop() ends a thread's requests.
 func TestScriptStopLikeWrk(t *testing.T) {
-	eachEngine(t, func(t *testing.T, eng Engine) {
+	oneEngine(t, EngineIOUring, func(t *testing.T, eng Engine) {
 		c := &scriptCase{engine: eng, script: "stop.lua", threads: 2, conns: 2, dur: time.Second}
 		runBoth(t, c)
 		for tool, n := range map[string]int{"wrk": total(c.wrkSeen), "netdoctor": total(c.ndSeen)} {

@@ -10,7 +10,7 @@ import (
 
 // TestRamp: connections step up from FROM to TO over the ramp.
 func TestRamp(t *testing.T) {
-	eachEngine(t, func(t *testing.T, eng Engine) {
+	oneEngine(t, EngineEpoll, func(t *testing.T, eng Engine) {
 		s := newCounting(t, nil)
 		res := mustRun(t, Options{Engine: eng, URL: s.URL, Ramp: &Ramp{From: 2, To: 8, Over: 3 * time.Second}, Duration: 4 * time.Second, Threads: 2})
 		if len(res.Timeline) < 4 {
