@@ -39,6 +39,7 @@ func capacityLoadFlags(fs *flag.FlagSet) *loadOpts {
 	fs.StringVar(&lo.script, "script", "", "wrk's Lua script (wrk's API; arguments after the URL or after -- go to init)")
 	fs.StringVar(&lo.script, "s", "", "same as --script")
 	fs.StringVar(&lo.jsonOut, "json", "", "write the report as JSON to this file (- for stdout, and the text to stderr)")
+	engineFlag(fs, lo)
 	return lo
 }
 

@@ -37,6 +37,7 @@ type loadOpts struct {
 	bodyFile string
 	ramp     string
 	script   string
+	engine   string
 }
 
 func loadFlags(fs *flag.FlagSet) *loadOpts {
@@ -62,7 +63,13 @@ func loadFlags(fs *flag.FlagSet) *loadOpts {
 	fs.StringVar(&lo.script, "script", "", "wrk's Lua script (wrk's API; arguments after the URL or after -- go to init)")
 	fs.StringVar(&lo.script, "s", "", "same as --script")
 	fs.StringVar(&lo.jsonOut, "json", "", "write the result as JSON to this file (- for stdout, and the text to stderr)")
+	engineFlag(fs, lo)
 	return lo
+}
+
+// engineFlag is --engine, which load, run and capacity share.
+func engineFlag(fs *flag.FlagSet, lo *loadOpts) {
+	fs.StringVar(&lo.engine, "engine", "auto", "the load engine: io_uring, epoll, or auto (io_uring where this host allows it, else epoll)")
 }
 
 // loadArgs is o as the load flags of run (and load) that make it: how
@@ -91,6 +98,9 @@ func loadArgs(o load.Options) []string {
 	}
 	if o.NoKeepAlive {
 		a = append(a, flagName("no-keepalive"))
+	}
+	if o.Engine != "" && o.Engine != load.EngineAuto {
+		add("engine", string(o.Engine))
 	}
 	if o.Method != "" && o.Method != "GET" {
 		add("m", o.Method)
@@ -137,6 +147,16 @@ func (lo *loadOpts) check(set map[string]bool) error {
 		return badInput("--timeout %v: must be positive", o.Timeout)
 	case lo.body != "" && lo.bodyFile != "":
 		return badInput("--body and --body-file are exclusive")
+	}
+	eng, err := load.ParseEngine(lo.engine)
+	if err != nil {
+		return badInput("--%v", strings.TrimPrefix(err.Error(), load.ErrInvalid.Error()+": "))
+	}
+	if _, _, err := load.EngineFor(eng); err != nil {
+		return badInput("%v", strings.TrimPrefix(err.Error(), load.ErrInvalid.Error()+": "))
+	}
+	if eng != load.EngineAuto { // the zero value is auto: options as data say nothing of it
+		o.Engine = eng
 	}
 	if lo.script != "" {
 		s, err := load.LoadScript(lo.script)

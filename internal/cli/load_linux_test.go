@@ -2,12 +2,18 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/netdoctor/netdoctor/internal/load"
 )
 
 // TestLoadPortExhaustion: in a namespace with 10 local ports and no
@@ -95,5 +101,52 @@ func TestLoadClosedPort(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err != nil {
 		t.Errorf("no JSON report: %v", err)
+	}
+}
+
+// TestLoadEngineFlag: --engine runs the engine asked for and the report
+// names it (the generator's line, the JSON's engine); auto names the one
+// it picked; an unknown engine is a one-line usage error before any
+// load.
+func TestLoadEngineFlag(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
+	var served atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		served.Add(1)
+		io.WriteString(w, "ok\n")
+	}))
+	defer s.Close()
+	want := map[string]load.Engine{"epoll": load.EngineEpoll, "io_uring": load.EngineIOUring}
+	picked, _, err := load.EngineFor(load.EngineAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want["auto"] = picked
+	if _, _, err := load.EngineFor(load.EngineIOUring); err != nil {
+		t.Logf("io_uring refused here (%v): not tried", err)
+		delete(want, "io_uring")
+	}
+	for flag, eng := range want {
+		out := filepath.Join(t.TempDir(), "load.json")
+		code, stdout, stderr := runCLI(t, "load", "-n", "20", "-c", "2", "-t", "1", "-d", "30s", "--engine", flag, "--json", out, s.URL)
+		if code != ExitOK {
+			t.Fatalf("--engine %s: exit %d\n%s\n%s", flag, code, stdout, stderr)
+		}
+		var r struct {
+			Engine   load.Engine `json:"engine"`
+			Requests uint64      `json:"requests"`
+		}
+		b, err := os.ReadFile(out)
+		if err != nil || json.Unmarshal(b, &r) != nil {
+			t.Fatalf("--engine %s: report %q: %v", flag, b, err)
+		}
+		if r.Engine != eng || r.Requests != 20 || !strings.Contains(stdout+stderr, "Load generator: "+string(eng)+" engine, ") {
+			t.Errorf("--engine %s: JSON engine %q, %d requests, output:\n%s%s\nwant %s named and 20 requests", flag, r.Engine, r.Requests, stdout, stderr, eng)
+		}
+	}
+	before := served.Load()
+	code, stdout, stderr := runCLI(t, "load", "-n", "20", "--engine", "kqueue", s.URL)
+	if code != ExitUsage || !strings.Contains(stderr, "kqueue") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || stdout != "" || served.Load() != before {
+		t.Errorf("--engine kqueue: exit %d, stdout %q, stderr %q, %d requests served; want %d, one line and no load", code, stdout, stderr, served.Load()-before, ExitUsage)
 	}
 }

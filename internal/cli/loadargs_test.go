@@ -22,6 +22,7 @@ func TestLoadArgs(t *testing.T) {
 		{Requests: 300, Rate: 12.5, Timeout: 1500 * time.Millisecond, NoKeepAlive: true, Method: "POST",
 			Header: []string{"X-A: 1", "X-B: 2"}, Body: []byte("a=1"), Duration: time.Minute},
 		{Ramp: &load.Ramp{From: 10, To: 100, Over: 30 * time.Second}},
+		{Connections: 5, Engine: load.EngineEpoll},
 	}
 	for _, sc := range lab.Scenarios {
 		cases = append(cases, sc.Load)

@@ -55,6 +55,9 @@ func Probe(ctx context.Context, o Options) error {
 	if err := defaults(&o); err != nil {
 		return err
 	}
+	if _, _, err := choose(o.Engine); err != nil {
+		return err
+	}
 	if o.Script == nil {
 		if _, err := buildRequest(o, t); err != nil {
 			return err

@@ -41,6 +41,11 @@ type engine struct {
 	script *scriptRun
 	runErr atomic.Pointer[error] // the first script error of the run
 	hist   *hdrhistogram.Histogram
+	// engine is the event loop that runs (choose); notes what the run
+	// should say about it.
+	engine  Engine
+	notesMu sync.Mutex
+	notes   []string
 }
 
 // fail stops the run for a script error; Run returns the first.
@@ -103,6 +108,14 @@ func prepare(ctx context.Context, o Options) (*engine, error) {
 		return nil, err
 	}
 	e := &engine{opts: o, t: t, done: make(chan struct{}), unit: 1}
+	eng, note, err := choose(o.Engine)
+	if err != nil {
+		return nil, err
+	}
+	e.engine = eng
+	if note != "" {
+		e.notes = append(e.notes, note)
+	}
 	e.head = o.Method == "HEAD"
 	if o.Script == nil {
 		if e.req, err = buildRequest(o, t); err != nil {
@@ -196,7 +209,7 @@ func buildRequest(o Options, t target) ([]byte, error) {
 func (e *engine) run(ctx context.Context) (*Result, error) {
 	o := e.opts
 	res := &Result{URL: o.URL, Method: o.Method, Connections: o.Connections, Threads: o.Threads,
-		KeepAlive: !o.NoKeepAlive, Rate: o.Rate}
+		KeepAlive: !o.NoKeepAlive, Rate: o.Rate, Engine: e.engine}
 	if n, note := raiseNofile(o.Connections); note != "" {
 		res.Notes = append(res.Notes, note)
 		if n < o.Connections {
@@ -271,11 +284,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if e.t.scheme == "https" {
-				busy[i] = e.runTLS(i)
-			} else {
-				busy[i] = e.runWorker(i)
-			}
+			busy[i] = e.runThread(i)
 		}()
 	}
 	wg.Wait()
@@ -285,6 +294,7 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	<-ratesDone
 	agg.flush(elapsed)
 	res.Interrupted = ctx.Err() != nil
+	res.Notes = append(res.Notes, e.notes...)
 	res.ReqPerSec = spreadOf(rates.hist)
 	e.fill(res, elapsed, busy, processCPU()-cpu0, agg)
 	if sr := e.script; sr != nil {

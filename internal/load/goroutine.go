@@ -1,3 +1,5 @@
+//go:build !linux
+
 package load
 
 import (
@@ -7,9 +9,7 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 	"unsafe"
 )
@@ -41,13 +41,16 @@ func (e *engine) runGoroutines(id int, dial dialFunc) float64 {
 	if e.script != nil {
 		lt = e.script.threads[id]
 	}
+	// The thread's connections share its Lua state and take turns in
+	// it: a Lua state is not safe for concurrent use.
+	var ltMu sync.Mutex
 	cpu0 := processCPU()
 	var wg sync.WaitGroup
 	for i := range slots {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g := newGoConn(e, st, lt, i*n+id, dial)
+			g := newGoConn(e, st, lt, &ltMu, i*n+id, dial)
 			defer g.close()
 			g.loop()
 		}()
@@ -65,7 +68,8 @@ func (e *engine) runGoroutines(id int, dial dialFunc) float64 {
 type goConn struct {
 	e     *engine
 	st    *threadStats
-	lt    *luaThread // nil without a script
+	lt    *luaThread  // nil without a script
+	ltMu  *sync.Mutex // serialises the thread's calls into lt
 	slot  int
 	dial  dialFunc
 	addr  string
@@ -76,8 +80,8 @@ type goConn struct {
 	start time.Duration // the current request's latency origin
 }
 
-func newGoConn(e *engine, st *threadStats, lt *luaThread, slot int, dial dialFunc) *goConn {
-	g := &goConn{e: e, st: st, lt: lt, slot: slot, dial: dial, p: newRespParser(),
+func newGoConn(e *engine, st *threadStats, lt *luaThread, ltMu *sync.Mutex, slot int, dial dialFunc) *goConn {
+	g := &goConn{e: e, st: st, lt: lt, ltMu: ltMu, slot: slot, dial: dial, p: newRespParser(),
 		buf: make([]byte, 32<<10), req: e.req, addr: net.JoinHostPort(e.addr.String(), e.t.port)}
 	if lt != nil {
 		g.req = lt.static
@@ -184,9 +188,9 @@ func (g *goConn) connect() bool {
 // delay runs the script's delay() and sleeps what it asks, or until the
 // run stops. It returns false if the script failed.
 func (g *goConn) delay() bool {
-	g.lt.mu.Lock()
+	g.ltMu.Lock()
 	d, err := g.lt.callDelay()
-	g.lt.mu.Unlock()
+	g.ltMu.Unlock()
 	if err != nil {
 		g.e.fail(err)
 		return false
@@ -207,9 +211,9 @@ func (g *goConn) request() ([]byte, error) {
 	if g.lt == nil || g.lt.request == nil {
 		return g.req, nil
 	}
-	g.lt.mu.Lock()
+	g.ltMu.Lock()
 	s, err := g.lt.call(g.lt.request)
-	g.lt.mu.Unlock()
+	g.ltMu.Unlock()
 	// The string's bytes are written as they are, without a copy.
 	return unsafe.Slice(unsafe.StringData(s), len(s)), err
 }
@@ -219,8 +223,8 @@ func (g *goConn) response() error {
 	if g.lt == nil || g.lt.response == nil {
 		return nil
 	}
-	g.lt.mu.Lock()
-	defer g.lt.mu.Unlock()
+	g.ltMu.Lock()
+	defer g.ltMu.Unlock()
 	return g.lt.callResponse(g.p.status(), g.p.capt)
 }
 
@@ -298,24 +302,4 @@ func (g *goConn) finish(read uint64, clean bool) (bool, int, string) {
 		return g.scriptFailed(err)
 	}
 	return g.p.keepAlive() && clean, stNone, ""
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
-}
-
-func tlsCause(err error) string {
-	var se syscall.Errno
-	if errors.As(err, &se) {
-		return connectCause(se)
-	}
-	if isTimeout(err) {
-		return "timeout"
-	}
-	var he tls.RecordHeaderError
-	if errors.As(err, &he) {
-		return "tls-handshake"
-	}
-	return err.Error()
 }

@@ -42,8 +42,7 @@ type Options struct {
 	// to Connections, instead of all of them at the start: a request
 	// due when every open connection is busy opens one more, as a
 	// client's pool grows, and waits in the generator (Result.Queued)
-	// only once Connections are open. Over https:// it is ignored: the
-	// connections are all opened, each pacing its own requests.
+	// only once Connections are open.
 	Grow bool
 	// Measure, if > 0, is where the measured part of the run begins,
 	// after a warm-up: Result.Measured sums up what ended from then on
@@ -58,6 +57,11 @@ type Options struct {
 	// Ramp, if set, steps the number of connections from Ramp.From to
 	// Ramp.To over Ramp.Over; Connections is then Ramp.To.
 	Ramp *Ramp
+	// Engine is the event loop: EngineEpoll, EngineIOUring, or
+	// EngineAuto (the zero value too): io_uring where this host allows
+	// it, epoll where it is disabled, refused (a seccomp filter) or too
+	// old, the reason in Result.Notes. Result.Engine says which ran.
+	Engine Engine
 
 	// Script, if set, is a wrk Lua script: it sets the requests (Method,
 	// Header and Body become wrk.method, wrk.headers and wrk.body), may
@@ -89,6 +93,39 @@ type Options struct {
 	// is complete, on a goroutine of its own; it must return quickly.
 	OnSecond func(Second) `json:"-"`
 }
+
+// Engine names a load engine (--engine).
+type Engine string
+
+// The engines: Run picks for EngineAuto.
+const (
+	EngineAuto    Engine = "auto"
+	EngineEpoll   Engine = "epoll"
+	EngineIOUring Engine = "io_uring"
+	// EngineGoroutines is where there is no epoll (not Linux): a
+	// goroutine per connection. Never asked for; only reported.
+	EngineGoroutines Engine = "goroutines"
+)
+
+// ParseEngine reads --engine's value.
+func ParseEngine(s string) (Engine, error) {
+	switch e := Engine(s); e {
+	case EngineAuto, EngineEpoll, EngineIOUring:
+		return e, nil
+	case "":
+		return EngineAuto, nil
+	}
+	return "", fmt.Errorf("%w: engine %q: want epoll, io_uring or auto", ErrInvalid, s)
+}
+
+// EngineFor says which engine a run asked for asked would use on this
+// host, and why when that is not the one asked for (EngineAuto falling
+// back); an engine this host cannot run is ErrEngine.
+func EngineFor(asked Engine) (Engine, string, error) { return choose(asked) }
+
+// ErrEngine is an engine asked for that this host cannot run: options
+// this host cannot run, so ErrInvalid too.
+var ErrEngine = fmt.Errorf("%w: load engine unavailable", ErrInvalid)
 
 // Ramp is --ramp FROM:TO:DURATION.
 type Ramp struct {

@@ -82,14 +82,18 @@ type Self struct {
 
 // Result is the outcome of a run.
 type Result struct {
-	URL         string        `json:"url"`
-	Method      string        `json:"method"`
-	Connections int           `json:"connections"`
-	Threads     int           `json:"threads"`
-	KeepAlive   bool          `json:"keepalive"`
-	Rate        float64       `json:"target_rate,omitempty"`
-	Elapsed     time.Duration `json:"duration_ns"`
-	DurationS   float64       `json:"duration_s"`
+	URL         string `json:"url"`
+	Method      string `json:"method"`
+	Connections int    `json:"connections"`
+	Threads     int    `json:"threads"`
+	KeepAlive   bool   `json:"keepalive"`
+	// Engine is the event loop that ran (Options.Engine): "epoll",
+	// "io_uring", or "goroutines" where there is no epoll. Empty in
+	// results written before it.
+	Engine    Engine        `json:"engine,omitempty"`
+	Rate      float64       `json:"target_rate,omitempty"`
+	Elapsed   time.Duration `json:"duration_ns"`
+	DurationS float64       `json:"duration_s"`
 
 	// Requests counts completed responses, whatever their status.
 	Requests    uint64  `json:"requests"`

@@ -144,11 +144,7 @@ type scriptRun struct {
 
 // luaThread is one event-loop thread's Lua state.
 type luaThread struct {
-	L *lua.LState
-	// mu serialises the calls into L from the goroutines of one thread
-	// (https://, where each connection has its own): a Lua state is not
-	// safe for concurrent use. The event loop needs no lock.
-	mu       sync.Mutex
+	L        *lua.LState
 	addr     *net.TCPAddr
 	stopped  atomic.Bool
 	request  *lua.LFunction

@@ -23,16 +23,18 @@ func mustScript(t *testing.T, name string) *Script {
 // TestScriptSandbox: a script has no way to files or programs, and
 // io.write reaches the script's output.
 func TestScriptSandbox(t *testing.T) {
-	s := newCounting(t, nil)
-	var out bytes.Buffer
-	res := mustRun(t, Options{URL: s.URL, Requests: 10, Connections: 1, Threads: 1,
-		Script: mustScript(t, "sandbox.lua"), ScriptOut: &out})
-	if err := res.ScriptDone(); err != nil {
-		t.Fatal(err)
-	}
-	if got := out.String(); got != "sandbox closed\n" {
-		t.Errorf("script wrote %q, want sandbox closed", got)
-	}
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		s := newCounting(t, nil)
+		var out bytes.Buffer
+		res := mustRun(t, Options{Engine: eng, URL: s.URL, Requests: 10, Connections: 1, Threads: 1,
+			Script: mustScript(t, "sandbox.lua"), ScriptOut: &out})
+		if err := res.ScriptDone(); err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); got != "sandbox closed\n" {
+			t.Errorf("script wrote %q, want sandbox closed", got)
+		}
+	})
 }
 
 // TestScriptSyntaxError: the error names the file and line.

@@ -112,6 +112,7 @@ type scriptCase struct {
 	ndOut, wrkOut   string
 	ndSeen, wrkSeen map[string]int
 	ndRes           *Result
+	engine          Engine
 }
 
 func runBoth(t *testing.T, c *scriptCase) {
@@ -132,7 +133,7 @@ func runBoth(t *testing.T, c *scriptCase) {
 	c.wrkSeen = srv.take()
 
 	var buf bytes.Buffer
-	res, err := Run(context.Background(), Options{URL: srv.URL + "/", Threads: c.threads, Connections: c.conns,
+	res, err := Run(context.Background(), Options{Engine: c.engine, URL: srv.URL + "/", Threads: c.threads, Connections: c.conns,
 		Duration: c.dur, Script: mustScript(t, c.script), ScriptArgs: c.args, ScriptOut: &buf})
 	if err != nil {
 		t.Fatal(err)
@@ -186,48 +187,54 @@ func share(m map[string]int, key string) float64 {
 // TestScriptAuthLikeWrk: response() keeps a token from the login's
 // response and request() sends it from then on.
 func TestScriptAuthLikeWrk(t *testing.T) {
-	c := &scriptCase{script: "auth.lua", threads: 2, conns: 4, dur: time.Second}
-	runBoth(t, c)
-	sameShares(t, c)
-	api := `GET /api/items [Authorization=Bearer tok-42] ""`
-	for tool, m := range map[string]map[string]int{"wrk": c.wrkSeen, "netdoctor": c.ndSeen} {
-		if s := share(m, api); s < 0.9 {
-			t.Errorf("%s: %.2f of the requests carried the token, want most: %v", tool, s, m)
+	oneEngine(t, EngineEpoll, func(t *testing.T, eng Engine) {
+		c := &scriptCase{engine: eng, script: "auth.lua", threads: 2, conns: 4, dur: time.Second}
+		runBoth(t, c)
+		sameShares(t, c)
+		api := `GET /api/items [Authorization=Bearer tok-42] ""`
+		for tool, m := range map[string]map[string]int{"wrk": c.wrkSeen, "netdoctor": c.ndSeen} {
+			if s := share(m, api); s < 0.9 {
+				t.Errorf("%s: %.2f of the requests carried the token, want most: %v", tool, s, m)
+			}
+			if m[`POST /login [Content-Type=application/json] "{\"user\":\"u1\"}"`] == 0 {
+				t.Errorf("%s: no login with its body: %v", tool, m)
+			}
 		}
-		if m[`POST /login [Content-Type=application/json] "{\"user\":\"u1\"}"`] == 0 {
-			t.Errorf("%s: no login with its body: %v", tool, m)
+		if n := c.ndRes.Status["4xx"]; n != 0 {
+			t.Errorf("netdoctor got %d 4xx", n)
 		}
-	}
-	if n := c.ndRes.Status["4xx"]; n != 0 {
-		t.Errorf("netdoctor got %d 4xx", n)
-	}
+	})
 }
 
 // TestScriptPathsLikeWrk: several paths in turn, a POST body, and
 // init's args (args[1] is the first after the URL).
 func TestScriptPathsLikeWrk(t *testing.T) {
-	c := &scriptCase{script: "paths.lua", args: []string{"run-7"}, threads: 2, conns: 4, dur: time.Second}
-	runBoth(t, c)
-	sameShares(t, c)
-	for _, k := range []string{`GET /a [X-Run=run-7] ""`, `GET /b [X-Run=run-7] ""`, `POST /c [X-Run=run-7] "body of c"`} {
-		if s := share(c.ndSeen, k); math.Abs(s-1.0/3) > 0.03 {
-			t.Errorf("netdoctor: %s is %.3f of the requests, want 1/3", k, s)
+	oneEngine(t, EngineIOUring, func(t *testing.T, eng Engine) {
+		c := &scriptCase{engine: eng, script: "paths.lua", args: []string{"run-7"}, threads: 2, conns: 4, dur: time.Second}
+		runBoth(t, c)
+		sameShares(t, c)
+		for _, k := range []string{`GET /a [X-Run=run-7] ""`, `GET /b [X-Run=run-7] ""`, `POST /c [X-Run=run-7] "body of c"`} {
+			if s := share(c.ndSeen, k); math.Abs(s-1.0/3) > 0.03 {
+				t.Errorf("netdoctor: %s is %.3f of the requests, want 1/3", k, s)
+			}
 		}
-	}
+	})
 }
 
 // TestScriptPipelineLikeWrk: three requests per request() result, and
 // every response of the pipeline counted.
 func TestScriptPipelineLikeWrk(t *testing.T) {
-	c := &scriptCase{script: "pipeline.lua", threads: 2, conns: 4, dur: time.Second}
-	runBoth(t, c)
-	sameShares(t, c)
-	if got, want := c.ndRes.Requests, uint64(total(c.ndSeen)); got < want-12 || got > want {
-		t.Errorf("netdoctor counted %d responses, the server answered %d", got, want)
-	}
-	if p1, p3 := c.ndSeen[`GET /p1 [] ""`], c.ndSeen[`POST /p3 [] "three"`]; p1 == 0 || p1-p3 > 4 || p3-p1 > 4 {
-		t.Errorf("netdoctor: /p1 %d, /p3 %d times, want the same", p1, p3)
-	}
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		c := &scriptCase{engine: eng, script: "pipeline.lua", threads: 2, conns: 4, dur: time.Second}
+		runBoth(t, c)
+		sameShares(t, c)
+		if got, want := c.ndRes.Requests, uint64(total(c.ndSeen)); got < want-12 || got > want {
+			t.Errorf("netdoctor counted %d responses, the server answered %d", got, want)
+		}
+		if p1, p3 := c.ndSeen[`GET /p1 [] ""`], c.ndSeen[`POST /p3 [] "three"`]; p1 == 0 || p1-p3 > 4 || p3-p1 > 4 {
+			t.Errorf("netdoctor: /p1 %d, /p3 %d times, want the same", p1, p3)
+		}
+	})
 }
 
 // doneLines returns the lines a script printed that start with "done ".
@@ -246,61 +253,69 @@ func doneLines(out string) []string {
 // per-thread counters summed in done, and done's arguments with wrk's
 // fields: the same printed shape as wrk's.
 func TestScriptDoneLikeWrk(t *testing.T) {
-	c := &scriptCase{script: "counters.lua", threads: 2, conns: 4, dur: time.Second}
-	runBoth(t, c)
-	// Each thread tags its requests: how they split between the two is
-	// the scheduler's on a busy machine, not the script's, so the split
-	// is held only to "about half" (below), not to wrk's.
-	w, n := doneLines(c.wrkOut), doneLines(c.ndOut)
-	if strings.Join(w, "\n") != strings.Join(n, "\n") {
-		t.Errorf("done printed\n%s\nunder wrk and\n%s\nunder netdoctor", strings.Join(w, "\n"), strings.Join(n, "\n"))
-	}
-	if len(n) < 30 {
-		t.Errorf("done printed %d lines: %q", len(n), c.ndOut)
-	}
-	for _, k := range []string{`PUT / [X-Thread=t1] "from thread 1"`, `PUT / [X-Thread=t2] "from thread 2"`} {
-		if s := share(c.ndSeen, k); s < 0.3 {
-			t.Errorf("netdoctor: %s is %.2f of the requests, want about half", k, s)
+	oneEngine(t, EngineEpoll, func(t *testing.T, eng Engine) {
+		c := &scriptCase{engine: eng, script: "counters.lua", threads: 2, conns: 4, dur: time.Second}
+		runBoth(t, c)
+		// Each thread tags its requests: how they split between the two is
+		// the scheduler's on a busy machine, not the script's, so the split
+		// is held only to "about half" (below), not to wrk's.
+		w, n := doneLines(c.wrkOut), doneLines(c.ndOut)
+		if strings.Join(w, "\n") != strings.Join(n, "\n") {
+			t.Errorf("done printed\n%s\nunder wrk and\n%s\nunder netdoctor", strings.Join(w, "\n"), strings.Join(n, "\n"))
 		}
-	}
+		if len(n) < 30 {
+			t.Errorf("done printed %d lines: %q", len(n), c.ndOut)
+		}
+		for _, k := range []string{`PUT / [X-Thread=t1] "from thread 1"`, `PUT / [X-Thread=t2] "from thread 2"`} {
+			if s := share(c.ndSeen, k); s < 0.3 {
+				t.Errorf("netdoctor: %s is %.2f of the requests, want about half", k, s)
+			}
+		}
+	})
 }
 
 // TestScriptDelayLikeWrk: delay() spaces each connection's requests.
 // wrk's timers fire late (about 34 ms apart for 20 ms here), so the
 // bound is the delay's, and netdoctor must be no slower than wrk.
 func TestScriptDelayLikeWrk(t *testing.T) {
-	c := &scriptCase{script: "delay.lua", threads: 2, conns: 4, dur: 2 * time.Second}
-	runBoth(t, c)
-	// 4 connections, 20 ms each: at most 400 requests in 2 s.
-	nw, nn := total(c.wrkSeen), total(c.ndSeen)
-	for tool, n := range map[string]int{"wrk": nw, "netdoctor": nn} {
-		if n < 200 || n > 420 {
-			t.Errorf("%s sent %d requests, want at most 400 (20 ms apart on 4 connections for 2 s) and at least half", tool, n)
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		c := &scriptCase{engine: eng, script: "delay.lua", threads: 2, conns: 4, dur: 2 * time.Second}
+		runBoth(t, c)
+		// 4 connections, 20 ms each: at most 400 requests in 2 s.
+		nw, nn := total(c.wrkSeen), total(c.ndSeen)
+		for tool, n := range map[string]int{"wrk": nw, "netdoctor": nn} {
+			if n < 200 || n > 420 {
+				t.Errorf("%s sent %d requests, want at most 400 (20 ms apart on 4 connections for 2 s) and at least half", tool, n)
+			}
 		}
-	}
-	if nn < nw*9/10 {
-		t.Errorf("netdoctor sent %d requests, wrk %d", nn, nw)
-	}
+		if nn < nw*9/10 {
+			t.Errorf("netdoctor sent %d requests, wrk %d", nn, nw)
+		}
+	})
 }
 
 // TestScriptStopLikeWrk: wrk.thread:stop() ends a thread's requests.
 func TestScriptStopLikeWrk(t *testing.T) {
-	c := &scriptCase{script: "stop.lua", threads: 2, conns: 2, dur: time.Second}
-	runBoth(t, c)
-	for tool, n := range map[string]int{"wrk": total(c.wrkSeen), "netdoctor": total(c.ndSeen)} {
-		if n < 100 || n > 104 {
-			t.Errorf("%s sent %d requests, want 100 (50 per thread)", tool, n)
+	oneEngine(t, EngineIOUring, func(t *testing.T, eng Engine) {
+		c := &scriptCase{engine: eng, script: "stop.lua", threads: 2, conns: 2, dur: time.Second}
+		runBoth(t, c)
+		for tool, n := range map[string]int{"wrk": total(c.wrkSeen), "netdoctor": total(c.ndSeen)} {
+			if n < 100 || n > 104 {
+				t.Errorf("%s sent %d requests, want 100 (50 per thread)", tool, n)
+			}
 		}
-	}
+	})
 }
 
 // TestScriptRuntimeError: an error in response() stops the run with the
 // script's file and line.
 func TestScriptRuntimeError(t *testing.T) {
-	srv := newRecorder(t)
-	_, err := Run(context.Background(), Options{URL: srv.URL, Threads: 1, Connections: 1, Duration: 5 * time.Second,
-		Script: mustScript(t, "error.lua")})
-	if !errors.Is(err, ErrScript) || !strings.Contains(err.Error(), "error.lua:7:") {
-		t.Errorf("err = %v, want ErrScript at error.lua:7", err)
-	}
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		srv := newRecorder(t)
+		_, err := Run(context.Background(), Options{Engine: eng, URL: srv.URL, Threads: 1, Connections: 1, Duration: 5 * time.Second,
+			Script: mustScript(t, "error.lua")})
+		if !errors.Is(err, ErrScript) || !strings.Contains(err.Error(), "error.lua:7:") {
+			t.Errorf("err = %v, want ErrScript at error.lua:7", err)
+		}
+	})
 }

@@ -10,20 +10,22 @@ import (
 
 // TestRamp: connections step up from FROM to TO over the ramp.
 func TestRamp(t *testing.T) {
-	s := newCounting(t, nil)
-	res := mustRun(t, Options{URL: s.URL, Ramp: &Ramp{From: 2, To: 8, Over: 3 * time.Second}, Duration: 4 * time.Second, Threads: 2})
-	if len(res.Timeline) < 4 {
-		t.Fatalf("timeline has %d seconds", len(res.Timeline))
-	}
-	first, last := res.Timeline[0].OpenConns, res.Timeline[len(res.Timeline)-1].OpenConns
-	if first > 4 || last != 8 || s.conns.Load() != 8 {
-		t.Errorf("open connections %d at first, %d at last, server saw %d; want ≤4 rising to 8", first, last, s.conns.Load())
-	}
-	for i := 1; i < len(res.Timeline); i++ {
-		if res.Timeline[i].OpenConns < res.Timeline[i-1].OpenConns {
-			t.Errorf("connections fell from %d to %d in second %d", res.Timeline[i-1].OpenConns, res.Timeline[i].OpenConns, i)
+	oneEngine(t, EngineEpoll, func(t *testing.T, eng Engine) {
+		s := newCounting(t, nil)
+		res := mustRun(t, Options{Engine: eng, URL: s.URL, Ramp: &Ramp{From: 2, To: 8, Over: 3 * time.Second}, Duration: 4 * time.Second, Threads: 2})
+		if len(res.Timeline) < 4 {
+			t.Fatalf("timeline has %d seconds", len(res.Timeline))
 		}
-	}
+		first, last := res.Timeline[0].OpenConns, res.Timeline[len(res.Timeline)-1].OpenConns
+		if first > 4 || last != 8 || s.conns.Load() != 8 {
+			t.Errorf("open connections %d at first, %d at last, server saw %d; want ≤4 rising to 8", first, last, s.conns.Load())
+		}
+		for i := 1; i < len(res.Timeline); i++ {
+			if res.Timeline[i].OpenConns < res.Timeline[i-1].OpenConns {
+				t.Errorf("connections fell from %d to %d in second %d", res.Timeline[i-1].OpenConns, res.Timeline[i].OpenConns, i)
+			}
+		}
+	})
 }
 
 func TestParseRamp(t *testing.T) {
@@ -80,14 +82,16 @@ func TestJudge(t *testing.T) {
 // TestBusyThreadMeasured: a thread pushing a fast local server spends a
 // measurable share of its time on CPU, reported per thread.
 func TestBusyThreadMeasured(t *testing.T) {
-	s := newCounting(t, nil)
-	res, err := Run(context.Background(), Options{URL: s.URL, Duration: time.Second, Connections: 4, Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Self.ThreadBusy) != 1 || res.Self.ThreadBusy[0] <= 0.01 || res.Self.CPUSeconds <= 0 || res.Self.CPUPerRequest <= 0 {
-		t.Errorf("self = %+v", res.Self)
-	}
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		s := newCounting(t, nil)
+		res, err := Run(context.Background(), Options{Engine: eng, URL: s.URL, Duration: time.Second, Connections: 4, Threads: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Self.ThreadBusy) != 1 || res.Self.ThreadBusy[0] <= 0.01 || res.Self.CPUSeconds <= 0 || res.Self.CPUPerRequest <= 0 {
+			t.Errorf("self = %+v", res.Self)
+		}
+	})
 }
 
 // TestCapacity: before a load, more connections than the descriptors

@@ -78,10 +78,19 @@ func LoadText(w io.Writer, r *load.Result, latency bool) error {
 	for i, b := range r.Self.ThreadBusy {
 		busy[i] = fmt.Sprintf("%.0f%%", 100*b)
 	}
-	p.F("Load generator: %.1f µs CPU per request, threads busy %s, %d connections opened\n",
-		float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "), r.ConnectionsOpened)
+	p.F("Load generator: %s%.1f µs CPU per request, threads busy %s, %d connections opened\n",
+		engineOf(r), float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "), r.ConnectionsOpened)
 	caveats(p, r)
 	return p.Err()
+}
+
+// engineOf names the engine that ran, for the generator's line; nothing
+// for results written before the engine was recorded.
+func engineOf(r *load.Result) string {
+	if r.Engine == "" {
+		return ""
+	}
+	return string(r.Engine) + " engine, "
 }
 
 // caveats are what qualifies a load's numbers, in both text layouts:

@@ -103,7 +103,7 @@ func WrkText(w io.Writer, r *load.Result, latency bool) error {
 	for i, b := range r.Self.ThreadBusy {
 		busy[i] = fmt.Sprintf("%.2f", b)
 	}
-	p.F("Load generator: %.1f µs CPU per request; share of the run each thread was on CPU: %s\n", float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "))
+	p.F("Load generator: %s%.1f µs CPU per request; share of the run each thread was on CPU: %s\n", engineOf(r), float64(r.Self.CPUPerRequest)/1e3, strings.Join(busy, " "))
 	caveats(p, r)
 	return p.Err()
 }
