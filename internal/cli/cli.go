@@ -25,6 +25,8 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/safepath"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Exit codes, documented in docs/report.md.
@@ -73,7 +75,11 @@ func commands() []command {
 }
 
 // Run executes one netdoctor command line and returns the exit code.
+// What it writes to stderr (errors, notes, the agent's log) goes through
+// the one sanitiser (internal/printable), as the text reports on stdout
+// do: an error may name another user's file or process.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	stderr = printable.NewWriter(stderr)
 	if len(args) == 0 {
 		usage(stderr)
 		return ExitUsage
