@@ -173,11 +173,7 @@ func (p *Profiler) add(s *perf.Sample) {
 	pr := p.procs[pid]
 	if pr == nil {
 		pr = &proc{server: server, comm: comm(p.opts.Proc, pid)}
-		b, err := os.ReadFile(p.opts.Proc + "/" + strconv.Itoa(pid) + "/maps")
-		if err == nil {
-			pr.maps, err = symtab.ParseMaps(b)
-		}
-		pr.err = err
+		pr.maps, pr.err = symtab.ReadMaps(p.opts.Proc, pid)
 		p.procs[pid] = pr
 	}
 	k := p.keyBuf[:0]
