@@ -2,7 +2,7 @@ package app
 
 import (
 	"bytes"
-		"encoding/json"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -26,6 +25,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/safepath"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
@@ -487,13 +487,15 @@ func gzipped(path string, write func(io.Writer) error) func(io.Writer) error {
 }
 
 // openData opens a file the user named, decompressing it when it is
-// gzip'd (whatever its name).
+// gzip'd (whatever its name), capped (capped.Decompressed): every
+// reader of it, the sniff of what it is included, sees at most
+// capped.Bundle bytes of it.
 func openData(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r, err := dataReader(f)
+	r, err := capped.Decompressed(f, capped.Bundle, path)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -501,17 +503,9 @@ func openData(path string) (io.ReadCloser, error) {
 	return readCloser{r, f}, nil
 }
 
-// dataReader reads r, decompressed when it is gzip'd.
+// dataReader reads r, decompressed when it is gzip'd, capped.
 func dataReader(r io.Reader) (io.Reader, error) {
-	br := bufio.NewReader(r)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, err
-		}
-		return gzipReader{z}, nil
-	}
-	return br, nil
+	return capped.Decompressed(r, capped.Bundle, "the file")
 }
 
 type readCloser struct {

@@ -199,6 +199,7 @@ func cString(tab string, off uint64) string {
 	}
 	return s
 }
+
 // Len is the number of functions known.
 func (o *Object) Len() int { return len(o.funcs) }
 
@@ -233,12 +234,15 @@ func (o *Object) Lookup(vaddr uint64) (string, bool) {
 }
 
 // Demangle turns a C++ or Rust symbol into its source name, without the
-// parameter list; other names are returned as they are.
+// parameter list; other names are returned as they are. A crafted name
+// can expand exponentially (templates that repeat their arguments): the
+// demangled name is bounded to 4096 characters, past which the symbol
+// is shown as it is.
 func Demangle(name string) string {
 	if !strings.HasPrefix(name, "_Z") && !strings.HasPrefix(name, "_R") {
 		return name
 	}
-	if d, err := demangle.ToString(name, demangle.NoParams, demangle.NoTemplateParams); err == nil {
+	if d, err := demangle.ToString(name, demangle.NoParams, demangle.NoTemplateParams, demangle.MaxLength(12)); err == nil {
 		return d
 	}
 	return name

@@ -41,8 +41,8 @@ type Resolver struct {
 	objs  map[fileKey]*Object // nil: could not be read
 	errs  map[fileKey]error
 	paths map[fileKey]string // what maps named the files not read
-	kept  int64         // the objects' Size, together
-	spent time.Duration // reading them
+	kept  int64              // the objects' Size, together
+	spent time.Duration      // reading them
 }
 
 // What one Resolver (one profile) reads at most: the files' tables and
