@@ -165,7 +165,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			<-done
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
-		msrv := agent.Server(a.MetricsHandler())
+		// Without a web configuration it is a loopback listener every
+		// local user reaches: what they can read anyway.
+		msrv := agent.Server(a.MetricsHandler(*webConfig == ""))
 		msrv.ErrorLog = srv.ErrorLog
 		log.Info("metrics serving", "addr", mln.Addr().String(), "web_config", *webConfig)
 		go func() {
