@@ -348,6 +348,10 @@ func (p *Profiler) build(end time.Time, cpus []int) (*profile.Profile, []string)
 		slices.Sort(errs)
 		notes = append(notes, fmt.Sprintf("%d mapped files not read, their frames unnamed: %s", len(errs), strings.Join(errs[:min(len(errs), 3)], "; ")))
 	}
+	if os.Geteuid() != 0 {
+		// Kernel addresses only for root (WithoutKernelAddresses).
+		stripKernel(pp)
+	}
 	if err := pp.CheckValid(); err != nil {
 		notes = append(notes, "pprof profile: "+err.Error())
 	}
