@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"testing"
@@ -52,7 +53,7 @@ func TestLoadObjectTiny(t *testing.T) {
 func TestGoFuncsAgreesWithGosym(t *testing.T) {
 	exe, _ := os.Executable()
 	files := []string{exe}
-	if p := runtime.GOROOT() + "/bin/go"; fileExists(p) {
+	if p, err := exec.LookPath("go"); err == nil {
 		files = append(files, p)
 	}
 	for _, p := range files {
@@ -91,7 +92,8 @@ func TestGoFuncsAgreesWithGosym(t *testing.T) {
 // .dynsym), when there.
 func TestSymbolsAgreeWithDebugELF(t *testing.T) {
 	exe, _ := os.Executable()
-	for _, p := range []string{exe, runtime.GOROOT() + "/bin/go", "/usr/sbin/nginx", "/usr/lib/x86_64-linux-gnu/libc.so.6"} {
+	gobin, _ := exec.LookPath("go")
+	for _, p := range []string{exe, gobin, "/usr/sbin/nginx", "/usr/lib/x86_64-linux-gnu/libc.so.6"} {
 		if !fileExists(p) {
 			continue
 		}
