@@ -102,8 +102,9 @@ deploy-check:
 
 # The readers of files a user may be handed — plans, reports, bundles and
 # the profiles in them — of the ELF files behind other users' processes,
-# and of the kernel log as syslog(2) gives it and perf's ring-buffer records,
-# fuzzed for FUZZTIME each (about 25 s in all once built). Their seeds and
+# of the FastCGI answers of a php-fpm another user may run, and of the
+# kernel log as syslog(2) gives it and perf's ring-buffer records,
+# fuzzed for FUZZTIME each (about 30 s in all once built). Their seeds and
 # testdata/fuzz corpora run with every go test; here new inputs are
 # tried. A crasher is written to the package's testdata/fuzz/NAME: fix
 # the code, keep the file, commit both. Minimizing a large input may take
@@ -118,7 +119,8 @@ FUZZTIME ?= 30000x
 FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./internal/report FuzzParseSyslog:./internal/kmsg \
 	FuzzRead:./internal/evidence FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof \
 	FuzzDecodeEntry:./internal/conntrack \
-	FuzzDecodeTCPInfo:./internal/sockdiag FuzzDecodeConn:./internal/sockdiag FuzzLoadObject:./internal/symtab
+	FuzzDecodeTCPInfo:./internal/sockdiag FuzzDecodeConn:./internal/sockdiag FuzzLoadObject:./internal/symtab \
+	FuzzDecodeResponse:./internal/phpfpm
 fuzz:
 	@for f in $(FUZZ); do \
 		echo "go test -run '^$$' -fuzz '^$${f%%:*}$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $${f#*:}"; \
