@@ -155,7 +155,7 @@ func TestAPIAuth(t *testing.T) {
 func TestMetricsHandler(t *testing.T) {
 	a := newTestAgent(t, Config{})
 	a.tick(t.Context())
-	srv := httptest.NewServer(a.MetricsHandler())
+	srv := httptest.NewServer(a.MetricsHandler(false))
 	defer srv.Close()
 	if code, body := get(t, srv, agentapi.PathMetrics, ""); code != http.StatusOK || !strings.Contains(body, "netdoctor_agent_snapshots_total") {
 		t.Errorf("/metrics: %d %.200s", code, body)

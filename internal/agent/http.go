@@ -65,11 +65,15 @@ func (a *Agent) Handler(token []byte) http.Handler {
 
 // MetricsHandler serves /metrics and /healthz alone, for a listener of
 // their own (agent --metrics-listen): whatever protects that listener
-// (loopback, the exporter-toolkit's TLS and basic auth) protects them.
-func (a *Agent) MetricsHandler() http.Handler {
+// (the exporter-toolkit's TLS and basic auth) protects them. local says
+// that nothing does but its being on loopback: every local user reaches
+// it, and it serves only what a local user can read anyway (the series
+// of sockets, conntrack and resolvers, without the processes that own
+// them; docs/agent.md, "Who sees what").
+func (a *Agent) MetricsHandler(local bool) http.Handler {
 	h := &handler{a: a, requests: a.apiRequests()}
 	mux := http.NewServeMux()
-	mux.Handle(agentapi.PathMetrics, a.metricsHandler(a.registry()))
+	mux.Handle(agentapi.PathMetrics, a.metricsHandler(a.registryOf(local)))
 	mux.HandleFunc(agentapi.PathHealthz, h.healthz)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "this listener serves %s and %s only", agentapi.PathMetrics, agentapi.PathHealthz)

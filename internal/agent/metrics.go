@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -43,14 +44,26 @@ type metrics struct {
 
 	drops, dropMonitorUp, dropsSeen, dropsOverflow *prometheus.Desc
 	retransSegs, socketDrops, firewallPackets      *prometheus.Desc
+
+	// local is the view of a listener that admits every local user
+	// (--metrics-listen on loopback, no web configuration): only what
+	// such a user reads anyway from /proc, /sys and sock_diag. It leaves
+	// out which process owns a listener or a socket (ss -p shows a
+	// user only their own), the applications and their dependencies
+	// (the same link, and what their threads wait on, which needs
+	// ptrace), the drop monitor's counts (BPF) and the firewall's rules
+	// (CAP_NET_ADMIN); a finding's target is its listener, interface,
+	// setting or drop reason, else its ID.
+	local bool
 }
 
-func newMetrics(a *Agent) *metrics {
+func newMetrics(a *Agent, local bool) *metrics {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("netdoctor_"+name, help, labels, nil)
 	}
 	return &metrics{
 		a:                   a,
+		local:               local,
 		findingActive:       d("finding_active", "1 for each finding active in the agent's recent window: its counters rose within it.", "id", "severity", "target"),
 		findingLatent:       d("finding_latent", "1 for each latent finding: a setting that will hurt at scale, not hurting now.", "id", "severity", "target"),
 		snapshots:           d("agent_snapshots_total", "Snapshots the agent has taken."),
@@ -133,6 +146,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 				d = m.findingLatent
 			}
 			target := f.Subject
+			if m.local {
+				target = cmp.Or(f.About.Listen, f.About.Interface, f.About.Setting, f.About.DropReason)
+			}
 			if target == "" {
 				target = string(f.ID)
 			}
@@ -164,6 +180,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		m.collectSnapshot(ch, last)
 	}
 	for _, v := range a.pools.views(time.Now(), 5*a.cfg.Interval+5*time.Second) {
+		if m.local {
+			break
+		}
 		gauge(m.appWorkers, float64(v.Sample.Workers), v.App, v.Listener)
 		gauge(m.appBusy, float64(busy(v.Sample)), v.App, v.Listener)
 		if v.Limit > 0 {
@@ -227,6 +246,9 @@ func (m *metrics) collectDeps(ch chan<- prometheus.Metric) {
 	gauge(m.depTraced, float64(at.UnixNano())/1e9)
 	gauge(m.depTraceConns, float64(conns))
 	gauge(m.depTraceCPU, cpu.Seconds())
+	if m.local {
+		return
+	}
 	for _, v := range views {
 		l := []string{v.App, v.Listener, v.Destination, v.Owner}
 		gauge(m.depConns, float64(v.Dep.Conns), l...)
@@ -263,7 +285,7 @@ func (m *metrics) collectSnapshot(ch chan<- prometheus.Metric, s *evidence.Snaps
 	}
 	if sk := s.Sockets; sk != nil {
 		for _, l := range mergeListeners(sk.Listeners, maxListeners) {
-			lv := []string{l.Addr, l.Proto, l.Process}
+			lv := []string{l.Addr, l.Proto, m.owner(l.Process)}
 			gauge(m.listenQueue, float64(l.RecvQ), lv...)
 			gauge(m.listenLimit, float64(l.SendQ), lv...)
 			counter(m.listenDrops, l.Drops, lv...)
@@ -314,7 +336,7 @@ func (m *metrics) collectDrops(ch chan<- prometheus.Metric, s *evidence.Snapshot
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(m.dropMonitorUp, prometheus.GaugeValue, up)
-		if up == 1 {
+		if up == 1 && !m.local {
 			counter(m.dropsSeen, d.Seen)
 			counter(m.dropsOverflow, d.Overflow)
 			sum := map[[2]string]uint64{}
@@ -346,7 +368,7 @@ func (m *metrics) collectDrops(ch chan<- prometheus.Metric, s *evidence.Snapshot
 		sum := map[[3]string]uint64{}
 		var keys [][3]string
 		for _, d := range sk.Drops {
-			k := [3]string{d.Local, d.Proto, d.Process}
+			k := [3]string{d.Local, d.Proto, m.owner(d.Process)}
 			if _, ok := sum[k]; !ok {
 				keys = append(keys, k)
 			}
@@ -356,7 +378,7 @@ func (m *metrics) collectDrops(ch chan<- prometheus.Metric, s *evidence.Snapshot
 			counter(m.socketDrops, sum[k], k[:]...)
 		}
 	}
-	if fw := s.Firewall; fw != nil {
+	if fw := s.Firewall; fw != nil && !m.local {
 		seen := map[[4]string]bool{}
 		for _, r := range fw.Rules {
 			k := [4]string{r.Family, r.Table, r.Chain, r.Text}
@@ -367,6 +389,15 @@ func (m *metrics) collectDrops(ch chan<- prometheus.Metric, s *evidence.Snapshot
 			counter(m.firewallPackets, r.Packets, k[:]...)
 		}
 	}
+}
+
+// owner is the process label of a listener or socket: empty in the
+// local view, where a user sees only their own sockets' owners.
+func (m *metrics) owner(process string) string {
+	if m.local {
+		return ""
+	}
+	return process
 }
 
 // mergeListeners makes one entry per address: sockets sharing it
@@ -433,9 +464,13 @@ func (d *dnsMetrics) observe(ps []evidence.DNSProbe) {
 
 // registry holds the agent's metrics, the Go runtime's and the
 // process's, and build information.
-func (a *Agent) registry() *prometheus.Registry {
+func (a *Agent) registry() *prometheus.Registry { return a.registryOf(false) }
+
+// registryOf is the registry of the full view, or of the local one
+// (metrics.local).
+func (a *Agent) registryOf(local bool) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newMetrics(a), a.dns.duration, a.dns.probes, a.dns.lost, a.apiRequests(),
+	reg.MustRegister(newMetrics(a, local), a.dns.duration, a.dns.probes, a.dns.lost, a.apiRequests(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{

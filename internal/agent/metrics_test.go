@@ -211,3 +211,55 @@ func TestMetricsDrops(t *testing.T) {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
+
+// TestMetricsLocalView: the loopback listener without a web
+// configuration, which every local user reaches, serves what such a
+// user reads anyway: the listeners' and sockets' addresses, queues and
+// drops without the processes that own them, the destinations,
+// conntrack; not the firewall's rules, not the drop monitor's counts.
+// The full view, with the same snapshot, has them all.
+func TestMetricsLocalView(t *testing.T) {
+	a := newTestAgent(t, Config{Recent: 3 * time.Second})
+	local := httptest.NewServer(a.MetricsHandler(true))
+	defer local.Close()
+	full := httptest.NewServer(a.MetricsHandler(false))
+	defer full.Close()
+	s := fixture(t).Snapshots[0]
+	s.Sockets = &evidence.Sockets{TCP: map[string]int{"LISTEN": 1},
+		Listeners: []evidence.Listener{{Proto: "tcp", Addr: "0.0.0.0:80", Port: 80, RecvQ: 3, SendQ: 511, Drops: 7, Process: "secret-owner"}},
+		Remotes:   []evidence.Remote{{Addr: "10.0.0.2:6379", Established: 10}},
+		Drops:     []evidence.SocketDrops{{Proto: "udp", Local: "0.0.0.0:5000", Inode: 1, Drops: 1800, Process: "secret-owner"}}}
+	s.Drops = &evidence.Drops{Since: time.Now(), Seen: 900, Counts: []evidence.Drop{{Reason: "NETFILTER_DROP", Proto: "tcp", Packets: 400}},
+		Retrans: []evidence.Retrans{{Local: "10.0.0.1:80", Remote: "10.0.0.2:4000", Segments: 9}}}
+	s.Firewall = &evidence.Firewall{Rules: []evidence.FirewallRule{{Family: "ip", Table: "filter", Chain: "INPUT", Text: "ip saddr 10.9.9.9 drop", Verdict: "drop", Counted: true, Packets: 400}}}
+	s.Conntrack = &evidence.Conntrack{Count: 900, Max: 1024}
+	feed(t, a, time.Now().Add(-time.Second), []evidence.Snapshot{s})
+	_, all := get(t, full, agentapi.PathMetrics, "")
+	_, m := get(t, local, agentapi.PathMetrics, "")
+	for _, want := range []string{
+		`netdoctor_listener_accept_queue{listener="0.0.0.0:80",process="",proto="tcp"} 3`,
+		`netdoctor_listener_drops_total{listener="0.0.0.0:80",process="",proto="tcp"} 7`,
+		`netdoctor_destination_connections{destination="10.0.0.2:6379",state="established"} 10`,
+		`netdoctor_socket_drops_total{local="0.0.0.0:5000",process="",proto="udp"} 1800`,
+		`netdoctor_conntrack_entries 900`,
+		`netdoctor_drop_monitor_up 1`,
+		`netdoctor_agent_snapshots_total`,
+	} {
+		if !strings.Contains(m, want) {
+			name, _, _ := strings.Cut(want, "{")
+			t.Errorf("the local view lacks %s; has:\n%s", want, grep(m, name))
+		}
+	}
+	for _, leak := range []string{"secret-owner", "10.9.9.9", "netdoctor_firewall_rule_packets_total", "netdoctor_drops_total{", "netdoctor_retransmitted_segments_total{"} {
+		if strings.Contains(m, leak) {
+			t.Errorf("the local view shows %q:\n%s", leak, grep(m, leak))
+		}
+		if !strings.Contains(all, leak) {
+			t.Errorf("the full view lacks %q", leak)
+		}
+	}
+	problems, err := testutil.GatherAndLint(a.registryOf(true))
+	if err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}

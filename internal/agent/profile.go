@@ -124,6 +124,12 @@ func (h *handler) profileHandler(w http.ResponseWriter, r *http.Request) {
 		reply(w, sum)
 		return
 	}
+	// Over the API, symbols only: a kernel address says where the
+	// kernel was loaded, which KASLR hides from anyone but local root.
+	if prof, err = prof.WithoutKernelAddresses(); err != nil {
+		fail(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", fmt.Sprintf("netdoctor-%s-%d.pprof", time.Now().UTC().Format("20060102T150405Z"), port)))
 	w.Header().Set("Cache-Control", "no-store")

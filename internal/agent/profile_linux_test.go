@@ -69,6 +69,12 @@ func TestProfileEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Over the API, symbols only: no kernel address (KASLR).
+	for _, l := range p.Location {
+		if l.Mapping != nil && l.Mapping.File == cpuprof.KernelModule && (l.Address != 0 || l.Mapping.Start != 0) {
+			t.Fatalf("a kernel frame's address served over the API: %#x (mapping from %#x)", l.Address, l.Mapping.Start)
+		}
+	}
 	var n int64
 	for _, s := range p.Sample {
 		if v := s.Label[cpuprof.LabelServer]; len(v) == 1 && strings.HasPrefix(v[0], "python3 ") {

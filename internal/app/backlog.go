@@ -1,7 +1,6 @@
 package app
 
 import (
-	"debug/buildinfo"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/netdoctor/netdoctor/internal/symtab"
 	"github.com/netdoctor/netdoctor/internal/trust"
 )
 
@@ -140,8 +140,8 @@ func detectRuntime(proc string, pid int) RuntimeName {
 // root's file, down a path of directories only root can write, opened
 // without following another user's symlink) and it is still the file the
 // process runs; a binary another user controls is not read, and its
-// runtime stays unknown. debug/buildinfo reads the ELF headers and one
-// section, and is fuzzed upstream.
+// runtime stays unknown. It is read within symtab's budget
+// (symtab.ReadBuildInfo), as any executable is.
 func isGoBinary(proc string, pid int) bool {
 	link := filepath.Join(proc, strconv.Itoa(pid), "exe")
 	exe, err := os.Readlink(link)
@@ -165,6 +165,6 @@ func isGoBinary(proc string, pid int) bool {
 	if err1 != nil || err2 != nil || !onDisk.Mode().IsRegular() || !os.SameFile(onDisk, running) {
 		return false
 	}
-	_, err = buildinfo.Read(r)
+	_, err = symtab.ReadBuildInfo(r)
 	return err == nil
 }

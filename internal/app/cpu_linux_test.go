@@ -49,7 +49,7 @@ func TestAccountCPU(t *testing.T) {
 	if s.CGroup == nil {
 		t.Errorf("no cgroup resolved")
 	}
-	if rt := runtimeOf("/proc", procInfo{pid: os.Getpid(), comm: "app.test"}, "app.test"); rt == nil || rt.Name != RuntimeGo || rt.Version != runtime.Version() {
+	if rt, _ := runtimeOf("/proc", procInfo{pid: os.Getpid(), comm: "app.test"}, "app.test"); rt == nil || rt.Name != RuntimeGo || rt.Version != runtime.Version() {
 		t.Errorf("runtime of this test: %+v, want go %s", rt, runtime.Version())
 	}
 }

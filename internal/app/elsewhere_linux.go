@@ -24,11 +24,23 @@ type farListener struct {
 // be looked into (not root): then finding none does not prove that the
 // destination is on another host. It enters each namespace once: callers
 // do it once per destination, never per sample.
+//
+// A namespace an unprivileged user created (`unshare -rn`: owned by a
+// user namespace of their own, netns.OwnedByRoot) is not looked into
+// unless it has an `ip netns` name, which only root gives: its
+// addresses and listeners are that user's say-so, and a listener there
+// on a dependency's address would be taken for the dependency and its
+// process followed. It is left out as another host would be.
 func findElsewhere(proc string, own uint64, dst netip.AddrPort) (found []farListener, complete bool) {
 	complete = true
 	for _, f := range netns.All() {
 		if f.Inode == own {
 			continue
+		}
+		if f.Name == "" {
+			if root, err := netns.OwnedByRoot(f.Path); err != nil || !root {
+				continue
+			}
 		}
 		var l kernel.Listener
 		ok := false

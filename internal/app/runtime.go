@@ -2,8 +2,8 @@ package app
 
 import (
 	"bytes"
-	"debug/buildinfo"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -47,15 +47,16 @@ func (r *Runtime) UnmarshalJSON(b []byte) error {
 // runtimeOf tells the runtime of a server from its master process: its
 // executable (a Go program's build information), command line and
 // environment (GOMAXPROCS). The executable is opened read-only through
-// /proc/PID/exe and read as data.
-func runtimeOf(proc string, p procInfo, kind string) *Runtime {
+// /proc/PID/exe and read as data, within symtab's budget: an executable
+// whose headers claim more is skipped, and the error says so.
+func runtimeOf(proc string, p procInfo, kind string) (*Runtime, error) {
 	base := path.Base(strings.TrimSuffix(p.exe, " (deleted)"))
 	args := cmdArgs(proc, p.pid)
 	switch {
 	case kind == "nginx":
-		return &Runtime{Name: RuntimeNginx}
+		return &Runtime{Name: RuntimeNginx}, nil
 	case kind == "php-fpm":
-		return &Runtime{Name: RuntimePHPFPM}
+		return &Runtime{Name: RuntimePHPFPM}, nil
 	case base == "java" || p.comm == "java":
 		rt := &Runtime{Name: RuntimeJava, QuotaAware: true}
 		for _, a := range args {
@@ -68,11 +69,11 @@ func runtimeOf(proc string, p procInfo, kind string) *Runtime {
 				rt.QuotaAware = false
 			}
 		}
-		return rt
+		return rt, nil
 	case base == "node" || base == "nodejs" || p.comm == "node":
 		// One thread runs the JavaScript; more take a cluster of
 		// processes, each a server of its own.
-		return &Runtime{Name: RuntimeNode, Parallelism: 1, Source: "one JavaScript thread per process"}
+		return &Runtime{Name: RuntimeNode, Parallelism: 1, Source: "one JavaScript thread per process"}, nil
 	case strings.HasPrefix(base, "python"):
 		rt := &Runtime{Name: RuntimePython}
 		for i, a := range args {
@@ -89,16 +90,18 @@ func runtimeOf(proc string, p procInfo, kind string) *Runtime {
 				rt.Parallelism, rt.Source = n, a+" "+v
 			}
 		}
-		return rt
+		return rt, nil
 	}
 	f, err := symtab.OpenExe(proc, p.pid)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer f.Close()
-	bi, err := readBuildInfo(f)
-	if err != nil {
-		return nil
+	bi, err := symtab.ReadBuildInfo(f)
+	if errors.Is(err, symtab.ErrBudget) {
+		return nil, fmt.Errorf("its executable %s was not read: %w", p.exe, err)
+	} else if err != nil {
+		return nil, nil
 	}
 	rt := &Runtime{Name: RuntimeGo, Version: bi.GoVersion, QuotaAware: goQuotaAware(bi.GoVersion)}
 	if v, ok := environ(proc, p.pid, "GOMAXPROCS"); ok {
@@ -107,7 +110,7 @@ func runtimeOf(proc string, p procInfo, kind string) *Runtime {
 			rt.Parallelism, rt.Source = n, "GOMAXPROCS="+v+" in its environment"
 		}
 	}
-	return rt
+	return rt, nil
 }
 
 // goQuotaAware: from Go 1.25 the runtime sets GOMAXPROCS to the CPU
@@ -150,15 +153,4 @@ func environ(proc string, pid int, name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// readBuildInfo reads a Go program's build information; a malformed
-// binary (another user's data) is an error, never a panic.
-func readBuildInfo(f *os.File) (bi *buildinfo.BuildInfo, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			bi, err = nil, fmt.Errorf("malformed binary: %v", p)
-		}
-	}()
-	return buildinfo.Read(f)
 }

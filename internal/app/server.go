@@ -154,7 +154,11 @@ func (o *Observer) server(ctx context.Context, l kernel.Listener, role string, s
 	// The build information, the JVM's flags and GOMAXPROCS, where
 	// identify named the server from its command line alone (gunicorn
 	// rather than python).
-	if rt := runtimeOf(o.proc, master, s.Kind); rt != nil {
+	rt, err := runtimeOf(o.proc, master, s.Kind)
+	if err != nil {
+		s.Notes = append(s.Notes, err.Error())
+	}
+	if rt != nil {
 		if s.Runtime != nil && s.Runtime.Name != "" && rt.Name == RuntimePython {
 			rt.Name = s.Runtime.Name
 		}

@@ -106,16 +106,20 @@ func (f *Failures) forget(now time.Time) {
 }
 
 // Slots are the places for connections that have not yet said who they
-// are, shared fairly among sources: a source holds at most PerSource,
-// and when all are taken a newcomer takes the oldest slot of the source
-// holding the most, as long as that source holds more than the newcomer
-// would. A holder of the token is then never locked out by others'
-// silent connections, whatever their number.
+// are, shared among sources: a source holds at most per, and when all
+// are taken a newcomer takes the oldest slot of the source holding the
+// most, if that source holds more than the newcomer would; else the
+// oldest slot of another source, whatever it holds. A holder of the
+// token says who it is as soon as it connects, so the connection silent
+// the longest is never its own: it is locked out neither by a few
+// sources' silent connections nor by many sources holding one each
+// (unless they open every slot anew within its round trip).
 type Slots struct {
 	max, per int
 
 	mu   sync.Mutex
 	n    int
+	seq  uint64                   // the order slots were taken in
 	held map[netip.Prefix][]*Slot // oldest first
 }
 
@@ -123,6 +127,7 @@ type Slots struct {
 type Slot struct {
 	s     *Slots
 	src   netip.Prefix
+	seq   uint64
 	evict func()
 	once  sync.Once
 	gone  bool
@@ -152,15 +157,21 @@ func (s *Slots) Acquire(addr string, evict func()) *Slot {
 			if len(l) > len(s.held[most]) {
 				most = q
 			}
+			if q != p && (victim == nil || l[0].seq < victim.seq) {
+				victim = l[0] // the oldest of another source
+			}
 		}
-		if len(s.held[most]) <= mine+1 {
+		if len(s.held[most]) > mine+1 {
+			victim = s.held[most][0]
+		}
+		if victim == nil {
 			s.mu.Unlock()
-			return nil // shared as fairly as it can be
+			return nil // every slot is the newcomer's own source's
 		}
-		victim = s.held[most][0]
 		s.drop(victim)
 	}
-	sl := &Slot{s: s, src: p, evict: evict}
+	s.seq++
+	sl := &Slot{s: s, src: p, seq: s.seq, evict: evict}
 	s.held[p] = append(s.held[p], sl)
 	s.n++
 	s.mu.Unlock()

@@ -2,6 +2,7 @@ package bysource
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -107,12 +108,29 @@ func TestSlots(t *testing.T) {
 	if s.Held() != 0 {
 		t.Fatalf("%d held after every release", s.Held())
 	}
-	// Fair: two sources with one slot each left share; neither takes
-	// the other's last.
+	// Many sources holding one slot each: a newcomer takes the oldest,
+	// whatever it holds, and the next newcomer the next oldest.
+	s = NewSlots(32, 8)
+	var order []string
+	for i := range 32 {
+		addr := fmt.Sprintf("192.0.2.%d:1", i+1)
+		if s.Acquire(addr, func() { order = append(order, addr) }) == nil {
+			t.Fatalf("source %d refused", i)
+		}
+	}
+	for i := range 3 {
+		if s.Acquire(fmt.Sprintf("198.51.100.%d:1", i+1), nil) == nil {
+			t.Fatalf("newcomer %d locked out by 32 sources holding one slot each", i)
+		}
+	}
+	if want := []string{"192.0.2.1:1", "192.0.2.2:1", "192.0.2.3:1"}; !slices.Equal(order, want) || s.Held() != 32 {
+		t.Fatalf("evicted %v, want the oldest %v; %d held", order, want, s.Held())
+	}
+	// Never its own source's: one source holding every slot keeps them.
 	s = NewSlots(2, 2)
-	a := s.Acquire("192.0.2.1:1", nil)
-	b := s.Acquire("192.0.2.2:1", nil)
-	if a == nil || b == nil || s.Acquire("192.0.2.3:1", nil) != nil {
-		t.Fatal("a third source took a slot from sources holding one each")
+	s.Acquire("192.0.2.1:1", nil)
+	s.Acquire("192.0.2.1:2", nil)
+	if s.Acquire("192.0.2.1:3", nil) != nil {
+		t.Fatal("a source past its share")
 	}
 }

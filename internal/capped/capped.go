@@ -4,6 +4,8 @@
 package capped
 
 import (
+	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -49,5 +51,36 @@ func (c *reader) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
+	return n, err
+}
+
+// ErrTruncated is the error of a gzip stream that ends before its end.
+var ErrTruncated = errors.New("truncated: the gzip stream ends before its end (a copy or a write cut short?)")
+
+// Decompressed reads r, decompressed when it is gzip'd (whatever its
+// name says), capped at max bytes of what it holds: the one reader of
+// what a user hands netdoctor, so that no decoder, a sniff of the
+// document's kind included, sees more than the cap of a gzip bomb. A
+// stream cut short reads as ErrTruncated.
+func Decompressed(r io.Reader, max int64, what string) (io.Reader, error) {
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		z, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		return Reader(gzipReader{z}, max, what), nil
+	}
+	return Reader(br, max, what), nil
+}
+
+// gzipReader words a stream cut short.
+type gzipReader struct{ r io.Reader }
+
+func (g gzipReader) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		err = ErrTruncated
+	}
 	return n, err
 }

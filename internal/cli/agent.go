@@ -165,7 +165,9 @@ func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			<-done
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
-		msrv := agent.Server(a.MetricsHandler())
+		// Without a web configuration it is a loopback listener every
+		// local user reaches: what they can read anyway.
+		msrv := agent.Server(a.MetricsHandler(*webConfig == ""))
 		msrv.ErrorLog = srv.ErrorLog
 		log.Info("metrics serving", "addr", mln.Addr().String(), "web_config", *webConfig)
 		go func() {
@@ -211,8 +213,11 @@ func loopback(host string) bool {
 // checkMetricsListen refuses a metrics listener others could reach
 // unprotected: a non-loopback address needs a web configuration that
 // asks for basic auth or verified client certificates. The web
-// configuration, read again on every connection, must be a file only
-// root or the caller can change.
+// configuration, read again on every connection, and the certificates
+// and key it names, must be files only root or the caller can change,
+// in directories no one else may write (safepath.CheckConfig). Client
+// certificates verified without a CA file of its own would be verified
+// against every public root CA: refused.
 func checkMetricsListen(addr, webConfig string) error {
 	if addr == "" {
 		if webConfig != "" {
@@ -230,11 +235,8 @@ func checkMetricsListen(addr, webConfig string) error {
 		}
 		return nil
 	}
-	if err := safepath.CheckOwned(webConfig); err != nil {
+	if err := safepath.CheckConfig(webConfig); err != nil {
 		return usageError{fmt.Errorf("--web.config.file: %w", err)}
-	}
-	if err := web.Validate(webConfig); err != nil {
-		return usageError{fmt.Errorf("--web.config.file %s: %w", webConfig, err)}
 	}
 	b, err := os.ReadFile(webConfig)
 	if err != nil {
@@ -242,11 +244,34 @@ func checkMetricsListen(addr, webConfig string) error {
 	}
 	var c struct {
 		TLS struct {
+			Cert       string `yaml:"cert_file"`
+			Key        string `yaml:"key_file"`
+			ClientCA   string `yaml:"client_ca_file"`
 			ClientAuth string `yaml:"client_auth_type"`
 		} `yaml:"tls_server_config"`
 		Users map[string]string `yaml:"basic_auth_users"`
 	}
 	if err := yaml.Unmarshal(b, &c); err != nil {
+		return usageError{fmt.Errorf("--web.config.file %s: %w", webConfig, err)}
+	}
+	verify := c.TLS.ClientAuth == "RequireAndVerifyClientCert" || c.TLS.ClientAuth == "VerifyClientCertIfGiven"
+	if verify && c.TLS.ClientCA == "" {
+		return badInput("--web.config.file %s: client_auth_type: %s without client_ca_file would accept a certificate from any public CA: name the CA that signs your clients' certificates", webConfig, c.TLS.ClientAuth)
+	}
+	// The files it names, read again on every connection too; relative
+	// to the configuration's directory, as the exporter-toolkit reads them.
+	for _, f := range []string{c.TLS.Cert, c.TLS.Key, c.TLS.ClientCA} {
+		if f == "" {
+			continue
+		}
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(filepath.Dir(webConfig), f)
+		}
+		if err := safepath.CheckConfig(f); err != nil {
+			return usageError{fmt.Errorf("--web.config.file %s: %w", webConfig, err)}
+		}
+	}
+	if err := web.Validate(webConfig); err != nil {
 		return usageError{fmt.Errorf("--web.config.file %s: %w", webConfig, err)}
 	}
 	if !loopback(host) && len(c.Users) == 0 && c.TLS.ClientAuth != "RequireAndVerifyClientCert" {

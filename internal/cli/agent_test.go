@@ -32,6 +32,23 @@ func TestAgentRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(openWeb, 0o666)
+	// Client certificates verified without a CA of the configuration's
+	// own: any public CA's would do.
+	anyCA := filepath.Join(dir, "web-anyca.yml")
+	if err := os.WriteFile(anyCA, []byte("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n  client_auth_type: RequireAndVerifyClientCert\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A configuration of ours in a directory others may write: once it
+	// is gone, anyone may put theirs in its place.
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(shared, 0o777|os.ModeSticky)
+	inShared := filepath.Join(shared, "web.yml")
+	if err := os.WriteFile(inShared, []byte("basic_auth_users:\n  prom: $2y$10$abcdefghijklmnopqrstuu\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	type refusal struct {
 		args []string
 		want string
@@ -64,6 +81,8 @@ func TestAgentRefuses(t *testing.T) {
 		{[]string{"--metrics-listen", ":9122", "--web.config.file", noUsers}, "asks for neither basic_auth_users nor client_auth_type"},
 		{[]string{"--metrics-listen", "127.0.0.1:9122", "--web.config.file", openWeb}, "may be written by others"},
 		{[]string{"--web.config.file", noUsers}, "--web.config.file goes with --metrics-listen"},
+		{[]string{"--metrics-listen", "127.0.0.1:9122", "--web.config.file", anyCA}, "client_auth_type: RequireAndVerifyClientCert without client_ca_file would accept a certificate from any public CA"},
+		{[]string{"--metrics-listen", "127.0.0.1:9122", "--web.config.file", inShared}, "which others may write"},
 	}, theirs...) {
 		var out bytes.Buffer
 		code := Run(context.Background(), append([]string{"agent"}, c.args...), &out, &out)

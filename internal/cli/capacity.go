@@ -130,6 +130,11 @@ func doCapacity(ctx context.Context, j capacityJob, stdout, stderr io.Writer) er
 		return err
 	}
 	o := j.o
+	// The target first, as load and run do: a closed port answers at
+	// once, not after the search's first steps.
+	if err := probeTarget(ctx, o.Load); err != nil {
+		return err
+	}
 	text := textOut(j.json, stdout, stderr)
 	p := newProgress(stderr, 0, false)
 	o.OnPhase = p.phase

@@ -19,6 +19,8 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/run"
 	"github.com/netdoctor/netdoctor/internal/source"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 type sourceOpts struct {
@@ -284,21 +286,23 @@ func incidentProfile(w io.Writer, in *evidence.Incident) {
 // incidentText says why the agent wrote an incident bundle: what turned
 // active when, and the window it kept around it.
 func incidentText(w io.Writer, b *evidence.Bundle) {
+	w = printable.NewWriter(w)
+	v := printable.String
 	in := b.Incident
 	fmt.Fprintf(w, "Incident at %s (netdoctor agent):", in.Time.UTC().Format("2006-01-02 15:04:05 UTC"))
 	for _, f := range in.Findings {
 		subj := ""
 		if f.Subject != "" {
-			subj = " " + f.Subject
+			subj = " " + v(f.Subject)
 		}
-		fmt.Fprintf(w, "\n  %s%s turned active at %s: %s", f.ID, subj, f.Time.UTC().Format(time.TimeOnly), f.Title)
+		fmt.Fprintf(w, "\n  %s%s turned active at %s: %s", v(string(f.ID)), subj, f.Time.UTC().Format(time.TimeOnly), v(f.Title))
 	}
 	if n := len(b.Snapshots); n > 0 {
 		fmt.Fprintf(w, "\n  window kept: %s before to %s after",
 			in.Time.Sub(b.Snapshots[0].Time).Round(time.Second), b.Snapshots[n-1].Time.Sub(in.Time).Round(time.Second))
 	}
 	if in.During != "" {
-		fmt.Fprintf(w, "\n  meanwhile netdoctor runs were watching: %s (their load may be what this records)", in.During)
+		fmt.Fprintf(w, "\n  meanwhile netdoctor runs were watching: %s (their load may be what this records)", v(in.During))
 	}
 	fmt.Fprintf(w, "\n\n")
 }

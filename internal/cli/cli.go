@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -25,6 +24,9 @@ import (
 	"github.com/netdoctor/netdoctor/internal/report"
 	"github.com/netdoctor/netdoctor/internal/rules"
 	"github.com/netdoctor/netdoctor/internal/safepath"
+
+	"github.com/netdoctor/netdoctor/internal/capped"
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Exit codes, documented in docs/report.md.
@@ -74,7 +76,11 @@ func commands() []command {
 }
 
 // Run executes one netdoctor command line and returns the exit code.
+// What it writes to stderr (errors, notes, the agent's log) goes through
+// the one sanitiser (internal/printable), as the text reports on stdout
+// do: an error may name another user's file or process.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	stderr = printable.NewWriter(stderr)
 	if len(args) == 0 {
 		usage(stderr)
 		return ExitUsage
@@ -482,13 +488,15 @@ func gzipped(path string, write func(io.Writer) error) func(io.Writer) error {
 }
 
 // openData opens a file the user named, decompressing it when it is
-// gzip'd (whatever its name).
+// gzip'd (whatever its name), capped (capped.Decompressed): every
+// reader of it, the sniff of what it is included, sees at most
+// capped.Bundle bytes of it.
 func openData(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	r, err := dataReader(f)
+	r, err := capped.Decompressed(f, capped.Bundle, path)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -496,17 +504,9 @@ func openData(path string) (io.ReadCloser, error) {
 	return readCloser{r, f}, nil
 }
 
-// dataReader reads r, decompressed when it is gzip'd.
+// dataReader reads r, decompressed when it is gzip'd, capped.
 func dataReader(r io.Reader) (io.Reader, error) {
-	br := bufio.NewReader(r)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		z, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, err
-		}
-		return gzipReader{z}, nil
-	}
-	return br, nil
+	return capped.Decompressed(r, capped.Bundle, "the file")
 }
 
 type readCloser struct {

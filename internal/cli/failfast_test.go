@@ -57,6 +57,7 @@ func TestFailFast(t *testing.T) {
 		{[]string{"run", "-d", "10s", closed}, "nothing accepts connections on 127.0.0.1:"},
 		{[]string{"load", "-d", "10s", closed}, "nothing accepts connections on 127.0.0.1:"},
 		{[]string{"load", "--json", missing, closed}, "--json " + missing},
+		{[]string{"capacity", "--slo", "p99<=100ms", closed}, "nothing accepts connections on 127.0.0.1:"},
 		{[]string{"diagnose", "--json", missing, "../../testdata/bundles/accept-overflow.json"}, "does not exist"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -62,19 +63,7 @@ func sniffFile(path string) (docKind, error) {
 }
 
 // errTruncatedGzip is a gzip stream that ends before its end.
-var errTruncatedGzip = errors.New("truncated: the gzip stream ends before its end (a copy or a write cut short?)")
-
-// gzipReader reads a gzip'd file's content, and says when the file was
-// cut short.
-type gzipReader struct{ r io.Reader }
-
-func (g gzipReader) Read(p []byte) (int, error) {
-	n, err := g.r.Read(p)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = errTruncatedGzip
-	}
-	return n, err
-}
+var errTruncatedGzip = capped.ErrTruncated
 
 // dataError words an error reading a file a user named: its compression
 // cut short, its JSON broken or of another shape. A decoder's own words

@@ -222,10 +222,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := checkOutput("debug-raw-latencies", wk.raw); err != nil {
 		return err
 	}
-	if err := load.Probe(ctx, lo.o); err != nil {
-		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, load.ErrUnreachable) {
-			return usageError{err}
-		}
+	if err := probeTarget(ctx, lo.o); err != nil {
 		return err
 	}
 	text := stdout
@@ -341,4 +338,17 @@ func splitShort(args []string, letters string) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// probeTarget opens one connection to a load's target before anything
+// is measured (load.Probe): a target nothing listens on, that does not
+// resolve, or a bad URL is bad input, said at once (load, capacity).
+func probeTarget(ctx context.Context, o load.Options) error {
+	if err := load.Probe(ctx, o); err != nil {
+		if errors.Is(err, load.ErrInvalid) || errors.Is(err, load.ErrResolve) || errors.Is(err, load.ErrUnreachable) {
+			return usageError{err}
+		}
+		return err
+	}
+	return nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // progress keeps one live line on a terminal, rewritten each second:
@@ -30,6 +32,9 @@ type progress struct {
 // newProgress returns the progress of a load of total length, known when
 // timed (a run bounded only by -n is not).
 func newProgress(w io.Writer, total time.Duration, timed bool) *progress {
+	// Its own control sequences ("\r\033[K") go to the terminal
+	// itself: its words are netdoctor's.
+	w = printable.Raw(w)
 	p := &progress{w: w, tty: isTerminal(w)}
 	if timed {
 		p.total = total

@@ -37,11 +37,12 @@ const nobodyUID = 65534
 // it did. Run as root, by anyone, it leaves a sentinel beside itself and
 // exits: netdoctor ran what another user controls. Run as that user, it
 // takes the title ND_TITLE (re-executing itself, so that the kernel's
-// command name stays the program's) and serves HTTP on ND_ADDR.
+// command name stays the program's), the command name ND_COMM, and
+// serves HTTP on ND_ADDR.
 func fakeMain() bool {
 	exe, err := os.Executable()
 	name := filepath.Base(exe)
-	if err != nil || !slices.Contains(fakeNames, name) {
+	if err != nil || !slices.Contains(fakeNames, name) && name != craftedName {
 		return false
 	}
 	if os.Getuid() == 0 || os.Geteuid() == 0 {
@@ -52,6 +53,14 @@ func fakeMain() bool {
 		err := syscall.Exec(exe, []string{title}, os.Environ())
 		fmt.Fprintln(os.Stderr, "fake", name, err)
 		os.Exit(3)
+	}
+	if comm := os.Getenv("ND_COMM"); comm != "" {
+		// /proc/self/comm is the process's (its first thread's), what
+		// prctl(PR_SET_NAME) would set on that thread.
+		if err := os.WriteFile("/proc/self/comm", []byte(comm), 0); err != nil {
+			fmt.Fprintln(os.Stderr, "fake", name, err)
+			os.Exit(3)
+		}
 	}
 	ln, err := net.Listen("tcp", os.Getenv("ND_ADDR"))
 	if err != nil {

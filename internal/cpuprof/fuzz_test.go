@@ -2,6 +2,8 @@ package cpuprof
 
 import (
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,5 +77,51 @@ func TestSummarizeSeed000(t *testing.T) {
 	}
 	if n := find(root, "__inet_hash_connect"); n == nil || n.Value == 0 {
 		t.Errorf("no port search in the flame graph")
+	}
+}
+
+// TestWithoutKernelAddresses: a profile served over the agent's API
+// names its kernel frames but does not place them (KASLR): every
+// kernel address is zero, every name and the summary the same.
+func TestWithoutKernelAddresses(t *testing.T) {
+	b, err := os.ReadFile("testdata/nginx.pprof")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Profile{Hz: 99, Samples: 990, PProf: b}
+	q, err := p.WithoutKernelAddresses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := func(p *Profile) (placed int, names []string) {
+		pp, err := p.Parse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range pp.Location {
+			if l.Mapping == nil || l.Mapping.File != KernelModule {
+				continue
+			}
+			if l.Address != 0 || l.Mapping.Start != 0 || l.Mapping.Limit != 0 {
+				placed++
+			}
+			if len(l.Line) > 0 {
+				names = append(names, l.Line[0].Function.Name)
+			}
+		}
+		return placed, names
+	}
+	before, names := kernel(p)
+	after, kept := kernel(q)
+	if before == 0 || len(names) == 0 {
+		t.Fatalf("the fixture has no kernel frame placed (%d) or named (%d)", before, len(names))
+	}
+	if after != 0 || !slices.Equal(names, kept) {
+		t.Errorf("%d kernel frames still placed; names %d → %d", after, len(names), len(kept))
+	}
+	s1, _ := Summarize(p)
+	s2, _ := Summarize(q)
+	if !reflect.DeepEqual(s1, s2) {
+		t.Errorf("the summary changed:\n%+v\n%+v", s1, s2)
 	}
 }

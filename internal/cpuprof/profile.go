@@ -85,6 +85,40 @@ func (p *Profile) Parse() (*profile.Profile, error) {
 	return profile.ParseData(p.PProf)
 }
 
+// WithoutKernelAddresses is p with its kernel frames named but not
+// placed: their addresses, and the kernel mapping's range, are zero. A
+// kernel address tells where the kernel was loaded (what KASLR hides):
+// only a local root caller gets them (a profile of run, taken by root on
+// its host); the agent's API serves profiles without them, symbols only.
+func (p *Profile) WithoutKernelAddresses() (*Profile, error) {
+	pp, err := p.Parse()
+	if err != nil {
+		return nil, err
+	}
+	stripKernel(pp)
+	var buf bytes.Buffer
+	if err := pp.Write(&buf); err != nil {
+		return nil, err
+	}
+	q := *p
+	q.PProf = buf.Bytes()
+	return &q, nil
+}
+
+// stripKernel zeroes the addresses of pp's kernel frames and mapping.
+func stripKernel(pp *profile.Profile) {
+	for _, m := range pp.Mapping {
+		if m.File == KernelModule {
+			m.Start, m.Limit, m.Offset = 0, 0, 0
+		}
+	}
+	for _, l := range pp.Location {
+		if l.Mapping != nil && l.Mapping.File == KernelModule {
+			l.Address = 0
+		}
+	}
+}
+
 // Summary is what the reports say of a profile.
 type Summary struct {
 	Hz       int             `json:"hz"`

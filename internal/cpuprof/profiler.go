@@ -173,11 +173,7 @@ func (p *Profiler) add(s *perf.Sample) {
 	pr := p.procs[pid]
 	if pr == nil {
 		pr = &proc{server: server, comm: comm(p.opts.Proc, pid)}
-		b, err := os.ReadFile(p.opts.Proc + "/" + strconv.Itoa(pid) + "/maps")
-		if err == nil {
-			pr.maps, err = symtab.ParseMaps(b)
-		}
-		pr.err = err
+		pr.maps, pr.err = symtab.ReadMaps(p.opts.Proc, pid)
 		p.procs[pid] = pr
 	}
 	k := p.keyBuf[:0]
@@ -351,6 +347,10 @@ func (p *Profiler) build(end time.Time, cpus []int) (*profile.Profile, []string)
 	if errs := r.Errors(); len(errs) > 0 {
 		slices.Sort(errs)
 		notes = append(notes, fmt.Sprintf("%d mapped files not read, their frames unnamed: %s", len(errs), strings.Join(errs[:min(len(errs), 3)], "; ")))
+	}
+	if os.Geteuid() != 0 {
+		// Kernel addresses only for root (WithoutKernelAddresses).
+		stripKernel(pp)
 	}
 	if err := pp.CheckValid(); err != nil {
 		notes = append(notes, "pprof profile: "+err.Error())

@@ -1,6 +1,7 @@
 package dropmon
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -406,8 +407,8 @@ func TestLedgerSlowReceivers(t *testing.T) {
 	}
 }
 
-// TestRetransFloodStillCounts: issue 39 (item 4). Connections to nowhere
-// retransmit their SYNs and fill the retransmissions' table; the
+// TestRetransFloodStillCounts: issue 39 (item 4). Connections to nowhere,
+// opened by an unprivileged user (nobody), retransmit their SYNs and fill the retransmissions' table; the
 // ledger's too, with the drops of those SYNs. Both are LRU tables: the
 // flows that come next are still counted, and the tables say how many
 // they forgot. The tables are made small (256) for the test; 600
@@ -454,21 +455,12 @@ func TestRetransFloodStillCounts(t *testing.T) {
 		if out, err := exec.Command("nft", "-f", rules).CombinedOutput(); err != nil {
 			return fmt.Errorf("nft: %v: %s", err, out)
 		}
-		for range conns {
-			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
-			if err != nil {
-				return err
-			}
-			fds = append(fds, fd)
-			if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: [4]byte{127, 0, 0, 1}}); err != nil && !errors.Is(err, unix.EINPROGRESS) {
-				return err
-			}
-		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	floodAsNobody(t, name, conns)
 	ino := inode(t, ns)
 	// Every connection retransmits its SYN after a second.
 	d := until(t, m, ino, "the tables overflowing", func(x *evidence.Drops) bool {
@@ -535,5 +527,40 @@ func TestRetransFloodStillCounts(t *testing.T) {
 			t.Fatalf("the connection opened after the flood retransmitted, not counted: table %+v", c.Stats)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// floodAsNobody opens conns connections to 127.0.0.1:9 in namespace
+// name as nobody, and holds them until the test ends.
+func floodAsNobody(t *testing.T, name string, conns int) {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("needs %s", py)
+	}
+	script := fmt.Sprintf("import socket,sys\nss=[]\nfor _ in range(%d):\n s=socket.socket()\n s.setblocking(False)\n s.connect_ex(('127.0.0.1',9))\n ss.append(s)\nprint('ready',flush=True)\nsys.stdin.read()\n", conns)
+	cmd := exec.Command("nsenter", "--net=/run/netns/"+name, "-S", "65534", "-G", "65534", py, "-c", script)
+	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true, Pdeathsig: unix.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		unix.Kill(-cmd.Process.Pid, unix.SIGKILL)
+		cmd.Wait()
+	})
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if line != "ready\n" {
+		t.Fatalf("nobody's flood: %q %s", line, stderr.String())
 	}
 }

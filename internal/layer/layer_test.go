@@ -258,4 +258,25 @@ func TestHandshakeSlotsFair(t *testing.T) {
 	if res == nil {
 		t.Fatal("no result")
 	}
+	// Then 32 sources holding one slot each: none holds more than the
+	// newcomer would, and the token holder still gets a test (issue 39).
+	for _, c := range silent {
+		c.Close()
+	}
+	silent = silent[:0]
+	poll.Wait(time.Minute, func() bool { return s.hands.Held() == 0 })
+	for src := 2; src < 2+maxHandshakes; src++ {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(src))}}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	if !poll.Wait(time.Minute, func() bool { return s.hands.Held() == maxHandshakes }) {
+		t.Fatalf("%d handshake slots held, want all %d", s.hands.Held(), maxHandshakes)
+	}
+	if _, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: Up, Streams: 1, Duration: 200 * time.Millisecond}); err != nil {
+		t.Fatalf("the token holder was locked out by %d sources holding a slot each: %v", maxHandshakes, err)
+	}
 }

@@ -20,7 +20,9 @@ import (
 // maxHandshakes bounds the connections that have not yet said who they
 // are: a flood of idle connections holds no more than this, a source no
 // more than handshakesPerSource, and a newcomer takes the oldest of the
-// source holding the most (bysource.Slots).
+// source holding the most, or the oldest of another source
+// (bysource.Slots): room is always made for the token holder, who says
+// hello at once.
 const (
 	maxHandshakes       = 32
 	handshakesPerSource = 8

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Capacity is the report of `netdoctor capacity` (docs/capacity.md): the
@@ -201,6 +203,7 @@ type CapacityVerify struct {
 // CapacityText writes a capacity report for a person: the verdict, what
 // limited it, the steps as a rate-vs-latency table, the headroom.
 func CapacityText(w io.Writer, c *Capacity) error {
+	w = printable.NewWriter(w)
 	p := NewPrinter(w)
 	p.F("netdoctor capacity: %s\n", c.URL)
 	p.F("SLO: %s (latency of every request from its intended send time, failed ones at the time they failed)\n\n", c.SLO.Text)
@@ -240,7 +243,7 @@ func CapacityText(w io.Writer, c *Capacity) error {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "  resource\tsubject\tused\tof its limit\n")
 		for _, h := range c.Headroom {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", h.Resource, h.Subject, Percent(h.Share), h.Text)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", h.Resource, printable.String(h.Subject), Percent(h.Share), printable.String(h.Text))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -264,6 +267,7 @@ func CapacityText(w io.Writer, c *Capacity) error {
 // StepsTable writes the steps: each rate's goodput, success share and
 // latency percentiles, and whether it met the SLO.
 func StepsTable(w io.Writer, c *Capacity) error {
+	w = printable.NewWriter(w)
 	// The verdict, last, is no column: it is as long as it needs.
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "%s\n", strings.Join(StepColumns(c), "\t"))
@@ -336,6 +340,7 @@ func stepPercentiles(c *Capacity) []float64 {
 // CapacityVerifyText writes both searches of capacity --verify-with and
 // the capacity before → after.
 func CapacityVerifyText(w io.Writer, v *CapacityVerify) error {
+	w = printable.NewWriter(w)
 	p := NewPrinter(w)
 	p.F("\nCapacity before → after %s:\n", v.Plan)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

@@ -9,6 +9,8 @@ import (
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/load"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // loadSpan is when the load ran, from its timeline.
@@ -104,10 +106,15 @@ func CPULines(s *app.Server, from, to time.Time) []string {
 // ProfileText prints the servers' on-CPU profile: per server, what its
 // samples went to where netdoctor knows the functions, and its hottest
 // functions.
+//
+// The functions are named from the servers' binaries (another user's
+// symbols), the processes by their own names: each is escaped.
 func ProfileText(w io.Writer, p *cpuprof.Summary, why string) {
+	w = printable.NewWriter(w)
+	v := printable.String
 	if p == nil {
 		if why != "" {
-			fmt.Fprintf(w, "\nOn-CPU profile: none (%s)\n", why)
+			fmt.Fprintf(w, "\nOn-CPU profile: none (%s)\n", v(why))
 		}
 		return
 	}
@@ -121,19 +128,19 @@ func ProfileText(w io.Writer, p *cpuprof.Summary, why string) {
 	}
 	fmt.Fprintf(w, "; its cost: %.2f%% of a core while sampling, %s of CPU to name the addresses):\n", 100*p.Cost.CoreShare, Dur(p.Cost.Symbolize))
 	for _, s := range p.Servers {
-		fmt.Fprintf(w, "  %s: %d samples (%s of CPU), %.0f%% in the kernel\n", s.Server, s.Samples, Dur(s.CPU), 100*s.KernelShare)
+		fmt.Fprintf(w, "  %s: %d samples (%s of CPU), %.0f%% in the kernel\n", v(s.Server), s.Samples, Dur(s.CPU), 100*s.KernelShare)
 		for _, a := range s.Activities {
 			if a.Share < 0.02 {
 				continue
 			}
-			fmt.Fprintf(w, "    %.0f%% %s (%s)\n", 100*a.Share, a.Kind.Describe(), strings.Join(a.Funcs, ", "))
+			fmt.Fprintf(w, "    %.0f%% %s (%s)\n", 100*a.Share, a.Kind.Describe(), v(strings.Join(a.Funcs, ", ")))
 		}
 		fmt.Fprintf(w, "    hottest functions (own samples, with callees):")
 		for i, f := range s.Top {
 			if i == 5 {
 				break
 			}
-			fmt.Fprintf(w, "\n      %5.1f%% %5.1f%%  %s", 100*f.Self, 100*f.Total, f.Name)
+			fmt.Fprintf(w, "\n      %5.1f%% %5.1f%%  %s", 100*f.Self, 100*f.Total, v(f.Name))
 			if f.Module == cpuprof.KernelModule {
 				fmt.Fprintf(w, " [kernel]")
 			}
@@ -146,7 +153,7 @@ func ProfileText(w io.Writer, p *cpuprof.Summary, why string) {
 	if len(p.Others) > 0 {
 		var names []string
 		for _, o := range p.Others {
-			names = append(names, fmt.Sprintf("%s (pid %d) %d", o.Comm, o.PID, o.Samples))
+			names = append(names, fmt.Sprintf("%s (pid %d) %d", v(o.Comm), o.PID, o.Samples))
 		}
 		fmt.Fprintf(w, "  other processes' samples on those CPUs: %s\n", strings.Join(names, ", "))
 	}
@@ -154,6 +161,6 @@ func ProfileText(w io.Writer, p *cpuprof.Summary, why string) {
 		fmt.Fprintf(w, "  netdoctor's own samples (its load): %d\n", p.Self)
 	}
 	for _, n := range p.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		fmt.Fprintf(w, "  note: %s\n", v(n))
 	}
 }

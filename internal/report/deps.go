@@ -9,6 +9,8 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // DepHeader are the columns of a dependency table, in the text and the
@@ -17,6 +19,7 @@ var DepHeader = []string{"destination", "owner", "conns", "new seen", "busy", "r
 
 // writeTraced is the dependency tables of check and the agent.
 func writeTraced(w io.Writer, t *evidence.Traced) {
+	w = printable.NewWriter(w)
 	if t == nil {
 		return
 	}
@@ -26,7 +29,7 @@ func writeTraced(w io.Writer, t *evidence.Traced) {
 		return
 	}
 	for _, s := range t.Servers {
-		fmt.Fprintf(w, "  %s on %s (pid %d)\n", s.Kind, s.Addr, mainPID(s))
+		fmt.Fprintf(w, "  %s on %s (pid %d)\n", printable.String(s.Kind), printable.String(s.Addr), mainPID(s))
 		writeDeps(w, s.Deps, "while traced")
 	}
 }
@@ -40,7 +43,8 @@ func mainPID(s *app.Server) int {
 
 // writeDeps is a server's dependency table: each destination it sent
 // requests to (during the load, or while traced), from its own
-// connections.
+// connections. Its cells name other processes (owner): each is escaped,
+// here and not in depCells, which the HTML page escapes its own way.
 func writeDeps(w io.Writer, deps []app.Dependency, when string) {
 	if len(deps) == 0 {
 		return
@@ -49,7 +53,11 @@ func writeDeps(w io.Writer, deps []app.Dependency, when string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "      %s\n", strings.Join(DepHeader, "\t"))
 	for _, d := range deps {
-		fmt.Fprintf(tw, "      %s\n", strings.Join(depCells(d), "\t"))
+		cells := depCells(d)
+		for i, c := range cells {
+			cells[i] = printable.String(c)
+		}
+		fmt.Fprintf(tw, "      %s\n", strings.Join(cells, "\t"))
 	}
 	tw.Flush()
 }

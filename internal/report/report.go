@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/evidence"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Version is the JSON report format version (docs/report.md). Version 2
@@ -335,7 +337,7 @@ func procName(l evidence.Listener) string {
 	if len(l.PIDs) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%s (pid %d)", l.Process, l.PIDs[0])
+	return fmt.Sprintf("%s (pid %d)", printable.String(l.Process), l.PIDs[0])
 }
 
 func states(m map[string]int) string {

@@ -10,25 +10,28 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // RunText writes a run's report: the findings and the host picture of
 // Text, the sides not observed, the servers behind the port, the
 // throughput's shape, and the load in wrk's layout.
 func RunText(w io.Writer, r *Run, latency bool) error {
+	w = printable.NewWriter(w)
 	if err := Text(w, r.Report); err != nil {
 		return err
 	}
 	for _, s := range r.Sides {
 		if !s.Observed {
-			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, s.Why)
+			fmt.Fprintf(w, "\n%s side not observed: %s\n", s.Name, printable.String(s.Why))
 		}
 		if s.Agent != "" {
 			fmt.Fprintf(w, "\n%s side observed through the agent at %s; its clock is %s this host's (± %s), its times are shown on this host's clock\n",
 				s.Name, s.Agent, clockText(s.ClockOffset), s.ClockUncertainty.Round(time.Microsecond))
 		}
 		if s.Lost != "" {
-			fmt.Fprintf(w, "PARTIAL: the %s side's %s; its findings rest on what came before\n", s.Name, s.Lost)
+			fmt.Fprintf(w, "PARTIAL: the %s side's %s; its findings rest on what came before\n", s.Name, printable.String(s.Lost))
 		}
 	}
 	from, to := loadSpan(r.Load)
@@ -40,7 +43,7 @@ func RunText(w io.Writer, r *Run, latency bool) error {
 		return err
 	}
 	for _, n := range r.LoadNotes {
-		if _, err := fmt.Fprintf(w, "The load: %s\n", n); err != nil {
+		if _, err := fmt.Fprintf(w, "The load: %s\n", printable.String(n)); err != nil {
 			return err
 		}
 	}
@@ -61,53 +64,56 @@ func clockText(d time.Duration) string {
 
 // writeServers lists the applications found behind the port: what they
 // are, the limits their configuration sets, and what their logs said.
+// Everything in it but the counts is the servers' own (their names,
+// paths, configuration values, log paths): each is escaped as a value.
 func writeServers(w io.Writer, servers []*app.Server, from, to time.Time) {
+	v := printable.String
 	if len(servers) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\nServers:\n")
 	for _, s := range servers {
-		fmt.Fprintf(w, "  %s %s on %s", s.Role, s.Kind, s.Addr)
+		fmt.Fprintf(w, "  %s %s on %s", s.Role, v(s.Kind), v(s.Addr))
 		if s.Master != 0 {
 			fmt.Fprintf(w, " (master %d, %d other processes)", s.Master, len(s.PIDs)-1)
 		}
 		if s.Config != "" {
-			fmt.Fprintf(w, ", config %s", s.Config)
+			fmt.Fprintf(w, ", config %s", v(s.Config))
 		}
 		fmt.Fprintln(w)
 		if n := s.Nginx; n != nil {
-			fmt.Fprintf(w, "    worker_processes %s, worker_connections %s", n.WorkerProcesses, n.WorkerConnections)
+			fmt.Fprintf(w, "    worker_processes %s, worker_connections %s", v(n.WorkerProcesses.String()), v(n.WorkerConnections.String()))
 			if n.WorkerRlimitNofile.Value > 0 {
-				fmt.Fprintf(w, ", worker_rlimit_nofile %s", n.WorkerRlimitNofile)
+				fmt.Fprintf(w, ", worker_rlimit_nofile %s", v(n.WorkerRlimitNofile.String()))
 			}
 			fmt.Fprintln(w)
 			for _, u := range n.Upstreams {
 				reuse := "connections reused"
 				if !u.Reuse {
-					reuse = "a new connection per request: " + u.Why
+					reuse = "a new connection per request: " + v(u.Why)
 				}
-				fmt.Fprintf(w, "    %s %s (%s): %s\n", u.Pass, u.Target, u.PassSource, reuse)
+				fmt.Fprintf(w, "    %s %s (%s): %s\n", v(u.Pass), v(u.Target), v(u.PassSource), reuse)
 			}
 		}
 		if p := s.Pool; p != nil {
-			fmt.Fprintf(w, "    php-fpm pool %s: pm %s, pm.max_children %s, listen.backlog %s\n", p.Name, p.PM, p.MaxChildren, p.Backlog)
+			fmt.Fprintf(w, "    php-fpm pool %s: pm %s, pm.max_children %s, listen.backlog %s\n", v(p.Name), v(p.PM), v(p.MaxChildren.String()), v(p.Backlog.String()))
 		}
 		if line := busyLine(s.Samples); line != "" {
-			fmt.Fprintf(w, "    %s\n", line)
+			fmt.Fprintf(w, "    %s\n", v(line))
 		}
 		for _, line := range CPULines(s, from, to) {
-			fmt.Fprintf(w, "    %s\n", line)
+			fmt.Fprintf(w, "    %s\n", v(line))
 		}
 		writeDeps(w, s.Deps, "during the load")
 		for _, l := range s.Logs {
-			fmt.Fprintf(w, "    %s log %s: %d lines during the run", l.Kind, l.Path, l.Lines)
+			fmt.Fprintf(w, "    %s log %s: %d lines during the run", v(l.Kind), v(l.Path), l.Lines)
 			if l.Status != "ok" && l.Status != "" {
-				fmt.Fprintf(w, " (%s)", l.Status)
+				fmt.Fprintf(w, " (%s)", v(l.Status))
 			}
 			fmt.Fprintln(w)
 		}
 		for _, n := range s.Notes {
-			fmt.Fprintf(w, "    note: %s\n", n)
+			fmt.Fprintf(w, "    note: %s\n", v(n))
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/netdoctor/netdoctor/internal/load"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Verify is the JSON of `run --verify-with`: both runs, what each change
@@ -34,6 +36,7 @@ type Verdict struct {
 // VerifyText writes the two runs of a verification side by side and
 // each change's verdict.
 func VerifyText(w io.Writer, before, after *Run, vs []Verdict) error {
+	w = printable.NewWriter(w)
 	fmt.Fprintf(w, "\nBefore → after:\n")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	row := func(name string, f func(*Run) string) {
@@ -76,15 +79,15 @@ func VerifyText(w io.Writer, before, after *Run, vs []Verdict) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "  before: %s\n  after:  %s\n", before.Verdict, after.Verdict)
+	fmt.Fprintf(w, "  before: %s\n  after:  %s\n", printable.String(before.Verdict), printable.String(after.Verdict))
 	fmt.Fprintf(w, "\nEach change:\n")
 	for i, v := range vs {
-		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, strings.ToUpper(v.Verdict), v.Change)
+		fmt.Fprintf(w, "  %d. %s: %s\n", i+1, strings.ToUpper(v.Verdict), printable.String(v.Change))
 		if v.Note != "" {
-			fmt.Fprintf(w, "       (%s)\n", v.Note)
+			fmt.Fprintf(w, "       (%s)\n", printable.String(v.Note))
 		}
 		for k := range v.Before {
-			fmt.Fprintf(w, "       %s\n         → %s\n", v.Before[k], strings.TrimPrefix(v.After[k], strings.SplitN(v.After[k], ": ", 2)[0]+": "))
+			fmt.Fprintf(w, "       %s\n         → %s\n", printable.String(v.Before[k]), printable.String(strings.TrimPrefix(v.After[k], strings.SplitN(v.After[k], ": ", 2)[0]+": ")))
 		}
 	}
 	return nil

@@ -240,6 +240,34 @@ func CheckOwned(path string) error {
 	return nil
 }
 
+// CheckConfig checks a configuration netdoctor reads again while it
+// runs (the agent's web configuration, on every connection, and the
+// certificates it names): CheckOwned, in a directory owned by root or
+// the caller that no one else may write, sticky or not (in /tmp, anyone
+// may make the file again once it is gone), below directories that only
+// root or the caller can change (or sticky ones).
+func CheckConfig(path string) error {
+	if err := CheckOwned(path); err != nil {
+		return err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(abs)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	switch o := owner(fi); {
+	case o != 0 && o != os.Geteuid():
+		return fmt.Errorf("%s is in %s, which belongs to uid %d: %w", path, dir, o, ErrNotPrivate)
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s is in %s, which others may write (mode %v): another user could put a file of theirs in its place: %w", path, dir, fi.Mode().Perm(), ErrNotPrivate)
+	}
+	return trustedParents(abs)
+}
+
 // links is a file's count of hard links (1 when the system does not say).
 func links(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

@@ -284,3 +284,29 @@ func TestCheckOwned(t *testing.T) {
 		t.Errorf("missing: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// TestCheckConfig: a configuration read again later must be in a
+// directory no one else writes, sticky or not.
+func TestCheckConfig(t *testing.T) {
+	tmp := sharedDir(t)
+	private := filepath.Join(tmp, "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(private, "web.yml")
+	os.WriteFile(good, nil, 0o600)
+	if err := CheckConfig(good); err != nil {
+		t.Errorf("a file of ours in a directory of ours: %v", err)
+	}
+	shared := filepath.Join(tmp, "web.yml")
+	os.WriteFile(shared, nil, 0o600)
+	if err := CheckConfig(shared); !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), "others may write") {
+		t.Errorf("a file of ours in a sticky directory others write: %v, want ErrNotPrivate", err)
+	}
+	open := filepath.Join(private, "open.yml")
+	os.WriteFile(open, nil, 0o600)
+	os.Chmod(open, 0o666)
+	if err := CheckConfig(open); !errors.Is(err, ErrNotPrivate) {
+		t.Errorf("a file others may write: %v", err)
+	}
+}

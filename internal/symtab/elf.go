@@ -3,7 +3,6 @@ package symtab
 import (
 	"cmp"
 	"debug/elf"
-	"debug/gosym"
 	"errors"
 	"fmt"
 	"io"
@@ -12,11 +11,6 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 )
-
-// maxSection bounds the bytes read of one symbol table, string table or
-// pclntab: a 2 GiB debug binary is symbolized from its dynamic symbols,
-// if it has them, not read into memory whole.
-const maxSection = 128 << 20
 
 // Object is one ELF file's functions, at the virtual addresses its
 // symbol tables give them, and its loadable segments, which map a file
@@ -27,20 +21,34 @@ type Object struct {
 	// Source says where the names came from: "symtab", "dynsym",
 	// "gopclntab", or "" when the file has none.
 	Source string
+	// Size is what the object takes in memory, as its budget counts
+	// it: the tables its names are kept in, and its functions.
+	Size int64
 }
 
 type function struct {
 	addr, size uint64
-	name       string
+	// name is a substring of the table it was read from, never a copy:
+	// a table whose names overlap (each a suffix of the next) costs its
+	// size once, not the sum of its names' lengths.
+	name string
 }
+
+// funcSize is what a function takes in the budget.
+const funcSize = 32
 
 // LoadObject reads an ELF file's functions: its .symtab and .dynsym
 // (a stripped C program keeps the latter: its exported functions), or,
-// for a stripped Go program, its .gopclntab.
+// for a stripped Go program, its .gopclntab. r must say its size
+// (*os.File, *io.SectionReader, *bytes.Reader).
 //
-// The file is another user's data: a malformed one is an error, never a
-// panic of netdoctor's (debug/elf and debug/gosym trust their input more
-// than a profiler can).
+// The file is another user's data: its headers are checked before
+// debug/elf reads them, each table is read only within the file's budget
+// (ObjectBudget: a table claiming more is skipped, with an error
+// wrapping ErrBudget, and the next is tried), and the symbol tables and
+// Go's function table are read here, names as substrings of their table
+// (debug/elf's Symbols and debug/gosym copy every name, which a crafted
+// table makes quadratic). A malformed file is an error, never a panic.
 func LoadObject(r io.ReaderAt) (o *Object, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -51,7 +59,7 @@ func LoadObject(r io.ReaderAt) (o *Object, err error) {
 }
 
 func loadObject(r io.ReaderAt) (*Object, error) {
-	f, err := elf.NewFile(r)
+	f, size, err := openELF(r)
 	if err != nil {
 		return nil, err
 	}
@@ -62,74 +70,134 @@ func loadObject(r io.ReaderAt) (*Object, error) {
 			o.loads = append(o.loads, p.ProgHeader)
 		}
 	}
+	budget := int64(ObjectBudget)
 	var errs []error
-	if s := f.Section(".symtab"); s != nil && s.Size <= maxSection {
-		syms, err := f.Symbols()
+	if s := f.SectionByType(elf.SHT_SYMTAB); s != nil {
+		n, err := o.addSymbols(f, s, size, &budget)
 		errs = append(errs, err)
-		if o.add(syms) > 0 {
+		if n > 0 {
 			o.Source = "symtab"
 		}
 	}
-	if s := f.Section(".dynsym"); s != nil && s.Size <= maxSection {
-		syms, err := f.DynamicSymbols()
-		if !errors.Is(err, elf.ErrNoSymbols) {
-			errs = append(errs, err)
-		}
-		if o.add(syms) > 0 && o.Source == "" {
+	if s := f.SectionByType(elf.SHT_DYNSYM); s != nil {
+		n, err := o.addSymbols(f, s, size, &budget)
+		errs = append(errs, err)
+		if n > 0 && o.Source == "" {
 			o.Source = "dynsym"
 		}
 	}
 	if o.Source != "symtab" {
 		// A Go program keeps its function table in .gopclntab even
 		// stripped (-ldflags=-s), as its runtime needs it.
-		if n, err := o.addGo(f); n > 0 {
+		if n, err := o.addGo(f, size, &budget); n > 0 {
 			o.Source = "gopclntab"
 		} else if err != nil {
 			errs = append(errs, err)
 		}
 	}
+	o.Size = ObjectBudget - budget
+	o.sortFuncs()
+	return o, errors.Join(errs...)
+}
+
+// sortFuncs orders the functions by address, one per address (the
+// largest: an alias's size may be 0).
+func (o *Object) sortFuncs() {
 	slices.SortFunc(o.funcs, func(a, b function) int {
 		return cmp.Or(cmp.Compare(a.addr, b.addr), cmp.Compare(b.size, a.size))
 	})
 	o.funcs = slices.CompactFunc(o.funcs, func(a, b function) bool { return a.addr == b.addr })
-	return o, errors.Join(errs...)
 }
 
-// add keeps the function symbols that have an address.
-func (o *Object) add(syms []elf.Symbol) int {
+// addSymbols keeps the function symbols of symbol table s that have an
+// address, named from the string table it links to.
+func (o *Object) addSymbols(f *elf.File, s *elf.Section, size int64, budget *int64) (int, error) {
+	entsize := uint64(24) // Elf64_Sym
+	if f.Class == elf.ELFCLASS32 {
+		entsize = 16 // Elf32_Sym
+	}
+	if s.Link == 0 || int(s.Link) >= len(f.Sections) || f.Sections[s.Link].Type != elf.SHT_STRTAB {
+		return 0, fmt.Errorf("%s: no string table", s.Name)
+	}
+	strs := f.Sections[s.Link]
+	// Both tables, and a function for every entry at most, fit in what
+	// is left, or neither is read.
+	if need := s.Size + strs.Size + s.Size/entsize*funcSize; s.Size > uint64(*budget) || need > uint64(*budget) || need < s.Size {
+		return 0, overBudget("%s and %s claim %s and %s (%s with their functions), more than the %s left of the %s netdoctor reads of one file",
+			s.Name, strs.Name, mib(s.Size), mib(strs.Size), mib(need), mib(uint64(*budget)), mib(ObjectBudget))
+	}
+	tab, err := sectionData(s, size, budget, "symbol table")
+	if err != nil {
+		return 0, err
+	}
+	names, err := sectionData(strs, size, budget, "string table")
+	if err != nil {
+		return 0, err
+	}
+	*budget += int64(len(tab)) // the entries are not kept
+	bo := order{big: f.Data == elf.ELFDATA2MSB}
 	n := 0
-	for _, s := range syms {
-		t := elf.ST_TYPE(s.Info)
-		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || s.Value == 0 || s.Section == elf.SHN_UNDEF {
+	for off := entsize; off+entsize <= uint64(len(tab)); off += entsize {
+		e := tab[off : off+entsize]
+		var name uint32
+		var info byte
+		var shndx uint16
+		var value, sz uint64
+		if entsize == 24 {
+			name, info, shndx = bo.u32(e[0:]), e[4], bo.u16(e[6:])
+			value, sz = bo.u64(e[8:]), bo.u64(e[16:])
+		} else {
+			name, info, shndx = bo.u32(e[0:]), e[12], bo.u16(e[14:])
+			value, sz = uint64(bo.u32(e[4:])), uint64(bo.u32(e[8:]))
+		}
+		t := elf.ST_TYPE(info)
+		if (t != elf.STT_FUNC && t != elf.STT_GNU_IFUNC) || value == 0 || elf.SectionIndex(shndx) == elf.SHN_UNDEF {
 			continue
 		}
-		o.funcs = append(o.funcs, function{addr: s.Value, size: s.Size, name: s.Name})
+		o.funcs = append(o.funcs, function{addr: value, size: sz, name: cString(names, uint64(name))})
 		n++
 	}
-	return n
+	*budget -= int64(n) * funcSize
+	if n == 0 {
+		*budget += int64(len(names)) // nothing keeps the names
+	}
+	return n, nil
 }
 
-// addGo reads a Go program's functions from .gopclntab.
-func (o *Object) addGo(f *elf.File) (int, error) {
-	pcln, text := f.Section(".gopclntab"), f.Section(".text")
-	if pcln == nil || text == nil {
-		return 0, nil
+// order reads the file's integers out of a table kept as a string.
+type order struct{ big bool }
+
+func (o order) u16(s string) uint16 {
+	if o.big {
+		return uint16(s[1]) | uint16(s[0])<<8
 	}
-	if pcln.Size > maxSection {
-		return 0, fmt.Errorf("gopclntab: %d bytes, more than %d", pcln.Size, maxSection)
+	return uint16(s[0]) | uint16(s[1])<<8
+}
+
+func (o order) u32(s string) uint32 {
+	if o.big {
+		return uint32(s[3]) | uint32(s[2])<<8 | uint32(s[1])<<16 | uint32(s[0])<<24
 	}
-	data, err := pcln.Data()
-	if err != nil {
-		return 0, fmt.Errorf("gopclntab: %w", err)
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+func (o order) u64(s string) uint64 {
+	if o.big {
+		return uint64(o.u32(s[4:])) | uint64(o.u32(s))<<32
 	}
-	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text.Addr))
-	if err != nil {
-		return 0, fmt.Errorf("gopclntab: %w", err)
+	return uint64(o.u32(s)) | uint64(o.u32(s[4:]))<<32
+}
+
+// cString is the NUL-terminated string at off in tab, cut at maxName.
+func cString(tab string, off uint64) string {
+	if off >= uint64(len(tab)) {
+		return ""
 	}
-	for _, fn := range tab.Funcs {
-		o.funcs = append(o.funcs, function{addr: fn.Entry, size: fn.End - fn.Entry, name: fn.Name})
+	s := tab[off:min(uint64(len(tab)), off+maxName)]
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
 	}
-	return len(tab.Funcs), nil
+	return s
 }
 
 // Len is the number of functions known.
@@ -166,12 +234,15 @@ func (o *Object) Lookup(vaddr uint64) (string, bool) {
 }
 
 // Demangle turns a C++ or Rust symbol into its source name, without the
-// parameter list; other names are returned as they are.
+// parameter list; other names are returned as they are. A crafted name
+// can expand exponentially (templates that repeat their arguments): the
+// demangled name is bounded to 4096 characters, past which the symbol
+// is shown as it is.
 func Demangle(name string) string {
 	if !strings.HasPrefix(name, "_Z") && !strings.HasPrefix(name, "_R") {
 		return name
 	}
-	if d, err := demangle.ToString(name, demangle.NoParams, demangle.NoTemplateParams); err == nil {
+	if d, err := demangle.ToString(name, demangle.NoParams, demangle.NoTemplateParams, demangle.MaxLength(12)); err == nil {
 		return d
 	}
 	return name

@@ -1,7 +1,6 @@
 package symtab
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"strings"
@@ -103,21 +102,5 @@ func FuzzParse(f *testing.F) {
 		}
 		k, _ := ParseKallsyms(b)
 		k.Lookup(0xffffffff81000000)
-	})
-}
-
-// FuzzLoadObject: the ELF files a profile names are other users' data.
-func FuzzLoadObject(f *testing.F) {
-	exe, err := os.ReadFile("/proc/self/exe")
-	if err == nil && len(exe) > 64<<10 {
-		f.Add(exe[:64<<10])
-	}
-	f.Add([]byte("\x7fELF\x02\x01\x01"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := LoadObject(bytes.NewReader(b))
-		if err == nil && o != nil {
-			o.Lookup(0x401000)
-			o.Vaddr(0x1000)
-		}
 	})
 }

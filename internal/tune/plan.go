@@ -12,6 +12,8 @@ import (
 	"github.com/netdoctor/netdoctor/internal/capped"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Version is the plan and journal format's version.
@@ -262,7 +264,9 @@ func (p *Plan) Text(w io.Writer) error {
 			fmt.Fprintf(&b, "  - %s\n", n)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	// A plan is a file read back, perhaps from elsewhere: its text
+	// goes through the one sanitiser.
+	_, err := io.WriteString(printable.NewWriter(w), b.String())
 	return err
 }
 

@@ -25,6 +25,8 @@ import (
 	"github.com/netdoctor/netdoctor/internal/safepath"
 	"github.com/netdoctor/netdoctor/internal/source"
 	"github.com/netdoctor/netdoctor/internal/tune"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Options are the choices of one lab run (`netdoctor lab run`).
@@ -287,7 +289,9 @@ func Measure(ctx context.Context, e *lab.Env, j Job, stdout, stderr io.Writer) e
 	exe, env := lab.Self()
 	cmd := exec.Command("ip", "netns", "exec", e.ClientNS.Name, exe, "lab", "measure")
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), stdout, stderr
+	// The child is netdoctor, which escapes its own output; its stderr is
+	// the terminal itself, so that it shows its progress line.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(b), stdout, printable.Raw(stderr)
 	// Its own process group, so that Ctrl-C reaches it once, from us:
 	// it then stops the load and still reports.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
