@@ -79,6 +79,7 @@ func TestRunStoppedReuseport(t *testing.T) {
 			continue
 		}
 		found = true
+		t.Logf("%s: %s; %v; %v", f.ID, f.Title, f.Evidence, f.Actions)
 		want := fmt.Sprintf("pid %d (stopped) is the only server of listening socket %s (inode %d)", stopped, addr, inode)
 		if f.About.PID != stopped || !strings.Contains(f.Title, want) {
 			t.Errorf("title %q (pid %d), want %q", f.Title, f.About.PID, want)
