@@ -59,6 +59,8 @@ type Nginx struct {
 	// at 4096, where the client's check of it stays near 0.1 ms.
 	TLS        bool
 	TLSKeyBits int
+	// HTTP are more directives for the http block ("limit_req zone=one;").
+	HTTP []string
 }
 
 // FPM describes one php-fpm master with one pool.
@@ -234,6 +236,9 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 	}
 	if n.Sendfile {
 		p("    sendfile on;")
+	}
+	for _, d := range n.HTTP {
+		p("    %s", d)
 	}
 	if n.LuaFile != "" {
 		p("    lua_package_path \"/usr/share/lua/5.1/?.lua;;\";")
