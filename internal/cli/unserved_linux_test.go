@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -73,6 +75,7 @@ func TestRunStoppedReuseport(t *testing.T) {
 	t.Cleanup(cont)
 
 	_, r, text := runBundle(t, e, "http://"+addr+"/", "-c 8 --no-keepalive -d 3s")
+	t.Logf("verdict %s", r.Verdict)
 	var found bool
 	for _, f := range r.Findings {
 		if f.ID != rules.ListenerUnserved {
@@ -116,4 +119,59 @@ func listeningInode(t *testing.T, pid int) uint64 {
 	}
 	t.Fatalf("pid %d holds no socket", pid)
 	return 0
+}
+
+// TestRunStoppedNginxWorker: nginx with two workers on reuseport
+// sockets, one worker stopped. Every worker holds every socket (the
+// master opens them all); each polls its own, which its epoll instance
+// shows: the stopped worker is named as the only server of its socket,
+// seen by epoll, not assumed from the holders.
+func TestRunStoppedNginxWorker(t *testing.T) {
+	e := newLab(t)
+	n := &lab.Nginx{Port: 8095, Workers: 2, Reuseport: true, BodyBytes: 64}
+	p, err := e.StartNginx(context.Background(), n)
+	labMust(t, err)
+	var workers []int
+	poll.Until(t, 10e9, func() error {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Cmd.Process.Pid, p.Cmd.Process.Pid))
+		if err != nil {
+			return err
+		}
+		workers = workers[:0]
+		for _, f := range strings.Fields(string(b)) {
+			var pid int
+			fmt.Sscan(f, &pid)
+			workers = append(workers, pid)
+		}
+		if len(workers) < 2 {
+			return fmt.Errorf("workers %v", workers)
+		}
+		return nil
+	})
+	stopped := workers[1]
+	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(stopped, syscall.SIGCONT) })
+	_, r, text := runBundle(t, e, fmt.Sprintf("http://%s:%d/", e.ServerIP, n.Port), "-c 8 --no-keepalive -d 3s")
+	t.Logf("verdict %s", r.Verdict)
+	var found bool
+	for _, f := range r.Findings {
+		if f.ID != rules.ListenerUnserved {
+			continue
+		}
+		found = true
+		t.Logf("%s: %s; %v", f.ID, f.Title, f.Evidence)
+		if f.About.PID != stopped || !strings.Contains(f.Title, fmt.Sprintf("pid %d (stopped) is the only server of listening socket", stopped)) {
+			t.Errorf("title %q (pid %d), want stopped worker %d", f.Title, f.About.PID, stopped)
+		}
+		for _, ev := range f.Evidence {
+			if strings.Contains(ev.Text, "taken for its servers") {
+				t.Errorf("the worker's epoll was not read: %s", ev.Text)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no %s finding for stopped worker %d:\n%s", rules.ListenerUnserved, stopped, text)
+	}
 }

@@ -61,6 +61,8 @@ type Nginx struct {
 	TLSKeyBits int
 	// HTTP are more directives for the http block ("limit_req zone=one;").
 	HTTP []string
+	// Reuseport listens with reuseport: a socket of its own per worker.
+	Reuseport bool
 }
 
 // FPM describes one php-fpm master with one pool.
@@ -272,6 +274,9 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 		listen += " ssl"
 		p("        ssl_certificate %s;", cert)
 		p("        ssl_certificate_key %s;", key)
+	}
+	if n.Reuseport {
+		listen += " reuseport"
 	}
 	p("        listen %s;", listen)
 	switch {

@@ -40,7 +40,9 @@ and drops at the end of the window, and the port's other sockets and their serve
 (´kill -CONT PID´) or restart the process, or detach the debugger; a stuck (D) process waits on its
 wait channel. Tested (TestRunStoppedReuseport) with two python3 processes, each with its own
 ´SO_REUSEPORT´ socket on one port, one stopped with ´SIGSTOP´: the process and its socket are named;
-with none stopped, nothing.`,
+with none stopped, nothing. And (TestRunStoppedNginxWorker) with nginx's two workers on ´listen …
+reuseport´, one stopped: every worker holds both sockets, the stopped one is named from its epoll
+instance as the only server of its own.`,
 })
 
 var _ = register(Rule{Name: "unserved", Order: 185, Scope: PerRun, IDs: []report.FindingID{ListenerUnserved}, Checks: "who serves each listening socket", Check: checkUnserved,
