@@ -84,6 +84,7 @@ func TestRunConnCeiling(t *testing.T) {
 		poll.Until(t, 10e9, func() error { _, err := os.Stat(ready); return err })
 		_, r, text := runBundle(t, e, "http://"+addr+"/", "-c 48 -d 3s")
 		p.Stop()
+		t.Logf("verdict %s", r.Verdict)
 		var found bool
 		for _, f := range r.Findings {
 			if f.ID != rules.AppConnectionLimit {

@@ -30,6 +30,7 @@ func TestRunNginxLimitReq(t *testing.T) {
 		labMust(t, err)
 		_, r, text := runBundle(t, e, fmt.Sprintf("http://%s:%d/", e.ServerIP, n.Port), "-c 8 -d 2s")
 		p.Stop()
+		t.Logf("verdict %s", r.Verdict)
 		var found bool
 		for _, f := range r.Findings {
 			if f.ID != rules.ServerLimiter {
