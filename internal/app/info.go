@@ -25,6 +25,19 @@ type NginxInfo struct {
 	// NoDelayOff lists where tcp_nodelay is off ("file:line").
 	NoDelayOff []string        `json:"tcp_nodelay_off,omitempty"`
 	Upstreams  []NginxUpstream `json:"upstreams,omitempty"`
+	// Limits are its limit_req, limit_req_zone, limit_conn and
+	// limit_conn_zone directives, wherever they are.
+	Limits []NginxLimit `json:"limits,omitempty"`
+}
+
+// NginxLimit is one limiter directive.
+type NginxLimit struct {
+	Directive string `json:"directive"` // "limit_req", "limit_req_zone"…
+	// Zone is the zone it names or declares (zone=NAME, without :SIZE;
+	// limit_conn's first argument).
+	Zone   string `json:"zone"`
+	Args   string `json:"args"`
+	Source string `json:"source"` // file:line
 }
 
 // Workers is worker_processes, at least 1.

@@ -39,6 +39,9 @@ type Log struct {
 	Statuses map[int]int    `json:"statuses,omitempty"`
 	// Samples keeps the first line of each event class, for evidence.
 	Samples map[string]string `json:"samples,omitempty"`
+	// Zones counts the limiter lines (EventLimitReq, EventLimitConn) by
+	// class, then by the zone nginx names in them (by zone "one").
+	Zones map[string]map[string]int `json:"zones,omitempty"`
 
 	offset int64
 	inode  uint64
@@ -137,6 +140,17 @@ func (l *Log) count(r io.Reader) {
 					l.Samples[p.class] = string(line)
 				}
 				l.Events[p.class]++
+				if z, ok := limitZone(line); ok && (p.class == EventLimitReq || p.class == EventLimitConn) {
+					if l.Zones == nil {
+						l.Zones = map[string]map[string]int{}
+					}
+					if l.Zones[p.class] == nil {
+						l.Zones[p.class] = map[string]int{}
+					}
+					if len(l.Zones[p.class]) < 64 || l.Zones[p.class][z] > 0 {
+						l.Zones[p.class][z]++
+					}
+				}
 				break
 			}
 		}
@@ -157,6 +171,10 @@ const (
 	EventUpstreamReset    = "upstream-reset"
 	EventExecutionTimeout = "execution-timeout" // php-fpm request_terminate_timeout
 	EventSlow             = "slow-request"      // php-fpm slowlog
+	// nginx's limit_req and limit_conn refusing (or delaying) a request
+	// (src/http/modules/ngx_http_limit_req_module.c, …limit_conn…).
+	EventLimitReq  = "limit-req"
+	EventLimitConn = "limit-conn"
 )
 
 var patterns = []struct {
@@ -176,6 +194,40 @@ var patterns = []struct {
 	{EventUpstreamReset, []byte("(104: Connection reset by peer) while reading response header from upstream")},
 	{EventExecutionTimeout, []byte("execution timed out")},
 	{EventSlow, []byte("executing too slow")},
+	{EventLimitReq, []byte("limiting requests, excess:")},
+	{EventLimitConn, []byte("limiting connections by zone")},
+}
+
+// limitZone is the zone nginx names in a limiter's line: `by zone "one"`
+// (ngx_http_limit_req_module.c, ngx_http_limit_conn_module.c).
+func limitZone(line []byte) (string, bool) {
+	_, after, ok := bytes.Cut(line, []byte(`by zone "`))
+	if !ok {
+		return "", false
+	}
+	z, _, ok := bytes.Cut(after, []byte(`"`))
+	if !ok || len(z) > 128 {
+		return "", false
+	}
+	return string(z), true
+}
+
+// Zone is the zone of class's limiter lines that most were logged in,
+// over logs, and how many.
+func Zone(logs []*Log, class string) (string, int) {
+	sum := map[string]int{}
+	for _, l := range logs {
+		for z, n := range l.Zones[class] {
+			sum[z] += n
+		}
+	}
+	best, most := "", 0
+	for z, n := range sum {
+		if n > most || (n == most && z < best) {
+			best, most = z, n
+		}
+	}
+	return best, most
 }
 
 // requestStatus finds the status that follows the quoted request line in

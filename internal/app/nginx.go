@@ -60,6 +60,7 @@ func (o *Observer) nginx(ctx context.Context, s *Server, master procInfo) {
 	for _, l := range sum.Listens {
 		info.Listens = append(info.Listens, NginxListen{Addr: l.HostPort, Backlog: l.Backlog, Source: l.Pos.String()})
 	}
+	info.Limits = nginxLimits(cfg.Directives, nil)
 	for _, n := range sum.NodelayOff {
 		info.NoDelayOff = append(info.NoDelayOff, n.Pos.String())
 	}
@@ -194,6 +195,28 @@ func nginxLogs(sum nginx.Summary) []*Log {
 		}
 		seen[a.File] = true
 		out = append(out, &Log{Path: a.File, Kind: "access", Source: a.Pos.String()})
+	}
+	return out
+}
+
+// nginxLimits collects the limiter directives of a configuration, in
+// every block.
+func nginxLimits(list []*nginx.Directive, out []NginxLimit) []NginxLimit {
+	for _, d := range list {
+		switch d.Name {
+		case "limit_req", "limit_req_zone", "limit_conn", "limit_conn_zone":
+			l := NginxLimit{Directive: d.Name, Args: strings.Join(d.Args, " "), Source: d.Pos().String()}
+			for _, a := range d.Args {
+				if z, ok := strings.CutPrefix(a, "zone="); ok {
+					l.Zone, _, _ = strings.Cut(z, ":")
+				}
+			}
+			if d.Name == "limit_conn" && l.Zone == "" {
+				l.Zone = d.Arg(0)
+			}
+			out = append(out, l)
+		}
+		out = nginxLimits(d.Block, out)
 	}
 	return out
 }

@@ -124,3 +124,9 @@ func syscallName(nr int) string {
 	}
 	return "syscall " + strconv.Itoa(nr)
 }
+
+// isAccept reports whether system call nr takes a connection off a
+// listening socket.
+func isAccept(nr int) bool {
+	return uintptr(nr) == unix.SYS_ACCEPT || uintptr(nr) == unix.SYS_ACCEPT4
+}

@@ -15,3 +15,5 @@ func isPoll(int) bool { return false }
 func peerAddr(int, int) string { return "" }
 
 func syscallName(nr int) string { return "syscall " + strconv.Itoa(nr) }
+
+func isAccept(int) bool { return false }

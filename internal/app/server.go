@@ -75,6 +75,10 @@ type Sample struct {
 	// CPU is where the workers' threads' time went since the previous
 	// sample; nil in the first one.
 	CPU *CPU `json:"cpu,omitempty"`
+	// Sockets are the listening sockets on the server's port and who
+	// serves each; Procs the state of every process holding one.
+	Sockets []Socket    `json:"sockets,omitempty"`
+	Procs   []ProcState `json:"procs,omitempty"`
 }
 
 // Observer watches the servers behind one port.
@@ -267,6 +271,7 @@ func (o *Observer) Sample(ctx context.Context) {
 				smp.Threads = threadSamples(o.proc, workers, s.port)
 			}
 			smp.CPU = o.accountCPU(s, workers, now, o.host, prevHost)
+			smp.Sockets, smp.Procs = sockets(o.proc, o.listeners, s.port)
 			if s.status != nil {
 				sctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
 				st, err := s.status(sctx)

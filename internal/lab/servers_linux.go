@@ -59,6 +59,10 @@ type Nginx struct {
 	// at 4096, where the client's check of it stays near 0.1 ms.
 	TLS        bool
 	TLSKeyBits int
+	// HTTP are more directives for the http block ("limit_req zone=one;").
+	HTTP []string
+	// Reuseport listens with reuseport: a socket of its own per worker.
+	Reuseport bool
 }
 
 // FPM describes one php-fpm master with one pool.
@@ -235,6 +239,9 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 	if n.Sendfile {
 		p("    sendfile on;")
 	}
+	for _, d := range n.HTTP {
+		p("    %s", d)
+	}
 	if n.LuaFile != "" {
 		p("    lua_package_path \"/usr/share/lua/5.1/?.lua;;\";")
 	}
@@ -267,6 +274,9 @@ func (e *Env) StartNginx(ctx context.Context, n *Nginx) (*Proc, error) {
 		listen += " ssl"
 		p("        ssl_certificate %s;", cert)
 		p("        ssl_certificate_key %s;", key)
+	}
+	if n.Reuseport {
+		listen += " reuseport"
 	}
 	p("        listen %s;", listen)
 	switch {

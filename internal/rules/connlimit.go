@@ -1,0 +1,209 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/report"
+)
+
+// AppConnectionLimit: the application stopped accepting at a ceiling of its own while its queue filled.
+const AppConnectionLimit report.FindingID = "app-connection-limit"
+
+var _ = define(Class{ID: AppConnectionLimit,
+	Critical: true,
+	Errors:   true, Delays: true, Fails: FailsConnections,
+	Consequences: []Consequence{{Effect: AcceptQueueFull, At: OwnListener}}, Blocks: true, AtCapacity: true,
+	Meaning:    "the application holds at most N connections and accepts no more (haproxy `maxconn`, Node `server.maxConnections`, Tomcat `maxConnections`, envoy `max_connections`, a Python server's own ceiling): new connections wait in the accept queue, and overflow it, while its threads idle",
+	Active:     "in at least 2 sampled seconds of the load the port's accepted connections (ESTABLISHED minus the accept queues) sat at their peak N, fewer than the load's connections, while connections waited in the accept queue (full, or dropped on the listener), and the server's threads were mostly idle (critical)",
+	LatentWhen: "—",
+	Seed:       "an application's own connection ceiling",
+	ReportedBy: "`run`",
+	Doc: `Rule ´connlimit´ (´connlimit.go´). It reads the socket snapshots of the load window for the
+followed server's port: the accepted connections are the port's ESTABLISHED connections less those still
+in its listeners' accept queues. **Active, critical** when the peak N of the accepted connections was held
+in at least 2 sampled seconds, N is below the load's connections, in those seconds connections waited
+in an accept queue (at least one waiting, and the queue full or the listener dropping during the
+window), and the server's threads were mostly idle (fewer than half running in each of the server's
+samples in the window): the application is refusing to take more, not too slow to. A process at its
+open-file limit (´fd-limit´, accept fails with EMFILE) is left to that rule. Title: ´python3 on
+10.0.0.1:8080 accepts at most 20 connections: 20 accepted while 20 waited in its accept queue (of 20) and
+its threads idled´; evidence the accepted connections and the queue in each second, and the drops. The
+fix names the knob where the server is known (haproxy ´maxconn´, nginx ´worker_connections´ × workers,
+Tomcat ´maxConnections´, Node ´server.maxConnections´, gunicorn ´--worker-connections´, envoy
+´max_connections´), else the application's own ceiling; a bigger backlog only lets more wait. Tested
+(TestRunConnCeiling) with a Python server that stops accepting at 20 connections under 48: named with
+20; with a ceiling of 200, nothing.`,
+})
+
+var _ = register(Rule{Name: "connlimit", Order: 187, Scope: PerRun, IDs: []report.FindingID{AppConnectionLimit}, Checks: "the application's own connection ceiling", Check: checkConnLimit})
+
+// connSecond is one snapshot of the port's listeners.
+type connSecond struct {
+	t                time.Time
+	accepted, queued int
+	full             bool
+	backlog          uint32
+}
+
+// checkConnLimit finds an application holding its accepted connections
+// at a ceiling of its own while its accept queue fills and its threads
+// idle: the proxy whose frontend takes 20 connections, whose overflow
+// would otherwise be blamed on the backlog alone.
+func checkConnLimit(in *Input) []report.Finding {
+	r := in.Run
+	if r == nil || r.Load == nil || r.Load.Connections == 0 {
+		return nil
+	}
+	w := r.Window(r.Server())
+	if w == nil {
+		return nil
+	}
+	var out []report.Finding
+	for _, s := range r.Servers {
+		if s.Role != "front" {
+			continue
+		}
+		_, p, err := splitPort(s.Addr)
+		if err != nil {
+			continue
+		}
+		if f, ok := connLimit(r, s, w, p); ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func splitPort(addr string) (string, int, error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", 0, fmt.Errorf("no port in %q", addr)
+	}
+	p, err := strconv.Atoi(addr[i+1:])
+	return addr[:i], p, err
+}
+
+func connLimit(r *evidence.Run, s *app.Server, w *evidence.Bundle, port int) (report.Finding, bool) {
+	var secs []connSecond
+	var drops0, drops1 uint64
+	first := true
+	for _, snap := range w.Snapshots {
+		if snap.Sockets == nil || snap.Time.After(r.LoadEnd) {
+			continue
+		}
+		c := connSecond{t: snap.Time, accepted: -1}
+		var drops uint64
+		for _, l := range snap.Sockets.Listeners {
+			if l.Proto == "unix" || l.Port != port {
+				continue
+			}
+			if c.accepted < 0 {
+				c.accepted = l.Established
+			}
+			c.queued += int(l.RecvQ)
+			c.backlog += l.SendQ
+			c.full = c.full || l.RecvQ >= l.SendQ
+			drops += l.Drops
+		}
+		if c.accepted < 0 {
+			continue
+		}
+		if first {
+			drops0, first = drops, false
+		}
+		drops1 = drops
+		c.accepted -= c.queued
+		secs = append(secs, c)
+	}
+	peak := 0
+	for _, c := range secs {
+		peak = max(peak, c.accepted)
+	}
+	if peak == 0 || peak >= r.Load.Connections {
+		return report.Finding{}, false
+	}
+	dropped := drops1 - drops0
+	var at []connSecond
+	for _, c := range secs {
+		if c.accepted == peak && c.queued > 0 && (c.full || dropped > 0) {
+			at = append(at, c)
+		}
+	}
+	if len(at) < 2 || !threadsIdle(r, s) || atFDLimit(w, s) {
+		return report.Finding{}, false
+	}
+	last := at[len(at)-1]
+	var per []string
+	for _, c := range secs {
+		per = append(per, fmt.Sprintf("%d+%d", c.accepted, c.queued))
+	}
+	ev := []report.Item{
+		{Text: fmt.Sprintf("accepted + waiting in the accept queue, each second of the load: %s (%d connections in the load)", strings.Join(per, " "), r.Load.Connections), Source: "sock_diag", Window: true},
+		{Text: fmt.Sprintf("the port's listeners dropped %d connections during the load", dropped), Source: "sock_diag", Window: true},
+		{Text: fmt.Sprintf("%s's threads were mostly idle in every sampled second of the load", s.Kind), Source: "wchan", Window: true},
+	}
+	return report.Finding{ID: AppConnectionLimit, Severity: report.Critical, Status: report.Active,
+		Subject: fmt.Sprintf("%s on %s", s.Kind, s.Addr), About: report.About{Server: s.Kind, Listen: s.Addr}, Side: r.ServerSide(),
+		Title: fmt.Sprintf("%s on %s accepts at most %d connections: %d accepted while %d waited in its accept queue (of %d) and its threads idled",
+			s.Kind, s.Addr, peak, peak, last.queued, last.backlog),
+		Evidence: ev,
+		Actions:  notes(connLimitFix(s, peak), "a bigger listen backlog only lets more connections wait: raise the ceiling, or spread the load over more instances"),
+	}, true
+}
+
+// threadsIdle: in every sample of the window, fewer than half the
+// server's threads ran.
+func threadsIdle(r *evidence.Run, s *app.Server) bool {
+	n := 0
+	for _, smp := range s.Samples {
+		if smp.Time.Before(r.LoadStart) || smp.Time.After(r.LoadEnd) {
+			continue
+		}
+		total := 0
+		for _, v := range smp.Waits {
+			total += v
+		}
+		if total == 0 || 2*smp.Waits[app.WaitRunning] >= total {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// atFDLimit: one of the server's processes came within a tenth of its
+// open-file limit, where accept fails with EMFILE (fd-limit's).
+func atFDLimit(w *evidence.Bundle, s *app.Server) bool {
+	for _, snap := range w.Snapshots {
+		for _, p := range snap.Processes {
+			for _, pid := range s.PIDs {
+				if p.PID == pid && p.NofileSoft > 0 && p.OpenFDs >= 0 && uint64(p.OpenFDs)*10 >= p.NofileSoft*9 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// connLimitFix names the knob of the servers netdoctor knows.
+func connLimitFix(s *app.Server, n int) string {
+	switch {
+	case s.Nginx != nil:
+		return fmt.Sprintf("raise nginx's worker_connections × worker_processes (%d connections held)", n)
+	case s.Kind == "haproxy":
+		return fmt.Sprintf("raise haproxy's maxconn (global, frontend or bind) above %d", n)
+	case s.Runtime != nil && s.Runtime.Name == app.RuntimeNode:
+		return fmt.Sprintf("raise Node's server.maxConnections above %d", n)
+	case s.Runtime != nil && s.Runtime.Name == app.RuntimeJava:
+		return fmt.Sprintf("raise Tomcat's maxConnections (or the server's own connection limit) above %d", n)
+	case s.Kind == "envoy":
+		return fmt.Sprintf("raise envoy's max_connections above %d", n)
+	}
+	return fmt.Sprintf("raise %s's own limit of %d connections (its configuration or code caps the connections it accepts)", s.Kind, n)
+}
