@@ -184,16 +184,19 @@ func rwndFinding(in *Input, g senderGroup, held evidence.SenderCounters, peers [
 		})
 	}
 	share := ratio(held.RwndLimitedUS, held.BusyUS)
-	who := "its receiver reads"
+	who, whose := "its receiver reads", "its"
 	subject := g.Subject
 	if g.Inbound {
 		n := len(slow)
 		if n == 0 {
 			n = g.Open
 		}
-		who = fmt.Sprintf("%d clients of %s read", n, g.Subject)
+		who, whose = fmt.Sprintf("%d clients of %s read", n, g.Subject), "their"
 		if n == 1 {
-			who = fmt.Sprintf("a client of %s reads", g.Subject)
+			who, whose = fmt.Sprintf("a client of %s reads", g.Subject), "its"
+			if g.Open > 1 {
+				who = fmt.Sprintf("a client of %s (%d connections) reads", g.Subject, g.Open)
+			}
 		}
 	} else {
 		who = g.Peer + " reads"
@@ -217,8 +220,8 @@ func rwndFinding(in *Input, g senderGroup, held evidence.SenderCounters, peers [
 	}
 	return report.Finding{ID: ReceiverWindowLimited, Severity: report.Warning, Status: report.Active, Side: in.Side,
 		Subject: subject, About: g.About,
-		Title: fmt.Sprintf("%s slowly: their windows hold the sender's data %.0f%% of its busy time (Send-Q %s, %d zero windows)",
-			who, 100*share, report.Bytes(float64(g.SendQ)), g.ZeroWindow),
+		Title: fmt.Sprintf("%s slowly: %s windows hold the sender's data %.0f%% of its busy time (Send-Q %s, %d zero windows)",
+			who, whose, 100*share, report.Bytes(float64(g.SendQ)), g.ZeroWindow),
 		Evidence: ev,
 		Actions: notes(
 			"on the receivers: read faster, or give them a larger receive buffer (SO_RCVBUF, net.ipv4.tcp_rmem on their host): the window is theirs, not the sender's",
