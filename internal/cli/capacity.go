@@ -63,7 +63,8 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	verify := fs.String("verify-with", "", "search, apply this tune plan, search again with the same load, then roll back: the capacity before → after")
 	failBelow := fs.Float64("fail-below", 0, "exit 1 when the capacity is below this many requests/s")
 	workers := fs.Int("workers", 0, "send each step from this many worker processes on this host (load --segment i/N, one start), judged on their merged result; docs/distributed.md")
-	kube := fs.Bool("kubernetes", false, "with --workers: print how a controller pod would run the search on a cluster, one Indexed Job a step")
+	kube := fs.Bool("kubernetes", false, "with --workers: print how a controller pod would run the search on a cluster, one Indexed Job a step, and its RBAC")
+	kubeNS := fs.String("namespace", "", "with --kubernetes: the controller's namespace (default: kubectl's)")
 	pos, err := parse(fs, splitShort(args, "ctHms"), stdout)
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case *workers > 0 && set["c"] && lo.o.Connections < *workers:
 		return badInput("-c %d: each of --workers %d needs a connection at least", lo.o.Connections, *workers)
 	case *kube:
-		return capacityKubernetes(stdout, *workers, o)
+		return capacityKubernetes(stdout, *workers, *kubeNS, o)
 	case *workers > 1:
 		o.Steps = capacityWorkers(*workers)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/capacity"
+	"github.com/netdoctor/netdoctor/internal/kubejob"
 	"github.com/netdoctor/netdoctor/internal/load"
 )
 
@@ -56,7 +57,7 @@ func workerArgs(o load.Options, seg load.Segment, start time.Time) []string {
 // capacityKubernetes prints how capacity --workers n would run on a
 // cluster: a controller pod running the search, each step an Indexed
 // Job. It runs nothing: docs/distributed.md says what is left.
-func capacityKubernetes(w io.Writer, n int, o capacity.Options) error {
+func capacityKubernetes(w io.Writer, n int, ns string, o capacity.Options) error {
 	seg := load.Segment{Index: 1, Count: n}
 	step := o.Load
 	step.Rate, step.Duration, step.Measure = 1000, 5*time.Second, 1250*time.Millisecond
@@ -78,7 +79,16 @@ func capacityKubernetes(w io.Writer, n int, o capacity.Options) error {
 # waits for it to complete, reads the pods' logs (the workers' results), merges them (load.Merge) and
 # judges the step on the merged result; the next step's Job is created only then (lockstep).
 # The controller needs RBAC to create, watch and delete Jobs and to read pods and their logs in its
-# namespace (a Role and a RoleBinding to its service account).
+# namespace: this ServiceAccount, Role and RoleBinding (kubectl apply -f -).
+---
 `, n, n, n, strings.Join(args, " "))
+	if err != nil {
+		return err
+	}
+	y, err := kubejob.ControllerRBAC("netdoctor-capacity", ns)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
 	return err
 }
