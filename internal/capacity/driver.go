@@ -9,13 +9,23 @@ import (
 	"github.com/netdoctor/netdoctor/internal/run"
 )
 
-// live drives real loads: load.Run for the steps, run.Run for the
-// diagnosis.
-type live struct{}
+// live drives real loads: load.Run, or the Loader, for the steps,
+// run.Run for the diagnosis.
+type live struct{ steps Loader }
 
 func (live) now() time.Time { return time.Now() }
 
-func (live) load(ctx context.Context, o load.Options, collapse func(load.Second) bool) (outcome, error) {
+func (l live) load(ctx context.Context, o load.Options, collapse func(load.Second) bool) (outcome, error) {
+	o.ScriptOut = nil // a script's prints, once a step, would bury the report
+	if l.steps != nil {
+		// Workers report their seconds when they end, not as they go:
+		// a collapse is seen in the step's result, not cut short.
+		res, err := l.steps.Load(ctx, o)
+		if err != nil {
+			return outcome{}, err
+		}
+		return outcomeOf(res, false), nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var collapsed atomic.Bool
@@ -27,7 +37,6 @@ func (live) load(ctx context.Context, o load.Options, collapse func(load.Second)
 			}
 		}
 	}
-	o.ScriptOut = nil // a script's prints, once a step, would bury the report
 	res, err := load.Run(ctx, o)
 	if err != nil {
 		return outcome{}, err

@@ -40,6 +40,11 @@ type Options struct {
 	MinRate, MaxRate float64
 	// NoDiagnosis skips the diagnosis of the knee.
 	NoDiagnosis bool
+	// Steps, if set, sends each step's load (Workers: shared by worker
+	// processes), the closed-loop probe's included; nil sends it from
+	// this process. The settling between steps (one request at a time)
+	// and the diagnosis stay in this process.
+	Steps Loader `json:"-"`
 	// OnStep, if set, is called as each step ends; OnPhase as each
 	// begins, with what it is and how long it takes.
 	OnStep  func(report.Step)                  `json:"-"`
@@ -99,7 +104,7 @@ type driver interface {
 
 // Search finds the highest rate the service answers within the SLO.
 func Search(ctx context.Context, o Options) (*Result, error) {
-	return search(ctx, o, live{})
+	return search(ctx, o, live{o.Steps})
 }
 
 // searcher is one search's state.

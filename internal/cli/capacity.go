@@ -62,6 +62,9 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with the rate-vs-latency curve to this file")
 	verify := fs.String("verify-with", "", "search, apply this tune plan, search again with the same load, then roll back: the capacity before → after")
 	failBelow := fs.Float64("fail-below", 0, "exit 1 when the capacity is below this many requests/s")
+	workers := fs.Int("workers", 0, "send each step from this many worker processes on this host (load --segment i/N, one start), judged on their merged result; docs/distributed.md")
+	kube := fs.Bool("kubernetes", false, "with --workers: print how a controller pod would run the search on a cluster, one Indexed Job a step, and its RBAC")
+	kubeNS := fs.String("namespace", "", "with --kubernetes: the controller's namespace (default: kubectl's)")
 	pos, err := parse(fs, splitShort(args, "ctHms"), stdout)
 	if err != nil {
 		return err
@@ -110,6 +113,22 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return badInput("--verify-with changes the server's host: run it there, with --server-netns or locally")
 	}
 	o.Load = lo.o
+	switch {
+	case *kube && *workers < 1:
+		return badInput("--kubernetes needs --workers N")
+	case *workers < 0 || *workers > maxWorkers:
+		return badInput("--workers %d: want 1 to %d workers", *workers, maxWorkers)
+	case *workers > 0 && lo.script != "":
+		return badInput("--workers: a --script's state (its counters, its responses) is one process's; run the search without --workers")
+	case *workers > 0 && *verify != "":
+		return badInput("--workers with --verify-with is not supported: run the two searches with --workers yourself")
+	case *workers > 0 && set["c"] && lo.o.Connections < *workers:
+		return badInput("-c %d: each of --workers %d needs a connection at least", lo.o.Connections, *workers)
+	case *kube:
+		return capacityKubernetes(stdout, *workers, *kubeNS, o)
+	case *workers > 1:
+		o.Steps = capacityWorkers(*workers)
+	}
 	return doCapacity(ctx, capacityJob{o: o, json: lo.jsonOut, html: *htmlOut, verify: *verify, failBelow: *failBelow}, stdout, stderr)
 }
 
@@ -146,6 +165,9 @@ func doCapacity(ctx context.Context, j capacityJob, stdout, stderr io.Writer) er
 		return capacityVerify(ctx, o, j, stdout, stderr, text)
 	}
 	fmt.Fprintf(text, "Searching the capacity of %s within %s, for %s at most:\n", o.Load.URL, o.SLO.Text, o.MaxDuration)
+	if w, ok := o.Steps.(capacity.Workers); ok {
+		fmt.Fprintf(text, "  each step sent by %d worker processes (load --segment i/%d, one start), judged on their merged result\n", w.N, w.N)
+	}
 	res, err := capacity.Search(ctx, o)
 	p.done()
 	if err != nil {

@@ -221,3 +221,27 @@ func limitIDs(c *report.Capacity) string {
 	}
 	return strings.Join(s, "; ")
 }
+
+// TestCapacityWorkers: capacity --workers 2 sends every step from two
+// worker processes (load --segment i/2, one --start-at) and judges it on
+// their merged result: on the python-pool scenario (the one
+// TestCapacityWorkerPool searches in one process; the lab has no
+// scenario named capacity-knee) it finds the same knee, 80 requests a
+// second, within 10 %. No diagnosis, to keep it under a minute.
+func TestCapacityWorkers(t *testing.T) {
+	lightLoad(t)
+	sc, _ := lab.Lookup("python-pool")
+	e := newLab(t)
+	target, err := sc.Build(context.Background(), e, 1)
+	labtest.Must(t, err)
+	c, out, _ := capacityIn(t, e.ClientNS.Name, "--workers", "2", "--no-diagnosis", "--slo", "p99<=250ms", "--max-duration", "45s", target.URL)
+	within(t, c, 80)
+	for _, s := range c.Steps {
+		if len(s.GeneratorLimited) > 0 && s.Pass {
+			t.Errorf("step at %.1f req/s passed with a saturated worker: %v", s.Rate, s.GeneratorLimited)
+		}
+	}
+	if !strings.Contains(out, "CAPACITY: ") || !strings.Contains(out, "each step sent by 2 worker processes") {
+		t.Errorf("text report lacks the capacity or the workers")
+	}
+}

@@ -26,6 +26,10 @@ type workerOpts struct {
 	base    int
 	startAt string
 	raw     string // (debug) every response's latency, one per line
+	// measure is the warm-up after which the result's measured part
+	// begins: capacity --workers's steps (not for users: a step's
+	// worker).
+	measure time.Duration
 }
 
 // debugPrefix marks a flag for tests: not in the help, the man page or
@@ -39,6 +43,7 @@ func workerFlags(fs *flag.FlagSet, raw bool) *workerOpts {
 	fs.StringVar(&w.startAt, "start-at", "", "wait until this wall-clock time (RFC 3339, e.g. 2026-11-28T17:00:00.000Z) and start then, with the other workers")
 	if raw {
 		fs.StringVar(&w.raw, "debug-raw-latencies", "", debugPrefix+"write every response's latency in µs, one per line, to this file")
+		fs.Var(durationFlag{&w.measure}, "debug-measure-from", debugPrefix+"the result's measured part (with its histogram) begins this long after the start: a capacity --workers step")
 	}
 	return w
 }
@@ -76,6 +81,9 @@ func (w *workerOpts) apply(o *load.Options, now time.Time) error {
 		o.StartAt = at
 	}
 	o.RawLatencies = w.raw != ""
+	if w.measure > 0 {
+		o.Measure = w.measure
+	}
 	return nil
 }
 

@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 		// The lab starts netdoctor (its run, its built-in servers) as
 		// this binary in the "cli" role.
 		lab.Self = func() (string, []string) { return os.Args[0], []string{"ND_HELPER=cli"} }
+		workerSelf = lab.Self // capacity --workers's workers too
 		os.Exit(m.Run())
 	case "cli":
 		// netdoctor itself, as cmd/netdoctor runs it.

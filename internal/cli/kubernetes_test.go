@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
@@ -157,4 +158,66 @@ func daemonSetImage(t *testing.T) string {
 		t.Fatal("no image in the DaemonSet")
 	}
 	return string(m[1])
+}
+
+// TestKubernetesCapacityRBAC: capacity --workers N --kubernetes prints,
+// after the controller's plan, a ServiceAccount, a Role and a
+// RoleBinding that the API's own types decode strictly: the Role is
+// namespaced and grants only the Jobs' lifecycle and reading their pods'
+// logs (no secrets, no pods created, no wildcard), bound to that
+// account.
+func TestKubernetesCapacityRBAC(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "capacity", "--workers", "3", "--kubernetes", "--namespace", "perf", "-c", "30", "http://svc.perf:8080/")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, manifests, ok := strings.Cut(stdout, "\n---\n")
+	if !ok {
+		t.Fatalf("no manifests after the comments:\n%s", stdout)
+	}
+	docs := strings.Split(manifests, "---\n")
+	if len(docs) != 3 {
+		t.Fatalf("%d documents, want a ServiceAccount, a Role and a RoleBinding:\n%s", len(docs), manifests)
+	}
+	var sa corev1.ServiceAccount
+	var role rbacv1.Role
+	var rb rbacv1.RoleBinding
+	for i, into := range []any{&sa, &role, &rb} {
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), into); err != nil {
+			t.Fatalf("document %d: %v\n%s", i+1, err, docs[i])
+		}
+	}
+	if sa.Kind != "ServiceAccount" || sa.APIVersion != "v1" || sa.Namespace != "perf" || sa.Name == "" {
+		t.Errorf("service account %s %s %s/%s", sa.APIVersion, sa.Kind, sa.Namespace, sa.Name)
+	}
+	if role.Kind != "Role" || role.APIVersion != "rbac.authorization.k8s.io/v1" || role.Namespace != "perf" {
+		t.Errorf("role %s %s in %q: want a namespaced rbac/v1 Role", role.APIVersion, role.Kind, role.Namespace)
+	}
+	allowed := map[string]bool{"batch/jobs/create": true, "batch/jobs/get": true, "batch/jobs/list": true, "batch/jobs/watch": true, "batch/jobs/delete": true,
+		"/pods/get": true, "/pods/list": true, "/pods/watch": true, "/pods/log/get": true}
+	got := map[string]bool{}
+	for _, r := range role.Rules {
+		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
+			t.Errorf("rule %+v: unexpected names or URLs", r)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, v := range r.Verbs {
+					k := g + "/" + res + "/" + v
+					if !allowed[k] {
+						t.Errorf("the role grants %s: more than the controller needs", k)
+					}
+					got[k] = true
+				}
+			}
+		}
+	}
+	if len(got) != len(allowed) {
+		t.Errorf("the role grants %v, want %v", got, allowed)
+	}
+	if rb.Kind != "RoleBinding" || rb.Namespace != "perf" || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != role.Name ||
+		rb.RoleRef.APIGroup != "rbac.authorization.k8s.io" || len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" ||
+		rb.Subjects[0].Name != sa.Name || rb.Subjects[0].Namespace != "perf" {
+		t.Errorf("binding %+v: want the role bound to the service account", rb)
+	}
 }

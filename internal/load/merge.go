@@ -162,6 +162,9 @@ func Merge(rs []*Result) (*Result, error) {
 		return nil, err
 	}
 	m.Timeline = tl
+	if m.Measured, err = mergeMeasured(rs); err != nil {
+		return nil, err
+	}
 	m.Workers = workers(rs)
 	for _, w := range m.Workers {
 		for _, why := range w.SaturatedBy {
@@ -170,6 +173,40 @@ func Merge(rs []*Result) (*Result, error) {
 		}
 	}
 	m.KeepHistograms()
+	return m, nil
+}
+
+// mergeMeasured merges the workers' measured windows (Options.Measure,
+// the same for each): counts summed, every request's latency from the
+// merged histograms, over the longest worker's window. Nil unless every
+// worker has one. Its Latency (the responses' alone) stays zero: a
+// worker's window carries every request's histogram, not theirs.
+func mergeMeasured(rs []*Result) (*Window, error) {
+	m := &Window{Status: map[string]uint64{}}
+	all := hdrhistogram.New(histMin, histMax, histSig)
+	for _, r := range rs {
+		w := r.Measured
+		if w == nil {
+			return nil, nil
+		}
+		if w.Requests+w.Errors.Total() > 0 || w.HistogramAll != nil {
+			h, err := w.HistogramAll.Histogram()
+			if err != nil {
+				return nil, fmt.Errorf("%w: worker %s's measured part: %v", ErrMerge, r.Segment, err)
+			}
+			all.Merge(h)
+		}
+		m.From = max(m.From, w.From)
+		m.Seconds = max(m.Seconds, w.Seconds)
+		m.Requests += w.Requests
+		m.Errors.add(w.Errors)
+		m.Unsent += w.Unsent
+		for k, v := range w.Status {
+			m.Status[k] += v
+		}
+	}
+	m.all = all
+	m.LatencyAll = latencyOf(all)
 	return m, nil
 }
 

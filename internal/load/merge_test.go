@@ -3,6 +3,7 @@ package load
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -207,4 +208,50 @@ func FuzzHist(f *testing.F) {
 			t.Errorf("decoded %+v, written back %+v", x, again)
 		}
 	})
+}
+
+// TestMergeMeasured: the workers' measured parts (a capacity step after
+// its warm-up) merge as the whole does: counts summed, every request's
+// percentiles from the merged histograms; a worker without one leaves
+// the merge without one.
+func TestMergeMeasured(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
+	var union []int64
+	var rs []*Result
+	for i := range 2 {
+		lat := make([]int64, 500)
+		for j := range lat {
+			lat[j] = int64(100 + j*(i+1)*7)
+		}
+		union = append(union, lat...)
+		r := workerResult(Segment{i + 1, 2}, t0, 100, lat)
+		all := hdrhistogram.New(histMin, histMax, histSig)
+		for _, v := range lat {
+			all.RecordValue(v)
+		}
+		r.Measured = &Window{From: time.Second, Seconds: 2 + float64(i)/10, Requests: uint64(len(lat)), Unsent: uint64(i),
+			Status: map[string]uint64{"2xx": uint64(len(lat))}, all: all}
+		r.KeepHistograms()
+		rs = append(rs, roundTrip(t, r))
+	}
+	m, err := Merge(rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := m.Measured
+	if w == nil || w.Requests != 1000 || w.Unsent != 1 || w.Good() != 1000 || w.Seconds != 2.1 || w.From != time.Second {
+		t.Fatalf("merged measured part %+v: want 1000 requests, 1 unsent, over 2.1 s from 1 s", w)
+	}
+	slices.Sort(union)
+	for _, p := range []float64{50, 90, 99, 100} {
+		want := union[int(math.Ceil(p/100*float64(len(union))))-1]
+		got := w.Percentile(p).Microseconds()
+		if math.Abs(float64(got-want)) > float64(want)/1000+1 {
+			t.Errorf("p%g: %d µs, want %d µs (every request's, within 3 digits)", p, got, want)
+		}
+	}
+	rs[1].Measured = nil
+	if m, err := Merge(rs); err != nil || m.Measured != nil {
+		t.Errorf("a worker without a measured part: %v, %+v; want no merged one", err, m.Measured)
+	}
 }

@@ -174,6 +174,9 @@ func (r *Result) KeepHistograms() {
 	if r.histAll != nil && r.histAll.TotalCount() > 0 {
 		r.HistogramAll = newHist(r.histAll)
 	}
+	if m := r.Measured; m != nil && m.all != nil && m.all.TotalCount() > 0 {
+		m.HistogramAll = newHist(m.all)
+	}
 }
 
 // RawLatencies is every response's latency in microseconds, as recorded
@@ -210,7 +213,11 @@ type Window struct {
 	// Result.LatencyAll.
 	Latency    Latency `json:"latency"`
 	LatencyAll Latency `json:"latency_all"`
-	all        *hdrhistogram.Histogram
+	// HistogramAll is every request's latency in the window as counts
+	// (KeepHistograms), so that the windows of a distributed load's
+	// workers merge (capacity --workers judges each step on that).
+	HistogramAll *Hist `json:"histogram_all,omitempty"`
+	all          *hdrhistogram.Histogram
 }
 
 // Percentile is the latency of every request in the window at
