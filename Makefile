@@ -65,7 +65,7 @@ lint:
 # runs them with every CPU kept busy. What each pass skips the other
 # runs (-skip and -run of one list), so no test is left out. Measured on
 # the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool)|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool|Workers)|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared; seed 000's capacity before
 #                    and after its plan), TestRun* (loads judged
@@ -74,7 +74,9 @@ MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|Tes
 #                    TestCheckLossyResolver, the capacity searches
 #                    (TestCapacity* of the cli: loads up to a knee),
 #                    TestLabPortSearch (a lab run's profile),
-#                    TestWrkCompatible (beside
+#                    TestMergeWorkers*, TestMergeRunWorkers and
+#                    TestCapacityWorkers (workers started together,
+#                    their rate and the knee judged), TestWrkCompatible (beside
 #                    wrk), TestPrometheusAlerts, TestLabCleanAfterKill and
 #                    TestRunSeveralFaults (nf_conntrack_max)
 #   internal/layer   TCP beside iperf3 and through a tbf with slow joins,
