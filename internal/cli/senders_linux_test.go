@@ -512,6 +512,28 @@ func TestRunTLSKeepAlive(t *testing.T) {
 	}
 }
 
+// TestRunTLSHandshakesGo: the second kind of server for
+// tls-handshakes, a Go HTTPS server (crypto/tls, RSA-2048) under
+// GOMAXPROCS=1 with a new connection per request: its handshakes named
+// with their rate and CPU each, from the Go functions on the stack.
+func TestRunTLSHandshakesGo(t *testing.T) {
+	e := newLab(t)
+	addr := e.ServerIP + ":7761"
+	startServe(t, e.ServerNS.Name, "ND_SERVER=tls", "ND_ADDR="+addr, "GOMAXPROCS=1")
+	_, r, text := runBundle(t, e, "https://"+addr+"/", "-c 8 -t 1 --no-keepalive -d 4s")
+	if r.Load == nil || r.Load.Requests < 100 {
+		t.Fatalf("the load did not run:\n%s", text)
+	}
+	tls := findActive(r, rules.TLSHandshakes)
+	if tls == nil {
+		t.Fatalf("the TLS handshakes not named:\n%s", text)
+	}
+	t.Logf("measured: %s; %s", tls.Title, strings.Join(itemTexts(tls.Evidence), "; "))
+	if !regexp.MustCompile(`TLS handshakes: [0-9]+ new connections/s, [0-9.]+ ms of CPU each`).MatchString(tls.Title) || !itemHas(tls, "crypto/") {
+		t.Errorf("the TLS finding lacks its rate, cost or Go's crypto functions: %s %+v", tls.Title, tls.Evidence)
+	}
+}
+
 // TestRunSaturatedWorkerGo: the second kind of server, a Go program
 // that hashes 2 ms a request run with GOMAXPROCS=1 on the two-CPU host:
 // named, with GOMAXPROCS for the knob.

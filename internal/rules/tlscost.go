@@ -40,8 +40,10 @@ tickets or a shared session cache: nginx ´ssl_session_cache shared:SSL:10m´, �
 an ECDSA P-256 certificate instead of RSA (a signature costs a fraction of RSA-2048's, far less than
 RSA-4096's), and as many workers as CPUs. With keep-alive the same server's TLS work is encryption of
 few handshakes: not named. Tested (TestTLSHandshakes; TestRunSaturatedWorker: one nginx worker, RSA
-4096, ´--no-keepalive´: named with its rate and cost beside worker-saturated; TestRunTLSKeepAlive: the
-same server with keep-alive: not named).`,
+4096, ´--no-keepalive´: named with its rate and cost, about 5 ms each, beside worker-saturated when the host
+has a CPU to spare; TestRunTLSHandshakesGo, the second kind of server: a Go crypto/tls server with
+RSA-2048 under GOMAXPROCS=1, named from Go's functions, about 2 ms each; TestRunTLSKeepAlive: the
+one-worker RSA-4096 nginx under a keep-alive load: not named).`,
 })
 
 var _ = register(Rule{Name: "tlscost", Order: 228, Scope: PerRun, IDs: []report.FindingID{TLSHandshakes},
