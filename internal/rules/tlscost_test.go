@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,10 @@ func TestTLSHandshakes(t *testing.T) {
 			in.Run.Load.ConnectionsOpened = tc.opened
 			in.Run.Load.Elapsed = 5 * time.Second
 			in.Run.Profile = libProfile(t, tc.lib, tc.caller, tc.hot)
+			// app-slow's advice names a hot library's role beside it.
+			if adv := onCPUAdvice(in.Run, in.Run.Servers[0]); !strings.Contains(adv, fmt.Sprintf("[%s] %d%% (", tc.lib, tc.hot)) {
+				t.Errorf("app-slow's advice %q does not name the library's role", adv)
+			}
 			fs := checkTLSHandshakes(in)
 			if tc.title == "" {
 				if len(fs) > 0 {
