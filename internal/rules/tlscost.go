@@ -31,7 +31,7 @@ and zstd compression; PCRE regular expressions), beside what the functions' name
 have TLS code on the stack and the load opened a new connection for at least half of its at least 20
 requests: that CPU is the handshakes. Title: ´nginx on 10.0.0.1:443 spends 93% of its CPU on TLS
 handshakes: 140 new connections/s, 6.6 ms of CPU each´: the rate is the load's connections opened over
-its duration, the cost the server's TLS CPU in the profile over those connections. Evidence: the TLS
+its duration, the cost the server's TLS CPU in the profile over those connections (those opened while the profile ran). Evidence: the TLS
 share and its functions or libraries, the load's connections and requests, and, when worker-saturated
 names the same server, that its saturated workers spend their CPU on these handshakes (the two agree:
 more workers is one fix, fewer or cheaper handshakes the other). Fix: keep connections open (HTTP
@@ -103,7 +103,18 @@ func tlsHandshakes(r *evidence.Run, s *app.Server, ss cpuprof.ServerSummary, act
 	lr := r.Load
 	rate := float64(lr.ConnectionsOpened) / lr.Elapsed.Seconds()
 	tlsCPU := time.Duration(act.Share * float64(ss.CPU))
-	each := tlsCPU / time.Duration(lr.ConnectionsOpened)
+	// The profile's TLS CPU is that of the connections opened while it
+	// ran: all of the load's when it spans the load, as run takes it,
+	// else the share of the load it overlapped.
+	conns := float64(lr.ConnectionsOpened)
+	if p := r.Profile; !p.Start.IsZero() && !r.LoadStart.IsZero() && r.LoadEnd.After(r.LoadStart) {
+		from, to := later(p.Start, r.LoadStart), earlier(p.Start.Add(p.Duration), r.LoadEnd)
+		conns *= min(1, max(0, float64(to.Sub(from))/float64(r.LoadEnd.Sub(r.LoadStart))))
+	}
+	if conns < 1 {
+		conns = 1
+	}
+	each := time.Duration(float64(tlsCPU) / conns)
 	ev := []report.Item{
 		{Text: fmt.Sprintf("the on-CPU profile: %.0f%% of %s's %s of CPU in TLS code (%s)", 100*act.Share, s.Kind, report.Dur(ss.CPU), strings.Join(act.Funcs, ", ")), Source: "profile", Window: true},
 		{Text: fmt.Sprintf("the load opened %d connections for %d requests over %s: %.0f new connections/s, each a full handshake", lr.ConnectionsOpened, lr.Requests, report.Dur(lr.Elapsed), rate), Source: "load", Window: true},
@@ -140,4 +151,18 @@ func tlsHandshakes(r *evidence.Run, s *app.Server, ss cpuprof.ServerSummary, act
 // says it.
 func msEach(d time.Duration) string {
 	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
