@@ -3,8 +3,14 @@ package cli
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -331,6 +337,15 @@ func serveAt(kind, addr string) {
 		}))
 		return
 	}
+	if kind == "tls" {
+		// An HTTPS server with a fresh RSA-2048 key: under a load that
+		// opens a connection per request, its CPU is the handshakes in
+		// crypto/tls, the second kind of server for tls-handshakes.
+		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+		must(err)
+		go http.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{rsaSelfSigned()}}), h)
+		return
+	}
 	if kind == "bulk" {
 		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
 		must(err)
@@ -435,4 +450,17 @@ func serveNagle(ln net.Listener) {
 			}
 		}()
 	}
+}
+
+// rsaSelfSigned is a certificate for 127.0.0.0/8 and the lab's addresses
+// with a new RSA-2048 key.
+func rsaSelfSigned() tls.Certificate {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	must(err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "netdoctor test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

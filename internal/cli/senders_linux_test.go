@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -463,6 +465,72 @@ func TestRunSaturatedWorker(t *testing.T) {
 	noSplitFinding(t, r, rules.WorkerSaturated)
 	if strings.Contains(text, "CPU idles") {
 		t.Errorf("the report says the CPU idles:\n%s", text)
+	}
+	// What the worker does is named from the profile: TLS handshakes,
+	// with their rate and CPU each, agreeing with the saturated worker.
+	tls := findActive(r, rules.TLSHandshakes)
+	if tls == nil {
+		t.Fatalf("the TLS handshakes not named; profile %+v\n%s", r.Profile, text)
+	}
+	m := regexp.MustCompile(`TLS handshakes: ([0-9]+) new connections/s, ([0-9.]+) ms of CPU each`).FindStringSubmatch(tls.Title)
+	if m == nil {
+		t.Fatalf("the TLS finding lacks its rate and cost: %s", tls.Title)
+	}
+	rate, _ := strconv.ParseFloat(m[1], 64)
+	each, _ := strconv.ParseFloat(m[2], 64)
+	t.Logf("measured: %s; %s", tls.Title, strings.Join(itemTexts(tls.Evidence), "; "))
+	// The rate is the load's (a connection per request), the cost an
+	// RSA-4096 signature's, a few ms of one CPU, whatever the machine.
+	if rate < 0.8*r.Load.RPS || rate > 1.2*r.Load.RPS+1 {
+		t.Errorf("%.0f new connections/s against %.0f requests/s with a new connection each", rate, r.Load.RPS)
+	}
+	if each < 0.5 || each > 50 {
+		t.Errorf("%.1f ms of CPU a handshake, want an RSA-4096 handshake's few ms", each)
+	}
+	// It agrees with worker-saturated: says the worker is saturated
+	// exactly when that finding is made (the host's other CPU may be
+	// someone else's on a shared machine).
+	if said := itemHas(tls, "its one worker is saturated"); said != (f != nil) {
+		t.Errorf("the TLS finding says the worker saturated: %v, worker-saturated made: %v: %+v", said, f != nil, tls.Evidence)
+	}
+}
+
+// TestRunTLSKeepAlive: the same one-worker RSA-4096 nginx under a
+// keep-alive load: its few handshakes are no claim, whatever share of
+// its CPU the encryption takes.
+func TestRunTLSKeepAlive(t *testing.T) {
+	e := newLab(t)
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{Port: 443, TLS: true, TLSKeyBits: 4096, Body: "ok\n"})
+	labMust(t, err)
+	_, r, text := runBundle(t, e, "https://"+e.ServerIP+"/", "-c 16 -t 1 -d 4s")
+	if r.Load == nil || r.Load.Requests < 100 {
+		t.Fatalf("the load did not run:\n%s", text)
+	}
+	t.Logf("measured: %d requests on %d connections, %.0f/s", r.Load.Requests, r.Load.ConnectionsOpened, r.Load.RPS)
+	if f := findActive(r, rules.TLSHandshakes); f != nil || strings.Contains(text, "TLS handshakes") {
+		t.Errorf("TLS handshakes named under keep-alive: %+v\n%s", f, text)
+	}
+}
+
+// TestRunTLSHandshakesGo: the second kind of server for
+// tls-handshakes, a Go HTTPS server (crypto/tls, RSA-2048) under
+// GOMAXPROCS=1 with a new connection per request: its handshakes named
+// with their rate and CPU each, from the Go functions on the stack.
+func TestRunTLSHandshakesGo(t *testing.T) {
+	e := newLab(t)
+	addr := e.ServerIP + ":7761"
+	startServe(t, e.ServerNS.Name, "ND_SERVER=tls", "ND_ADDR="+addr, "GOMAXPROCS=1")
+	_, r, text := runBundle(t, e, "https://"+addr+"/", "-c 8 -t 1 --no-keepalive -d 4s")
+	if r.Load == nil || r.Load.Requests < 100 {
+		t.Fatalf("the load did not run:\n%s", text)
+	}
+	tls := findActive(r, rules.TLSHandshakes)
+	if tls == nil {
+		t.Fatalf("the TLS handshakes not named:\n%s", text)
+	}
+	t.Logf("measured: %s; %s", tls.Title, strings.Join(itemTexts(tls.Evidence), "; "))
+	if !regexp.MustCompile(`TLS handshakes: [0-9]+ new connections/s, [0-9.]+ ms of CPU each`).MatchString(tls.Title) || !itemHas(tls, "crypto/") {
+		t.Errorf("the TLS finding lacks its rate, cost or Go's crypto functions: %s %+v", tls.Title, tls.Evidence)
 	}
 }
 

@@ -40,8 +40,8 @@ var describe = map[Kind]string{
 	PageFault:   "page faults: mapping and zeroing memory",
 	Scheduler:   "switching threads (the scheduler)",
 	GC:          "Go's garbage collector",
-	TLS:         "TLS encryption",
-	Compression: "compression (gzip, deflate)",
+	TLS:         "TLS: handshakes and encryption (libssl, libcrypto)",
+	Compression: "compression (gzip, deflate, brotli): its cost is the compression level",
 	Regex:       "regular expressions",
 	JSON:        "JSON encoding and decoding",
 	UserLock:    "waiting on a user-space lock while on CPU",
@@ -92,4 +92,38 @@ func Meaning(fn string) Kind {
 		}
 	}
 	return ""
+}
+
+// modules are the roles of shared libraries whose hot code is named
+// by the library alone: their hottest functions are often local ones
+// (OpenSSL's assembler bignum and cipher routines) that neither .symtab,
+// stripped by the distribution, nor .dynsym, exports only, name, so the
+// frame reads "[libcrypto.so.3]"; the library says what the work is.
+var modules = []struct {
+	prefix string
+	kind   Kind
+}{
+	{"libcrypto.so", TLS}, {"libssl.so", TLS}, {"libgnutls.so", TLS}, {"libnettle.so", TLS}, {"libhogweed.so", TLS},
+	{"libz.so", Compression}, {"libbrotlienc.so", Compression}, {"libbrotlicommon.so", Compression}, {"libzstd.so", Compression},
+	{"libpcre.so", Regex}, {"libpcre2-8.so", Regex}, {"libpcre2-16.so", Regex}, {"libpcre2-32.so", Regex},
+}
+
+// ModuleMeaning is the role of the shared library at path module (a
+// mapping's file), "" when netdoctor knows none.
+func ModuleMeaning(module string) Kind {
+	base := baseName(module)
+	for _, m := range modules {
+		if strings.HasPrefix(base, m.prefix) {
+			return m.kind
+		}
+	}
+	return ""
+}
+
+// meaningOf is what a frame's function does, else its library's role.
+func meaningOf(fn, module string) Kind {
+	if k := Meaning(fn); k != "" {
+		return k
+	}
+	return ModuleMeaning(module)
 }

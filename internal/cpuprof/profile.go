@@ -229,7 +229,7 @@ func Summarize(p *Profile) (*Summary, error) {
 				a.total[fn] += n
 				a.module[fn] = mod
 			}
-			if k := Meaning(fn); k != "" {
+			if k := meaningOf(fn, mod); k != "" {
 				if a.kindFuncs[k] == nil {
 					a.kindFuncs[k] = map[string]bool{}
 				}
@@ -255,7 +255,7 @@ func Summarize(p *Profile) (*Summary, error) {
 		slices.SortFunc(fns, func(x, y string) int { return cmp.Or(cmp.Compare(a.self[y], a.self[x]), cmp.Compare(x, y)) })
 		for _, fn := range fns[:min(len(fns), topN)] {
 			ss.Top = append(ss.Top, Func{Name: fn, Module: a.module[fn], Self: float64(a.self[fn]) / float64(a.samples),
-				Total: float64(a.total[fn]) / float64(a.samples), Meaning: Meaning(fn)})
+				Total: float64(a.total[fn]) / float64(a.samples), Meaning: meaningOf(fn, a.module[fn])})
 		}
 		for k, n := range a.kinds {
 			act := Activity{Kind: k, Share: float64(n) / float64(a.samples)}

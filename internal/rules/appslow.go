@@ -206,7 +206,13 @@ func onCPUAdvice(r *evidence.Run, s *app.Server) string {
 			}
 			var hot []string
 			for _, f := range ss.Top[:min(3, len(ss.Top))] {
-				hot = append(hot, fmt.Sprintf("%s %.0f%%", f.Name, 100*f.Self))
+				h := fmt.Sprintf("%s %.0f%%", f.Name, 100*f.Self)
+				if f.Meaning != "" {
+					// A stripped library's frame is only its name: its
+					// role says what the work is.
+					h += " (" + string(f.Meaning) + ")"
+				}
+				hot = append(hot, h)
 			}
 			return "workers are on CPU: make the request cheaper where the profile has it hot: " + strings.Join(hot, ", ")
 		}

@@ -115,12 +115,19 @@ func checkWorkerSaturated(in *Input) []report.Finding {
 		w := workerLoadOf(r, s)
 		n, src := parallelism(s, w)
 		on, busy := w.threadsBusy(n)
-		if w.samples < 2 || n <= 0 || n >= w.cpus || on < satOnCPU || busy < satBusy || w.idleCPUs < satIdleCPUs {
+		if !saturated(w, n) {
 			continue
 		}
 		out = append(out, workerSaturated(r, s, w, n, src, on, busy))
 	}
 	return out
+}
+
+// saturated: n threads of a server's load w were its limit, as this
+// rule names it; tlscost reads it too, so that the two agree.
+func saturated(w workerLoad, n int) bool {
+	on, busy := w.threadsBusy(n)
+	return w.samples >= 2 && n > 0 && n < w.cpus && on >= satOnCPU && busy >= satBusy && w.idleCPUs >= satIdleCPUs
 }
 
 func workerSaturated(r *evidence.Run, s *app.Server, w workerLoad, n int, src string, on, busy float64) report.Finding {
