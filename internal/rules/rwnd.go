@@ -94,7 +94,7 @@ root scenario holds it yet.`,
 })
 
 var _ = register(Rule{Name: "rwnd", Order: 152, Scope: PerSide, IDs: []report.FindingID{ReceiverWindowLimited, SendBufferLimited},
-	Checks: "senders held by their receivers' windows or their send buffers, and the receivers of retransmitted segments",
+	Checks: "senders held by their receivers' windows or send buffers",
 	Check:  func(in *Input) []report.Finding { return joinReceivers(checkRwnd(in), checkReceivers(in)) }})
 
 // joinReceivers makes one receiver-window-limited finding of the two
