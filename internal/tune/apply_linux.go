@@ -413,8 +413,12 @@ func reloadApp(r Reload) error {
 		if !processAlive(r.PID) {
 			return fmt.Errorf("reload %s: the master exited", r)
 		}
-		now := app.Children(r.PID)
-		if len(now) > 0 && !overlaps(before, now) {
+		// A worker the master did not have before is the new
+		// configuration's: nginx forks them only once it has read it.
+		// The old workers may stay a while, finishing what they hold
+		// (requests still waiting on an upstream after a load that
+		// overflowed it), so they are not waited for.
+		if slices.ContainsFunc(app.Children(r.PID), func(c int) bool { return !slices.Contains(before, c) }) {
 			return nil
 		}
 	}
