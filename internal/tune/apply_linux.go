@@ -407,20 +407,27 @@ func reloadApp(r Reload) error {
 	if err := unix.Kill(r.PID, sig); err != nil {
 		return fmt.Errorf("reload %s: %w", r, err)
 	}
+	// A worker the master did not have before is the new
+	// configuration's: nginx forks them only once it has read it. The
+	// old workers are waited for while they finish what they hold, but
+	// not past the deadline: after a load that overflowed an upstream,
+	// they may finish its requests for longer (TestTuneLab's rollback),
+	// and the new configuration is in force already.
 	deadline := time.Now().Add(10 * time.Second)
+	fresh := false
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 		if !processAlive(r.PID) {
 			return fmt.Errorf("reload %s: the master exited", r)
 		}
-		// A worker the master did not have before is the new
-		// configuration's: nginx forks them only once it has read it.
-		// The old workers may stay a while, finishing what they hold
-		// (requests still waiting on an upstream after a load that
-		// overflowed it), so they are not waited for.
-		if slices.ContainsFunc(app.Children(r.PID), func(c int) bool { return !slices.Contains(before, c) }) {
+		now := app.Children(r.PID)
+		fresh = slices.ContainsFunc(now, func(c int) bool { return !slices.Contains(before, c) })
+		if fresh && !overlaps(before, now) {
 			return nil
 		}
+	}
+	if fresh {
+		return nil
 	}
 	return fmt.Errorf("reload %s: no new workers within 10 s", r)
 }
