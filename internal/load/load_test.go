@@ -409,7 +409,7 @@ func TestLatencyAll(t *testing.T) {
 func TestRateQueuedUnsent(t *testing.T) {
 	oneEngine(t, EngineIOUring, func(t *testing.T, eng Engine) {
 		s := newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // the server's service time under test
 			io.WriteString(w, "ok\n")
 		})
 		res := mustRun(t, Options{Engine: eng, URL: s.URL, Rate: 50, Connections: 1, Threads: 1, Duration: 1500 * time.Millisecond, Measure: 500 * time.Millisecond, Timeout: 5 * time.Second})
@@ -439,7 +439,7 @@ func TestRateQueuedUnsent(t *testing.T) {
 func TestRateGrow(t *testing.T) {
 	oneEngine(t, EngineEpoll, func(t *testing.T, eng Engine) {
 		s := newCounting(t, func(w http.ResponseWriter, _ *http.Request) {
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // the server's service time under test
 			io.WriteString(w, "ok\n")
 		})
 		res := mustRun(t, Options{Engine: eng, URL: s.URL, Rate: 100, Connections: 50, Grow: true, Threads: 1, Duration: 2 * time.Second})
