@@ -16,14 +16,10 @@ import (
 
 // workerSelf is the program capacity --workers starts as its workers,
 // with the environment it needs: this one (a test's binary sets its
-// own role).
-var workerSelf = func() (string, []string) {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = "/proc/self/exe"
-	}
-	return exe, nil
-}
+// own role). /proc/self/exe is the image this process runs, whatever happens to
+// the path it was started from: a file replaced there since is never run
+// as root.
+var workerSelf = func() (string, []string) { return "/proc/self/exe", nil }
 
 // capacityWorkers is the Loader of capacity --workers n on this host:
 // each step is n processes of `netdoctor load --segment i/n --start-at
