@@ -161,9 +161,14 @@ func idleAnswers(t *testing.T, cong, afterIdle string) (shares, time.Duration, *
 	if s.looks < 20 || s.resumes < 5 {
 		t.Errorf("%d looks, %d answers after an idle seen: too few to judge", s.looks, s.resumes)
 	}
-	// The answers are the senders' whole story: nothing else holds them.
-	if s.cwnd < 0.9 || s.retrans > 0 {
-		t.Errorf("busy time %.0f%% in flight, %d retransmissions: want all of it, none", 100*s.cwnd, s.retrans)
+	// The answers are the senders' whole story: their busy time is the
+	// kernel's windows' (the congestion window's, and the client's
+	// receive window's while its autotuning grows it: each connection's
+	// first answers, and a kept window of 300 KB meeting a receive buffer
+	// grown for less took 5-13 % of it with either load engine), none of
+	// it a send buffer the server left empty or full, and nothing lost.
+	if s.cwnd+s.rwnd < 0.9 || s.rwnd > 0.3 || s.retrans > 0 {
+		t.Errorf("busy time %.0f%% in flight, %.0f%% held by the receiver, %d retransmissions: want all of it in the windows, most of it the congestion window's, none lost", 100*s.cwnd, 100*s.rwnd, s.retrans)
 	}
 	if s.minRTT < 48*time.Millisecond || s.minRTT > 60*time.Millisecond {
 		t.Errorf("min RTT %v, want the link's 50 ms", s.minRTT)
