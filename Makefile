@@ -159,7 +159,7 @@ FUZZ = FuzzReadPlan:./internal/tune FuzzReadInput:./internal/tune FuzzRead:./int
 	FuzzRead:./internal/evidence FuzzReadBundle:./internal/cli FuzzScanBuild:./internal/nginx FuzzDecode:./internal/perf FuzzSummarize:./internal/cpuprof \
 	FuzzDecodeEntry:./internal/conntrack \
 	FuzzDecodeTCPInfo:./internal/sockdiag FuzzDecodeConn:./internal/sockdiag FuzzHist:./internal/load FuzzLoadObject:./internal/symtab@2000x \
-	FuzzDecodeResponse:./internal/phpfpm
+	FuzzDecodeResponse:./internal/phpfpm FuzzParse:./internal/haproxy
 fuzz:
 	@for f in $(FUZZ); do \
 		n=$(FUZZTIME); case $$f in *@*) n=$${f##*@}; f=$${f%@*};; esac; \

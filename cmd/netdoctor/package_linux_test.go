@@ -13,9 +13,16 @@ import (
 const repo = "../.."
 
 // TestPackageDeb: `make package`'s script builds the tarball and the
-// .deb from a binary; the .deb installs into a scratch root (dpkg
-// --root, its own database) and the installed binary runs, with its man
-// pages and completions where Debian looks for them.
+// .deb from a binary; the .deb holds the binary, the man pages and
+// completions, the docs the README links, the license and copyright
+// file, the changelog (lintian's verdict when it is installed); it
+// installs into a scratch root (dpkg --root, its own database) and the
+// installed binary runs, with its man pages and completions where
+// Debian looks for them; and its postinst makes the agent's token
+// (0600, in a 0700 directory, kept when there is one), run in a mount
+// namespace of its own whose /etc is a tmpfs, so that the host's /etc is
+// never touched; postrm purge removes it. One build and one package
+// for all of it: each costs some 20 s of a CI pass.
 func TestPackageDeb(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("dpkg --root installs as root")
@@ -57,7 +64,7 @@ func TestPackageDeb(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Unpacked, no maintainer script run (the root has no shell for
-	// them; TestPackage runs the postinst): the unit is installed, not
+	// them; the postinst runs below, in a mount namespace): the unit is installed, not
 	// enabled.
 	install := exec.Command("dpkg", "--root="+root, "--force-not-root", "--force-depends", "--log=/dev/null", "--unpack", deb)
 	if b, err := install.CombinedOutput(); err != nil {
@@ -87,6 +94,53 @@ func TestPackageDeb(t *testing.T) {
 	list, err := exec.Command("tar", "-tzf", tarball).Output()
 	if err != nil || !strings.Contains(string(list), "netdoctor-v1.2.3-rc1-linux-amd64/netdoctor\n") || !strings.Contains(string(list), "man/man1/netdoctor-run.1.gz") {
 		t.Errorf("tarball: %v\n%s", err, list)
+	}
+
+	contents, err := exec.Command("dpkg-deb", "-c", deb).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dpkg-deb -c %s: %v\n%s", deb, err, contents)
+	}
+	for _, want := range []string{"./usr/bin/netdoctor", "./usr/share/man/man1/netdoctor.1.gz", "./usr/share/bash-completion/completions/netdoctor",
+		"./usr/share/doc/netdoctor/copyright", "./usr/share/doc/netdoctor/LICENSE", "./usr/share/doc/netdoctor/changelog.gz", "./usr/share/doc/netdoctor/CHANGELOG.md",
+		"./usr/share/doc/netdoctor/README.md", "./usr/share/doc/netdoctor/report.md", "./usr/share/doc/netdoctor/findings.md", "./usr/share/doc/netdoctor/agent.md",
+		"./usr/share/doc/netdoctor/licenses/github.com/yuin/gopher-lua/LICENSE", "./lib/systemd/system/netdoctor-agent.service"} {
+		if !strings.Contains(string(contents), " "+want+"\n") {
+			t.Errorf("the .deb lacks %s", want)
+		}
+	}
+	if lintian, err := exec.LookPath("lintian"); err == nil {
+		if out, err := exec.Command(lintian, "--tag-display-limit", "0", deb).CombinedOutput(); err != nil || strings.Contains(string(out), "E: ") || strings.Contains(string(out), "W: ") {
+			t.Errorf("lintian %s: %v\n%s", deb, err, out)
+		}
+	} else {
+		t.Log("lintian not installed: the .deb is not linted")
+	}
+
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) not installed: the postinst is not run")
+	}
+	ctl := filepath.Join(tmp, "control")
+	if out, err := exec.Command("dpkg-deb", "-e", deb, ctl).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -e: %v\n%s", err, out)
+	}
+	script := `set -e
+mount -t tmpfs tmpfs /etc
+sh "$1/postinst" configure
+stat -c '%a %n' /etc/netdoctor /etc/netdoctor/agent.token
+first=$(cat /etc/netdoctor/agent.token)
+sh "$1/postinst" configure
+[ "$first" = "$(cat /etc/netdoctor/agent.token)" ] && echo kept
+sh "$1/postrm" purge
+[ ! -e /etc/netdoctor ] && echo purged
+echo "token ${#first}"`
+	res, err := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", ctl).CombinedOutput()
+	if err != nil {
+		t.Fatalf("postinst in a mount namespace: %v\n%s", err, res)
+	}
+	for _, want := range []string{"netdoctor: made the agent's token, /etc/netdoctor/agent.token (0600)", "700 /etc/netdoctor\n", "600 /etc/netdoctor/agent.token\n", "kept\n", "purged\n", "token 32\n"} {
+		if !strings.Contains(string(res), want) {
+			t.Errorf("postinst/postrm: want %q in\n%s", want, res)
+		}
 	}
 }
 

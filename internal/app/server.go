@@ -29,7 +29,9 @@ type Server struct {
 	Config string     `json:"config,omitempty"` // the main configuration file
 	Nginx  *NginxInfo `json:"nginx,omitempty"`
 	Pool   *PoolInfo  `json:"pool,omitempty"`
-	Logs   []*Log     `json:"logs,omitempty"`
+	// HAProxy is what was read of an haproxy's configuration.
+	HAProxy *HAProxyInfo `json:"haproxy,omitempty"`
+	Logs    []*Log       `json:"logs,omitempty"`
 	// Upstreams are the addresses this server sends requests to, from
 	// its configuration ("127.0.0.1:9000", "unix:/run/php/www.sock").
 	Upstreams []string `json:"upstreams,omitempty"`
@@ -154,6 +156,8 @@ func (o *Observer) server(ctx context.Context, l kernel.Listener, role string, s
 		o.nginx(ctx, s, master)
 	case s.Kind == "php-fpm":
 		o.fpm(s, master, l)
+	case s.Kind == "haproxy":
+		o.haproxy(s, master, l)
 	}
 	// The build information, the JVM's flags and GOMAXPROCS, where
 	// identify named the server from its command line alone (gunicorn

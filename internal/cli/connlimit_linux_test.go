@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
@@ -98,6 +99,47 @@ func TestRunConnCeiling(t *testing.T) {
 		}
 		if found != c.want {
 			t.Errorf("ceiling %d: %s found = %v, want %v\n%s", c.limit, rules.AppConnectionLimit, found, c.want, text)
+		}
+	}
+}
+
+// TestRunHAProxyMaxconn: haproxy in front of a backend that answers
+// after 50 ms, its frontend's maxconn 20 under a load of 48 keep-alive
+// connections: it holds 20 while the rest wait in its accept queue and
+// its thread idles. The ceiling is named as haproxy's, with the
+// frontend, the maxconn line of its configuration, and a value above
+// the load. With maxconn 4096, nothing.
+func TestRunHAProxyMaxconn(t *testing.T) {
+	labNeeds(t)
+	e := newLab(t)
+	ready := filepath.Join(e.Dir, "backend.ready")
+	_, err := e.Start(e.ServerNS, "backend", "python3", "-c", pyCeiling, "127.0.0.1:8080", ready, "1000")
+	labMust(t, err)
+	poll.Until(t, 10e9, func() error { _, err := os.Stat(ready); return err })
+	for i, c := range []struct {
+		maxconn int
+		want    bool
+	}{{20, true}, {4096, false}} {
+		addr := fmt.Sprintf("%s:%d", e.ServerIP, 8200+i)
+		p, err := e.StartHAProxy(t.Context(), &lab.HAProxy{Listen: addr, Backend: "127.0.0.1:8080", Maxconn: c.maxconn})
+		labMust(t, err)
+		_, r, text := runBundle(t, e, "http://"+addr+"/", "-c 48 -d 3s")
+		p.Stop()
+		f := findActive(r, rules.AppConnectionLimit)
+		if (f != nil) != c.want {
+			t.Errorf("maxconn %d: %s active = %v, want %v\n%s", c.maxconn, rules.AppConnectionLimit, f != nil, c.want, text)
+			continue
+		}
+		if f == nil {
+			continue
+		}
+		t.Logf("measured: %s; %s", f.Title, strings.Join(itemTexts(f.Evidence), "; "))
+		conf := filepath.Join(e.Dir, "haproxy", "haproxy.cfg")
+		if !strings.Contains(f.Title, "haproxy on "+addr+" accepts at most 20 connections") || !evidenceHas(f, "haproxy's maxconn 20 (frontend web) at "+conf+":") {
+			t.Errorf("not named as haproxy's maxconn: %s %+v", f.Title, f.Evidence)
+		}
+		if len(f.Actions) == 0 || f.Actions[0].App != "haproxy" || !strings.HasPrefix(f.Actions[0].File, conf+":") || f.Actions[0].Config != "maxconn 4096" {
+			t.Errorf("the fix is not haproxy's maxconn at its line: %+v", f.Actions)
 		}
 	}
 }

@@ -176,6 +176,7 @@ func ndIn(t *testing.T, ns string, limit time.Duration, args ...string) (int, st
 // sentinel), opens nothing they planted (no hang, no secret line in any
 // report), and creates nothing in their directory.
 func TestOtherUsersServers(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	ns := testNetns(t)
 	dir := nobodysDir(t)
 	self, err := os.Executable()
@@ -417,6 +418,7 @@ func notesSay(s *app.Server, sub string) bool {
 // of its listen), and reports each log as not read and why: no hang, no
 // line of root's file.
 func TestRootServerUserLogs(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	bin := "/usr/sbin/nginx"
 	if _, err := os.Stat(bin); err != nil {
 		t.Skip("nginx not installed (scripts/deps.sh installs it)")

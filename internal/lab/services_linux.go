@@ -199,6 +199,9 @@ type HAProxy struct {
 	// nolinger): no TIME_WAIT is left, each connect and reset costs. Else backend
 	// connections are kept alive and shared (http-reuse always).
 	Close bool
+	// Maxconn is the frontend's own maxconn (0 writes none: the global
+	// 4096 holds).
+	Maxconn int
 }
 
 // StartHAProxy writes haproxy.cfg under Dir/haproxy and starts haproxy in
@@ -227,6 +230,9 @@ func (e *Env) StartHAProxy(ctx context.Context, h *HAProxy) (*Proc, error) {
 	p("    timeout server 30s")
 	p("frontend web")
 	p("    bind %s", h.Listen)
+	if h.Maxconn > 0 {
+		p("    maxconn %d", h.Maxconn)
+	}
 	p("    default_backend app")
 	p("backend app")
 	if h.Close {

@@ -35,9 +35,13 @@ open-file limit (´fd-limit´, accept fails with EMFILE) is left to that rule. T
 its threads idled´; evidence the accepted connections and the queue in each second, and the drops. The
 fix names the knob where the server is known (haproxy ´maxconn´, nginx ´worker_connections´ × workers,
 Tomcat ´maxConnections´, Node ´server.maxConnections´, gunicorn ´--worker-connections´, envoy
-´max_connections´), else the application's own ceiling; a bigger backlog only lets more wait. Tested
-(TestRunConnCeiling) with a Python server that stops accepting at 20 connections under 48: named with
-20; with a ceiling of 200, nothing.`,
+´max_connections´), else the application's own ceiling; a bigger backlog only lets more wait. For an
+haproxy whose configuration root controls (its -f files, package haproxy), the maxconn that caps the
+listener (a bind's, the frontend's or the defaults' it inherits, the global one) is read with its
+file:line: where it equals the ceiling seen, the evidence names it and the fix is that line, raised above
+the load's connections. Tested (TestRunConnCeiling) with a Python server that stops accepting at 20
+connections under 48: named with 20; with a ceiling of 200, nothing; and (TestRunHAProxyMaxconn) with
+haproxy's frontend maxconn 20 under 48: named as haproxy's, with its line; with maxconn 4096, nothing.`,
 })
 
 var _ = register(Rule{Name: "connlimit", Order: 187, Scope: PerRun, IDs: []report.FindingID{AppConnectionLimit}, Checks: "the application's own connection ceiling", Check: checkConnLimit})
@@ -147,12 +151,17 @@ func connLimit(r *evidence.Run, s *app.Server, w *evidence.Bundle, port int) (re
 		{Text: fmt.Sprintf("the port's listeners dropped %d connections during the load", dropped), Source: "sock_diag", Window: true},
 		{Text: fmt.Sprintf("%s's threads were mostly idle in every sampled second of the load", s.Kind), Source: "wchan", Window: true},
 	}
+	if h := s.HAProxy; h != nil && h.Maxconn != nil && h.Maxconn.Value == peak {
+		// The accounting and the configuration agree: the ceiling is
+		// that maxconn, named where it is written.
+		ev = append(ev, report.Item{Text: fmt.Sprintf("haproxy's maxconn %d (%s) at %s: the ceiling held", h.Maxconn.Value, haproxyScope(h), h.Maxconn.Source), Source: "config"})
+	}
 	return report.Finding{ID: AppConnectionLimit, Severity: report.Critical, Status: report.Active,
 		Subject: fmt.Sprintf("%s on %s", s.Kind, s.Addr), About: report.About{Server: s.Kind, Listen: s.Addr}, Side: r.ServerSide(),
 		Title: fmt.Sprintf("%s on %s accepts at most %d connections: %d accepted while %d waited in its accept queue (of %d) and its threads idled",
 			s.Kind, s.Addr, peak, peak, last.queued, last.backlog),
 		Evidence: ev,
-		Actions:  notes(connLimitFix(s, peak), "a bigger listen backlog only lets more connections wait: raise the ceiling, or spread the load over more instances"),
+		Actions:  append(connLimitFix(s, peak, r.Load.Connections), report.Advise("a bigger listen backlog only lets more connections wait: raise the ceiling, or spread the load over more instances")),
 	}, true
 }
 
@@ -191,19 +200,44 @@ func atFDLimit(w *evidence.Bundle, s *app.Server) bool {
 	return false
 }
 
-// connLimitFix names the knob of the servers netdoctor knows.
-func connLimitFix(s *app.Server, n int) string {
+// connLimitFix names the knob of the servers netdoctor knows; for an
+// haproxy whose configuration was read, the maxconn that holds the
+// listener, where it is written, and a value above the load's
+// connections (each proxied connection takes two descriptors: the
+// global maxconn and the open-file limit must allow it too).
+func connLimitFix(s *app.Server, n, load int) []report.Action {
 	switch {
 	case s.Nginx != nil:
-		return fmt.Sprintf("raise nginx's worker_connections × worker_processes (%d connections held)", n)
+		return notes(fmt.Sprintf("raise nginx's worker_connections × worker_processes (%d connections held)", n))
+	case s.HAProxy != nil && s.HAProxy.Maxconn != nil && s.HAProxy.Maxconn.Value == n:
+		h := s.HAProxy
+		want := max(4096, 2*load)
+		where := haproxyScope(h)
+		return []report.Action{
+			edit("haproxy", h.Maxconn.Source, fmt.Sprintf("raise haproxy's maxconn %d in %s at %s to %d (at least the connections it must hold at once), then reload haproxy", n, where, h.Maxconn.Source, want), fmt.Sprintf("maxconn %d", want)),
+			report.Advise(fmt.Sprintf("haproxy holds two descriptors a proxied connection: keep the global maxconn and its open-file limit (ulimit-n, LimitNOFILE) above %d connections", want)),
+		}
 	case s.Kind == "haproxy":
-		return fmt.Sprintf("raise haproxy's maxconn (global, frontend or bind) above %d", n)
+		return notes(fmt.Sprintf("raise haproxy's maxconn (global, frontend or bind) above %d", n))
 	case s.Runtime != nil && s.Runtime.Name == app.RuntimeNode:
-		return fmt.Sprintf("raise Node's server.maxConnections above %d", n)
+		return notes(fmt.Sprintf("raise Node's server.maxConnections above %d", n))
 	case s.Runtime != nil && s.Runtime.Name == app.RuntimeJava:
-		return fmt.Sprintf("raise Tomcat's maxConnections (or the server's own connection limit) above %d", n)
+		return notes(fmt.Sprintf("raise Tomcat's maxConnections (or the server's own connection limit) above %d", n))
 	case s.Kind == "envoy":
-		return fmt.Sprintf("raise envoy's max_connections above %d", n)
+		return notes(fmt.Sprintf("raise envoy's max_connections above %d", n))
 	}
-	return fmt.Sprintf("raise %s's own limit of %d connections (its configuration or code caps the connections it accepts)", s.Kind, n)
+	return notes(fmt.Sprintf("raise %s's own limit of %d connections (its configuration or code caps the connections it accepts)", s.Kind, n))
+}
+
+// haproxyScope says where an haproxy's maxconn is written, for a person.
+func haproxyScope(h *app.HAProxyInfo) string {
+	switch h.MaxconnScope {
+	case "frontend":
+		return "frontend " + h.Frontend
+	case "bind":
+		return "frontend " + h.Frontend + "'s bind line"
+	case "defaults":
+		return "the defaults section frontend " + h.Frontend + " inherits it from"
+	}
+	return h.MaxconnScope + " section"
 }
