@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/lab"
 	"github.com/netdoctor/netdoctor/internal/poll"
 	"github.com/netdoctor/netdoctor/internal/rules"
@@ -83,9 +84,9 @@ func TestRunConnCeiling(t *testing.T) {
 		p, err := e.Start(e.ServerNS, fmt.Sprintf("ceiling%d", i), "python3", "-c", pyCeiling, addr, ready, fmt.Sprint(c.limit))
 		labMust(t, err)
 		poll.Until(t, 10e9, func() error { _, err := os.Stat(ready); return err })
-		_, r, text := runBundle(t, e, "http://"+addr+"/", "-c 48 -d 3s")
+		b, r, text := runBundle(t, e, "http://"+addr+"/", "-c 48 -d 3s")
 		p.Stop()
-		t.Logf("verdict %s", r.Verdict)
+		t.Logf("verdict %s; measured: %s", r.Verdict, listenerSeconds(b, 8100+i))
 		var found bool
 		for _, f := range r.Findings {
 			if f.ID != rules.AppConnectionLimit {
@@ -142,4 +143,29 @@ func TestRunHAProxyMaxconn(t *testing.T) {
 			t.Errorf("the fix is not haproxy's maxconn at its line: %+v", f.Actions)
 		}
 	}
+}
+
+// listenerSeconds is what the rule reads of a port, a look each: the
+// time from the load's start, ESTABLISHED+accept queue/backlog and the
+// listener's drops, and the server's threads running of all.
+func listenerSeconds(b *evidence.Run, port int) string {
+	var out []string
+	for _, snap := range b.Server().Bundle.Snapshots {
+		if snap.Sockets == nil {
+			continue
+		}
+		for _, l := range snap.Sockets.Listeners {
+			if l.Port == port && l.Proto != "unix" {
+				out = append(out, fmt.Sprintf("%+.1fs %d+%d/%d drops %d", snap.Time.Sub(b.LoadStart).Seconds(), l.Established, l.RecvQ, l.SendQ, l.Drops))
+			}
+		}
+	}
+	for _, s := range b.Servers {
+		if strings.HasSuffix(s.Addr, fmt.Sprintf(":%d", port)) {
+			for _, smp := range s.Samples {
+				out = append(out, fmt.Sprintf("threads %+.1fs %v", smp.Time.Sub(b.LoadStart).Seconds(), smp.Waits))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
 }

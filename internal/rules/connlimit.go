@@ -19,17 +19,22 @@ var _ = define(Class{ID: AppConnectionLimit,
 	Errors:   true, Delays: true, Fails: FailsConnections,
 	Consequences: []Consequence{{Effect: AcceptQueueFull, At: OwnListener}}, Blocks: true, AtCapacity: true,
 	Meaning:    "the application holds at most N connections and accepts no more (haproxy `maxconn`, Node `server.maxConnections`, Tomcat `maxConnections`, envoy `max_connections`, a Python server's own ceiling): new connections wait in the accept queue, and overflow it, while its threads idle",
-	Active:     "in at least 2 sampled seconds of the load the port's accepted connections (ESTABLISHED minus the accept queues) sat at their peak N, fewer than the load's connections, while connections waited in the accept queue (full, or dropped on the listener), and the server's threads were mostly idle (critical)",
+	Active:     "in at least 2 sampled seconds of the load the port's accepted connections (ESTABLISHED minus the accept queues) sat at their ceiling N (the most held while the queue was full; within a tenth below it), fewer than the load's connections, while connections waited in the accept queue (full, or dropped on the listener), and the server's threads were mostly idle in those seconds (critical)",
 	LatentWhen: "—",
 	Seed:       "an application's own connection ceiling",
 	ReportedBy: "`run`",
 	Doc: `Rule ´connlimit´ (´connlimit.go´). It reads the socket snapshots of the load window for the
 followed server's port: the accepted connections are the port's ESTABLISHED connections less those still
-in its listeners' accept queues. **Active, critical** when the peak N of the accepted connections was held
-in at least 2 sampled seconds, N is below the load's connections, in those seconds connections waited
+in its listeners' accept queues. The ceiling N is the most accepted connections in a second whose queue
+was full (else in one where any waited): a look reads the queue and the ESTABLISHED sockets one after
+the other, and while connections still arrive the second count runs ahead of the first. **Active,
+critical** when N (or, after it, up to a tenth below it, as ending connections leave it; a server that
+accepts slowly climbs to its most instead) was held in at least 2
+sampled seconds, N is below the load's connections, in those seconds connections waited
 in an accept queue (at least one waiting, and the queue full or the listener dropping during the
-window), and the server's threads were mostly idle (fewer than half running in each of the server's
-samples in the window): the application is refusing to take more, not too slow to. A process at its
+window), and the server's threads were mostly idle then (fewer than half running in the server's sample
+nearest each of those seconds, in at least two and most of them): the application is refusing to take
+more, not too slow to. A process at its
 open-file limit (´fd-limit´, accept fails with EMFILE) is left to that rule. Title: ´python3 on
 10.0.0.1:8080 accepts at most 20 connections: 20 accepted while 20 waited in its accept queue (of 20) and
 its threads idled´; evidence the accepted connections and the queue in each second, and the drops. The
@@ -124,21 +129,28 @@ func connLimit(r *evidence.Run, s *app.Server, w *evidence.Bundle, port int) (re
 		c.accepted -= c.queued
 		secs = append(secs, c)
 	}
-	peak := 0
-	for _, c := range secs {
-		peak = max(peak, c.accepted)
-	}
-	if peak == 0 || peak >= r.Load.Connections {
+	peak := ceiling(secs)
+	if peak <= 0 || peak >= r.Load.Connections {
 		return report.Finding{}, false
 	}
 	dropped := drops1 - drops0
+	// The looks at the ceiling, and once it was reached those within a
+	// tenth below it (at least one connection), as connections that end
+	// leave it for a moment: a server that accepts slowly climbs to its
+	// most, it does not stay there.
+	slack := max(1, peak/10)
 	var at []connSecond
+	reached := false
 	for _, c := range secs {
-		if c.accepted == peak && c.queued > 0 && (c.full || dropped > 0) {
+		if c.queued == 0 || (!c.full && dropped == 0) {
+			continue
+		}
+		if c.accepted == peak || reached && c.accepted < peak && c.accepted >= peak-slack {
+			reached = true
 			at = append(at, c)
 		}
 	}
-	if len(at) < 2 || !threadsIdle(r, s) || atFDLimit(w, s) {
+	if len(at) < 2 || !threadsIdle(s, at) || atFDLimit(w, s) {
 		return report.Finding{}, false
 	}
 	last := at[len(at)-1]
@@ -149,7 +161,7 @@ func connLimit(r *evidence.Run, s *app.Server, w *evidence.Bundle, port int) (re
 	ev := []report.Item{
 		{Text: fmt.Sprintf("accepted + waiting in the accept queue, each second of the load: %s (%d connections in the load)", strings.Join(per, " "), r.Load.Connections), Source: "sock_diag", Window: true},
 		{Text: fmt.Sprintf("the port's listeners dropped %d connections during the load", dropped), Source: "sock_diag", Window: true},
-		{Text: fmt.Sprintf("%s's threads were mostly idle in every sampled second of the load", s.Kind), Source: "wchan", Window: true},
+		{Text: fmt.Sprintf("%s's threads were mostly idle while connections waited at the ceiling", s.Kind), Source: "wchan", Window: true},
 	}
 	if h := s.HAProxy; h != nil && h.Maxconn != nil && h.Maxconn.Value == peak {
 		// The accounting and the configuration agree: the ceiling is
@@ -165,24 +177,63 @@ func connLimit(r *evidence.Run, s *app.Server, w *evidence.Bundle, port int) (re
 	}, true
 }
 
-// threadsIdle: in every sample of the window, fewer than half the
-// server's threads ran.
-func threadsIdle(r *evidence.Run, s *app.Server) bool {
-	n := 0
-	for _, smp := range s.Samples {
-		if smp.Time.Before(r.LoadStart) || smp.Time.After(r.LoadEnd) {
+// ceiling is the most connections the application held while its
+// accept queue was full, or, with no full look, while any waited. A
+// look reads the listener's queue and the port's ESTABLISHED sockets one
+// after the other: while the load's connections arrive, those that
+// completed their handshake in between count as accepted (41 sockets
+// ESTABLISHED read against a queue of 18 read a moment before: 23 for a
+// ceiling of 20), so the looks whose queue was still filling are not
+// the ceiling's, and a full queue's are.
+func ceiling(secs []connSecond) int {
+	full, waited := -1, -1
+	for _, c := range secs {
+		if c.queued == 0 {
+			continue
+		}
+		waited = max(waited, c.accepted)
+		if c.full {
+			full = max(full, c.accepted)
+		}
+	}
+	if full > 0 {
+		return full
+	}
+	return waited
+}
+
+// threadsIdle: while connections waited at the ceiling, the server's
+// threads idled: in most of those looks (at least two), fewer than half
+// of them ran in the server's sample nearest the look. A single-threaded
+// server that runs at one look (closing connections as the load ends)
+// still refuses more than it is too slow to take; one that runs at most
+// of them is too slow, not refusing.
+func threadsIdle(s *app.Server, at []connSecond) bool {
+	idle, busy := 0, 0
+	for _, c := range at {
+		var near *app.Sample
+		for i := range s.Samples {
+			smp := &s.Samples[i]
+			if d := smp.Time.Sub(c.t).Abs(); d <= 600*time.Millisecond && (near == nil || d < near.Time.Sub(c.t).Abs()) {
+				near = smp
+			}
+		}
+		if near == nil {
 			continue
 		}
 		total := 0
-		for _, v := range smp.Waits {
+		for _, v := range near.Waits {
 			total += v
 		}
-		if total == 0 || 2*smp.Waits[app.WaitRunning] >= total {
-			return false
+		switch {
+		case total == 0:
+		case 2*near.Waits[app.WaitRunning] < total:
+			idle++
+		default:
+			busy++
 		}
-		n++
 	}
-	return n > 0
+	return idle >= 2 && idle > busy
 }
 
 // atFDLimit: one of the server's processes came within a tenth of its

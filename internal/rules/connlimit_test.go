@@ -46,6 +46,16 @@ func TestConnLimit(t *testing.T) {
 		{"no queue", []int{20, 20, 20, 20}, []int{0, 0, 0, 0}, 0, 0, false},
 		{"all the load's connections", []int{48, 48, 48}, []int{0, 0, 0}, 0, 0, false},
 		{"peak once", []int{12, 20, 15, 14}, []int{21, 21, 21, 21}, 30, 0, false},
+		// TestRunConnCeiling's looks in CI, the queue read a moment
+		// before the ESTABLISHED sockets while connections arrived
+		// (38+2, 41+18: 36 and 23 "accepted"), and a look as the load
+		// ended (39+21, 20+21: 18 and -1).
+		{"arriving, then full, then ending", []int{36, 20, 18}, []int{2, 21, 21}, 30, 0, true},
+		{"arriving, full twice", []int{23, 20, 20, -1}, []int{18, 21, 21, 21}, 7, 0, true},
+		{"one over before any waited", []int{21, 20, 20}, []int{0, 2, 21}, 30, 0, true},
+		// A server that accepts slowly, its queue full: it climbs, within
+		// a tenth, and is no ceiling.
+		{"climbing slowly", []int{38, 40, 42}, []int{21, 21, 21}, 30, 0, false},
 	} {
 		fs := checkConnLimit(&Input{Run: ceilingRun(c.accepted, c.queued, c.drops, c.running)})
 		if got := len(fs) == 1 && fs[0].ID == AppConnectionLimit; got != c.want || len(fs) > 1 {
@@ -66,5 +76,24 @@ func TestConnLimitFDs(t *testing.T) {
 	b.Snapshots[1].Processes = []evidence.Process{{PID: 10, OpenFDs: 24, NofileSoft: 24}}
 	if fs := checkConnLimit(&Input{Run: r}); len(fs) != 0 {
 		t.Fatalf("got %+v", fs)
+	}
+}
+
+// TestConnLimitBusyOnce: TestRunConnCeiling's single-threaded server ran
+// at the last look (closing connections as the load ended) and idled at
+// the other two: still the application's own ceiling. Busy at two of
+// three looks, it is too slow, not refusing.
+func TestConnLimitBusyOnce(t *testing.T) {
+	for _, c := range []struct {
+		busy []int
+		want bool
+	}{{[]int{2}, true}, {[]int{1, 2}, false}} {
+		r := ceilingRun([]int{20, 20, 18}, []int{2, 21, 21}, 30, 0)
+		for _, i := range c.busy {
+			r.Servers[0].Samples[i].Waits = map[string]int{app.WaitRunning: 4}
+		}
+		if fs := checkConnLimit(&Input{Run: r}); (len(fs) == 1) != c.want {
+			t.Errorf("busy at looks %v: got %+v, want a finding: %v", c.busy, fs, c.want)
+		}
 	}
 }
