@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -24,8 +25,9 @@ const maxLogRead = 64 << 20
 // Log is one log file a server's configuration names.
 type Log struct {
 	Path string `json:"path"`
-	// Kind is "error" (nginx error_log, php-fpm error_log, slowlog) or
-	// "access".
+	// Kind is "error" (nginx error_log, php-fpm error_log, slowlog),
+	// "access", or "found": a file the server's processes hold open for
+	// appending, whatever the server (findLogs), read as both.
 	Kind   string `json:"kind"`
 	Source string `json:"source,omitempty"` // file:line of the directive
 	// Status reports how reading went: "ok", "partial" (the run wrote
@@ -42,6 +44,12 @@ type Log struct {
 	// Zones counts the limiter lines (EventLimitReq, EventLimitConn) by
 	// class, then by the zone nginx names in them (by zone "one").
 	Zones map[string]map[string]int `json:"zones,omitempty"`
+	// Messages counts the other lines by their shape (Shape: numbers,
+	// addresses and quoted text masked), at most maxMessages shapes
+	// (the rest under "…"); MessageSamples keeps each shape's first
+	// line. What a server says that netdoctor has no class for.
+	Messages       map[string]int    `json:"messages,omitempty"`
+	MessageSamples map[string]string `json:"message_samples,omitempty"`
 
 	offset int64
 	inode  uint64
@@ -122,15 +130,19 @@ func (l *Log) count(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Bytes()
 		l.Lines++
-		if l.Kind == "access" {
+		if l.Kind == "access" || l.Kind == "found" {
 			if code, ok := accessStatus(line); ok {
 				if l.Statuses == nil {
 					l.Statuses = map[int]int{}
 				}
 				l.Statuses[code]++
+				continue
 			}
-			continue
+			if l.Kind == "access" {
+				continue
+			}
 		}
+		known := false
 		for _, p := range patterns {
 			if bytes.Contains(line, p.text) {
 				if l.Events == nil {
@@ -151,10 +163,91 @@ func (l *Log) count(r io.Reader) {
 						l.Zones[p.class][z]++
 					}
 				}
+				known = true
 				break
 			}
 		}
+		if !known {
+			l.message(line)
+		}
 	}
+}
+
+// maxMessages bounds the shapes one log keeps: a server that writes a
+// new shape each line (a counter in a word) costs no more than this.
+const (
+	maxMessages    = 32
+	maxShape       = 160
+	maxSampleBytes = 240
+	otherMessages  = "…"
+)
+
+func (l *Log) message(line []byte) {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if l.Messages == nil {
+		l.Messages, l.MessageSamples = map[string]int{}, map[string]string{}
+	}
+	k := Shape(line)
+	if _, ok := l.Messages[k]; !ok && len(l.Messages) >= maxMessages {
+		k = otherMessages
+	}
+	if l.Messages[k] == 0 {
+		l.MessageSamples[k] = string(line[:min(len(line), maxSampleBytes)])
+	}
+	l.Messages[k]++
+}
+
+// Shape is a log line's message with what changes from one line to the
+// next masked: a run that starts with a digit (numbers, times, dates'
+// parts, addresses and ports, hexadecimal ids) becomes N, quoted text
+// "…"; at most maxShape bytes. Lines that say the same thing of other
+// requests share a shape.
+func Shape(line []byte) string {
+	var b strings.Builder
+	for i := 0; i < len(line) && b.Len() < maxShape; {
+		c := line[i]
+		switch {
+		case c >= '0' && c <= '9':
+			for i < len(line) && (isHex(line[i]) || line[i] == '.' || line[i] == ':' || line[i] == 'x') {
+				i++
+			}
+			b.WriteByte('N')
+		case c == '"':
+			j := bytes.IndexByte(line[i+1:], '"')
+			if j < 0 {
+				i = len(line)
+			} else {
+				i += j + 2
+			}
+			b.WriteString(`"…"`)
+		default:
+			b.WriteByte(c)
+			i++
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// TopMessages are a log's most frequent shapes, most first (ties by
+// shape), at most n.
+func (l *Log) TopMessages(n int) []string {
+	keys := make([]string, 0, len(l.Messages))
+	for k := range l.Messages {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := l.Messages[keys[i]], l.Messages[keys[j]]; a != b {
+			return a > b
+		}
+		return keys[i] < keys[j]
+	})
+	return keys[:min(n, len(keys))]
 }
 
 // Event classes of error-log lines, the ones the rules read. The texts

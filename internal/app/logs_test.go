@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,5 +145,59 @@ func TestFindListener(t *testing.T) {
 		if (want == "") == ok || l.Addr != want {
 			t.Errorf("%s: %q %v, want %q", addr, l.Addr, ok, want)
 		}
+	}
+}
+
+// TestShape: lines that say the same of other requests share a shape.
+func TestShape(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{`2026-11-28 20:41:03,118 ERROR [worker-3] pool exhausted: 17 of 16 busy, dropped request 0x7f3a9c "GET /api/42"`,
+			`2026-11-28 20:41:04,902 ERROR [worker-11] pool exhausted: 16 of 16 busy, dropped request 0x7f3b01 "GET /api/7"`},
+		{`java.net.SocketTimeoutException: Read timed out from 10.0.0.5:5432 after 3000 ms`,
+			`java.net.SocketTimeoutException: Read timed out from 10.0.0.17:5432 after 3001 ms`},
+		{`[28-Nov-2026 20:41:03] WARNING: [pool www] child 4242 said into stderr: "x"`,
+			`[28-Nov-2026 20:41:09] WARNING: [pool www] child 4250 said into stderr: "yy"`},
+	} {
+		if sa, sb := Shape([]byte(c.a)), Shape([]byte(c.b)); sa != sb {
+			t.Errorf("%q\n%q: different shapes", sa, sb)
+		}
+	}
+	if Shape([]byte("ERROR pool exhausted")) == Shape([]byte("ERROR upstream reset")) {
+		t.Error("two messages share a shape")
+	}
+	if s := Shape([]byte(strings.Repeat("word ", 100))); len(s) > maxShape {
+		t.Errorf("shape of %d bytes", len(s))
+	}
+	if s := Shape([]byte(`unterminated "quote 123`)); s != `unterminated "…"` {
+		t.Errorf("%q", s)
+	}
+}
+
+// TestFoundLog: a log found from a descriptor is read as both kinds:
+// requests by status, known messages by class, the rest by shape, at
+// most maxMessages shapes.
+func TestFoundLog(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "app.log")
+	write(t, p, "before the run")
+	l := &Log{Path: p, Kind: "found"}
+	l.Mark()
+	var lines []string
+	for i := range 50 {
+		lines = append(lines, accessCombined, fmt.Sprintf("ERROR backend pool exhausted, dropped request %d", i))
+	}
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf("shape%c of its own", 'A'+i))
+	}
+	write(t, p, append(lines, fpmMaxChildren, "")...)
+	l.Read()
+	if l.Statuses[502] != 50 || l.Events[EventMaxChildren] != 1 {
+		t.Errorf("statuses %v events %v", l.Statuses, l.Events)
+	}
+	top := l.TopMessages(2)
+	if len(top) != 2 || top[0] != "ERROR backend pool exhausted, dropped request N" || l.Messages[top[0]] != 50 || top[1] != otherMessages {
+		t.Errorf("top %q of %v", top, l.Messages)
+	}
+	if len(l.Messages) != maxMessages+1 || l.MessageSamples[top[0]] != "ERROR backend pool exhausted, dropped request 0" {
+		t.Errorf("%d shapes; sample %q", len(l.Messages), l.MessageSamples[top[0]])
 	}
 }

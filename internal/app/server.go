@@ -175,6 +175,9 @@ func (o *Observer) server(ctx context.Context, l kernel.Listener, role string, s
 	if n := s.Nginx; n != nil && s.Runtime != nil {
 		s.Runtime.Parallelism, s.Runtime.Source = n.Workers(), "worker_processes "+n.WorkerProcesses.String()
 	}
+	if !o.light {
+		o.findLogs(s)
+	}
 	for _, lg := range s.Logs {
 		lg.Mark()
 	}

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -344,6 +345,25 @@ func serveAt(kind, addr string) {
 		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
 		must(err)
 		go http.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{rsaSelfSigned()}}), h)
+		return
+	}
+	if kind == "stalllog" {
+		// Every tenth request held 2 s, each hold written to the
+		// server's own log (ND_LOG, opened for appending as loggers do):
+		// a fault netdoctor has no rule for, in words only the server
+		// knows.
+		logf, err := os.OpenFile(os.Getenv("ND_LOG"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		must(err)
+		logger := log.New(logf, "", log.LstdFlags|log.Lmicroseconds)
+		ln, err := net.FileListener(os.NewFile(uintptr(fd), "listener"))
+		must(err)
+		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if n := served.Add(1); n%10 == 0 {
+				logger.Printf("WARN upstream inventory-svc did not answer in %dms, request %d held", 2000+n%7, n)
+				time.Sleep(2 * time.Second) // the fault under test
+			}
+			io.WriteString(w, "ok\n")
+		}))
 		return
 	}
 	if kind == "bulk" {

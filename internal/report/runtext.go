@@ -110,6 +110,9 @@ func writeServers(w io.Writer, servers []*app.Server, from, to time.Time) {
 			if l.Status != "ok" && l.Status != "" {
 				fmt.Fprintf(w, " (%s)", v(l.Status))
 			}
+			if top := l.TopMessages(1); len(top) > 0 && l.Kind != "access" {
+				fmt.Fprintf(w, "; most often %d× %s", l.Messages[top[0]], v(strconv.Quote(top[0])))
+			}
 			fmt.Fprintln(w)
 		}
 		for _, n := range s.Notes {

@@ -35,9 +35,14 @@ descriptor, pool and loss findings, and every cause of latency for timeouts; a s
 causes of latency; CLOSE_WAIT: a slow application, a full pool, slow lookups, descriptors, CPU).
 **Active, critical** when a symptom has none: netdoctor never says HEALTHY while the load shows
 distress. The evidence is each unexplained symptom with its numbers, what the other rules looked at
-and found nothing active in, and what the server's busy workers were doing; the fix lists the next
-measurements (the timeline, off-CPU profiles, slow calls with strace, a capture of the slow
-requests).`,
+and found nothing active in, what the server's busy workers were doing, and what the servers wrote
+in their logs during the run that netdoctor has no class for: every log a server's processes hold
+open for appending (found from their descriptors, whatever the server; a process not running as root
+only where it owns the file) and the error logs their configurations name, each log's lines grouped
+by shape (numbers, times, addresses and quoted text masked), its three most frequent with their counts
+and a line each, for the reader to judge; the fix lists the next measurements (the timeline, off-CPU
+profiles, slow calls with strace, a capture of the slow requests). Tested (TestRunServerLogWords) with
+a Go and a Python service holding every tenth request on an upstream named only in their own logs.`,
 })
 
 var _ = register(Rule{Name: "distress", Order: 240, Scope: Symptom, IDs: []report.FindingID{UnexplainedDistress}, Checks: "distress no rule explains", Check: checkDistress})
@@ -103,6 +108,7 @@ func checkDistress(in *Input) []report.Finding {
 	if w := workersText(r); w != "" {
 		f.Evidence = append(f.Evidence, report.Item{Text: w, Source: "wchan", Window: true})
 	}
+	f.Evidence = append(f.Evidence, serverWords(r)...)
 	f.Actions = notes(nextMeasurements(r)...)
 	return []report.Finding{f}
 }
@@ -239,6 +245,28 @@ func nextMeasurements(r *evidence.Run) []string {
 	}
 	if slices.ContainsFunc(r.Servers, func(s *app.Server) bool { return len(s.Samples) == 0 }) || len(r.Servers) == 0 {
 		out = append(out, "run netdoctor with the server's namespace (--server-netns) or on its host, so that its workers and sockets are sampled too")
+	}
+	return out
+}
+
+// serverWords are what the servers wrote in their logs during the run
+// that netdoctor has no class for: each log's most frequent shapes of
+// line with their counts and one line each, beside the distress they
+// coincide with. The reader judges whether they explain it; netdoctor
+// does not guess a cause from words it does not know.
+func serverWords(r *evidence.Run) []report.Item {
+	var out []report.Item
+	for _, s := range r.Servers {
+		for _, l := range s.Logs {
+			if l.Kind == "access" || len(l.Messages) == 0 {
+				continue
+			}
+			var parts []string
+			for _, k := range l.TopMessages(3) {
+				parts = append(parts, fmt.Sprintf("%d× %q (first: %q)", l.Messages[k], k, l.MessageSamples[k]))
+			}
+			out = append(out, report.Item{Text: fmt.Sprintf("%s's log %s wrote %d lines during the run; most often: %s", s.Kind, l.Path, l.Lines, strings.Join(parts, "; ")), Source: "log", Window: true})
+		}
 	}
 	return out
 }
