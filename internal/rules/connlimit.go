@@ -19,7 +19,7 @@ var _ = define(Class{ID: AppConnectionLimit,
 	Errors:   true, Delays: true, Fails: FailsConnections,
 	Consequences: []Consequence{{Effect: AcceptQueueFull, At: OwnListener}}, Blocks: true, AtCapacity: true,
 	Meaning:    "the application holds at most N connections and accepts no more (haproxy `maxconn`, Node `server.maxConnections`, Tomcat `maxConnections`, envoy `max_connections`, a Python server's own ceiling): new connections wait in the accept queue, and overflow it, while its threads idle",
-	Active:     "in at least 2 sampled seconds of the load the port's accepted connections (ESTABLISHED minus the accept queues) sat at their ceiling N (the most held while the queue was full; within a tenth below it), fewer than the load's connections, while connections waited in the accept queue (full, or dropped on the listener), and the server's threads were mostly idle in those seconds (critical)",
+	Active:     "in at least 2 sampled seconds of the load the port's accepted connections (ESTABLISHED minus the accept queues) sat at their ceiling N (the most held while the queue was full; within a tenth below it), fewer than the load's connections, while connections waited in the accept queue (full, or dropped on the listener), and the server's threads were mostly idle through the load (critical)",
 	LatentWhen: "—",
 	Seed:       "an application's own connection ceiling",
 	ReportedBy: "`run`",
@@ -32,8 +32,8 @@ critical** when N (or, after it, up to a tenth below it, as ending connections l
 accepts slowly climbs to its most instead) was held in at least 2
 sampled seconds, N is below the load's connections, in those seconds connections waited
 in an accept queue (at least one waiting, and the queue full or the listener dropping during the
-window), and the server's threads were mostly idle then (fewer than half running in the server's sample
-nearest each of those seconds, in at least two and most of them): the application is refusing to take
+window), and the server's threads were mostly idle through the load (fewer than half running in at
+least two and most of the server's samples in the load's window): the application is refusing to take
 more, not too slow to. A process at its
 open-file limit (´fd-limit´, accept fails with EMFILE) is left to that rule. Title: ´python3 on
 10.0.0.1:8080 accepts at most 20 connections: 20 accepted while 20 waited in its accept queue (of 20) and
@@ -150,7 +150,7 @@ func connLimit(r *evidence.Run, s *app.Server, w *evidence.Bundle, port int) (re
 			at = append(at, c)
 		}
 	}
-	if len(at) < 2 || !threadsIdle(s, at) || atFDLimit(w, s) {
+	if len(at) < 2 || !threadsIdle(r, s) || atFDLimit(w, s) {
 		return report.Finding{}, false
 	}
 	last := at[len(at)-1]
@@ -161,7 +161,7 @@ func connLimit(r *evidence.Run, s *app.Server, w *evidence.Bundle, port int) (re
 	ev := []report.Item{
 		{Text: fmt.Sprintf("accepted + waiting in the accept queue, each second of the load: %s (%d connections in the load)", strings.Join(per, " "), r.Load.Connections), Source: "sock_diag", Window: true},
 		{Text: fmt.Sprintf("the port's listeners dropped %d connections during the load", dropped), Source: "sock_diag", Window: true},
-		{Text: fmt.Sprintf("%s's threads were mostly idle while connections waited at the ceiling", s.Kind), Source: "wchan", Window: true},
+		{Text: fmt.Sprintf("%s's threads were mostly idle through the load", s.Kind), Source: "wchan", Window: true},
 	}
 	if h := s.HAProxy; h != nil && h.Maxconn != nil && h.Maxconn.Value == peak {
 		// The accounting and the configuration agree: the ceiling is
@@ -202,32 +202,25 @@ func ceiling(secs []connSecond) int {
 	return waited
 }
 
-// threadsIdle: while connections waited at the ceiling, the server's
-// threads idled: in most of those looks (at least two), fewer than half
-// of them ran in the server's sample nearest the look. A single-threaded
-// server that runs at one look (closing connections as the load ends)
-// still refuses more than it is too slow to take; one that runs at most
-// of them is too slow, not refusing.
-func threadsIdle(s *app.Server, at []connSecond) bool {
+// threadsIdle: the server's threads idled through the load: in most of
+// its samples in the load's window (at least two), fewer than half of
+// them ran. A single-threaded server that runs at one look (taking the
+// first connections, or closing them as the load ends) still refuses
+// more than it is too slow to take; one that runs at most of them is
+// too slow, not refusing.
+func threadsIdle(r *evidence.Run, s *app.Server) bool {
 	idle, busy := 0, 0
-	for _, c := range at {
-		var near *app.Sample
-		for i := range s.Samples {
-			smp := &s.Samples[i]
-			if d := smp.Time.Sub(c.t).Abs(); d <= 600*time.Millisecond && (near == nil || d < near.Time.Sub(c.t).Abs()) {
-				near = smp
-			}
-		}
-		if near == nil {
+	for _, smp := range s.Samples {
+		if smp.Time.Before(r.LoadStart) || smp.Time.After(r.LoadEnd) {
 			continue
 		}
 		total := 0
-		for _, v := range near.Waits {
+		for _, v := range smp.Waits {
 			total += v
 		}
 		switch {
 		case total == 0:
-		case 2*near.Waits[app.WaitRunning] < total:
+		case 2*smp.Waits[app.WaitRunning] < total:
 			idle++
 		default:
 			busy++

@@ -87,7 +87,7 @@ func TestConnLimitBusyOnce(t *testing.T) {
 	for _, c := range []struct {
 		busy []int
 		want bool
-	}{{[]int{2}, true}, {[]int{1, 2}, false}} {
+	}{{[]int{2}, true}, {[]int{0}, true}, {[]int{1, 2}, false}} {
 		r := ceilingRun([]int{20, 20, 18}, []int{2, 21, 21}, 30, 0)
 		for _, i := range c.busy {
 			r.Servers[0].Samples[i].Waits = map[string]int{app.WaitRunning: 4}
