@@ -89,3 +89,15 @@ func TraceHost(ctx context.Context, listeners []kernel.Listener, ns netns.NS, ma
 	}
 	return out, len(all), nil
 }
+
+// Processes names the server each of servers' processes (masters and
+// workers, found again at each call) belongs to, as Observer.Processes
+// does: check's profile of the servers behind its listeners keeps their
+// samples.
+func Processes(servers []*Server) map[int]string {
+	return (&Observer{proc: "/proc", Servers: servers}).Processes()
+}
+
+// Port is the TCP port of the listener the server was found behind; 0
+// for a unix socket, and in a server read back from JSON.
+func (s *Server) Port() int { return s.port }

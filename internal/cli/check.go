@@ -53,6 +53,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	src.register(fs)
 	var window = new(time.Duration)
 	durationVar(fs, window, "window", 5*time.Second, "time between the two snapshots; counters must rise within it to count as active")
+	profileHz := fs.Int("profile-hz", cpuprof.DefaultHz, "on-CPU profile of the servers behind the listeners during the window, samples a second on each CPU; 0 for none")
 	var out outputs
 	out.register(fs, "also write the JSON report to this file (- for stdout, replacing the text report)")
 	var ag agentFlags
@@ -77,7 +78,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if rc != nil {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		for _, f := range []string{"netns", "window", "no-dns", "dns-name"} {
+		for _, f := range []string{"netns", "window", "no-dns", "dns-name", "profile-hz"} {
 			if set[f] {
 				return badInput("--%s is the agent's to choose (netdoctor agent --help): check --agent reads its diagnosis", f)
 			}
@@ -87,13 +88,16 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *window < 100*time.Millisecond || *window > time.Hour {
 		return badInput("--window %v: must be between 100ms and 1h", *window)
 	}
+	if *profileHz < 0 || *profileHz > cpuprof.MaxHz {
+		return badInput("--profile-hz %d: want 0 (no profile) to %d", *profileHz, cpuprof.MaxHz)
+	}
 	s, err := src.source(1000000) // probe DNS once, on the first snapshot
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	var pr *progress
-	c := s.Check(ctx, *window, agent.MaxPools, func() { pr = startPhase(stderr, "window: counters between two snapshots", *window) })
+	c := s.Check(ctx, *window, agent.MaxPools, *profileHz, func() { pr = startPhase(stderr, "window: counters between two snapshots", *window) })
 	pr.done()
 	if c.Interrupted {
 		fmt.Fprintln(stderr, "netdoctor: interrupted, reporting on the shorter window")
@@ -104,7 +108,23 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	found := rules.CheckHost(c.Bundle, c.Traced)
 	r := report.New("check", c.Bundle, found)
 	r.Dependencies = c.Traced
+	if t := c.Traced; t != nil && *profileHz > 0 {
+		r.Profile, r.ProfileError = profileSummary(t.Profile, t.ProfileError)
+	}
 	return writeReport(r, out, stdout, stderr)
+}
+
+// profileSummary sums a profile up for a report, or says why there is
+// none.
+func profileSummary(p *cpuprof.Profile, why string) (*cpuprof.Summary, string) {
+	if p == nil {
+		return nil, why
+	}
+	sum, err := cpuprof.Summarize(p)
+	if err != nil {
+		return nil, "the profile could not be read: " + err.Error()
+	}
+	return sum, ""
 }
 
 // checkAgent prints the diagnosis an agent keeps of its recent window.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -193,6 +194,8 @@ type traffic struct {
 	keepAlive bool
 	pause     time.Duration
 	timeout   time.Duration
+	// insecure takes the lab's self-signed certificates.
+	insecure bool
 }
 
 type sent struct{ ok, failed atomic.Int64 }
@@ -209,6 +212,7 @@ func (tr traffic) run(ctx context.Context, t *testing.T, e *lab.Env, target stri
 		DialContext:         ns.Dial,
 		DisableKeepAlives:   !tr.keepAlive,
 		MaxIdleConnsPerHost: tr.clients,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: tr.insecure},
 	}}
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	s := &sent{}

@@ -387,7 +387,7 @@ func TestCheckSlowReaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	c := l.Check(context.Background(), 3*time.Second, 4, nil)
+	c := l.Check(context.Background(), 3*time.Second, 4, 0, nil)
 	ls, ps := c.Bundle.SenderDeltas()
 	checkSlow(t, "check", ls, ps, slow)
 	// The finding names the receivers, their windows and the server's

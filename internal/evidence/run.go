@@ -153,4 +153,11 @@ type Traced struct {
 	// Followed is how many servers were followed, with or without
 	// dependencies.
 	Followed int `json:"followed"`
+	// Profile is check's on-CPU profile of the servers behind the
+	// listeners during its window, Profiled those servers, found as the
+	// window began; ProfileError says why there is none. What the rules
+	// read, not part of a report: the report has the profile summed up.
+	Profile      *cpuprof.Profile `json:"-"`
+	Profiled     []*app.Server    `json:"-"`
+	ProfileError string           `json:"-"`
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 
 	"github.com/netdoctor/netdoctor/internal/printable"
@@ -48,6 +49,10 @@ type Report struct {
 	// TimeSplit is where a run's requests spent their time, from the
 	// servers' CPU accounting (run only).
 	TimeSplit *TimeSplit `json:"latency_split,omitempty"`
+	// Profile is the servers' on-CPU profile, summed up: during a run's
+	// load, or check's window; ProfileError says why there is none.
+	Profile      *cpuprof.Summary `json:"profile,omitempty"`
+	ProfileError string           `json:"profile_error,omitempty"`
 	// FixesAsText: read from a report written before fixes were data,
 	// whose findings' actions are their fix lines as notes (Read). Not
 	// part of the report.
@@ -272,6 +277,11 @@ func Text(w io.Writer, r *Report) error {
 	summary(p, r)
 	if p.err == nil && r.Dependencies != nil {
 		writeTraced(p.w, r.Dependencies)
+	}
+	if p.err == nil && r.Command == "check" {
+		// A run's text shows its profile beside the servers behind
+		// its port (RunText).
+		ProfileText(p.w, r.Profile, r.ProfileError)
 	}
 	return p.Err()
 }

@@ -26,10 +26,6 @@ type Run struct {
 	// Waits is where requests waited outside the servers' own work: for
 	// a worker of a full pool, in each dependency, on the network.
 	Waits *Waits `json:"waits,omitempty"`
-	// Profile is the servers' on-CPU profile during the load, summed
-	// up; ProfileError says why there is none.
-	Profile      *cpuprof.Summary `json:"profile,omitempty"`
-	ProfileError string           `json:"profile_error,omitempty"`
 	// Flame is the profile's flame graph, for the HTML report only.
 	Flame *cpuprof.Node `json:"-"`
 }

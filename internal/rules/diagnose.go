@@ -203,7 +203,7 @@ func tracedRules(d *diagnosis) {
 	}
 	in := &Input{Bundle: d.bundle, Traced: d.traced}
 	for _, rule := range d.rules {
-		if rule.Traced {
+		if rule.Traced || rule.Profiled && d.traced.Profile != nil {
 			d.found = append(d.found, rule.Check(in)...)
 		}
 	}

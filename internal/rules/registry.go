@@ -50,6 +50,10 @@ type Rule struct {
 	// check and the agent trace under the host's own traffic
 	// (Input.Traced), so the agent can make its findings.
 	Traced bool
+	// Profiled: the rule also judges check's on-CPU profile of the
+	// servers behind its listeners (Input.Traced.Profile). The agent
+	// profiles only on an incident, so its diagnosis never makes these.
+	Profiled bool
 	// Watches are the counters the rule judges: one that rose in a
 	// run's window without a finding is reported as such, never as
 	// checked and found clean.

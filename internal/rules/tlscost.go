@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,10 +19,10 @@ const TLSHandshakes report.FindingID = "tls-handshakes"
 
 var _ = define(Class{ID: TLSHandshakes,
 	Meaning:    "the server spends most of its CPU on TLS handshakes: its clients open a new connection for most requests and each costs a full key exchange and signature (RSA keys cost most)",
-	Active:     "in a run's on-CPU profile, ≥ 30 % of the front server's samples in TLS code (libssl/libcrypto by their dynamic symbols or the library itself, Go's crypto/tls) while the load opened a new connection for ≥ half of its ≥ 20 requests (warning)",
+	Active:     "in a run's on-CPU profile, ≥ 30 % of the front server's samples in TLS code (libssl/libcrypto by their dynamic symbols or the library itself, Go's crypto/tls) while the load opened a new connection for ≥ half of its ≥ 20 requests; in check's, ≥ 30 % of a listening server's while its listener accepted ≥ 20 connections whose bytes account for at most half that TLS CPU (warning)",
 	LatentWhen: "—",
 	Seed:       "issue 38 (one nginx worker doing RSA-4096 handshakes, a new connection per request)",
-	ReportedBy: "`run`",
+	ReportedBy: "`run`, `check`",
 	Doc: `Rule ´tlscost´ (´tlscost.go´), in ´netdoctor run´ with its on-CPU profile. A frame in a shared
 library is named from the library's symbols (.symtab, else .dynsym); OpenSSL's hottest code (its
 assembler bignum routines) is local and stripped, so the frame is only ´[libcrypto.so.3]´: the library
@@ -43,11 +44,22 @@ few handshakes: not named. Tested (TestTLSHandshakes; TestRunSaturatedWorker: on
 4096, ´--no-keepalive´: named with its rate and cost, about 5 ms each, beside worker-saturated when the host
 has a CPU to spare; TestRunTLSHandshakesGo, the second kind of server: a Go crypto/tls server with
 RSA-2048 under GOMAXPROCS=1, named from Go's functions, about 2 ms each; TestRunTLSKeepAlive: the
-one-worker RSA-4096 nginx under a keep-alive load: not named).`,
+one-worker RSA-4096 nginx under a keep-alive load: not named).
+
+In ´netdoctor check´, without a load, the servers behind the namespace's listeners are profiled during
+the window (´--profile-hz´, as run's) and their profile is shown in the report. There the new
+connections are each listener's own, from the kernel's per-connection accounting (the connections
+looked at or whose end the kernel notified, by listening port: not the namespace's TcpPassiveOpens,
+which other listeners share). The TLS work is handshakes where the bytes those connections carried
+cannot account for it: encrypted at 100 MB/s, the slowest a CPU does it, they take at most half the
+TLS CPU. Title as run's, the rate being the listener's accepted connections over the window; its
+evidence says the bytes and the bound (TestCheckTLSHandshakes: the one-worker RSA-4096 nginx under
+another client's new connection per request, named by check; under keep-alive, not).`,
 })
 
 var _ = register(Rule{Name: "tlscost", Order: 228, Scope: PerRun, IDs: []report.FindingID{TLSHandshakes},
-	Checks: "the TLS work in the servers' profile against the load's new connections", Check: checkTLSHandshakes})
+	Checks: "the TLS work in the servers' profile against the load's new connections", Check: checkTLSHandshakes,
+	Profiled: true})
 
 // Thresholds of handshake-bound work: the TLS share of the server's
 // samples, and the load's new connections per request from which the
@@ -59,6 +71,9 @@ const (
 )
 
 func checkTLSHandshakes(in *Input) []report.Finding {
+	if in.Run == nil {
+		return hostTLSHandshakes(in)
+	}
 	r := in.Run
 	if r == nil || r.Load == nil || r.Profile == nil || r.Load.Requests < minSplitRequests {
 		return nil
@@ -130,6 +145,15 @@ func tlsHandshakes(r *evidence.Run, s *app.Server, ss cpuprof.ServerSummary, act
 		}
 		ev = append(ev, report.Item{Text: fmt.Sprintf("%s saturated while the host's CPUs idle %.1f of %d: these handshakes are what it spends its CPU on", what, w.idleCPUs, w.cpus), Source: "schedstat", Window: true})
 	}
+	return report.Finding{ID: TLSHandshakes, Severity: report.Warning, Status: report.Active, Side: r.ServerSide(),
+		Subject: s.Kind + " " + s.Addr, About: report.About{Server: s.Kind, Listen: s.Addr},
+		Title: fmt.Sprintf("%s on %s spends %.0f%% of its CPU on TLS handshakes: %.0f new connections/s, %s of CPU each",
+			s.Kind, s.Addr, 100*act.Share, rate, msEach(each)),
+		Evidence: ev, Actions: tlsFix(s)}
+}
+
+// tlsFix is what makes handshakes fewer or cheaper, and spreads them.
+func tlsFix(s *app.Server) []report.Action {
 	fix := notes(
 		"keep connections open: HTTP keep-alive in the clients (nginx `keepalive_timeout`, `keepalive_requests`), so a handshake serves many requests",
 		"resume sessions: TLS session tickets or a shared session cache (nginx `ssl_session_cache shared:SSL:10m;` and `ssl_session_tickets on;`): a resumed handshake skips the key exchange and signature",
@@ -140,11 +164,7 @@ func tlsHandshakes(r *evidence.Run, s *app.Server, ss cpuprof.ServerSummary, act
 	} else {
 		fix = append(fix, notes("run as many workers or threads as CPUs, so handshakes use every CPU")...)
 	}
-	return report.Finding{ID: TLSHandshakes, Severity: report.Warning, Status: report.Active, Side: r.ServerSide(),
-		Subject: s.Kind + " " + s.Addr, About: report.About{Server: s.Kind, Listen: s.Addr},
-		Title: fmt.Sprintf("%s on %s spends %.0f%% of its CPU on TLS handshakes: %.0f new connections/s, %s of CPU each",
-			s.Kind, s.Addr, 100*act.Share, rate, msEach(each)),
-		Evidence: ev, Actions: fix}
+	return fix
 }
 
 // msEach is a per-handshake CPU time in milliseconds, as the title
@@ -165,4 +185,84 @@ func earlier(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// tlsBulkRate is a low bound of how fast one CPU encrypts and decrypts
+// a TLS stream (AES-GCM runs at gigabytes a second with AES-NI, ChaCha20
+// near one; software AES near 100 MB/s): at most bytes / tlsBulkRate of
+// a server's TLS CPU is its connections' encryption, the rest their
+// handshakes.
+const tlsBulkRate = 100e6
+
+// hostTLSHandshakes is the same judgement in check, without a load: the
+// servers' TLS work in the window's profile against the new
+// connections each listener accepted meanwhile, from the kernel's
+// per-connection accounting (evidence.Senders: every connection looked
+// at or whose end the kernel notified, by listening port). The TLS CPU
+// the listener's bytes cannot account for, even encrypted at the slowest
+// rate, is handshakes.
+func hostTLSHandshakes(in *Input) []report.Finding {
+	t, b := in.Traced, in.Bundle
+	if t == nil || t.Profile == nil || b == nil || len(b.Snapshots) < 2 {
+		return nil
+	}
+	window := b.Snapshots[len(b.Snapshots)-1].Time.Sub(b.Snapshots[0].Time)
+	sum, err := cpuprof.Summarize(t.Profile)
+	if err != nil || sum == nil || window <= 0 {
+		return nil
+	}
+	listeners, _ := b.SenderDeltas()
+	var out []report.Finding
+	for _, ss := range sum.Servers {
+		s := profiledServer(t, ss.Server)
+		if s == nil || s.Port() == 0 || ss.CPU <= 0 {
+			continue
+		}
+		i := slices.IndexFunc(listeners, func(g evidence.SenderGroup) bool { return g.Port == s.Port() })
+		if i < 0 {
+			continue
+		}
+		g := listeners[i]
+		for _, act := range ss.Activities {
+			if act.Kind != cpuprof.TLS || act.Share < tlsMinShare || g.Conns < tlsMinConnsOpened {
+				continue
+			}
+			tlsCPU := time.Duration(act.Share * float64(ss.CPU))
+			bytes := g.BytesSent + g.BytesReceived
+			bulk := time.Duration(float64(bytes) / tlsBulkRate * float64(time.Second))
+			if 2*bulk > tlsCPU {
+				continue // the TLS work may be the streams' encryption
+			}
+			out = append(out, hostHandshakes(s, ss, act, g, window, tlsCPU, bulk))
+		}
+	}
+	return out
+}
+
+// profiledServer is the server of check's profile whose label is name
+// ("nginx 0.0.0.0:443").
+func profiledServer(t *evidence.Traced, name string) *app.Server {
+	for _, s := range t.Profiled {
+		if s.Kind+" "+s.Addr == name {
+			return s
+		}
+	}
+	return nil
+}
+
+func hostHandshakes(s *app.Server, ss cpuprof.ServerSummary, act cpuprof.Activity, g evidence.SenderGroup, window, tlsCPU, bulk time.Duration) report.Finding {
+	rate := float64(g.Conns) / window.Seconds()
+	// The connections the profile saw opened are the window's: both
+	// span it.
+	each := time.Duration(float64(tlsCPU) / float64(g.Conns))
+	ev := []report.Item{
+		{Text: fmt.Sprintf("the on-CPU profile: %.0f%% of %s's %s of CPU in TLS code (%s)", 100*act.Share, s.Kind, report.Dur(ss.CPU), strings.Join(act.Funcs, ", ")), Source: "profile", Window: true},
+		{Text: fmt.Sprintf("%s accepted %d connections over %s: %.0f new connections/s; they carried %s, whose encryption takes %s of CPU at most (at %s/s): the rest of the TLS CPU is their handshakes",
+			s.Addr, g.Conns, report.Dur(window), rate, report.Bytes(float64(g.BytesSent+g.BytesReceived)), report.Dur(bulk), report.Bytes(tlsBulkRate)), Source: "sock_diag", Window: true},
+	}
+	return report.Finding{ID: TLSHandshakes, Severity: report.Warning, Status: report.Active,
+		Subject: s.Kind + " " + s.Addr, About: report.About{Server: s.Kind, Listen: s.Addr},
+		Title: fmt.Sprintf("%s on %s spends %.0f%% of its CPU on TLS handshakes: %.0f new connections/s, %s of CPU each",
+			s.Kind, s.Addr, 100*act.Share, rate, msEach(each)),
+		Evidence: ev, Actions: tlsFix(s)}
 }

@@ -75,8 +75,8 @@ func (res *Result) Report() *report.Run {
 	if b == nil {
 		b = &evidence.Bundle{}
 	}
-	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers, Path: res.Path, Waits: rules.Waits(res.Run),
-		ProfileError: res.ProfileError}
+	r := &report.Run{Report: report.New("run", b, res.Findings), Load: res.Load, LoadNotes: rules.LoadNotes(res.Run), Shape: res.Shape, Servers: res.Servers, Path: res.Path, Waits: rules.Waits(res.Run)}
+	r.ProfileError = res.ProfileError
 	r.TimeSplit = rules.TimeSplit(res.Run)
 	if res.Profile != nil {
 		sum, err := cpuprof.Summarize(res.Profile)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/pace"
 )
@@ -40,12 +41,12 @@ type Checked struct {
 }
 
 // Check takes a snapshot, follows the dependencies of the servers
-// behind its listeners (at most maxPorts ports) for window, and takes
-// the second snapshot: the two ticks of a pace.Ticker a window apart.
-// started, when set, is called as the window begins. The second
-// snapshot is taken even when ctx ends first: a short window is still
-// evidence.
-func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, started func()) *Checked {
+// behind its listeners (at most maxPorts ports) for window, profiling
+// their CPU at profileHz (none at 0), and takes the second snapshot:
+// the two ticks of a pace.Ticker a window apart. started, when set, is
+// called as the window begins. The second snapshot is taken even when
+// ctx ends first: a short window is still evidence.
+func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts, profileHz int, started func()) *Checked {
 	ticks := pace.New(window)
 	ticks.Next(context.WithoutCancel(ctx)) // the first, due now
 	b := &evidence.Bundle{Version: evidence.BundleVersion, Host: l.Host(), Start: time.Now()}
@@ -56,13 +57,18 @@ func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, s
 		err error
 	}
 	ch := make(chan traced, 1)
+	prof := &profiled{}
 	if socks := b.Snapshots[0].Sockets; socks == nil {
 		ch <- traced{}
+		prof.why = "the sockets were not listed: no server to profile"
 	} else {
 		go func() {
 			tr, err := l.TraceHost(traceCtx, socks.Listeners, maxPorts)
 			ch <- traced{tr, err}
 		}()
+		if profileHz > 0 {
+			prof.start(socks.Listeners, maxPorts, profileHz)
+		}
 	}
 	if started != nil {
 		started()
@@ -70,9 +76,49 @@ func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts int, s
 	c := &Checked{Bundle: b}
 	_, ok := ticks.Next(ctx)
 	c.Interrupted = !ok
+	prof.stop()
 	stopTrace()
 	b.Snapshots = append(b.Snapshots, l.Snapshot(context.WithoutCancel(ctx)))
 	tr := <-ch
 	c.Traced, c.TraceErr = tr.tr, tr.err
+	if c.Traced != nil {
+		c.Traced.Profile, c.Traced.Profiled, c.Traced.ProfileError = prof.p, prof.servers, prof.why
+	}
 	return c
+}
+
+// profiled is check's on-CPU profile of the servers behind the
+// namespace's listeners, as run's profile is of the servers behind its
+// port: bounded the same way (cpuprof.Exclusive, the profiler's budgets).
+type profiled struct {
+	servers []*app.Server
+	p       *cpuprof.Profile
+	why     string
+	prof    *cpuprof.Profiler
+	done    func()
+}
+
+func (p *profiled) start(listeners []evidence.Listener, maxPorts, hz int) {
+	self := os.Getpid()
+	p.servers = app.Listening(listeners, maxPorts, func(pid int) bool { return pid == self })
+	if len(p.servers) == 0 {
+		p.why = "no server found behind the listeners: nothing to profile"
+		return
+	}
+	servers := p.servers
+	prof, done, err := cpuprof.Exclusive(cpuprof.Options{Hz: hz, Servers: func() map[int]string { return app.Processes(servers) }})
+	if err != nil {
+		p.why = err.Error()
+		return
+	}
+	p.prof, p.done = prof, done
+}
+
+func (p *profiled) stop() {
+	if p.prof == nil {
+		return
+	}
+	p.p = p.prof.Stop()
+	p.done()
+	p.prof = nil
 }
