@@ -65,7 +65,7 @@ lint:
 # runs them with every CPU kept busy. What each pass skips the other
 # runs (-skip and -run of one list), so no test is left out. Measured on
 # the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestCheckTLSHandshakes|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool|Workers)|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestCheckTLSHandshakes|TestAgentDependency|TestCheckLossyResolver|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool|Workers|Kubernetes)|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared; seed 000's capacity before
 #                    and after its plan), TestRun* (loads judged
@@ -75,8 +75,9 @@ MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|Tes
 #                    server's CPU share in check's profile), the capacity searches
 #                    (TestCapacity* of the cli: loads up to a knee),
 #                    TestLabPortSearch (a lab run's profile),
-#                    TestMergeWorkers*, TestMergeRunWorkers and
-#                    TestCapacityWorkers (workers started together,
+#                    TestMergeWorkers*, TestMergeRunWorkers,
+#                    TestCapacityWorkers and TestCapacityKubernetes
+#                    (workers started together,
 #                    their rate and the knee judged), TestWrkCompatible (beside
 #                    wrk), TestPrometheusAlerts, TestLabCleanAfterKill and
 #                    TestRunSeveralFaults (nf_conntrack_max)

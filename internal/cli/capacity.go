@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/capacity"
+	"github.com/netdoctor/netdoctor/internal/kubejob"
+	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -63,8 +65,13 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	verify := fs.String("verify-with", "", "search, apply this tune plan, search again with the same load, then roll back: the capacity before → after")
 	failBelow := fs.Float64("fail-below", 0, "exit 1 when the capacity is below this many requests/s")
 	workers := fs.Int("workers", 0, "send each step from this many worker processes on this host (load --segment i/N, one start), judged on their merged result; docs/distributed.md")
-	kube := fs.Bool("kubernetes", false, "with --workers: print how a controller pod would run the search on a cluster, one Indexed Job a step, and its RBAC")
-	kubeNS := fs.String("namespace", "", "with --kubernetes: the controller's namespace (default: kubectl's)")
+	kube := fs.Bool("kubernetes", false, "with --workers: send each step as a Kubernetes Indexed Job of --workers pods (with --kube-api); without --kube-api, print the controller's Job that runs the search on the cluster and its RBAC (kubectl apply -f -); docs/distributed.md")
+	kubeNS := fs.String("namespace", "", "with --kubernetes: the Jobs' namespace (default: the controller pod's; printed, kubectl's)")
+	kubeAPI := fs.String("kube-api", "", "with --kubernetes: run the search here, its steps' Jobs created through this API server: in-cluster (a pod's service account) or a URL (kubectl proxy's http://127.0.0.1:8001)")
+	kubeImage := fs.String("image", kubejob.Image, "with --kubernetes: the workers' and the controller's image (the agent's)")
+	kubeName := fs.String("job-name", "netdoctor-capacity", "with --kubernetes: the controller's Job and service account; each step's Job is NAME-step-N")
+	var kubeLead time.Duration
+	fs.Var(durationFlag{&kubeLead}, "start-margin", "with --kube-api: how long after a step's Job is created its workers start together: the pods' scheduling and the image's pull (default 15s)")
 	pos, err := parse(fs, splitShort(args, "ctHms"), stdout)
 	if err != nil {
 		return err
@@ -124,8 +131,22 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return badInput("--workers with --verify-with is not supported: run the two searches with --workers yourself")
 	case *workers > 0 && set["c"] && lo.o.Connections < *workers:
 		return badInput("-c %d: each of --workers %d needs a connection at least", lo.o.Connections, *workers)
+	case *kube && *kubeAPI == "":
+		return capacityController(stdout, args, set, kubejob.ControllerSpec{Name: *kubeName, Namespace: *kubeNS, Image: *kubeImage, Run: o.MaxDuration})
 	case *kube:
-		return capacityKubernetes(stdout, *workers, *kubeNS, o)
+		if kubeLead == 0 {
+			kubeLead = 15 * time.Second
+		}
+		if kubeLead < time.Second || kubeLead > load.MaxStartAhead {
+			return badInput("--start-margin %v: want 1s to %v", kubeLead, load.MaxStartAhead)
+		}
+		api, err := kubejob.NewClient(*kubeAPI, *kubeNS)
+		if err != nil {
+			return badInput("%v", err)
+		}
+		o.Steps = &clusterWorkers{api: api, n: *workers, name: *kubeName + "-step", image: *kubeImage, lead: kubeLead, every: time.Second}
+	case *kubeAPI != "":
+		return badInput("--kube-api needs --workers N --kubernetes")
 	case *workers > 1:
 		o.Steps = capacityWorkers(*workers)
 	}
@@ -165,8 +186,12 @@ func doCapacity(ctx context.Context, j capacityJob, stdout, stderr io.Writer) er
 		return capacityVerify(ctx, o, j, stdout, stderr, text)
 	}
 	fmt.Fprintf(text, "Searching the capacity of %s within %s, for %s at most:\n", o.Load.URL, o.SLO.Text, o.MaxDuration)
-	if w, ok := o.Steps.(capacity.Workers); ok {
+	switch w := o.Steps.(type) {
+	case capacity.Workers:
 		fmt.Fprintf(text, "  each step sent by %d worker processes (load --segment i/%d, one start), judged on their merged result\n", w.N, w.N)
+	case *clusterWorkers:
+		fmt.Fprintf(text, "  each step sent by an Indexed Job of %d worker pods in namespace %s (load --segment i/%d, one start %s after the Job is created), judged on their merged result\n",
+			w.n, w.api.Namespace(), w.n, w.lead)
 	}
 	res, err := capacity.Search(ctx, o)
 	p.done()

@@ -160,12 +160,13 @@ func daemonSetImage(t *testing.T) string {
 	return string(m[1])
 }
 
-// TestKubernetesCapacityRBAC: capacity --workers N --kubernetes prints,
-// after the controller's plan, a ServiceAccount, a Role and a
-// RoleBinding that the API's own types decode strictly: the Role is
-// namespaced and grants only the Jobs' lifecycle and reading their pods'
-// logs (no secrets, no pods created, no wildcard), bound to that
-// account.
+// TestKubernetesCapacityRBAC: capacity --workers N --kubernetes prints
+// a ServiceAccount, a Role, a RoleBinding and the controller's Job that
+// the API's own types decode strictly: the Role is namespaced and grants
+// only the Jobs' lifecycle and reading their pods' logs (no secrets, no
+// pods created, no wildcard), bound to that account, which the
+// controller's one unprivileged pod runs as, running the same search
+// with --kube-api in-cluster.
 func TestKubernetesCapacityRBAC(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "capacity", "--workers", "3", "--kubernetes", "--namespace", "perf", "-c", "30", "http://svc.perf:8080/")
 	if code != ExitOK {
@@ -176,13 +177,14 @@ func TestKubernetesCapacityRBAC(t *testing.T) {
 		t.Fatalf("no manifests after the comments:\n%s", stdout)
 	}
 	docs := strings.Split(manifests, "---\n")
-	if len(docs) != 3 {
-		t.Fatalf("%d documents, want a ServiceAccount, a Role and a RoleBinding:\n%s", len(docs), manifests)
+	if len(docs) != 4 {
+		t.Fatalf("%d documents, want a ServiceAccount, a Role, a RoleBinding and the controller's Job:\n%s", len(docs), manifests)
 	}
 	var sa corev1.ServiceAccount
 	var role rbacv1.Role
 	var rb rbacv1.RoleBinding
-	for i, into := range []any{&sa, &role, &rb} {
+	var job batchv1.Job
+	for i, into := range []any{&sa, &role, &rb, &job} {
 		if err := yaml.UnmarshalStrict([]byte(docs[i]), into); err != nil {
 			t.Fatalf("document %d: %v\n%s", i+1, err, docs[i])
 		}
@@ -219,5 +221,27 @@ func TestKubernetesCapacityRBAC(t *testing.T) {
 		rb.RoleRef.APIGroup != "rbac.authorization.k8s.io" || len(rb.Subjects) != 1 || rb.Subjects[0].Kind != "ServiceAccount" ||
 		rb.Subjects[0].Name != sa.Name || rb.Subjects[0].Namespace != "perf" {
 		t.Errorf("binding %+v: want the role bound to the service account", rb)
+	}
+	// The controller: one pod running this same search with the
+	// service account's token as its only credential, no privilege.
+	pod := job.Spec.Template.Spec
+	if job.Kind != "Job" || job.Namespace != "perf" || pod.ServiceAccountName != sa.Name || pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken ||
+		job.Spec.Completions == nil || *job.Spec.Completions != 1 || job.Spec.ActiveDeadlineSeconds == nil || len(pod.Containers) != 1 {
+		t.Fatalf("controller %s %s/%s: service account %q, completions %v, deadline %v", job.Kind, job.Namespace, job.Name, pod.ServiceAccountName, job.Spec.Completions, job.Spec.ActiveDeadlineSeconds)
+	}
+	c := pod.Containers[0]
+	if got, want := strings.Join(c.Args, " "), "capacity --kube-api in-cluster --workers 3 --kubernetes --namespace perf -c 30 http://svc.perf:8080/"; got != want {
+		t.Errorf("controller args %q, want %q", got, want)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || c.SecurityContext == nil ||
+		c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged || c.Resources.Limits.Cpu().IsZero() {
+		t.Errorf("controller pod: security %+v, container %+v, limits %v: want non-root, unprivileged, limited", pod.SecurityContext, c.SecurityContext, c.Resources.Limits)
+	}
+	// What names this host's files is refused, not carried into the pod.
+	for _, bad := range [][]string{{"--html", "c.html"}, {"--json", "c.json"}, {"--verify-with", "plan.json"}} {
+		args := append([]string{"capacity", "--workers", "2", "--kubernetes"}, bad...)
+		if code, _, stderr := runCLI(t, append(args, "http://svc/")...); code != ExitUsage {
+			t.Errorf("%v: exit %d %s, want a usage error", bad, code, stderr)
+		}
 	}
 }

@@ -319,10 +319,19 @@ func agentParity(t *testing.T, name string, direct *runJSON) {
 	}
 	idSet := func(r *runJSON) string { return idSetBut(r, later) }
 	a := labRunCmd(t, name, "--agent").before
-	for _, id := range sc.Reports {
-		if findActive(a, id) == nil {
-			t.Errorf("%s --agent: %s not reported active: %s", name, id, idSet(a))
+	// What the scenario must report, the agent's run must too; a load
+	// that did not reach a limit in one run (nginx-php-throughput's
+	// accept queue, with the agent's own CPU in the server namespace,
+	// once in CI at 12.9k req/s where the namespace's runs overflowed
+	// it twice) is judged on the second pair's agent run as well.
+	missing := func(r *runJSON) []report.FindingID {
+		var out []report.FindingID
+		for _, id := range sc.Reports {
+			if findActive(r, id) == nil {
+				out = append(out, id)
+			}
 		}
+		return out
 	}
 	if d, g := idSetBut(direct, nil), idSetBut(a, nil); d != g {
 		t.Logf("%s: with later stages' findings, through the namespace %s, through the agent %s", name, d, g)
@@ -340,10 +349,17 @@ func agentParity(t *testing.T, name string, direct *runJSON) {
 		t.Errorf("%s --agent: servers %q, through the namespace %q", name, got, want)
 	}
 	want, got := idSet(direct), idSet(a)
-	if want == got {
+	if want == got && len(missing(a)) == 0 {
 		return
 	}
 	direct2, a2 := labRunCmd(t, name).before, labRunCmd(t, name, "--agent").before
+	if m := missing(a); len(m) > 0 {
+		if m2 := missing(a2); len(m2) > 0 {
+			t.Errorf("%s --agent: %v not reported active in two runs: %s, then %s", name, m2, got, idSet(a2))
+		} else {
+			t.Logf("%s --agent: %v not active in the first run (%s), active in the second (%s)", name, m, got, idSet(a2))
+		}
+	}
 	if idSet(direct2) == idSet(a2) {
 		t.Logf("%s: first pair differed (%s | %s), the second agrees: %s", name, want, got, idSet(a2))
 		return

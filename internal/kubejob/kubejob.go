@@ -85,6 +85,7 @@ type PodTemplate struct {
 // PodSpec is the part of core/v1 PodSpec a worker needs.
 type PodSpec struct {
 	RestartPolicy                 string      `yaml:"restartPolicy"`
+	ServiceAccountName            string      `yaml:"serviceAccountName,omitempty"`
 	AutomountServiceAccountToken  bool        `yaml:"automountServiceAccountToken"`
 	EnableServiceLinks            bool        `yaml:"enableServiceLinks"`
 	TerminationGracePeriodSeconds int         `yaml:"terminationGracePeriodSeconds"`
@@ -134,8 +135,8 @@ type Container struct {
 
 // Env is EnvVar, from a field of the pod.
 type Env struct {
-	Name      string    `yaml:"name"`
-	ValueFrom ValueFrom `yaml:"valueFrom"`
+	Name      string     `yaml:"name"`
+	ValueFrom *ValueFrom `yaml:"valueFrom,omitempty"`
 }
 
 // ValueFrom is EnvVarSource's fieldRef.
@@ -212,7 +213,7 @@ func New(s Spec, now time.Time) (*Job, error) {
 					LabelSelector: Selector{MatchLabels: map[string]string{"netdoctor.io/job": s.Name}}}},
 				Containers: []Container{{Name: "worker", Image: image, ImagePullPolicy: "IfNotPresent",
 					Command: []string{Binary}, Args: args,
-					Env: []Env{{Name: IndexEnv, ValueFrom: ValueFrom{FieldRef: FieldRef{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
+					Env: []Env{{Name: IndexEnv, ValueFrom: &ValueFrom{FieldRef: FieldRef{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
 					// Requests equal to limits: a worker throttled by
 					// its limit would be the bottleneck it must not be.
 					Resources:       Resources{Requests: map[string]string{"cpu": cpu, "memory": mem}, Limits: map[string]string{"cpu": cpu, "memory": mem}},
@@ -234,4 +235,45 @@ func (j *Job) YAML() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// ControllerSpec is the pod that runs a distributed search: `capacity
+// --workers N --kube-api in-cluster`, creating a Job a step through the
+// API with the service account ControllerRBAC makes.
+type ControllerSpec struct {
+	// Name of the Job, and of the service account it runs as.
+	Name, Namespace, Image string
+	// Args are netdoctor's arguments (the command first).
+	Args []string
+	// Run bounds the whole search (its --max-duration and the last
+	// step's Job).
+	Run time.Duration
+}
+
+// Controller makes the Job of one pod that runs c: no privilege, the
+// service account's token mounted (its only credential), one CPU for
+// the search and the diagnosis's own load.
+func Controller(c ControllerSpec) (*Job, error) {
+	if c.Name == "" || len(c.Name) > 52 || strings.Trim(c.Name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" || c.Name[0] == '-' || c.Name[len(c.Name)-1] == '-' {
+		return nil, fmt.Errorf("job name %q: want lower-case letters, digits and '-', at most 52", c.Name)
+	}
+	image := c.Image
+	if image == "" {
+		image = Image
+	}
+	labels := map[string]string{"app.kubernetes.io/name": "netdoctor", "app.kubernetes.io/component": "capacity-controller", jobLabel: c.Name}
+	res := map[string]string{"cpu": "1", "memory": "512Mi"}
+	return &Job{APIVersion: "batch/v1", Kind: "Job",
+		Metadata: Meta{Name: c.Name, Namespace: c.Namespace, Labels: labels},
+		Spec: JobSpec{CompletionMode: "NonIndexed", Completions: 1, Parallelism: 1, BackoffLimit: 0,
+			ActiveDeadlineSeconds: int64((c.Run + slack + time.Second - 1) / time.Second), TTLSecondsAfterFinished: 3600,
+			Template: PodTemplate{Metadata: Meta{Labels: labels}, Spec: PodSpec{
+				RestartPolicy: "Never", ServiceAccountName: c.Name, AutomountServiceAccountToken: true, TerminationGracePeriodSeconds: 30,
+				SecurityContext: PodSecurity{RunAsNonRoot: true, RunAsUser: nonRoot, RunAsGroup: nonRoot, SeccompProfile: Seccomp{Type: "RuntimeDefault"}},
+				Containers: []Container{{Name: "controller", Image: image, ImagePullPolicy: "IfNotPresent",
+					Command: []string{Binary}, Args: c.Args, Env: []Env{},
+					Resources:       Resources{Requests: res, Limits: res},
+					SecurityContext: ContainerSecurity{ReadOnlyRootFilesystem: true, Capabilities: Capabilities{Drop: []string{"ALL"}}},
+				}},
+			}}}}, nil
 }
