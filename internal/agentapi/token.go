@@ -48,13 +48,19 @@ func ReadToken(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("token file: %w", err)
 	}
+	return ParseToken(b, "token file "+path)
+}
+
+// ParseToken is the token in b, read from what from names: its first
+// line, without surrounding white space, at least MinToken characters.
+func ParseToken(b []byte, from string) ([]byte, error) {
 	line, _, _ := bytes.Cut(b, []byte("\n"))
 	tok := bytes.TrimSpace(line)
 	if len(tok) < MinToken {
-		return nil, fmt.Errorf("token file %s: the token must be at least %d characters (e.g. head -c 24 /dev/urandom | base64 > %s)", path, MinToken, path)
+		return nil, fmt.Errorf("%s: the token must be at least %d characters (e.g. head -c 24 /dev/urandom | base64)", from, MinToken)
 	}
 	if bytes.ContainsAny(tok, " \t\r") {
-		return nil, fmt.Errorf("token file %s: the token must not contain white space", path)
+		return nil, fmt.Errorf("%s: the token must not contain white space", from)
 	}
 	return tok, nil
 }

@@ -102,7 +102,11 @@ func TestAgentClientBadInput(t *testing.T) {
 	}{
 		{[]string{"check", "--agent", "10.0.0.2:9120"}, "want http(s)://HOST:PORT"},
 		{[]string{"check", "--agent", "http://10.0.0.2:9120/x"}, "want http(s)://HOST:PORT"},
-		{[]string{"check", "--token-file", "/x"}, "--token-file and --agent-ca go with --agent"},
+		{[]string{"check", "--token-file", "/x"}, "--token-file, --token-env and --agent-ca go with --agent"},
+		{[]string{"check", "--token-env", "TOKEN"}, "--token-file, --token-env and --agent-ca go with --agent"},
+		{[]string{"run", "--server-agent", "http://10.0.0.2:9120", "--token-env", "ND_NO_SUCH_TOKEN_VAR", "http://10.0.0.2/"}, "--token-env ND_NO_SUCH_TOKEN_VAR: the variable is not set"},
+		{[]string{"run", "--workers", "2", "http://10.0.0.2/"}, "a run's workers run as a Kubernetes Job"},
+		{[]string{"run", "--workers", "2", "--kubernetes", "--kube-api", "ftp://x", "http://10.0.0.2/"}, "--kube-api \"ftp://x\""},
 		{[]string{"check", "--agent", "http://127.0.0.1:1", "--window", "2s"}, "--window is the agent's to choose"},
 		{[]string{"run", "--server-agent", "http://127.0.0.1:1", "--server-netns", "x", "http://127.0.0.1:1/"}, "pick one"},
 		{[]string{"run", "--server-agent", "ftp://127.0.0.1:1", "http://127.0.0.1:1/"}, "want http(s)://HOST:PORT"},

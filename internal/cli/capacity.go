@@ -11,7 +11,6 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/capacity"
 	"github.com/netdoctor/netdoctor/internal/kubejob"
-	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -64,14 +63,8 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report with the rate-vs-latency curve to this file")
 	verify := fs.String("verify-with", "", "search, apply this tune plan, search again with the same load, then roll back: the capacity before → after")
 	failBelow := fs.Float64("fail-below", 0, "exit 1 when the capacity is below this many requests/s")
-	workers := fs.Int("workers", 0, "send each step from this many worker processes on this host (load --segment i/N, one start), judged on their merged result; docs/distributed.md")
-	kube := fs.Bool("kubernetes", false, "with --workers: send each step as a Kubernetes Indexed Job of --workers pods (with --kube-api); without --kube-api, print the controller's Job that runs the search on the cluster and its RBAC (kubectl apply -f -); docs/distributed.md")
-	kubeNS := fs.String("namespace", "", "with --kubernetes: the Jobs' namespace (default: the controller pod's; printed, kubectl's)")
-	kubeAPI := fs.String("kube-api", "", "with --kubernetes: run the search here, its steps' Jobs created through this API server: in-cluster (a pod's service account) or a URL (kubectl proxy's http://127.0.0.1:8001)")
-	kubeImage := fs.String("image", kubejob.Image, "with --kubernetes: the workers' and the controller's image (the agent's)")
-	kubeName := fs.String("job-name", "netdoctor-capacity", "with --kubernetes: the controller's Job and service account; each step's Job is NAME-step-N")
-	var kubeLead time.Duration
-	fs.Var(durationFlag{&kubeLead}, "start-margin", "with --kube-api: how long after a step's Job is created its workers start together: the pods' scheduling and the image's pull (default 15s)")
+	cl := registerCluster(fs, "capacity", "send each step from this many worker processes on this host (load --segment i/N, one start), judged on their merged result, or with --kubernetes as worker pods; docs/distributed.md")
+	workers, kube := &cl.workers, &cl.kubernetes
 	pos, err := parse(fs, splitShort(args, "ctHms"), stdout)
 	if err != nil {
 		return err
@@ -107,6 +100,11 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	case *failBelow < 0:
 		return badInput("--fail-below %g: must not be negative", *failBelow)
 	}
+	if cl.printing() {
+		if err := hostOnly(set); err != nil {
+			return err
+		}
+	}
 	if ag.url != "" && *serverNS != "" {
 		return badInput("--server-agent and --server-netns are two ways to observe the server: pick one")
 	}
@@ -131,22 +129,14 @@ func runCapacity(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return badInput("--workers with --verify-with is not supported: run the two searches with --workers yourself")
 	case *workers > 0 && set["c"] && lo.o.Connections < *workers:
 		return badInput("-c %d: each of --workers %d needs a connection at least", lo.o.Connections, *workers)
-	case *kube && *kubeAPI == "":
-		return capacityController(stdout, args, set, kubejob.ControllerSpec{Name: *kubeName, Namespace: *kubeNS, Image: *kubeImage, Run: o.MaxDuration})
-	case *kube:
-		if kubeLead == 0 {
-			kubeLead = 15 * time.Second
-		}
-		if kubeLead < time.Second || kubeLead > load.MaxStartAhead {
-			return badInput("--start-margin %v: want 1s to %v", kubeLead, load.MaxStartAhead)
-		}
-		api, err := kubejob.NewClient(*kubeAPI, *kubeNS)
+	case *kube && cl.api == "":
+		return printController(stdout, "capacity", args, set, kubejob.ControllerSpec{Name: cl.name, Namespace: cl.ns, Image: cl.image, Run: o.MaxDuration})
+	case *kube || cl.api != "":
+		cw, err := cl.client()
 		if err != nil {
-			return badInput("%v", err)
+			return err
 		}
-		o.Steps = &clusterWorkers{api: api, n: *workers, name: *kubeName + "-step", image: *kubeImage, lead: kubeLead, every: time.Second}
-	case *kubeAPI != "":
-		return badInput("--kube-api needs --workers N --kubernetes")
+		o.Steps = cw
 	case *workers > 1:
 		o.Steps = capacityWorkers(*workers)
 	}

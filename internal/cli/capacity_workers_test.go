@@ -57,7 +57,7 @@ func TestCapacityWorkersFlags(t *testing.T) {
 	if code := Run(t.Context(), []string{"capacity", "--workers", "3", "--kubernetes", "-c", "30", "http://web.perf:8080/"}, &out, &out); code != ExitOK {
 		t.Fatalf("capacity --workers 3 --kubernetes: exit %d\n%s", code, out.String())
 	}
-	for _, s := range []string{"Indexed Job of 3 pods", "--segment $(JOB_COMPLETION_INDEX)/3 --segment-base 0", "--start-at $START_AT", "RBAC"} {
+	for _, s := range []string{"Indexed Jobs of worker pods", "kind: RoleBinding", "serviceAccountName: netdoctor-capacity", "- --kube-api\n", "- in-cluster\n", "- --workers\n"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("the controller's plan lacks %q:\n%s", s, out.String())
 		}

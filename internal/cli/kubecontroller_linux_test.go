@@ -238,3 +238,38 @@ func TestCapacityKubernetes(t *testing.T) {
 		t.Errorf("%d steps, %d Jobs created, %d deleted: want a Job a step, each deleted", len(c.Steps), len(api.created), len(api.deleted))
 	}
 }
+
+// TestRunKubernetes: run --workers 2 --kubernetes --kube-api sends its
+// load as an Indexed Job of two worker pods (the API's calls served by
+// the test, as for TestCapacityKubernetes) while it samples the server
+// itself: the findings come with the distributed load. On python-pool
+// (4 threads for 50 connections, 50 ms each) the merged load names both
+// workers and the full thread pool is found, as one process's run finds
+// it (TestLab).
+func TestRunKubernetes(t *testing.T) {
+	lightLoad(t)
+	sc, _ := lab.Lookup("python-pool")
+	e := newLab(t)
+	target, err := sc.Build(context.Background(), e, 1)
+	labtest.Must(t, err)
+	api := &fakeAPI{t: t, ns: e.ClientNS.Name}
+	url := api.serve(t)
+	path := t.TempDir() + "/run.json"
+	code, out := netdoctorIn(t, e.ClientNS.Name, "run", "--workers", "2", "--kubernetes", "--kube-api", url, "--start-margin", "3s",
+		"--server-netns", e.ServerNS.Name, "-c", "50", "-t", "1", "-d", "4s", "--tail", "1s", "--json", path, target.URL)
+	if code > 1 {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	var r runJSON
+	readJSON(t, path, &r)
+	if r.Load == nil || len(r.Load.Workers) != 2 || r.Load.Requests < 100 {
+		t.Fatalf("the load: %+v\n%s", r.Load, out)
+	}
+	t.Logf("measured: %d requests from %d workers, %.0f req/s; findings %v", r.Load.Requests, len(r.Load.Workers), r.Load.RPS, activeIDs(&r))
+	wantActive(t, &r, out, "", sc.Reports...)
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.created) != 1 || len(api.deleted) != 1 {
+		t.Errorf("%d Jobs created, %d deleted: want one, deleted", len(api.created), len(api.deleted))
+	}
+}

@@ -245,3 +245,40 @@ func TestKubernetesCapacityRBAC(t *testing.T) {
 		}
 	}
 }
+
+// TestKubernetesRunController: run --workers N --kubernetes prints the
+// controller of a distributed run: the RBAC and a Job whose one pod runs
+// the same run with --kube-api in-cluster, the agent's token read from
+// the agent's Secret through --token-env (a non-root pod reads a
+// Secret's file only through its group, which --token-file refuses); a
+// token file of this host is refused.
+func TestKubernetesRunController(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "run", "--workers", "4", "--kubernetes", "--namespace", "perf", "--server-agent", "http://10.0.0.5:9120",
+		"-c", "40", "-d", "30s", "http://svc.perf:8080/")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	_, manifests, _ := strings.Cut(stdout, "\n---\n")
+	docs := strings.Split(manifests, "---\n")
+	if len(docs) != 4 {
+		t.Fatalf("%d documents, want the RBAC's three and the controller's Job:\n%s", len(docs), manifests)
+	}
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict([]byte(docs[3]), &job); err != nil {
+		t.Fatalf("not a batch/v1 Job: %v\n%s", err, docs[3])
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if got, want := strings.Join(c.Args, " "), "run --kube-api in-cluster --token-env NETDOCTOR_TOKEN --workers 4 --kubernetes --namespace perf --server-agent http://10.0.0.5:9120 -c 40 -d 30s http://svc.perf:8080/"; got != want {
+		t.Errorf("args %q, want %q", got, want)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "NETDOCTOR_TOKEN" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef == nil ||
+		c.Env[0].ValueFrom.SecretKeyRef.Name != "netdoctor-token" || c.Env[0].ValueFrom.SecretKeyRef.Key != "token" {
+		t.Errorf("env %+v: want NETDOCTOR_TOKEN from the Secret netdoctor-token's key token", c.Env)
+	}
+	if d := job.Spec.ActiveDeadlineSeconds; d == nil || *d < 30 {
+		t.Errorf("deadline %v: want the run's length at least", d)
+	}
+	if code, _, stderr := runCLI(t, "run", "--workers", "4", "--kubernetes", "--server-agent", "http://10.0.0.5:9120", "--token-file", "/etc/netdoctor/token", "http://svc/"); code != ExitUsage || !strings.Contains(stderr, "--token-env") {
+		t.Errorf("--token-file: exit %d %q, want a usage error naming --token-env", code, stderr)
+	}
+}

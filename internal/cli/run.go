@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/agentapi"
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
+	"github.com/netdoctor/netdoctor/internal/kubejob"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/netns"
 	"github.com/netdoctor/netdoctor/internal/report"
@@ -24,23 +26,31 @@ import (
 // and, for https with a private CA, the CA's certificate.
 type agentFlags struct {
 	url, tokenFile, caFile string
-	flag                   string
+	// tokenEnv names the environment variable holding the token: a
+	// Kubernetes Secret's in a pod (secretKeyRef), whose files a
+	// non-root container can read only through its group.
+	tokenEnv string
+	flag     string
 }
 
 func (a *agentFlags) register(fs *flag.FlagSet, name, usage string) {
 	a.flag = name
 	fs.StringVar(&a.url, name, "", usage)
 	fs.StringVar(&a.tokenFile, "token-file", "", "with --"+name+": file holding the agent's bearer token (mode 0600)")
+	fs.StringVar(&a.tokenEnv, "token-env", "", "with --"+name+": the environment variable holding the agent's bearer token instead (a Kubernetes Secret's, in a pod)")
 	fs.StringVar(&a.caFile, "agent-ca", "", "with --"+name+" https://: the CA certificate (PEM) the agent's certificate chains to, instead of the system's")
 }
 
 // config is the agent to reach, or nil when none was named.
 func (a *agentFlags) config() (*source.RemoteConfig, error) {
 	if a.url == "" {
-		if a.tokenFile != "" || a.caFile != "" {
-			return nil, badInput("--token-file and --agent-ca go with --%s", a.flag)
+		if a.tokenFile != "" || a.caFile != "" || a.tokenEnv != "" {
+			return nil, badInput("--token-file, --token-env and --agent-ca go with --%s", a.flag)
 		}
 		return nil, nil
+	}
+	if a.tokenFile != "" && a.tokenEnv != "" {
+		return nil, badInput("--token-file and --token-env are two ways to give the token: pick one")
 	}
 	u, err := url.Parse(a.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
@@ -49,6 +59,17 @@ func (a *agentFlags) config() (*source.RemoteConfig, error) {
 	cfg := &source.RemoteConfig{URL: a.url, CAFile: a.caFile}
 	if a.tokenFile != "" {
 		tok, err := agentapi.ReadToken(a.tokenFile)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		cfg.Token = tok
+	}
+	if a.tokenEnv != "" {
+		v, ok := os.LookupEnv(a.tokenEnv)
+		if !ok {
+			return nil, badInput("--token-env %s: the variable is not set", a.tokenEnv)
+		}
+		tok, err := agentapi.ParseToken([]byte(v), "--token-env "+a.tokenEnv)
 		if err != nil {
 			return nil, usageError{err}
 		}
@@ -78,6 +99,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fail := registerFailOn(fs)
 	bundleOut := fs.String("bundle", "", "also write the run's evidence (both sides' snapshots, the load, the servers, their on-CPU profile) to this file, gzip'd if it ends in .gz; `netdoctor diagnose` reads it back. The profile is also written beside it in pprof's format (FILE less .gz and .json, plus .pprof) for `go tool pprof`")
 	fs.IntVar(&o.ProfileHz, "profile-hz", cpuprof.DefaultHz, "on-CPU profile of the servers (on this host) during the load, samples a second on each CPU; 0 for none")
+	cl := registerCluster(fs, "run", "with --kubernetes: send the load from this many worker pods, each 1/N of it, judged on their merged result while this run samples the server; docs/distributed.md")
 	pos, err := parse(fs, splitShort(args, "ctdnRHms"), stdout)
 	if err != nil {
 		return err
@@ -105,6 +127,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		o.Baseline = time.Millisecond
 	}
 	o.DNS = *dns
+	if cl.printing() {
+		if err := hostOnly(set); err != nil {
+			return err
+		}
+	}
 	if ag.url != "" && *serverNS != "" {
 		return badInput("--server-agent and --server-netns are two ways to observe the server: pick one")
 	}
@@ -120,9 +147,43 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if *keep && *verify == "" {
 		return badInput("--keep goes with --verify-with")
 	}
-	o.Load = lo.o
-	return doRun(ctx, runJob{o: o, json: lo.jsonOut, html: *htmlOut, bundle: *bundleOut, verify: *verify, keep: *keep, fail: *fail,
-		latency: lo.latency, timed: set["d"] || lo.o.Requests == 0}, stdout, stderr)
+	j := runJob{o: o, json: lo.jsonOut, html: *htmlOut, bundle: *bundleOut, verify: *verify, keep: *keep, fail: *fail,
+		latency: lo.latency, timed: set["d"] || lo.o.Requests == 0}
+	if cl.workers == 0 && !cl.kubernetes && cl.api == "" {
+		j.o.Load = lo.o
+		return doRun(ctx, j, stdout, stderr)
+	}
+	switch {
+	case !cl.kubernetes:
+		return badInput("--workers %d: a run's workers run as a Kubernetes Job (add --kubernetes); on hosts of your own, start N runs with --segment i/N and one --start-at (docs/distributed.md)", cl.workers)
+	case cl.workers < 1 || cl.workers > maxWorkers:
+		return badInput("--workers %d: want 1 to %d worker pods", cl.workers, maxWorkers)
+	case set["segment"] || set["start-at"]:
+		return badInput("--kubernetes sets each worker's --segment and --start-at itself")
+	case lo.script != "":
+		return badInput("--kubernetes: a --script is a file on this host, not in the workers' image")
+	case *verify != "":
+		return badInput("--kubernetes with --verify-with is not supported: the plan changes the server's host, the run's workers are pods")
+	case cl.api == "":
+		return printController(stdout, "run", args, set, kubejob.ControllerSpec{Name: cl.name, Namespace: cl.ns, Image: cl.image,
+			Run: o.Tail + lo.o.Duration + lo.o.Timeout + time.Minute})
+	}
+	cw, err := cl.client()
+	if err != nil {
+		return err
+	}
+	// The workers start together once their pods are up; this run's
+	// baseline lasts until then (run.Options.Loader).
+	start := time.Now().Add(cw.lead)
+	lo.o.StartAt = start
+	job, err := cw.launch(ctx, cw.name+"-1", lo.o, start)
+	if err != nil {
+		return err
+	}
+	defer job.delete(ctx)
+	j.o.Load = lo.o
+	j.o.Loader = func(ctx context.Context, _ load.Options) (*load.Result, error) { return job.collect(ctx) }
+	return doRun(ctx, j, stdout, stderr)
 }
 
 // runJob is a run once its options are read: `run` makes one of its
@@ -149,7 +210,9 @@ func doRun(ctx context.Context, j runJob, stdout, stderr io.Writer) error {
 	}
 	text := textOut(j.json, stdout, stderr)
 	j.o.Load.ScriptOut = text
-	_ = connRoom(&j.o.Load, stderr)
+	if j.o.Loader == nil { // a cluster's workers have ports of their own
+		_ = connRoom(&j.o.Load, stderr)
+	}
 	if j.verify != "" {
 		return runVerify(ctx, j, stdout, stderr)
 	}
@@ -178,6 +241,12 @@ func doRun(ctx context.Context, j runJob, stdout, stderr io.Writer) error {
 	if res.Run != nil && res.Load != nil {
 		if err := res.Load.ScriptDone(); err != nil {
 			return usageError{err}
+		}
+	}
+	if j.json != "-" && res.Load != nil {
+		// A run whose workers were pods: each one's share and start.
+		if err := report.WorkersText(stdout, res.Load); err != nil {
+			return err
 		}
 	}
 	if res.Run != nil && res.Load != nil && res.Load.Segment != nil {

@@ -139,9 +139,16 @@ type Env struct {
 	ValueFrom *ValueFrom `yaml:"valueFrom,omitempty"`
 }
 
-// ValueFrom is EnvVarSource's fieldRef.
+// ValueFrom is EnvVarSource: a field of the pod, or a Secret's key.
 type ValueFrom struct {
-	FieldRef FieldRef `yaml:"fieldRef"`
+	FieldRef     *FieldRef `yaml:"fieldRef,omitempty"`
+	SecretKeyRef *KeyRef   `yaml:"secretKeyRef,omitempty"`
+}
+
+// KeyRef is SecretKeySelector.
+type KeyRef struct {
+	Name string `yaml:"name"`
+	Key  string `yaml:"key"`
 }
 
 // FieldRef is ObjectFieldSelector.
@@ -213,7 +220,7 @@ func New(s Spec, now time.Time) (*Job, error) {
 					LabelSelector: Selector{MatchLabels: map[string]string{"netdoctor.io/job": s.Name}}}},
 				Containers: []Container{{Name: "worker", Image: image, ImagePullPolicy: "IfNotPresent",
 					Command: []string{Binary}, Args: args,
-					Env: []Env{{Name: IndexEnv, ValueFrom: &ValueFrom{FieldRef: FieldRef{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
+					Env: []Env{{Name: IndexEnv, ValueFrom: &ValueFrom{FieldRef: &FieldRef{FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}},
 					// Requests equal to limits: a worker throttled by
 					// its limit would be the bottleneck it must not be.
 					Resources:       Resources{Requests: map[string]string{"cpu": cpu, "memory": mem}, Limits: map[string]string{"cpu": cpu, "memory": mem}},
@@ -237,9 +244,10 @@ func (j *Job) YAML() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// ControllerSpec is the pod that runs a distributed search: `capacity
-// --workers N --kube-api in-cluster`, creating a Job a step through the
-// API with the service account ControllerRBAC makes.
+// ControllerSpec is the pod that runs a distributed search or run:
+// `capacity` or `run --workers N --kube-api in-cluster`, creating its
+// workers' Jobs through the API with the service account ControllerRBAC
+// makes.
 type ControllerSpec struct {
 	// Name of the Job, and of the service account it runs as.
 	Name, Namespace, Image string
@@ -248,7 +256,15 @@ type ControllerSpec struct {
 	// Run bounds the whole search (its --max-duration and the last
 	// step's Job).
 	Run time.Duration
+	// TokenEnv, when set, is the variable the agent's token is read
+	// from (--token-env), set from the Secret TokenSecret's key "token":
+	// the agent's own (deploy/kubernetes), copied to this namespace.
+	TokenEnv string
 }
+
+// TokenSecret is the Secret that holds the agent's token, key "token"
+// (deploy/kubernetes/daemonset.yaml).
+const TokenSecret = "netdoctor-token"
 
 // Controller makes the Job of one pod that runs c: no privilege, the
 // service account's token mounted (its only credential), one CPU for
@@ -263,6 +279,10 @@ func Controller(c ControllerSpec) (*Job, error) {
 	}
 	labels := map[string]string{"app.kubernetes.io/name": "netdoctor", "app.kubernetes.io/component": "capacity-controller", jobLabel: c.Name}
 	res := map[string]string{"cpu": "1", "memory": "512Mi"}
+	env := []Env{}
+	if c.TokenEnv != "" {
+		env = append(env, Env{Name: c.TokenEnv, ValueFrom: &ValueFrom{SecretKeyRef: &KeyRef{Name: TokenSecret, Key: "token"}}})
+	}
 	return &Job{APIVersion: "batch/v1", Kind: "Job",
 		Metadata: Meta{Name: c.Name, Namespace: c.Namespace, Labels: labels},
 		Spec: JobSpec{CompletionMode: "NonIndexed", Completions: 1, Parallelism: 1, BackoffLimit: 0,
@@ -271,7 +291,7 @@ func Controller(c ControllerSpec) (*Job, error) {
 				RestartPolicy: "Never", ServiceAccountName: c.Name, AutomountServiceAccountToken: true, TerminationGracePeriodSeconds: 30,
 				SecurityContext: PodSecurity{RunAsNonRoot: true, RunAsUser: nonRoot, RunAsGroup: nonRoot, SeccompProfile: Seccomp{Type: "RuntimeDefault"}},
 				Containers: []Container{{Name: "controller", Image: image, ImagePullPolicy: "IfNotPresent",
-					Command: []string{Binary}, Args: c.Args, Env: []Env{},
+					Command: []string{Binary}, Args: c.Args, Env: env,
 					Resources:       Resources{Requests: res, Limits: res},
 					SecurityContext: ContainerSecurity{ReadOnlyRootFilesystem: true, Capabilities: Capabilities{Drop: []string{"ALL"}}},
 				}},

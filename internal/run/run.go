@@ -47,6 +47,12 @@ type Options struct {
 	// during the load, per CPU; 0 takes none. Only servers on this host
 	// are profiled (through an agent: its profile endpoint).
 	ProfileHz int
+	// Loader, when set, sends the load instead of this process: a
+	// distributed run's workers (a cluster's Job, launched before the
+	// run with Load.StartAt as their common start, until which the
+	// baseline lasts). It is called when the load is due and returns
+	// their merged result.
+	Loader func(ctx context.Context, o load.Options) (*load.Result, error) `json:"-"`
 	// OnPhase, if set, is called as each timed step begins: "baseline"
 	// and "tail" with their length, "load" with the load's duration (0
 	// when bounded by its requests alone).
@@ -181,7 +187,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.phase("load", o.Load.Duration)
 	stopDeps := traceDeps(ctx, apps)
 	stopProfile := profileServers(o, server, apps, ev)
-	lr, lerr := load.Run(ctx, o.Load)
+	var lr *load.Result
+	var lerr error
+	if o.Loader != nil {
+		if o.Load.OnStart != nil {
+			o.Load.OnStart() // the workers start now
+		}
+		lr, lerr = o.Loader(ctx, o.Load)
+	} else {
+		lr, lerr = load.Run(ctx, o.Load)
+	}
 	stopProfile()
 	stopDeps()
 	resume()
