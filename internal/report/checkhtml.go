@@ -23,6 +23,9 @@ func CheckPage(r *Report) *Page {
 	if r.Dependencies != nil {
 		p.Waits = WaitTables(r.Dependencies.Servers)
 	}
+	// check's profile of the servers behind its listeners: its
+	// summary (the page has no flame graph: the report keeps no stacks).
+	profilePage(p, r.Profile, nil)
 	p.HostRows = hostRows(r)
 	return p
 }

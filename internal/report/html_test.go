@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/app"
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 )
@@ -83,6 +84,29 @@ func TestCheckPageWaits(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("page lacks %q", want)
 		}
+	}
+}
+
+// TestCheckPageProfile: check's page shows its profile of the servers
+// (what their time went to, their hottest functions) without a flame
+// graph, whose stacks a check's report does not keep.
+func TestCheckPageProfile(t *testing.T) {
+	r := &Report{Command: "check", Profile: &cpuprof.Summary{Hz: 49, Duration: 5 * time.Second, Samples: 490, Servers: []cpuprof.ServerSummary{{
+		Server: "nginx 0.0.0.0:443", Samples: 240, CPU: 4900 * time.Millisecond,
+		Activities: []cpuprof.Activity{{Kind: cpuprof.TLS, Share: 0.97, Funcs: []string{"[libcrypto.so.3]"}}},
+		Top:        []cpuprof.Func{{Name: "[libcrypto.so.3]", Self: 0.9, Total: 0.97}},
+	}}}}
+	var b bytes.Buffer
+	if err := HTML(&b, CheckPage(r)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>On-CPU profile</h2>", "<h3>nginx 0.0.0.0:443: 240 samples", "97% TLS"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(b.String(), `id="flame"`) {
+		t.Errorf("a flame graph without stacks")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 )
@@ -72,7 +73,7 @@ func RunPage(r *Run, start time.Time, b *evidence.Bundle, side Side) *Page {
 			p.CPU = append(p.CPU, CPUBlock{Server: s.Role + " " + s.Kind + " on " + s.Addr, Lines: lines})
 		}
 	}
-	profilePage(p, r)
+	profilePage(p, r.Profile, r.Flame)
 	l := r.Load
 	p.LoadRows = [][2]string{
 		{"requests", fmt.Sprint(l.Requests)}, {"requests/s", fmt.Sprintf("%.1f", l.RPS)},
@@ -136,18 +137,17 @@ func StateSeries(tl []load.Second, b *evidence.Bundle, state string) []float64 {
 	return out
 }
 
-// profilePage adds the profile's summary, hottest functions and flame
-// graph to the page.
-func profilePage(p *Page, r *Run) {
-	sum := r.Profile
-	if sum == nil || r.Flame == nil {
+// profilePage adds the profile's summary, hottest functions and, when
+// there is one (a run's), flame graph to the page.
+func profilePage(p *Page, sum *cpuprof.Summary, flame *cpuprof.Node) {
+	if sum == nil {
 		return
 	}
-	b, err := json.Marshal(r.Flame)
-	if err != nil {
-		return
+	if flame != nil {
+		if b, err := json.Marshal(flame); err == nil {
+			p.Flame = string(b)
+		}
 	}
-	p.Flame = string(b)
 	p.Profile = fmt.Sprintf("%d Hz on each CPU for %s, %d samples, %.0f%% idle; its cost: %.2f%% of a core while sampling, %s of CPU to name the addresses",
 		sum.Hz, Dur(sum.Duration), sum.Samples, 100*sum.IdleShare, 100*sum.Cost.CoreShare, Dur(sum.Cost.Symbolize))
 	for _, s := range sum.Servers {
