@@ -211,6 +211,17 @@ func (f *fakeAPI) status(w http.ResponseWriter, j *fakeJob) {
 	json.NewEncoder(w).Encode(map[string]any{"status": map[string]any{"active": j.active, "succeeded": j.succeeded, "failed": j.failed, "conditions": conds}})
 }
 
+// poolCluster is python-pool's lab with the test's API server in its
+// client namespace, where the controller and its workers run.
+func poolCluster(t *testing.T) (e *lab.Env, sc *lab.Scenario, target *lab.Target, api *fakeAPI, url string) {
+	sc, _ = lab.Lookup("python-pool")
+	e = newLab(t)
+	target, err := sc.Build(context.Background(), e, 1)
+	labtest.Must(t, err)
+	api = &fakeAPI{t: t, ns: e.ClientNS.Name}
+	return e, sc, target, api, api.serve(t)
+}
+
 // TestCapacityKubernetes: capacity --workers 2 --kubernetes --kube-api
 // runs the search as a cluster's controller would, each step an Indexed
 // Job of two worker pods created through the API, followed to its end,
@@ -222,12 +233,7 @@ func (f *fakeAPI) status(w http.ResponseWriter, j *fakeJob) {
 // TestCapacityWorkers finds it.
 func TestCapacityKubernetes(t *testing.T) {
 	lightLoad(t)
-	sc, _ := lab.Lookup("python-pool")
-	e := newLab(t)
-	target, err := sc.Build(context.Background(), e, 1)
-	labtest.Must(t, err)
-	api := &fakeAPI{t: t, ns: e.ClientNS.Name}
-	url := api.serve(t)
+	e, _, target, api, url := poolCluster(t)
 	c, out, _ := capacityIn(t, e.ClientNS.Name, "--workers", "2", "--kubernetes", "--kube-api", url, "--namespace", "perf", "--start-margin", "1s",
 		"--no-diagnosis", "--slo", "p99<=250ms", "--max-duration", "25s", target.URL)
 	if c.CapacityRPS < 40 || c.CapacityRPS > 1.1*80 || len(c.Steps) < 3 {
@@ -253,12 +259,7 @@ func TestCapacityKubernetes(t *testing.T) {
 // it (TestLab).
 func TestRunKubernetes(t *testing.T) {
 	lightLoad(t)
-	sc, _ := lab.Lookup("python-pool")
-	e := newLab(t)
-	target, err := sc.Build(context.Background(), e, 1)
-	labtest.Must(t, err)
-	api := &fakeAPI{t: t, ns: e.ClientNS.Name}
-	url := api.serve(t)
+	e, sc, target, api, url := poolCluster(t)
 	path := t.TempDir() + "/run.json"
 	code, out := netdoctorIn(t, e.ClientNS.Name, "run", "--workers", "2", "--kubernetes", "--kube-api", url, "--start-margin", "3s",
 		"--server-netns", e.ServerNS.Name, "-c", "50", "-t", "1", "-d", "4s", "--tail", "1s", "--json", path, target.URL)
