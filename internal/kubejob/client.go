@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/netdoctor/netdoctor/internal/printable"
 )
 
 // Client is what a controller needs of a Kubernetes API server to run
@@ -295,5 +297,7 @@ func (c *Client) do(ctx context.Context, method, path, ctype string, body []byte
 	if json.Unmarshal(b, &st) == nil && st.Message != "" {
 		msg = st.Message
 	}
-	return nil, fmt.Errorf("kubernetes API: %s %s: %s: %s", method, ref.Path, resp.Status, msg)
+	// The answer is the API server's words: printed without its
+	// control bytes, as everything read from elsewhere.
+	return nil, fmt.Errorf("kubernetes API: %s %s: %s: %s", method, ref.Path, printable.String(resp.Status), printable.String(msg))
 }
