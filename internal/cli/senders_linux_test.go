@@ -253,9 +253,7 @@ func TestRunIdleRestartBBR(t *testing.T) {
 	if s.restarts != 0 {
 		t.Errorf("%d restarts under BBR", s.restarts)
 	}
-	if perAnswer > 150*time.Millisecond {
-		t.Errorf("busy %v per answer: want a round trip or two", perAnswer)
-	}
+	keptWindow(t, r, perAnswer)
 }
 
 // TestRunIdleRestartOff: CUBIC with tcp_slow_start_after_idle=0 keeps
@@ -270,8 +268,19 @@ func TestRunIdleRestartOff(t *testing.T) {
 	if s.restarts != 0 {
 		t.Errorf("%d restarts with tcp_slow_start_after_idle=0", s.restarts)
 	}
-	if perAnswer > 150*time.Millisecond {
-		t.Errorf("busy %v per answer: want a round trip or two", perAnswer)
+	keptWindow(t, r, perAnswer)
+}
+
+// keptWindow: with the window kept across the idle, the median answer
+// takes a round trip or two of the 50 ms link (52-82 ms measured; 309
+// with the restarts). The median, not the senders' busy time an answer:
+// that holds each connection's first answer, slow start from 10
+// segments, which a noisy pass stretched (HyStart leaving slow start on
+// the delay element's jitter: 533 ms, 157 ms an answer over 24, CI).
+func keptWindow(t *testing.T, r *runJSON, perAnswer time.Duration) {
+	t.Helper()
+	if p50 := r.Load.Latency.P50; p50 > 150*time.Millisecond {
+		t.Errorf("p50 %v (busy %v per answer): want a round trip or two", p50, perAnswer)
 	}
 }
 

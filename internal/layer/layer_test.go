@@ -60,6 +60,36 @@ func TestTCPBothDirections(t *testing.T) {
 	}
 }
 
+// TestTCPLateJoin: a stream that joins late (its SYN lost once over a
+// lossy path: a second) moves the test's end on the endpoint too: the
+// client counts its window from its last join, and the endpoint's
+// streams, in both directions, last until that window's end. Counted
+// from the hello, the download ended with an EOF before the client's
+// window did (CI, a path probe over 5 % loss).
+func TestTCPLateJoin(t *testing.T) {
+	_, addr := startServer(t)
+	for _, dir := range []string{Up, Down} {
+		var dials int
+		var nd net.Dialer
+		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials++
+			if dials == 3 { // the control connection, stream 0, then stream 1
+				time.Sleep(1500 * time.Millisecond)
+			}
+			return nd.DialContext(ctx, network, addr)
+		}
+		res, err := RunTCP(context.Background(), TCPOptions{Addr: addr, Token: testToken, Dir: dir, Streams: 2, Duration: 500 * time.Millisecond, Dial: dial})
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		for i, s := range res.Streams {
+			if s.Bytes == 0 {
+				t.Errorf("%s: stream %d: %+v", dir, i, s)
+			}
+		}
+	}
+}
+
 // TestTCPStopped: a test stopped (Ctrl-C) ends its streams then, in
 // both directions, not at the end of its duration, and says how long it
 // ran.

@@ -26,6 +26,10 @@ const (
 	MinPacketSize  = udpHeader        // room for the header
 	maxLine        = 4096             // bytes of one JSON control message
 	handshakeLimit = 5 * time.Second  // to send a hello and get a reply
+	// joinWindow is how long after its hello a TCP test's streams may
+	// join: a client joins them one after the other, and over a lossy
+	// path a join's SYN is lost once or twice (1 s, then 2 s more).
+	joinWindow = 10 * time.Second
 	// grace is how long past its duration a test's connections may live:
 	// the last segments in flight, the final statistics.
 	grace = 5 * time.Second

@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -72,9 +73,17 @@ type test struct {
 	id       testID
 	hello    Hello
 	deadline time.Time // the endpoint stops sending and reading then
-	sent     atomic.Int64
-	joined   atomic.Int32
-	streams  sync.WaitGroup
+	// end is when a TCP test's streams stop (unix nanoseconds): its
+	// duration and a second from its last join, as the client counts
+	// its window from its last join. Counted from the hello, a join
+	// that waited for a lost SYN ended the streams before the client's
+	// window did (a path probe over 5 % loss: EOF after 97 KB).
+	end     atomic.Int64
+	joinBy  time.Time // a TCP test's streams join before then
+	sent    atomic.Int64
+	joined  atomic.Int32 // streams admitted
+	ended   atomic.Int32 // of them, those whose join has moved end
+	streams sync.WaitGroup
 
 	mu    sync.Mutex
 	infos []StreamInfo
@@ -204,6 +213,9 @@ func (s *Server) control(ctx context.Context, c net.Conn, r *bufio.Reader, h Hel
 	rand.Read(id[:])
 	d := time.Duration(h.Duration) * time.Millisecond
 	t := &test{id: id, hello: h, deadline: time.Now().Add(d + time.Second)}
+	t.end.Store(t.deadline.UnixNano())
+	t.joinBy = time.Now().Add(joinWindow)
+	ctrlDeadline := t.deadline.Add(grace)
 	switch {
 	case h.Test == "udp" && h.Dir == Down:
 		t.stopSend, t.sendDone = make(chan struct{}), make(chan struct{})
@@ -214,6 +226,7 @@ func (s *Server) control(ctx context.Context, c net.Conn, r *bufio.Reader, h Hel
 		t.recv = newReceiver(packetBudget(h.Rate, d))
 	default:
 		t.infos = make([]StreamInfo, h.Streams)
+		ctrlDeadline = ctrlDeadline.Add(joinWindow)
 	}
 	s.mu.Lock()
 	s.active[id] = t
@@ -224,7 +237,7 @@ func (s *Server) control(ctx context.Context, c net.Conn, r *bufio.Reader, h Hel
 		s.mu.Unlock()
 	}()
 	s.log.Info("test endpoint: test", "client", c.RemoteAddr().String(), "test", h.Test, "dir", h.Dir, "streams", h.Streams, "duration", d, "rate", h.Rate)
-	c.SetDeadline(t.deadline.Add(grace))
+	c.SetDeadline(ctrlDeadline)
 	if err := writeMsg(c, Reply{ID: id.String()}); err != nil {
 		return
 	}
@@ -262,11 +275,29 @@ func (s *Server) lookupJoin(h Hello) *test {
 	t := s.active[id]
 	s.mu.Unlock()
 	if t == nil || t.hello.Test != "tcp" || h.Stream < 0 || h.Stream >= t.hello.Streams ||
-		int(t.joined.Add(1)) > t.hello.Streams || time.Now().After(t.deadline) {
+		int(t.joined.Add(1)) > t.hello.Streams || time.Now().After(t.joinBy) {
 		return nil
 	}
 	t.streams.Add(1)
+	// Never earlier: the joins' order is the client's, not the clock's.
+	end := time.Now().Add(time.Duration(t.hello.Duration)*time.Millisecond + time.Second).UnixNano()
+	for {
+		old := t.end.Load()
+		if end <= old || t.end.CompareAndSwap(old, end) {
+			break
+		}
+	}
+	t.ended.Add(1) // after end: streamEnd reads them in this order
 	return t
+}
+
+// streamEnd is when t's streams stop: a duration and a second from the
+// last join once all have joined; until then the latest a join may set.
+func (t *test) streamEnd() time.Time {
+	if int(t.ended.Load()) < t.hello.Streams {
+		return t.joinBy.Add(time.Duration(t.hello.Duration)*time.Millisecond + time.Second)
+	}
+	return time.Unix(0, t.end.Load())
 }
 
 // stream carries one TCP stream of t until the client closes it or the
@@ -274,14 +305,20 @@ func (s *Server) lookupJoin(h Hello) *test {
 func (s *Server) stream(t *test, c net.Conn, r *bufio.Reader, i int) {
 	defer t.streams.Done()
 	bulk(c)
-	c.SetDeadline(t.deadline)
+	// The end a later join moves is read again: at each read of an
+	// upload (a deadline a read), before each write of a download.
 	if t.hello.Dir == Up {
-		discard(r) // r: what the hello's read buffered, then c
+		discardUntil(c, r, t.streamEnd) // r: what the hello's read buffered, then c
 		return
 	}
 	buf := make([]byte, blockSize)
 	rand.Read(buf) // incompressible, should a middlebox compress
-	for time.Now().Before(t.deadline) && t.sent.Add(int64(len(buf))) <= MaxBytes {
+	for {
+		end := t.streamEnd()
+		if !time.Now().Before(end) || t.sent.Add(int64(len(buf))) > MaxBytes {
+			break
+		}
+		c.SetDeadline(end)
 		if _, err := c.Write(buf); err != nil {
 			break
 		}
@@ -290,6 +327,20 @@ func (s *Server) stream(t *test, c net.Conn, r *bufio.Reader, i int) {
 		t.mu.Lock()
 		t.infos[i] = ti
 		t.mu.Unlock()
+	}
+}
+
+// discardUntil reads r, c's, until end, which may move later while it
+// reads, or until the peer closes.
+func discardUntil(c net.Conn, r io.Reader, end func() time.Time) {
+	for {
+		e := end()
+		c.SetReadDeadline(e)
+		_, err := discard(r)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() || !end().After(e) {
+			return
+		}
 	}
 }
 
