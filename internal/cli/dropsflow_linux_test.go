@@ -166,6 +166,7 @@ func TestRunNeighbourSamePort(t *testing.T) {
 // check on the server names the receivers, and claims neither a path MTU
 // black hole nor a lossy path.
 func TestCheckSlowReceiversNamed(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	if !monitorHere(t) {
 		t.Skip("the drop monitor cannot run here: the receivers' drops are its ledger's")
 	}
@@ -207,6 +208,7 @@ func TestCheckSlowReceiversNamed(t *testing.T) {
 // change, not a path MTU black hole nor a NIC's ring. A Python streaming
 // server, then nginx and a large file.
 func TestCheckBridgeMTUMismatch(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	if !monitorHere(t) {
 		t.Skip("the drop monitor cannot run here: the frames' sizes and places are its ledger's")
 	}

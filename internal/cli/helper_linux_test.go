@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
+		if f := os.Getenv("ND_PEAK_FILE"); f != "" {
+			writePeak(f)
+		}
 		os.Exit(code)
 	case "sockets":
 		helperSockets()

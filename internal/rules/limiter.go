@@ -26,7 +26,7 @@ messages ´limiting requests, excess: … by zone "one"´ (´limit_req´) and ´
 /etc/nginx/nginx.conf:14) refused or delayed 2345 requests´; evidence: the count, a sample line, the
 ´limit_req´ and ´limit_req_zone´ directives of the zone with their file:line (´limits´ in nginx's
 JSON), and the load's 503s. The fix: raise the zone's ´rate=´ or ´burst=´ (´nodelay´), or the
-´limit_conn´ number, if the load is legitimate; else it does its job. Tested (TestRunNginxLimitReq)
+´limit_conn´ number, if the load is legitimate; else it does its job. Tested (TestPaired/RunNginxLimitReq)
 with ´limit_req_zone … rate=10r/s´ under a load of hundreds a second; with a rate far above the load,
 nothing.`,
 })

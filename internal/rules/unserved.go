@@ -38,9 +38,9 @@ was stopped or traced (T, t), a zombie or dead (Z, X), gone, or in uninterruptib
 connections wait unaccepted´; evidence: each server's states over the window, the socket's accept queue
 and drops at the end of the window, and the port's other sockets and their servers. The fix: continue
 (´kill -CONT PID´) or restart the process, or detach the debugger; a stuck (D) process waits on its
-wait channel. Tested (TestRunStoppedReuseport) with two python3 processes, each with its own
+wait channel. Tested (TestPaired/RunStoppedReuseport) with two python3 processes, each with its own
 ´SO_REUSEPORT´ socket on one port, one stopped with ´SIGSTOP´: the process and its socket are named;
-with none stopped, nothing. And (TestRunStoppedNginxWorker) with nginx's two workers on ´listen …
+with none stopped, nothing. And (TestPaired/RunStoppedNginxWorker) with nginx's two workers on ´listen …
 reuseport´, one stopped: every worker holds both sockets, the stopped one is named from its epoll
 instance as the only server of its own.`,
 })
