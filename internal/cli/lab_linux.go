@@ -105,6 +105,7 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.BoolVar(&o.Tune, "tune", false, "then let netdoctor fix it: plan from the run's report, apply the plan, run again, roll back (tune plan + run --verify-with)")
 	durationVar(fs, &o.Capacity, "capacity", 90*time.Second, "with --tune: then search the capacity before → after netdoctor's plan (capacity --verify-with) within this time; 0 skips it")
 	fs.BoolVar(&o.Agent, "agent", false, "observe the server through `netdoctor agent` started in its namespace and reached over the veth (run --server-agent), not by entering the namespace")
+	fs.BoolVar(&o.Twin, "agent-twin", false, "observe the server both ways in the first run, in its namespace and through `netdoctor agent` started in it: the same load diagnosed twice, the agent's report in before.agent.json")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the (last) lab running after the run, until Ctrl-C, to explore it")
 	fs.StringVar(&o.HTML, "html", "", "HTML report of the run (the fixed run's gets .fixed before the extension); default in --out")
 	fs.IntVar(&o.ProfileHz, "profile-hz", 0, "the runs' on-CPU profile of the servers, samples a second on each CPU (run --profile-hz; default run's)")
@@ -138,6 +139,9 @@ func labRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if o.Tune && o.Fixed {
 		return badInput("lab run: --tune (netdoctor's own fix) and --fixed (the scenario's) are two different runs: pick one")
+	}
+	if o.Twin && (o.Agent || o.Tune) {
+		return badInput("lab run: --agent-twin observes the server through its namespace and an agent at once: drop --agent and --tune")
 	}
 	if o.Tune && o.Agent {
 		return badInput("lab run: --tune changes the server's host, which an agent only observes: drop --agent")
@@ -174,7 +178,7 @@ func labMeasure(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return doCapacity(ctx, capacityJob{o: *j.Capacity, json: j.Reports.JSON, html: j.Reports.HTML, verify: j.Verify}, stdout, stderr)
 	}
 	o := *j.Run
-	return doRun(ctx, runJob{o: o, json: j.Reports.JSON, html: j.Reports.HTML, bundle: j.Reports.Bundle, verify: j.Verify, fail: failCritical,
+	return doRun(ctx, runJob{o: o, json: j.Reports.JSON, html: j.Reports.HTML, bundle: j.Reports.Bundle, twinJSON: j.Reports.TwinJSON, verify: j.Verify, fail: failCritical,
 		timed: o.Load.Duration > 0 || o.Load.Requests == 0}, stdout, stderr)
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +57,8 @@ type labResult struct {
 	code          int
 	out           string
 	before, after *runJSON
+	// twin is before's run diagnosed from an agent (--agent-twin).
+	twin *runJSON
 }
 
 func labRunCmd(t *testing.T, args ...string) *labResult {
@@ -77,7 +81,10 @@ func labRunCmd(t *testing.T, args ...string) *labResult {
 		}
 		return &j
 	}
-	r.before, r.after = read("before.json"), read("after.json")
+	r.before, r.after, r.twin = read("before.json"), read("after.json"), read("before.agent.json")
+	if slices.Contains(args, "--agent-twin") && r.twin == nil {
+		t.Fatalf("lab run %v: no before.agent.json\n%s", args, r.out)
+	}
 	if r.before == nil {
 		t.Fatalf("no before.json\n%s", r.out)
 	}
@@ -129,11 +136,23 @@ func TestLab(t *testing.T) {
 		t.Errorf("healthy: errors %+v, status %v\n%s", healthy.before.Load.Errors, healthy.before.Load.Status, healthy.out)
 	}
 	t.Logf("healthy: %.0f req/s", healthy.before.Load.RPS)
-	t.Run("healthy/agent", func(t *testing.T) { agentParity(t, "healthy", healthy.before) }) // agentFamilies
+	healthyRPS.Store(healthy.before.Load.RPS)
+	// Through an agent alone too (lab run --agent): nothing found
+	// either way, and the lab's --agent itself in use.
+	t.Run("healthy/agent", func(t *testing.T) { // agentFamilies
+		agentParity(t, "healthy", healthy.before, labRunCmd(t, "healthy", "--agent").before, func() (*runJSON, *runJSON) {
+			return labRunCmd(t, "healthy").before, labRunCmd(t, "healthy", "--agent").before
+		})
+	})
 
 	var fixedSeed000 float64
 	scenario := func(t *testing.T, sc *lab.Scenario) {
-		r := labRunCmd(t, sc.Name, "--fixed")
+		args := []string{sc.Name, "--fixed"}
+		_, twin := agentFamilies[sc.Name]
+		if twin {
+			args = append(args, "--agent-twin")
+		}
+		r := labRunCmd(t, args...)
 		wantActive(t, r.before, r.out, "", sc.Reports...)
 		if t.Failed() {
 			return
@@ -141,8 +160,11 @@ func TestLab(t *testing.T) {
 		if check := labEvidence[sc.Name]; check != nil {
 			check(t, r.before)
 		}
-		if _, ok := agentFamilies[sc.Name]; ok {
-			agentParity(t, sc.Name, r.before)
+		if twin {
+			agentParity(t, sc.Name, r.before, r.twin, func() (*runJSON, *runJSON) {
+				r := labRunCmd(t, sc.Name, "--agent-twin")
+				return r.before, r.twin
+			})
 		}
 		for _, id := range stageIDs(sc) {
 			f := findActive(r.after, id)
@@ -258,10 +280,14 @@ var besideAnother = map[string]string{
 	"proxy-churn":          "errors → none",
 }
 
-// agentFamilies are the scenarios whose run is repeated through an
-// agent, one for each kind of server-side evidence the agent carries
-// instead of the namespace: each costs a third lab run (7 to 12 s), and
-// the others' findings come from the same evidence as one of these.
+// agentFamilies are the scenarios whose first run is seen through an
+// agent too (lab run --agent-twin: an agent in the server's namespace
+// beside the namespace's own sampling, the same load diagnosed twice),
+// one for each kind of server-side evidence the agent carries instead
+// of the namespace; the others' findings come from the same evidence as
+// one of these. Healthy's agent run is a run of its own (lab run
+// --agent). A run of their own for each took 8 s, 60 s of CI, and
+// compared two loads' luck as well as two kinds of evidence.
 var agentFamilies = map[string]string{
 	"healthy":              "nothing found either way",
 	"nginx-php-throughput": "conntrack, accept queues, php-fpm's pool, upstream churn, ports",
@@ -280,13 +306,13 @@ var agentFamilies = map[string]string{
 	// haproxy-reset and proxy-churn (churn: nginx-php-throughput, kv-redis).
 }
 
-// agentParity runs the scenario again with its server's side from an
-// agent in the server namespace (lab run --agent: over the veth, no
-// setns) and wants the same active findings as through the namespace,
-// and the same servers behind the port. A difference that also shows
-// between two runs of one kind is the scenario's noise, not the agent's:
-// on a mismatch both kinds run once more, and only a difference that
-// neither repetition explains fails.
+// agentParity holds the scenario's run with its server's side from an
+// agent in the server namespace (over the veth, no setns) to the same
+// active findings as through the namespace, and the same servers
+// behind the port. A difference that also shows between two runs of
+// one kind is the scenario's noise, not the agent's: on a mismatch both
+// kinds run once more (again), and only a difference that neither
+// repetition explains fails.
 //
 // A finding of one of the scenario's later stages (not among the ones
 // its all-at-once run must report) is compared only in the log: which of
@@ -296,7 +322,7 @@ var agentFamilies = map[string]string{
 // the command line that was 1 run in 6 through the namespace and 7 in 10
 // through the agent; inside this test, 3 in 3 and 0 in 3, the other way
 // round: two pairs split the same way often enough to fail CI on noise.
-func agentParity(t *testing.T, name string, direct *runJSON) {
+func agentParity(t *testing.T, name string, direct, a *runJSON, again func() (direct, agent *runJSON)) {
 	t.Helper()
 	i := slices.IndexFunc(lab.Scenarios, func(sc lab.Scenario) bool { return sc.Name == name })
 	if i < 0 {
@@ -318,7 +344,6 @@ func agentParity(t *testing.T, name string, direct *runJSON) {
 		later = append(later, rules.CPUSaturated, rules.RunQueueContention)
 	}
 	idSet := func(r *runJSON) string { return idSetBut(r, later) }
-	a := labRunCmd(t, name, "--agent").before
 	// What the scenario must report, the agent's run must too; a load
 	// that did not reach a limit in one run (nginx-php-throughput's
 	// accept queue, with the agent's own CPU in the server namespace,
@@ -352,7 +377,7 @@ func agentParity(t *testing.T, name string, direct *runJSON) {
 	if want == got && len(missing(a)) == 0 {
 		return
 	}
-	direct2, a2 := labRunCmd(t, name).before, labRunCmd(t, name, "--agent").before
+	direct2, a2 := again()
 	if m := missing(a); len(m) > 0 {
 		if m2 := missing(a2); len(m2) > 0 {
 			t.Errorf("%s --agent: %v not reported active in two runs: %s, then %s", name, m2, got, idSet(a2))
@@ -562,6 +587,26 @@ func wantNearHealthy(t *testing.T, what string, x, healthy float64, again func()
 	if ratio() < 0.9 && best() < 0.9 {
 		t.Errorf("%s at %.0f%% of healthy's throughput over %d alternated pairs (%.0f%% in the best), want ≥ 90%%", what, 100*ratio(), len(xs), 100*best())
 	}
+}
+
+// healthyRPS is the healthy control's throughput, once TestLab measured
+// it: TestTuneLab compares with it rather than build and load the same
+// lab again (wantNearHealthy measures fresh pairs when one is not near).
+var healthyRPS atomicFloat
+
+type atomicFloat struct{ bits atomic.Uint64 }
+
+func (a *atomicFloat) Store(v float64) { a.bits.Store(math.Float64bits(v)) }
+func (a *atomicFloat) Load() float64   { return math.Float64frombits(a.bits.Load()) }
+
+// healthyThroughput is the healthy control's throughput: TestLab's, or
+// measured now.
+func healthyThroughput(t *testing.T) float64 {
+	if v := healthyRPS.Load(); v > 0 {
+		t.Logf("healthy: %.0f req/s, as TestLab measured it", v)
+		return v
+	}
+	return labRunCmd(t, "healthy").before.Load.RPS
 }
 
 // failures counts requests that failed: errors and non-2xx/3xx.

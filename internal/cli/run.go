@@ -192,6 +192,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 type runJob struct {
 	o                  run.Options
 	json, html, bundle string // the reports' files (--json, --html, --bundle); "-" is stdout
+	twinJSON           string // the twin agent's report (the lab's --agent-twin)
 	verify             string // --verify-with: the plan to verify
 	keep               bool
 	fail               failOn
@@ -254,6 +255,11 @@ func doRun(ctx context.Context, j runJob, stdout, stderr io.Writer) error {
 	}
 	if err := writeRun(j, res, r, stdout); err != nil {
 		return err
+	}
+	if j.twinJSON != "" && res.Twin != nil {
+		if err := writeRunJSON(j.twinJSON, stdout, res.Twin.Report()); err != nil {
+			return err
+		}
 	}
 	for _, s := range r.Sides {
 		if s.Lost != "" {

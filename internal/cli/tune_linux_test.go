@@ -253,7 +253,7 @@ func TestTuneLab(t *testing.T) {
 		}
 		// The healthy control with the same load; the plan's result again
 		// (a new lab, planned and verified) if one pair is not enough.
-		wantNearHealthy(t, "tuned seed 000", v.After.Load.RPS, labRunCmd(t, "healthy").before.Load.RPS, func() float64 {
+		wantNearHealthy(t, "tuned seed 000", v.After.Load.RPS, healthyThroughput(t), func() float64 {
 			_, v := tuneLab(t, sc.Name, nil)
 			return v.After.Load.RPS
 		})

@@ -40,6 +40,13 @@ type Options struct {
 	// ServerAgent, when set, is the agent the server's side comes from,
 	// over the network, instead of a namespace of this host.
 	ServerAgent *source.RemoteConfig
+	// ServerTwin, when set while the server is observed in its
+	// namespace (ServerNetNS), is an agent in that namespace that
+	// observes it too, through the same load: the run is diagnosed a
+	// second time from the agent's evidence (Result.Twin). Two runs,
+	// one through each, would differ in their load's luck as well as
+	// their evidence; one load seen twice differs only in the evidence.
+	ServerTwin *source.RemoteConfig `json:",omitempty"`
 	// NoPathProbe skips the probe of the path through the server agent's
 	// test endpoint before the load (pathProbe).
 	NoPathProbe bool
@@ -67,6 +74,8 @@ type Result struct {
 	Findings []report.Finding
 	// Shape is the per-second throughput's pattern and what moved with it.
 	Shape report.Shape
+	// Twin is the same run diagnosed from Options.ServerTwin's agent.
+	Twin *Result `json:"-"`
 }
 
 // Report builds the run's report around the server side's load window,
@@ -137,6 +146,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer server.close()
 	defer client.close()
+	twin, err := twinSide(ctx, o, server)
+	if err != nil {
+		return nil, err
+	}
+	defer twin.close()
 	if err := probe(ctx, o.Load.URL, server); err != nil {
 		return nil, err
 	}
@@ -151,14 +165,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 		}
 	}
+	var twinApps source.Apps
+	if twin != nil {
+		if p, err := strconv.Atoi(ev.Port); err == nil {
+			twinApps = twin.src.Discover(ctx, p)
+		}
+	}
 	var recs []*source.Recorder
-	for _, s := range []*side{server, client} {
-		if s.src == nil {
+	for _, s := range []*side{server, client, twin} {
+		if s == nil || s.src == nil {
 			continue
 		}
 		var a source.Apps
-		if s == server.owner() {
+		switch s {
+		case server.owner():
 			a = apps
+		case twin:
+			a = twinApps
 		}
 		s.rec = source.Record(ctx, s.src, a, o.Interval)
 		recs = append(recs, s.rec)
@@ -187,6 +210,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o.phase("load", o.Load.Duration)
 	stopDeps := traceDeps(ctx, apps)
 	stopProfile := profileServers(o, server, apps, ev)
+	var evTwin *evidence.Run
+	stopTwinDeps := func() {}
+	if twin != nil {
+		evTwin = &evidence.Run{Port: ev.Port}
+		stopTwinDeps = traceDeps(ctx, twinApps)
+		profileServers(o, twin, twinApps, evTwin)() // the agent's to take: says so
+	}
 	var lr *load.Result
 	var lerr error
 	if o.Loader != nil {
@@ -199,6 +229,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	stopProfile()
 	stopDeps()
+	stopTwinDeps()
 	resume()
 	ev.LoadEnd = time.Now()
 	if lerr == nil {
@@ -216,7 +247,35 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, s := range []*side{server, client} {
 		ev.Sides = append(ev.Sides, s.evidence())
 	}
-	return Diagnose(ev), nil
+	res := Diagnose(ev)
+	if twin != nil {
+		evTwin.LoadStart, evTwin.LoadEnd, evTwin.Load = ev.LoadStart, ev.LoadEnd, lr
+		if twinApps != nil {
+			evTwin.Servers = twinApps.Finish()
+		}
+		evTwin.Sides = []*evidence.RunSide{twin.evidence(), client.evidence()}
+		res.Twin = Diagnose(evTwin)
+	}
+	return res, nil
+}
+
+// twinSide is the server's side as Options.ServerTwin's agent observes
+// it, beside the namespace's: nil without one.
+func twinSide(ctx context.Context, o Options, server *side) (*side, error) {
+	if o.ServerTwin == nil {
+		return nil, nil
+	}
+	if server.src == nil || server.remote != nil || o.ServerNetNS.Own() {
+		return nil, errors.New("a twin agent observes a server that is also observed in its namespace (--server-netns)")
+	}
+	// On the same terms as the agent of a run through it (sides).
+	rc := *o.ServerTwin
+	rc.DNS, rc.DNSAfter = o.DNS, o.Baseline+500*time.Millisecond
+	r, err := source.NewRemote(ctx, rc)
+	if err != nil {
+		return nil, fmt.Errorf("observe the server side through its twin agent: %w", err)
+	}
+	return &side{name: report.Server, src: r, remote: r}, nil
 }
 
 // markSlack is how long before a distributed run's common start its

@@ -34,7 +34,7 @@ func (s *side) owner() *side {
 func (s *side) source() source.Source { return s.owner().src }
 
 func (s *side) close() {
-	if s.src != nil {
+	if s != nil && s.src != nil {
 		s.src.Close()
 	}
 }

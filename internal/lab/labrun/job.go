@@ -37,6 +37,9 @@ type Outputs struct {
 	JSON   string `json:",omitempty"`
 	HTML   string `json:",omitempty"`
 	Bundle string `json:",omitempty"`
+	// TwinJSON is the run's report from its twin agent
+	// (run.Options.ServerTwin).
+	TwinJSON string `json:",omitempty"`
 }
 
 // maxJob bounds a job read: a few KiB of options.
@@ -55,6 +58,9 @@ func ReadJob(r io.Reader) (*Job, error) {
 	}
 	if j.Capacity != nil && j.Reports.Bundle != "" {
 		return nil, errors.New("lab job: a capacity search writes no bundle")
+	}
+	if (j.Run == nil || j.Run.ServerTwin == nil) != (j.Reports.TwinJSON == "") {
+		return nil, errors.New("lab job: a twin agent's report wants a run with a twin agent, and the other way round")
 	}
 	return &j, nil
 }

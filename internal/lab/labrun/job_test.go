@@ -29,9 +29,12 @@ func TestJobRoundTrip(t *testing.T) {
 		NoKeepAlive: true, Header: []string{"X-A: 1"}, Body: []byte("a=1"), Ramp: &load.Ramp{From: 1, To: 400, Over: time.Second}}
 	ro := run.Options{Load: ld, ServerNetNS: netns.NS{Name: "srv", Path: "/run/netns/srv", Inode: 4026532246}, Baseline: time.Second, Tail: time.Second,
 		DNS: true, ProfileHz: 99, ServerAgent: &source.RemoteConfig{URL: "http://10.0.0.2:9120", Token: []byte("secret")}}
+	twin := ro
+	twin.ServerAgent, twin.ServerTwin = nil, ro.ServerAgent
 	for _, j := range []Job{
 		{Run: &ro, Reports: Outputs{JSON: "/r/before.json", HTML: "/r/x.html", Bundle: "/r/before.bundle.json"}},
 		{Run: &ro, Verify: "/r/plan.json", Reports: Outputs{JSON: "/r/verify.json"}},
+		{Run: &twin, Reports: Outputs{JSON: "/r/before.json", TwinJSON: "/r/before.agent.json"}},
 		{Capacity: &capacity.Options{Load: load.Options{URL: ld.URL}, Run: run.Options{ServerNetNS: ro.ServerNetNS, DNS: true}, SLO: slo, MaxDuration: 90 * time.Second},
 			Verify: "/r/plan.json", Reports: Outputs{JSON: "/r/capacity.json", HTML: "/r/capacity.html"}},
 	} {
@@ -72,6 +75,8 @@ func TestReadJobRefuses(t *testing.T) {
 		`{"Run":{},"Frob":1}`,
 		`{"Run":{"Load":{"Script":{}}}}`,
 		`{"Capacity":{},"Reports":{"Bundle":"b"}}`,
+		`{"Run":{},"Reports":{"TwinJSON":"a.json"}}`,
+		`{"Run":{"ServerTwin":{"URL":"http://10.0.0.2:9120"}}}`,
 		`{"Run":{"Load":{"URL":"` + strings.Repeat("a", maxJob) + `"}}}`,
 	} {
 		if _, err := ReadJob(strings.NewReader(in)); err == nil || strings.Contains(err.Error(), "\n") {

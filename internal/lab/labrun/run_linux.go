@@ -41,6 +41,11 @@ type Options struct {
 	// Agent observes the server through `netdoctor agent` in its
 	// namespace, reached over the veth, not by entering the namespace.
 	Agent bool
+	// Twin observes the server both ways in the first run, through its
+	// namespace and through an agent in it (run.Options.ServerTwin):
+	// the same load diagnosed twice, the agent's report in
+	// before.agent.json beside before.json.
+	Twin bool
 	// Keep keeps the (last) lab running after the run until ctx ends.
 	Keep bool
 	// Out is the reports' directory (default: Reports(name)); HTML the
@@ -82,6 +87,9 @@ func Run(ctx context.Context, sc *lab.Scenario, o Options, stdout, stderr io.Wri
 		o.HTML = filepath.Join(o.Out, sc.Name+".html")
 	}
 	before := phase{sc: sc, stage: stage, agent: o.Agent, profileHz: o.ProfileHz, json: filepath.Join(o.Out, "before.json"), bundle: filepath.Join(o.Out, "before.bundle.json"), html: o.HTML}
+	if o.Twin {
+		before.twinJSON = filepath.Join(o.Out, "before.agent.json")
+	}
 	if o.Tune {
 		before.plan, before.verify = filepath.Join(o.Out, "plan.json"), filepath.Join(o.Out, "verify.json")
 		if o.Capacity > 0 {
@@ -123,6 +131,9 @@ func Run(ctx context.Context, sc *lab.Scenario, o Options, stdout, stderr io.Wri
 	for _, ph := range phases {
 		pad := strings.Repeat(" ", len(ph.label()))
 		p.F("  %s: %s\n  %s  %s\n  %s  %s (evidence: netdoctor diagnose reads it)\n", ph.label(), ph.html, pad, ph.json, pad, ph.bundle)
+	}
+	if before.twinJSON != "" {
+		p.F("  the scenario's run through the agent: %s\n", before.twinJSON)
 	}
 	if o.Tune {
 		p.F("  plan: %s\n  verify (before, after, verdicts): %s\n", before.plan, before.verify)
@@ -166,8 +177,11 @@ type phase struct {
 	// plan and verify, when set: plan from the run's report and verify
 	// the plan in the same lab.
 	plan, verify string
-	// agent: the server's side through an agent in its namespace.
-	agent bool
+	// agent: the server's side through an agent in its namespace;
+	// twinJSON, when set, the run's report from an agent beside the
+	// namespace's (Options.Twin).
+	agent    bool
+	twinJSON string
 	// capacity, when set with plan: the capacity before → after the
 	// plan, searched within capacityFor.
 	capacity    string
@@ -221,7 +235,7 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 		return err
 	}
 	o := RunOptions(e, sc, t, ph.profileHz)
-	if ph.agent {
+	if ph.agent || ph.twinJSON != "" {
 		url, tokenFile, _, err := e.StartAgent(ctx)
 		if err != nil {
 			return err
@@ -231,9 +245,13 @@ func (ph phase) run(ctx context.Context, stdout, stderr io.Writer, keep bool) (e
 		if err != nil {
 			return fmt.Errorf("agent token: %w", err)
 		}
-		o.ServerNetNS, o.ServerAgent = netns.NS{}, &source.RemoteConfig{URL: url, Token: token}
+		if ph.agent {
+			o.ServerNetNS, o.ServerAgent = netns.NS{}, &source.RemoteConfig{URL: url, Token: token}
+		} else {
+			o.ServerTwin = &source.RemoteConfig{URL: url, Token: token}
+		}
 	}
-	j := Job{Run: &o, Reports: Outputs{JSON: ph.json, HTML: ph.html, Bundle: ph.bundle}}
+	j := Job{Run: &o, Reports: Outputs{JSON: ph.json, HTML: ph.html, Bundle: ph.bundle, TwinJSON: ph.twinJSON}}
 	if err := Measure(ctx, e, j, stdout, stderr); err != nil {
 		return err
 	}
