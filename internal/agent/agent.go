@@ -292,7 +292,7 @@ func (a *Agent) evaluate(now time.Time) {
 	}()
 	b := a.recent()
 	tr := a.traced(now)
-	rep := report.New("agent", b, rules.CheckHost(b, tr))
+	rep := report.New("agent", b, rules.CheckHost(b, tr, nil)) // no profile: the agent takes one on incidents
 	rep.Dependencies = tr
 	a.mu.Lock()
 	a.current = rep

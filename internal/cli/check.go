@@ -105,11 +105,11 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.TraceErr != nil {
 		fmt.Fprintf(stderr, "netdoctor: dependencies not traced: %v\n", c.TraceErr)
 	}
-	found := rules.CheckHost(c.Bundle, c.Traced)
+	found := rules.CheckHost(c.Bundle, c.Traced, c.Profile)
 	r := report.New("check", c.Bundle, found)
 	r.Dependencies = c.Traced
-	if t := c.Traced; t != nil && *profileHz > 0 {
-		r.Profile, r.ProfileError = profileSummary(t.Profile, t.ProfileError)
+	if p := c.Profile; p != nil {
+		r.Profile, r.ProfileError = profileSummary(p.Profile, p.Error)
 	}
 	return writeReport(r, out, stdout, stderr)
 }
@@ -280,7 +280,7 @@ func runDiagnose(_ context.Context, args []string, stdout, stderr io.Writer) err
 			incidentProfile(stdout, in)
 		}
 	}
-	found := rules.CheckHost(b, tr)
+	found := rules.CheckHost(b, tr, nil)
 	r := report.New("diagnose", b, found)
 	r.Dependencies = tr
 	return writeReport(r, out, stdout, stderr)

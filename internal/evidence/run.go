@@ -153,11 +153,16 @@ type Traced struct {
 	// Followed is how many servers were followed, with or without
 	// dependencies.
 	Followed int `json:"followed"`
-	// Profile is check's on-CPU profile of the servers behind the
-	// listeners during its window, Profiled those servers, found as the
-	// window began; ProfileError says why there is none. What the rules
-	// read, not part of a report: the report has the profile summed up.
-	Profile      *cpuprof.Profile `json:"-"`
-	Profiled     []*app.Server    `json:"-"`
-	ProfileError string           `json:"-"`
+}
+
+// HostProfile is check's on-CPU profile of the servers behind the
+// namespace's listeners during its window, apart from the dependencies'
+// trace, which may fail while the profile does not. What the rules read,
+// not part of a report: the report has the profile summed up.
+type HostProfile struct {
+	Profile *cpuprof.Profile
+	// Servers are the servers profiled, found as the window began.
+	Servers []*app.Server
+	// Error says why there is no profile.
+	Error string
 }

@@ -131,7 +131,7 @@ func TestCheckHostChain(t *testing.T) {
 	front := &app.Server{Role: "front", Kind: "api", Addr: "10.0.0.1:8080", PIDs: []int{300}, Deps: []app.Dependency{toMid}}
 	for _, midBusy := range []float64{0.98, 0.2} {
 		mid := &app.Server{Role: "front", Kind: "mid", Addr: "0.0.0.0:7400", PIDs: []int{78}, Deps: []app.Dependency{pool(midBusy, 20*time.Millisecond)}}
-		fs := CheckHost(nil, &evidence.Traced{Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2})
+		fs := CheckHost(nil, &evidence.Traced{Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2}, nil)
 		var api, m *report.Finding
 		for i := range fs {
 			switch {
@@ -168,7 +168,7 @@ func TestCheckHostChain(t *testing.T) {
 		s.CPU[0].User += uint64(k * 190)
 		s.CPU[0].Idle += uint64(k * 10)
 	})
-	fs := CheckHost(b, &evidence.Traced{Start: t0, Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2})
+	fs := CheckHost(b, &evidence.Traced{Start: t0, Seconds: 4, IntervalMS: 100, Servers: []*app.Server{front, mid}, Followed: 2}, nil)
 	fixes := map[string]string{}
 	for _, f := range fs {
 		if f.ID == DependencyPoolSaturated {
@@ -179,7 +179,7 @@ func TestCheckHostChain(t *testing.T) {
 		!strings.HasPrefix(fixes["mid"], "not a bigger pool yet: the host's CPU is 95% busy") {
 		t.Errorf("a busy host: fixes %q", fixes)
 	}
-	if CheckHost(nil, nil) != nil {
+	if CheckHost(nil, nil, nil) != nil {
 		t.Error("findings from nothing")
 	}
 }

@@ -17,8 +17,9 @@ type diagnosis struct {
 	run *evidence.Run
 	// bundle and traced are a namespace's snapshots and the dependencies
 	// traced under the host's own traffic, without a run.
-	bundle *evidence.Bundle
-	traced *evidence.Traced
+	bundle  *evidence.Bundle
+	traced  *evidence.Traced
+	profile *evidence.HostProfile // check's profile of the servers
 	// rules are the rules to run: the Registry, unless a test says.
 	rules []Rule
 
@@ -102,14 +103,16 @@ func Diagnose(r *evidence.Run) ([]report.Finding, report.Shape) {
 // it under the host's own traffic, whose passes that need a run do
 // nothing. A dependency's own finding (its queue overflowing, its own
 // pool saturated) is named as the cause of the wait its clients show,
-// across any number of servers. Nothing to read has no findings.
-func CheckHost(b *evidence.Bundle, t *evidence.Traced) []report.Finding {
-	fs, _ := diagnose(&diagnosis{bundle: b, traced: t})
+// across any number of servers. The servers' profile over the window,
+// when p has one, is judged too (Rule.Profiled). Nothing to read has no
+// findings.
+func CheckHost(b *evidence.Bundle, t *evidence.Traced, p *evidence.HostProfile) []report.Finding {
+	fs, _ := diagnose(&diagnosis{bundle: b, traced: t, profile: p})
 	return fs
 }
 
 // Check is CheckHost without traced dependencies: a bundle's diagnosis.
-func Check(b *evidence.Bundle) []report.Finding { return CheckHost(b, nil) }
+func Check(b *evidence.Bundle) []report.Finding { return CheckHost(b, nil, nil) }
 
 // namespaceRules runs the PerSide and PerHost rules on check's bundle,
 // or on each observed side of a run over its load window, each host's
@@ -198,12 +201,13 @@ func baselines(d *diagnosis) {
 // dependencies traced under the host's own traffic (Rule.Traced) on
 // them; in a run, those rules judge the run's own trace.
 func tracedRules(d *diagnosis) {
-	if d.run != nil || d.traced == nil {
+	profiled := d.profile != nil && d.profile.Profile != nil
+	if d.run != nil || d.traced == nil && !profiled {
 		return
 	}
-	in := &Input{Bundle: d.bundle, Traced: d.traced}
+	in := &Input{Bundle: d.bundle, Traced: d.traced, Profile: d.profile}
 	for _, rule := range d.rules {
-		if rule.Traced || rule.Profiled && d.traced.Profile != nil {
+		if rule.Traced && d.traced != nil || rule.Profiled && profiled {
 			d.found = append(d.found, rule.Check(in)...)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/netdoctor/netdoctor/internal/cpuprof"
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -98,5 +99,32 @@ func TestPassesAddData(t *testing.T) {
 	}
 	if related == 0 {
 		t.Error("no real run relates two findings: the test shows nothing")
+	}
+}
+
+// TestProfiledWithoutTrace: check's profile of the servers is judged
+// whether the dependencies' trace succeeded or not (it fails where BPF
+// is refused while perf_event is allowed): the rules that read it run
+// with the profile and no trace, and the rules of the trace do not.
+func TestProfiledWithoutTrace(t *testing.T) {
+	var profiled, traced int
+	rs := []Rule{
+		{Name: "profiled", Scope: PerRun, Profiled: true, Check: func(in *Input) []report.Finding {
+			if in.Profile != nil && in.Profile.Profile != nil {
+				profiled++
+			}
+			return nil
+		}},
+		{Name: "traced", Scope: PerRun, Traced: true, Check: func(in *Input) []report.Finding { traced++; return nil }},
+	}
+	p := &evidence.HostProfile{Profile: &cpuprof.Profile{}}
+	diagnose(&diagnosis{bundle: seed000(), profile: p, rules: rs})
+	if profiled != 1 || traced != 0 {
+		t.Errorf("profile without a trace: the profile's rule ran %d times, the trace's %d", profiled, traced)
+	}
+	profiled, traced = 0, 0
+	diagnose(&diagnosis{bundle: seed000(), traced: &evidence.Traced{}, profile: &evidence.HostProfile{Error: "perf_event refused"}, rules: rs})
+	if profiled != 0 || traced != 1 {
+		t.Errorf("a trace without a profile: the profile's rule ran %d times, the trace's %d", profiled, traced)
 	}
 }

@@ -34,6 +34,9 @@ type Input struct {
 	// traced under the host's own traffic: for the rules that judge
 	// them (Rule.Traced).
 	Traced *evidence.Traced
+	// Profile is, without a run, check's on-CPU profile of the servers
+	// behind the namespace's listeners (Rule.Profiled).
+	Profile *evidence.HostProfile
 }
 
 // Load is the run's load result, or nil outside a run.

@@ -143,7 +143,7 @@ func TestLossOfAQdisc(t *testing.T) {
 	qd := evidence.Drop{Reason: "QDISC_DROP", Location: "__dev_queue_xmit", Proto: "tcp", Iface: "eth0", Packets: 900,
 		Ports: []evidence.DropPort{{Port: 80, Socket: true, Packets: 900}}}
 	b := bundle(monitored(nil), all(monitored([]evidence.Drop{qd}), raise(1000, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs")))
-	fs := CheckHost(b, nil)
+	fs := CheckHost(b, nil, nil)
 	loss, ok := byID(fs, PacketLoss)
 	if !ok || loss.CausedBy != PacketDrops || loss.CauseSubject != "QDISC_DROP" || !strings.Contains(loss.Title, "dropped in this namespace (QDISC_DROP on eth0), not on the path") ||
 		loss.Dropped == nil || loss.Dropped.Reason != "QDISC_DROP" || loss.Dropped.Packets != 900 || !hasFix(loss, "fix what drops them (the kernel's drop reason QDISC_DROP)") {
@@ -153,7 +153,7 @@ func TestLossOfAQdisc(t *testing.T) {
 	// elsewhere, and stands on its own.
 	qd.Packets = 100
 	b = bundle(monitored(nil), all(monitored([]evidence.Drop{qd}), raise(1000, "Tcp.RetransSegs"), raise(20000, "Tcp.OutSegs")))
-	if loss, _ := byID(CheckHost(b, nil), PacketLoss); loss.CausedBy != "" {
+	if loss, _ := byID(CheckHost(b, nil, nil), PacketLoss); loss.CausedBy != "" {
 		t.Errorf("caused by %q", loss.CausedBy)
 	}
 }

@@ -111,7 +111,7 @@ func TestMTUFix(t *testing.T) {
 		}
 	}
 	b.Snapshots[1].Counters["Tcp.RetransSegs"] += 12
-	fs := CheckHost(b, nil)
+	fs := CheckHost(b, nil, nil)
 	for _, x := range fs {
 		if x.ID == PathMTUBlackhole || x.ID == PacketDrops {
 			t.Errorf("the mismatch's drops named again: %+v", x)

@@ -80,7 +80,7 @@ func TestSlowReceiversNotThePath(t *testing.T) {
 	b := slowReaders(true, 0)
 	b.Snapshots[1].Counters["Tcp.RetransSegs"] += 16
 	b.Snapshots[1].Counters["Tcp.OutSegs"] += 1000
-	fs := CheckHost(b, nil)
+	fs := CheckHost(b, nil, nil)
 	r, ok := byID(fs, ReceiverWindowLimited)
 	if !ok || r.About.Listen != "10.0.0.2:8080" || r.About.DropReason != "TCP_OLD_DATA" || !hasFix(r, "bound what one slow reader holds") {
 		t.Fatalf("%+v", fs)

@@ -51,7 +51,7 @@ type Rule struct {
 	// (Input.Traced), so the agent can make its findings.
 	Traced bool
 	// Profiled: the rule also judges check's on-CPU profile of the
-	// servers behind its listeners (Input.Traced.Profile). The agent
+	// servers behind its listeners (Input.Profile), traced or not. The agent
 	// profiles only on an incident, so its diagnosis never makes these.
 	Profiled bool
 	// Watches are the counters the rule judges: one that rose in a

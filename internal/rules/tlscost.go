@@ -202,19 +202,19 @@ const tlsBulkRate = 100e6
 // the listener's bytes cannot account for, even encrypted at the slowest
 // rate, is handshakes.
 func hostTLSHandshakes(in *Input) []report.Finding {
-	t, b := in.Traced, in.Bundle
-	if t == nil || t.Profile == nil || b == nil || len(b.Snapshots) < 2 {
+	p, b := in.Profile, in.Bundle
+	if p == nil || p.Profile == nil || b == nil || len(b.Snapshots) < 2 {
 		return nil
 	}
 	window := b.Snapshots[len(b.Snapshots)-1].Time.Sub(b.Snapshots[0].Time)
-	sum, err := cpuprof.Summarize(t.Profile)
+	sum, err := cpuprof.Summarize(p.Profile)
 	if err != nil || sum == nil || window <= 0 {
 		return nil
 	}
 	listeners, _ := b.SenderDeltas()
 	var out []report.Finding
 	for _, ss := range sum.Servers {
-		s := profiledServer(t, ss.Server)
+		s := profiledServer(p, ss.Server)
 		if s == nil || s.Port() == 0 || ss.CPU <= 0 {
 			continue
 		}
@@ -241,8 +241,8 @@ func hostTLSHandshakes(in *Input) []report.Finding {
 
 // profiledServer is the server of check's profile whose label is name
 // ("nginx 0.0.0.0:443").
-func profiledServer(t *evidence.Traced, name string) *app.Server {
-	for _, s := range t.Profiled {
+func profiledServer(p *evidence.HostProfile, name string) *app.Server {
+	for _, s := range p.Servers {
 		if s.Kind+" "+s.Addr == name {
 			return s
 		}

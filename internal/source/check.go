@@ -35,6 +35,9 @@ type Checked struct {
 	// failed (TraceErr says why).
 	Traced   *evidence.Traced
 	TraceErr error
+	// Profile is the servers' profile over the window, with or without
+	// the trace; nil when none was asked for.
+	Profile *evidence.HostProfile
 	// Interrupted: ctx ended before the window did, and the second
 	// snapshot was taken then.
 	Interrupted bool
@@ -81,8 +84,8 @@ func (l *Local) Check(ctx context.Context, window time.Duration, maxPorts, profi
 	b.Snapshots = append(b.Snapshots, l.Snapshot(context.WithoutCancel(ctx)))
 	tr := <-ch
 	c.Traced, c.TraceErr = tr.tr, tr.err
-	if c.Traced != nil {
-		c.Traced.Profile, c.Traced.Profiled, c.Traced.ProfileError = prof.p, prof.servers, prof.why
+	if profileHz > 0 {
+		c.Profile = &evidence.HostProfile{Profile: prof.p, Servers: prof.servers, Error: prof.why}
 	}
 	return c
 }
