@@ -202,7 +202,26 @@ func itemTexts(items []report.Item) []string {
 	return out
 }
 
-// TestRunIdleRestartCubic: CUBIC with tcp_slow_start_after_idle=1
+// TestRunIdleRestart runs its three cases side by side, and alone
+// otherwise: not in the two-at-a-time pool, where the delay element,
+// which forwards frames in user space, read a neighbour's CPU-bound load
+// as delay and loss (CI run 18: 154 ms of busy time an answer,
+// retransmissions beside a capacity search). Side by side, each is 4
+// connections asking for 1 MB/s, and its delay element a few frames a
+// millisecond: 44 s one after the other, 15 s so.
+func TestRunIdleRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{{"Cubic", testRunIdleRestartCubic}, {"BBR", testRunIdleRestartBBR}, {"Off", testRunIdleRestartOff}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t)
+		})
+	}
+}
+
+// testRunIdleRestartCubic: CUBIC with tcp_slow_start_after_idle=1
 // restarts every answer's window after the idle between requests: the
 // answers that began after an idle longer than the RTO are restarts,
 // from the window kept while idle, and each answer keeps its sender
@@ -214,10 +233,7 @@ func itemTexts(items []report.Item) []string {
 // asserted only when seen; the restarts are read from the kernel's own
 // condition, an idle longer than the RTO seen at one look and data sent
 // by the next, which no phase hides.
-func TestRunIdleRestartCubic(t *testing.T) {
-	// Alone, not in the two-at-a-time pool: the delay element forwards
-	// frames in user space, and a neighbour's CPU became its delay and
-	// loss (CI run 18: 154 ms of busy time an answer, retransmissions).
+func testRunIdleRestartCubic(t *testing.T) {
 	s, perAnswer, r := idleAnswers(t, "cubic", "1")
 	// Named, with the sysctl on the server, and nothing else of the
 	// split: the application held nothing.
@@ -241,13 +257,10 @@ func TestRunIdleRestartCubic(t *testing.T) {
 	}
 }
 
-// TestRunIdleRestartBBR: BBR sets its own window, which the restart
+// testRunIdleRestartBBR: BBR sets its own window, which the restart
 // after idle leaves alone: answers after idle, none restarted, the
 // window while sending as large as while idle.
-func TestRunIdleRestartBBR(t *testing.T) {
-	// Alone, not in the two-at-a-time pool: the delay element forwards
-	// frames in user space, and a neighbour's CPU became its delay and
-	// loss (CI run 18: 154 ms of busy time an answer, retransmissions).
+func testRunIdleRestartBBR(t *testing.T) {
 	s, perAnswer, r := idleAnswers(t, "bbr", "1")
 	noSplitFinding(t, r)
 	if s.restarts != 0 {
@@ -256,13 +269,10 @@ func TestRunIdleRestartBBR(t *testing.T) {
 	keptWindow(t, r, perAnswer)
 }
 
-// TestRunIdleRestartOff: CUBIC with tcp_slow_start_after_idle=0 keeps
+// testRunIdleRestartOff: CUBIC with tcp_slow_start_after_idle=0 keeps
 // its window across the idle: no restart, and the answers as fast as
 // the window allows.
-func TestRunIdleRestartOff(t *testing.T) {
-	// Alone, not in the two-at-a-time pool: the delay element forwards
-	// frames in user space, and a neighbour's CPU became its delay and
-	// loss (CI run 18: 154 ms of busy time an answer, retransmissions).
+func testRunIdleRestartOff(t *testing.T) {
 	s, perAnswer, r := idleAnswers(t, "cubic", "0")
 	noSplitFinding(t, r)
 	if s.restarts != 0 {

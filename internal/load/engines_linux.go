@@ -18,7 +18,7 @@ func choose(asked Engine) (Engine, string, error) {
 		// epoll until io_uring's receive keeps up with large answers:
 		// a server sending 512 KiB answers over a 50 ms round trip
 		// spent 12-18 % of its send time held by the io_uring
-		// client's receive window (TestRunIdleRestartOff), which is
+		// client's receive window (TestRunIdleRestart/Off), which is
 		// netdoctor's load limiting the server; epoll's none.
 		return EngineEpoll, "", nil
 	}

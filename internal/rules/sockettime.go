@@ -43,7 +43,7 @@ routes (which keeps its window across idle). An example split, nginx sending 512
 on each keep-alive connection over a 50 ms round trip with CUBIC: ´p50 311ms ≈ held by the congestion
 window restarted after idle 246ms (79%), in flight (the round trip) 52ms (17%), held by the receiver's
 window 10ms (3%)´; with BBR or the sysctl at 0 the p50 is one round trip, mostly "in flight", and
-nothing is named. Tested (TestRunIdleRestartCubic, TestRunIdleRestartBBR, TestRunIdleRestartOff).`,
+nothing is named. Tested (TestRunIdleRestart: Cubic, BBR, Off).`,
 })
 
 var _ = register(Rule{Name: "sockettime", Order: 225, Scope: PerRun, IDs: []report.FindingID{CwndRestartAfterIdle},
