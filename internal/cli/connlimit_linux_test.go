@@ -148,8 +148,9 @@ func TestRunHAProxyMaxconn(t *testing.T) {
 }
 
 // listenerSeconds is what the rule reads of a port, a look each: the
-// time from the load's start, ESTABLISHED+accept queue/backlog and the
-// listener's drops, and the server's threads running of all.
+// time from the load's start, ESTABLISHED (and CLOSE_WAIT) + accept
+// queue/backlog and the listener's drops, and the server's threads
+// running of all.
 func listenerSeconds(b *evidence.Run, port int) string {
 	var out []string
 	for _, snap := range b.Server().Bundle.Snapshots {
@@ -158,7 +159,7 @@ func listenerSeconds(b *evidence.Run, port int) string {
 		}
 		for _, l := range snap.Sockets.Listeners {
 			if l.Port == port && l.Proto != "unix" {
-				out = append(out, fmt.Sprintf("%+.1fs %d+%d/%d drops %d", snap.Time.Sub(b.LoadStart).Seconds(), l.Established, l.RecvQ, l.SendQ, l.Drops))
+				out = append(out, fmt.Sprintf("%+.1fs %d(%d)+%d/%d drops %d", snap.Time.Sub(b.LoadStart).Seconds(), l.Established, l.CloseWait, l.RecvQ, l.SendQ, l.Drops))
 			}
 		}
 	}
