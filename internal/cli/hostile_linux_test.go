@@ -56,9 +56,7 @@ func TestOtherUsersCraftedListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	exe := filepath.Join(dir, craftedName)
-	if err := os.WriteFile(exe, crafted, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExe(t, exe, crafted)
 	asNobody(t, exe)
 	const port = 8091
 	cmd := exec.Command(exe)

@@ -31,9 +31,7 @@ func TestNotRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(bin, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExe(t, bin, exe)
 	os.Chmod(dir, 0o755)
 	cmd := exec.Command(bin, "-test.run=^TestNotRoot$", "-test.v")
 	cmd.Env = append(os.Environ(), "ND_NOTROOT="+ns)

@@ -175,6 +175,23 @@ func ndIn(t *testing.T, ns string, limit time.Duration, args ...string) (int, st
 // and says what it did not read and why; it runs nothing of theirs (no
 // sentinel), opens nothing they planted (no hang, no secret line in any
 // report), and creates nothing in their directory.
+// writeExe writes an executable the test then runs, through a child
+// (cat): this process never holds it open for writing, so no child that
+// another test forks meanwhile inherits that descriptor, which makes the
+// exec fail with ETXTBSY ("text file busy") until that child has exec'd
+// too (golang/go#22315; CI, with four tests at a time).
+func writeExe(t *testing.T, path string, b []byte) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", `cat > "$1"`, "sh", path)
+	cmd.Stdin = bytes.NewReader(b)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("write %s: %v %s", path, err, out)
+	}
+	if err := os.Chmod(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestOtherUsersServers(t *testing.T) {
 	t.Parallel() // beside the package's other parallel tests: they measure nothing
 	ns := testNetns(t)
@@ -190,9 +207,7 @@ func TestOtherUsersServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := filepath.Join(dir, "nd-fake")
-	if err := os.WriteFile(fake, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeExe(t, fake, b)
 	asNobody(t, fake)
 	for _, n := range fakeNames {
 		if err := os.Link(fake, filepath.Join(dir, n)); err != nil {
