@@ -91,6 +91,19 @@ func labRunCmd(t *testing.T, args ...string) *labResult {
 	return r
 }
 
+// findingLines are the run's findings, a line each with its evidence:
+// what a failing test shows of a run whose text it did not keep.
+func findingLines(r *runJSON) string {
+	var b strings.Builder
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "  %s %s %s: %s\n", f.Status, f.Severity, f.ID, f.Title)
+		for _, e := range f.Evidence {
+			fmt.Fprintf(&b, "      %s\n", e.Text)
+		}
+	}
+	return b.String()
+}
+
 func activeIDs(r *runJSON) []string {
 	var ids []string
 	for _, f := range r.Findings {

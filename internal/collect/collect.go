@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/netdoctor/netdoctor/internal/dropmon"
@@ -221,6 +222,12 @@ func hostInfo(ns netns.NS) evidence.Host {
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/random/boot_id"); err == nil {
 		h.BootID = string(trimSpace(b))
+	}
+	h.PID = os.Getpid()
+	if fi, err := os.Stat("/proc/self/ns/pid"); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			h.PIDNSInode = st.Ino
+		}
 	}
 	return h
 }

@@ -71,6 +71,13 @@ type Host struct {
 	// two sources (an agent and this process) observe the same
 	// namespace of the same running kernel.
 	BootID string `json:"boot_id,omitempty"`
+	// PID is the netdoctor process that took the bundle, in the PID
+	// namespace PIDNSInode: a run's other sides on the same kernel and
+	// PID namespace name it among the processes they saw, and it is
+	// netdoctor's own (the load generator, an agent), never a
+	// neighbour of the servers.
+	PID        int    `json:"pid,omitempty"`
+	PIDNSInode uint64 `json:"pidns_inode,omitempty"`
 }
 
 // Status is the outcome of one collector in one snapshot.

@@ -128,6 +128,29 @@ func (r *Run) Serves(addr string) bool {
 	return false
 }
 
+// Own are the PIDs of the netdoctor processes that took the run's
+// bundles on h's kernel and in its PID namespace: the load generator and
+// any agent beside it. A side's observer skips only itself, so an agent
+// on the load generator's host sees the load generator among the
+// processes that took the servers' CPUs; it is netdoctor's own load,
+// never a neighbour to blame.
+func (r *Run) Own(h Host) map[int]bool {
+	own := map[int]bool{}
+	if h.BootID == "" || h.PIDNSInode == 0 {
+		return own
+	}
+	for _, s := range r.Sides {
+		if s.Bundle == nil {
+			continue
+		}
+		o := s.Bundle.Host
+		if o.PID > 0 && o.BootID == h.BootID && o.PIDNSInode == h.PIDNSInode {
+			own[o.PID] = true
+		}
+	}
+	return own
+}
+
 // Samples are a server's samples taken while the load ran.
 func (r *Run) Samples(s *app.Server) []app.Sample {
 	var out []app.Sample

@@ -28,8 +28,8 @@ runnable, for a CPU — the run delay the quota does not explain — at least 10
 may run on; and the requests spent at least 20 % of their p50 or p99 waiting so (the time split: on a
 busy host every thread waits a little, the finding is for waits the requests feel). **Who else** is read
 by the accounting, which, in each interval in which the threads waited for CPUs that never idled, reads
-every process's CPU time (´/proc/PID/stat´, at most 8192 processes; netdoctor itself and the run's
-servers never count) and names those last seen on the server's CPUs; else from the profile's samples of
+every process's CPU time (´/proc/PID/stat´, at most 8192 processes; netdoctor's own — the load
+generator, an agent beside it, by the PIDs its sides report on one kernel — and the run's servers never count) and names those last seen on the server's CPUs; else from the profile's samples of
 other processes (on any CPU). **Critical** when the others took half the CPUs and the threads waited
 twice as long as they ran. Threads that waited for each other, for the other servers of the run or for
 the load generator are the stack's own sizing, not this finding (a healthy nginx + php-fpm lab that
@@ -146,10 +146,14 @@ func neighbours(r *evidence.Run, s *app.Server, c cpuLoad) ([]string, time.Durat
 	}
 	if p := r.Profile; len(names) == 0 && p != nil && p.Samples > 0 && p.Duration > 0 {
 		// Samples of every CPU: a sample stands for 1/Hz of one CPU.
-		for i, o := range p.Others {
+		own := ownPIDs(r)
+		for _, o := range p.Others {
+			if own[o.PID] {
+				continue
+			}
 			t := time.Duration(float64(o.Samples) / float64(p.Hz) * float64(time.Second))
 			total += time.Duration(float64(t) * c.Span.Seconds() / p.Duration.Seconds())
-			if i < 3 {
+			if len(names) < 3 {
 				names = append(names, fmt.Sprintf("%s (pid %d) %.2f CPU, from the profile", o.Comm, o.PID, t.Seconds()/p.Duration.Seconds()))
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/netdoctor/netdoctor/internal/app"
 	"github.com/netdoctor/netdoctor/internal/cpuprof"
+	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/load"
 	"github.com/netdoctor/netdoctor/internal/report"
 )
@@ -85,5 +86,48 @@ func TestRunQueue(t *testing.T) {
 	c.RunDelay = 10 * time.Millisecond
 	if fs := checkRunQueue(quick(cpuRun(s, c, running))); fs != nil {
 		t.Errorf("no wait: %+v", fs)
+	}
+}
+
+// TestRunQueueOwnLoad: an agent on the load generator's host sees the
+// load generator (another netdoctor process) take the servers' CPUs.
+// That is netdoctor's own load, never a neighbour (CI: the lab's twin
+// through an agent reported run-queue contention that the run sampling
+// the namespace itself, which skips its own PID, never did). The same
+// PID seen from another kernel or PID namespace is a real neighbour.
+func TestRunQueueOwnLoad(t *testing.T) {
+	running := map[string]int{app.WaitRunning: 1, app.WaitIdle: 1}
+	for _, tc := range []struct {
+		name      string
+		boot      string
+		pidns     uint64
+		neighbour bool
+	}{
+		{"same kernel and PID namespace", "b1", 7, false},
+		{"another kernel", "b2", 7, true},
+		{"another PID namespace", "b1", 8, true},
+	} {
+		s := &app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", PIDs: []int{300}}
+		c := contended
+		c.Others = []app.Neighbour{{PID: 999, Comm: "netdoctor", OnCPU: 490 * time.Millisecond}}
+		in := quick(cpuRun(s, c, running))
+		in.Run.Sides[0].Bundle.Host = evidence.Host{BootID: "b1", PIDNSInode: 7, PID: 50}
+		client := bundle(nil, idleCPU(0.2))
+		client.Host = evidence.Host{BootID: tc.boot, PIDNSInode: tc.pidns, PID: 999}
+		in.Run.Sides = append(in.Run.Sides, &evidence.RunSide{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: client})
+		fs := checkRunQueue(in)
+		if got := len(fs) == 1 && hasEvidence(fs[0], "netdoctor (pid 999)"); got != tc.neighbour {
+			t.Errorf("%s: named the load generator %v, want %v: %+v", tc.name, got, tc.neighbour, fs)
+		}
+		// The profile's others likewise.
+		c.Others = nil
+		in = quick(cpuRun(&app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", PIDs: []int{300}}, c, running))
+		in.Run.Sides[0].Bundle.Host = evidence.Host{BootID: "b1", PIDNSInode: 7, PID: 50}
+		in.Run.Sides = append(in.Run.Sides, &evidence.RunSide{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: client})
+		in.Run.Profile = &cpuprof.Profile{Hz: 99, Duration: 5 * time.Second, Samples: 990, Others: []cpuprof.Other{{PID: 999, Comm: "netdoctor", Samples: 300}}}
+		fs = checkRunQueue(in)
+		if got := len(fs) == 1 && hasEvidence(fs[0], "netdoctor (pid 999)"); got != tc.neighbour {
+			t.Errorf("%s, from the profile: named the load generator %v, want %v: %+v", tc.name, got, tc.neighbour, fs)
+		}
 	}
 }
