@@ -150,6 +150,7 @@ func TestLab(t *testing.T) {
 	}
 	t.Logf("healthy: %.0f req/s", healthy.before.Load.RPS)
 	healthyRPS.Store(healthy.before.Load.RPS)
+	healthyRun.Store(healthy.before)
 	// Through an agent alone too (lab run --agent): nothing found
 	// either way, and the lab's --agent itself in use.
 	t.Run("healthy/agent", func(t *testing.T) { // agentFamilies
@@ -606,6 +607,11 @@ func wantNearHealthy(t *testing.T, what string, x, healthy float64, again func()
 // it: TestTuneLab compares with it rather than build and load the same
 // lab again (wantNearHealthy measures fresh pairs when one is not near).
 var healthyRPS atomicFloat
+
+// healthyRun is the healthy control's run, once TestLab made it: the
+// tests that hold a healthy lab's run to their own quiet read it rather
+// than load the same lab again.
+var healthyRun atomic.Pointer[runJSON]
 
 type atomicFloat struct{ bits atomic.Uint64 }
 

@@ -4,7 +4,7 @@ import "testing"
 
 // TestPaired runs, two at a time (-parallel 2 of the measuring pass),
 // the measuring tests whose fault and judgement stand beside another of
-// them: 16 tests, 100 s one after the other, about 55 s so. Each builds
+// them: 17 tests, 105 s one after the other, about 55 s so. Each builds
 // its own lab (namespaces, subnet, servers) and is judged from its own
 // namespaces' counters, sockets and servers, with a load that leaves a
 // CPU idle: the fault bounds it (a queue of 8, a pool of 2, 64 files, a
@@ -38,6 +38,7 @@ func TestPaired(t *testing.T) {
 		{"RunStoppedReuseport", testRunStoppedReuseport},
 		{"RunStoppedNginxWorker", testRunStoppedNginxWorker},
 		{"CheckLossyResolver", testCheckLossyResolver},
+		{"RunScript", testRunScript},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

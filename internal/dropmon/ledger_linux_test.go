@@ -21,6 +21,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/evidence"
 	"github.com/netdoctor/netdoctor/internal/lab/flowlab"
 	"github.com/netdoctor/netdoctor/internal/netns"
+	"github.com/netdoctor/netdoctor/internal/poll"
 )
 
 // The ledger's evidence in issue 36's scenarios, with real traffic in
@@ -51,24 +52,21 @@ func showDrops(t *testing.T, what string, d *evidence.Drops) {
 // the test after 15 s with what it saw.
 func until(t *testing.T, m *Monitor, ino uint64, what string, ok func(*evidence.Drops) bool) *evidence.Drops {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var d *evidence.Drops
+	if !poll.WaitEvery(15*time.Second, 100*time.Millisecond, func() bool {
 		m.mu.Lock()
 		m.last = nil
 		m.mu.Unlock()
-		d := namespace(m, ino)
-		if d.Unavailable != "" {
-			t.Fatal(d.Unavailable)
-		}
-		if ok(d) {
-			return d
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.MarshalIndent(d, "", "  ")
-			t.Fatalf("no %s in 15 s:\n%s", what, b)
-		}
-		time.Sleep(100 * time.Millisecond)
+		d = namespace(m, ino)
+		return d.Unavailable != "" || ok(d)
+	}) {
+		b, _ := json.MarshalIndent(d, "", "  ")
+		t.Fatalf("no %s in 15 s:\n%s", what, b)
 	}
+	if d.Unavailable != "" {
+		t.Fatal(d.Unavailable)
+	}
+	return d
 }
 
 // host is an endpoint's address.
@@ -514,19 +512,21 @@ func TestRetransFloodStillCounts(t *testing.T) {
 	})
 	// The view lists the busiest 64 connections, and the flood's
 	// retransmitted as much: the new one is looked for in the table.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var stats any
+	var rerr error
+	if !poll.WaitEvery(15*time.Second, 100*time.Millisecond, func() bool {
 		c, err := m.read()
 		if err != nil {
-			t.Fatal(err)
+			rerr = err
+			return true
 		}
-		if slices.ContainsFunc(c.Flows, func(f RawFlow) bool { return uint64(f.NetNS) == ino && f.Sport == lastPort }) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the connection opened after the flood retransmitted, not counted: table %+v", c.Stats)
-		}
-		time.Sleep(100 * time.Millisecond)
+		stats = c.Stats
+		return slices.ContainsFunc(c.Flows, func(f RawFlow) bool { return uint64(f.NetNS) == ino && f.Sport == lastPort })
+	}) {
+		t.Fatalf("the connection opened after the flood retransmitted, not counted: table %+v", stats)
+	}
+	if rerr != nil {
+		t.Fatal(rerr)
 	}
 }
 

@@ -74,7 +74,7 @@ func TestTCPLateJoin(t *testing.T) {
 		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials++
 			if dials == 3 { // the control connection, stream 0, then stream 1
-				time.Sleep(1500 * time.Millisecond)
+				time.Sleep(1500 * time.Millisecond) // the fault under test: a late join
 			}
 			return nd.DialContext(ctx, network, addr)
 		}
