@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -128,27 +129,67 @@ func (r *Run) Serves(addr string) bool {
 	return false
 }
 
-// Own are the PIDs of the netdoctor processes that took the run's
+// own are the PIDs of the netdoctor processes that took the run's
 // bundles on h's kernel and in its PID namespace: the load generator and
 // any agent beside it. A side's observer skips only itself, so an agent
 // on the load generator's host sees the load generator among the
 // processes that took the servers' CPUs; it is netdoctor's own load,
 // never a neighbour to blame.
-func (r *Run) Own(h Host) map[int]bool {
+func (r *Run) own(h Host, also []Host) map[int]bool {
 	own := map[int]bool{}
 	if h.BootID == "" || h.PIDNSInode == 0 {
 		return own
 	}
+	hosts := also
 	for _, s := range r.Sides {
-		if s.Bundle == nil {
-			continue
+		if s.Bundle != nil {
+			hosts = append(hosts, s.Bundle.Host)
 		}
-		o := s.Bundle.Host
+	}
+	for _, o := range hosts {
 		if o.PID > 0 && o.BootID == h.BootID && o.PIDNSInode == h.PIDNSInode {
 			own[o.PID] = true
 		}
 	}
 	return own
+}
+
+// ForgetOwn takes netdoctor's own processes (own, where the servers
+// were observed: the server side, or the client's when it observed
+// them, and the observers in also, which watched beside the run's
+// sides: an agent twin) out of the processes the servers' samples and profile name as
+// their neighbours; the profile's samples of them count as its own
+// (Self). Run once before the diagnosis, so that no rule and no line of
+// the report names netdoctor's own load as another process on the
+// servers' CPUs.
+func (r *Run) ForgetOwn(also ...Host) {
+	s := r.Server()
+	if s == nil || s.Bundle == nil {
+		s = r.Client()
+	}
+	if s == nil || s.Bundle == nil {
+		return
+	}
+	own := r.own(s.Bundle.Host, also)
+	if len(own) == 0 {
+		return
+	}
+	for _, srv := range r.Servers {
+		for _, smp := range srv.Samples {
+			if smp.CPU != nil {
+				smp.CPU.Others = slices.DeleteFunc(smp.CPU.Others, func(n app.Neighbour) bool { return own[n.PID] })
+			}
+		}
+	}
+	if p := r.Profile; p != nil {
+		p.Others = slices.DeleteFunc(p.Others, func(o cpuprof.Other) bool {
+			if own[o.PID] {
+				p.Self += o.Samples
+				return true
+			}
+			return false
+		})
+	}
 }
 
 // Samples are a server's samples taken while the load ran.

@@ -146,11 +146,7 @@ func neighbours(r *evidence.Run, s *app.Server, c cpuLoad) ([]string, time.Durat
 	}
 	if p := r.Profile; len(names) == 0 && p != nil && p.Samples > 0 && p.Duration > 0 {
 		// Samples of every CPU: a sample stands for 1/Hz of one CPU.
-		own := ownPIDs(r)
 		for _, o := range p.Others {
-			if own[o.PID] {
-				continue
-			}
 			t := time.Duration(float64(o.Samples) / float64(p.Hz) * float64(time.Second))
 			total += time.Duration(float64(t) * c.Span.Seconds() / p.Duration.Seconds())
 			if len(names) < 3 {

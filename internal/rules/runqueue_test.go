@@ -93,8 +93,10 @@ func TestRunQueue(t *testing.T) {
 // load generator (another netdoctor process) take the servers' CPUs.
 // That is netdoctor's own load, never a neighbour (CI: the lab's twin
 // through an agent reported run-queue contention that the run sampling
-// the namespace itself, which skips its own PID, never did). The same
-// PID seen from another kernel or PID namespace is a real neighbour.
+// the namespace itself, which skips its own PID, never did): the run's
+// evidence forgets it before the diagnosis (evidence.Run.ForgetOwn, in
+// run.Diagnose). The same PID seen from another kernel or PID namespace
+// is a real neighbour.
 func TestRunQueueOwnLoad(t *testing.T) {
 	running := map[string]int{app.WaitRunning: 1, app.WaitIdle: 1}
 	for _, tc := range []struct {
@@ -115,6 +117,7 @@ func TestRunQueueOwnLoad(t *testing.T) {
 		client := bundle(nil, idleCPU(0.2))
 		client.Host = evidence.Host{BootID: tc.boot, PIDNSInode: tc.pidns, PID: 999}
 		in.Run.Sides = append(in.Run.Sides, &evidence.RunSide{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: client})
+		in.Run.ForgetOwn()
 		fs := checkRunQueue(in)
 		if got := len(fs) == 1 && hasEvidence(fs[0], "netdoctor (pid 999)"); got != tc.neighbour {
 			t.Errorf("%s: named the load generator %v, want %v: %+v", tc.name, got, tc.neighbour, fs)
@@ -124,7 +127,11 @@ func TestRunQueueOwnLoad(t *testing.T) {
 		in = quick(cpuRun(&app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", PIDs: []int{300}}, c, running))
 		in.Run.Sides[0].Bundle.Host = evidence.Host{BootID: "b1", PIDNSInode: 7, PID: 50}
 		in.Run.Sides = append(in.Run.Sides, &evidence.RunSide{SideInfo: evidence.SideInfo{Name: report.Client, Observed: true}, Bundle: client})
-		in.Run.Profile = &cpuprof.Profile{Hz: 99, Duration: 5 * time.Second, Samples: 990, Others: []cpuprof.Other{{PID: 999, Comm: "netdoctor", Samples: 300}}}
+		in.Run.Profile = &cpuprof.Profile{Hz: 99, Duration: 5 * time.Second, Samples: 990, Self: 10, Others: []cpuprof.Other{{PID: 999, Comm: "netdoctor", Samples: 300}}}
+		in.Run.ForgetOwn()
+		if self := in.Run.Profile.Self; (self == 310) == tc.neighbour {
+			t.Errorf("%s: the profile's own samples %d", tc.name, self)
+		}
 		fs = checkRunQueue(in)
 		if got := len(fs) == 1 && hasEvidence(fs[0], "netdoctor (pid 999)"); got != tc.neighbour {
 			t.Errorf("%s, from the profile: named the load generator %v, want %v: %+v", tc.name, got, tc.neighbour, fs)

@@ -216,25 +216,11 @@ type cpuLoad struct {
 	others []app.Neighbour
 }
 
-// ownPIDs are netdoctor's own processes (Run.Own) where the servers
-// were observed: the server side, or the client's when it observed them.
-func ownPIDs(r *evidence.Run) map[int]bool {
-	s := r.Server()
-	if s == nil || s.Bundle == nil {
-		s = r.Client()
-	}
-	if s == nil || s.Bundle == nil {
-		return nil
-	}
-	return r.Own(s.Bundle.Host)
-}
-
 // loadCPU sums a server's CPU accounting over the samples taken while
 // the load ran; ok is false without any.
 func loadCPU(r *evidence.Run, s *app.Server) (cpuLoad, bool) {
 	var c cpuLoad
 	by := map[int]*app.Neighbour{}
-	own := ownPIDs(r)
 	for _, smp := range r.Samples(s) {
 		if smp.CPU == nil || smp.CPU.Span <= 0 {
 			continue
@@ -247,9 +233,6 @@ func loadCPU(r *evidence.Run, s *app.Server) (cpuLoad, bool) {
 		c.throttled += th
 		c.waiting += w
 		for _, o := range smp.CPU.Others {
-			if own[o.PID] {
-				continue
-			}
 			n := by[o.PID]
 			if n == nil {
 				n = &app.Neighbour{PID: o.PID, Comm: o.Comm}

@@ -118,10 +118,23 @@ func (res *Result) Report() *report.Run {
 // evidence, or a run bundle's read again (evidence.Read, KindRun), so a
 // run on a production host can be diagnosed elsewhere, and real runs
 // serve as test fixtures.
-func Diagnose(ev *evidence.Run) *Result {
+//
+// also are the hosts of netdoctor's observers beside the run's sides
+// (an agent twin's), whose processes are netdoctor's own as the sides'
+// are (evidence.Run.ForgetOwn).
+func Diagnose(ev *evidence.Run, also ...evidence.Host) *Result {
+	ev.ForgetOwn(also...)
 	res := &Result{Run: ev}
 	res.Findings, res.Shape = rules.Diagnose(ev)
 	return res
+}
+
+// hostOf is where a side's evidence was taken, empty without any.
+func hostOf(s *evidence.RunSide) evidence.Host {
+	if s == nil || s.Bundle == nil {
+		return evidence.Host{}
+	}
+	return s.Bundle.Host
 }
 
 // ErrNotListening reports a target nobody listens on.
@@ -247,15 +260,18 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for _, s := range []*side{server, client} {
 		ev.Sides = append(ev.Sides, s.evidence())
 	}
-	res := Diagnose(ev)
-	if twin != nil {
-		evTwin.LoadStart, evTwin.LoadEnd, evTwin.Load = ev.LoadStart, ev.LoadEnd, lr
-		if twinApps != nil {
-			evTwin.Servers = twinApps.Finish()
-		}
-		evTwin.Sides = []*evidence.RunSide{twin.evidence(), client.evidence()}
-		res.Twin = Diagnose(evTwin)
+	if twin == nil {
+		return Diagnose(ev), nil
 	}
+	evTwin.LoadStart, evTwin.LoadEnd, evTwin.Load = ev.LoadStart, ev.LoadEnd, lr
+	if twinApps != nil {
+		evTwin.Servers = twinApps.Finish()
+	}
+	evTwin.Sides = []*evidence.RunSide{twin.evidence(), client.evidence()}
+	// Each sees the other's observer: the agent among the processes on
+	// the servers' CPUs, and the agent the namespace's sampler.
+	res := Diagnose(ev, hostOf(evTwin.Sides[0]))
+	res.Twin = Diagnose(evTwin, hostOf(ev.Sides[0]))
 	return res, nil
 }
 
