@@ -30,6 +30,16 @@ func Clean() ([]string, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNeedsRoot
 	}
+	// Under the lock from the first read of the journals to the last
+	// removal: a lab that New starts meanwhile makes its directory and
+	// journal under it too, so it is either read here as live or made
+	// after Clean is done, never removed as a leftover half-built (a
+	// test's lab lost its directory to a test of Clean beside it).
+	unlock, err := lockState()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	var done []string
 	var errs []error
 	live := map[string]bool{} // namespaces and directories of live labs
@@ -56,11 +66,6 @@ func Clean() ([]string, error) {
 			}
 		}
 	}
-	unlock, err := lockState()
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
 	for _, s := range dead {
 		d, err := s.undo(otherLabs(s.path), nil)
 		done = append(done, d...)

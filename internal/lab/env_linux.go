@@ -74,14 +74,25 @@ func create(id string, link *Link) (*Env, error) {
 			return nil, fmt.Errorf("namespace %s exists: another lab %q is running, or was killed (`netdoctor lab clean` removes what it left)", ns, id)
 		}
 	}
+	// The directory and the journal under the lock Clean holds while it
+	// tells live labs from leftovers: else a Clean between the two, or
+	// one that read the journals before this one was written, removes
+	// the directory of a lab being built.
+	unlock, err := lockState()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "netdoctor-lab-"+id+"-")
 	if err != nil {
+		unlock()
 		return nil, err
 	}
 	e.Dir = dir
 	// The journal comes before anything it describes, so that `lab clean`
 	// can undo a lab killed at any point after this.
-	if e.state, err = newState(id, []change{{Dir: dir}, {Netns: e.ServerNS.Name}, {Netns: e.ClientNS.Name}}); err != nil {
+	e.state, err = newState(id, []change{{Dir: dir}, {Netns: e.ServerNS.Name}, {Netns: e.ClientNS.Name}})
+	unlock()
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

@@ -252,3 +252,50 @@ func TestCleanLeavesOthersDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanBesideNew: `lab clean` while labs are being built beside it
+// (a user's second terminal, or the tests of Clean beside other
+// packages' labs) leaves every live lab whole: each lab New returns has
+// its directory and its namespaces, however Clean's reading of the
+// journals and its removals fall around New's directory and journal (CI:
+// a test's lab lost its directory to TestCleanLeavesOthersDirs).
+func TestCleanBesideNew(t *testing.T) {
+	skipUnlessRoot(t)
+	stop := make(chan struct{})
+	cleaned := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				cleaned <- n
+				return
+			default:
+			}
+			Clean()
+			n++
+		}
+	}()
+	defer func() {
+		close(stop)
+		t.Logf("%d cleans beside the labs", <-cleaned)
+	}()
+	for i := range 8 {
+		e, err := New(fmt.Sprintf("cb%d-%d", os.Getpid()%10000, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lost []string
+		for _, p := range []string{e.Dir, e.ServerNS.Path, e.ClientNS.Path} {
+			if _, err := os.Stat(p); err != nil {
+				lost = append(lost, p)
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Errorf("lab %d: Close: %v", i, err)
+		}
+		if len(lost) > 0 {
+			t.Fatalf("lab %d, live, lost %v to Clean beside it", i, lost)
+		}
+	}
+}
