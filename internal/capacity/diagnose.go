@@ -77,7 +77,7 @@ func (s *searcher) diagnose(ctx context.Context) (*run.Result, error) {
 	if s.genLimited || len(st.GeneratorLimited) > 0 && !st.Pass {
 		generator = s.generatorReasons()
 	}
-	s.rep.LimitedBy = limitedBy(r.Findings, s.rep.Headroom, generator)
+	s.rep.LimitedBy = limitedBy(r.Findings, s.rep.Headroom, generator, st.Pass)
 	return res, nil
 }
 
@@ -95,8 +95,10 @@ const atLimit = 0.9
 // the other findings that explain a slow or failing load (a busy CPU);
 // and, when nothing else does, the unexplained distress, and the other
 // resources found at their limit. Consequences are left out: their
-// causes are listed.
-func limitedBy(fs []report.Finding, head []report.Headroom, generator []string) []report.Limit {
+// causes are listed. When the diagnosed step met the SLO (met), its
+// slow tail within the SLO limited nothing: the fullest resource is the
+// likely limit, said as such.
+func limitedBy(fs []report.Finding, head []report.Headroom, generator []string, met bool) []report.Limit {
 	out := []report.Limit{}
 	if len(generator) > 0 {
 		for _, f := range rules.LoadGen(&load.Result{Saturated: true, SaturatedBy: generator}) {
@@ -160,6 +162,16 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator []string) 
 	}
 	if len(rest) > 0 {
 		return append(out, rest...)
+	}
+	if met {
+		for _, h := range head {
+			if h.Share > 0 && h.Finding != "" {
+				l := headroomLimit(h)
+				l.Basis = report.BasisFullest
+				l.Title = fmt.Sprintf("%s %s, the fullest resource at %s of its limit", h.Resource, h.Subject, report.Percent(h.Share))
+				return append(out, l)
+			}
+		}
 	}
 	return append(out, unexplained...)
 }

@@ -413,7 +413,7 @@ func (s *searcher) finish() {
 	c.CapacityRPS, c.Bracket = lo, report.Bracket{Pass: lo, Fail: hi}
 	c.GeneratorLimited = s.genLimited
 	if s.genLimited && len(c.LimitedBy) == 0 {
-		c.LimitedBy = limitedBy(nil, nil, s.generatorReasons())
+		c.LimitedBy = limitedBy(nil, nil, s.generatorReasons(), false)
 	}
 	c.Noise = s.noise(lo)
 	var what string

@@ -123,7 +123,7 @@ func TestLimitedBy(t *testing.T) {
 		{Resource: "cpu", Subject: "server host", Share: 0.95, Finding: rules.CPUSaturated, Active: true},
 		{Resource: "conntrack", Subject: "nf_conntrack server", Share: 0.3, Finding: rules.ConntrackTableFull},
 	}
-	if got := ids(limitedBy(fs, head, nil)); got != "conntrack-table-full/finding worker-pool-exhausted/headroom cpu-saturated/finding" {
+	if got := ids(limitedBy(fs, head, nil, false)); got != "conntrack-table-full/finding worker-pool-exhausted/headroom cpu-saturated/finding" {
 		t.Errorf("limited by %s", got)
 	}
 	// Only the unexplained distress: a resource at or near its limit is
@@ -131,18 +131,28 @@ func TestLimitedBy(t *testing.T) {
 	// servers and the load generator), not "unexplained"; with every
 	// resource well below its limit, the distress is.
 	only := []report.Finding{f(rules.UnexplainedDistress, report.Critical, 0, "")}
-	if got := ids(limitedBy(only, head[1:], nil)); got != "cpu-saturated/headroom" {
+	if got := ids(limitedBy(only, head[1:], nil, false)); got != "cpu-saturated/headroom" {
 		t.Errorf("unexplained: limited by %s", got)
 	}
 	near := []report.Headroom{{Resource: "cpu", Subject: "server's host", Share: 0.8, Finding: rules.CPUSaturated}, head[2]}
-	if got := ids(limitedBy(only, near, nil)); got != "cpu-saturated/headroom" {
+	if got := ids(limitedBy(only, near, nil, false)); got != "cpu-saturated/headroom" {
 		t.Errorf("CPUs at 80 %%: limited by %s", got)
 	}
 	low := []report.Headroom{{Resource: "cpu", Subject: "server's host", Share: 0.5, Finding: rules.CPUSaturated}, head[2]}
-	if got := ids(limitedBy(only, low, nil)); got != "unexplained-distress/finding" {
+	if got := ids(limitedBy(only, low, nil, false)); got != "unexplained-distress/finding" {
 		t.Errorf("CPUs at 50 %%: limited by %s", got)
 	}
-	if got := ids(limitedBy(fs, head, []string{"thread 0 was on CPU 97% of the run"})); got != "load-generator-saturated/load-generator" {
+	// The diagnosed step met the SLO (the knee moved): its slow tail
+	// within the SLO limited nothing; the fullest resource is named as
+	// the fullest, not "unexplained" (CI of stop 43: TestTuneLab's
+	// capacity after the plan).
+	if got := ids(limitedBy(only, low, nil, true)); got != "cpu-saturated/fullest" {
+		t.Errorf("diagnosed step met, CPUs at 50 %%: limited by %s", got)
+	}
+	if got := ids(limitedBy(only, nil, nil, true)); got != "unexplained-distress/finding" {
+		t.Errorf("diagnosed step met, no resource measured: limited by %s", got)
+	}
+	if got := ids(limitedBy(fs, head, []string{"thread 0 was on CPU 97% of the run"}, false)); got != "load-generator-saturated/load-generator" {
 		t.Errorf("generator: limited by %s", got)
 	}
 }

@@ -155,7 +155,7 @@ func (s Step) At(p float64) (time.Duration, bool) {
 // resource at its limit that no finding named (Basis).
 type Limit struct {
 	Finding
-	// Basis: "finding", "headroom" or "load-generator".
+	// Basis: "finding", "headroom", "fullest" or "load-generator".
 	Basis string `json:"basis"`
 }
 
@@ -164,6 +164,10 @@ const (
 	BasisFinding   = "finding"
 	BasisHeadroom  = "headroom"
 	BasisGenerator = "load-generator"
+	// BasisFullest: the diagnosed step met the SLO (the knee moves from
+	// run to run), so nothing was seen at its limit; the resource
+	// fullest there is the likely limit.
+	BasisFullest = "fullest"
 )
 
 // Headroom is one resource's use against its limit in the diagnosed
@@ -397,6 +401,8 @@ func basisText(b string) string {
 	switch b {
 	case BasisHeadroom:
 		return "at its limit, though no rule made the finding"
+	case BasisFullest:
+		return "the fullest resource: the diagnosed step met the SLO, so none was seen at its limit"
 	case BasisGenerator:
 		return "the load generator, not the service"
 	}
