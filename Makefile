@@ -58,28 +58,30 @@ lint:
 # netdoctor beside wrk or iperf3), or when it changes a host-wide
 # setting (nf_conntrack_max) that another test's connections would feel:
 # another package's load beside it would be its noise. Within
-# internal/cli the measuring tests whose load is light (lightLoad) run
-# two at a time (-parallel 2) after the package's other tests, and
-# TestLab runs the scenarios whose judgement stands beside another lab's
-# (besideAnother) two at a time after its others. Every other test waits
+# internal/cli the measuring tests whose load is light run four at a
+# time, longest first (TestLight), those whose fault bounds a load that
+# leaves a CPU idle three at a time (TestPaired), and TestLab runs the
+# scenarios whose judgement stands beside another lab's (besideAnother)
+# two at a time after its others; each pool alone. Every other test waits
 # for what it needs by polling
 # (internal/poll), so a busy machine only makes it slower: `make stress`
 # runs them with every CPU kept busy. What each pass skips the other
 # runs (-skip and -run of one list), so no test is left out. Measured on
 # the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestPath.*|TestCheckDependency.*|TestCheckTLSHandshakes|TestAgentDependency|TestPaired|TestCapacity(CPU|DependencyPool|GeneratorLimited|WorkerPool|Workers|Kubernetes)|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestCheckDependencyQuiet|TestCheckTLSHandshakes|TestPaired|TestLight|TestCapacity(CPU|GeneratorLimited)|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared; seed 000's capacity before
 #                    and after its plan), TestRun* (loads judged
-#                    from both hosts' counters), TestPath* (capacity
-#                    through a tbf), the dependency tests (round trips),
-#                    TestPaired (16 run tests two at a time),
+#                    from both hosts' counters), TestLight (capacity
+#                    through a tbf, the dependency tests' round trips,
+#                    the pools' capacity searches: light loads four at a
+#                    time), TestPaired (17 run tests three at a time),
 #                    TestCheckTLSHandshakes (a
 #                    server's CPU share in check's profile), the capacity searches
 #                    (TestCapacity* of the cli: loads up to a knee),
 #                    TestLabPortSearch (a lab run's profile),
 #                    TestMergeWorkers*, TestMergeRunWorkers,
-#                    TestCapacityWorkers and TestCapacityKubernetes
+#                    TestLight/CapacityWorkers and /CapacityKubernetes
 #                    (workers started together,
 #                    their rate and the knee judged), TestWrkCompatible (beside
 #                    wrk), TestPrometheusAlerts, TestLabCleanAfterKill and

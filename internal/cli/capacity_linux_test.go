@@ -82,12 +82,11 @@ func within(t *testing.T, c *report.Capacity, want float64) {
 	}
 }
 
-// TestCapacityWorkerPool: a Python service of 4 worker threads, each
+// testCapacityWorkerPool: a Python service of 4 worker threads, each
 // request 50 ms off the CPU (the python-pool scenario), takes 4 / 50 ms
 // = 80 requests a second. The search finds it within 10 %, and what
 // limited it is the pool of that server.
-func TestCapacityWorkerPool(t *testing.T) {
-	lightLoad(t)
+func testCapacityWorkerPool(t *testing.T) {
 	sc, _ := lab.Lookup("python-pool")
 	e := newLab(t)
 	target, err := sc.Build(context.Background(), e, 1)
@@ -109,13 +108,12 @@ func TestCapacityWorkerPool(t *testing.T) {
 	}
 }
 
-// TestCapacityDependencyPool: an API whose every request takes one of 4
+// testCapacityDependencyPool: an API whose every request takes one of 4
 // connections to a backend that answers in 50 ms takes 4 / 50 ms = 80
 // requests a second, whatever its own threads: the search finds it
 // within 10 % (of 4 over the round trip the API timed, longer on a busy
 // machine) and names the pool to that backend.
-func TestCapacityDependencyPool(t *testing.T) {
-	lightLoad(t)
+func testCapacityDependencyPool(t *testing.T) {
 	e := newLab(t)
 	backend := e.ServerIP + ":7300"
 	api, h := depStartAPI(t, e, e.ServerNS.Name, backend, false, 50*time.Millisecond, 0)
@@ -222,14 +220,13 @@ func limitIDs(c *report.Capacity) string {
 	return strings.Join(s, "; ")
 }
 
-// TestCapacityWorkers: capacity --workers 2 sends every step from two
+// testCapacityWorkers: capacity --workers 2 sends every step from two
 // worker processes (load --segment i/2, one --start-at) and judges it on
 // their merged result: on the python-pool scenario (the one
-// TestCapacityWorkerPool searches in one process; the lab has no
+// testCapacityWorkerPool searches in one process; the lab has no
 // scenario named capacity-knee) it finds the same knee, 80 requests a
 // second, within 10 %. No diagnosis, to keep it under a minute.
-func TestCapacityWorkers(t *testing.T) {
-	lightLoad(t)
+func testCapacityWorkers(t *testing.T) {
 	sc, _ := lab.Lookup("python-pool")
 	e := newLab(t)
 	target, err := sc.Build(context.Background(), e, 1)

@@ -68,13 +68,12 @@ func depFindings(r *report.Report) []report.Finding {
 	return out
 }
 
-// TestCheckDependencyPool: under ordinary clients (32 at once, no
+// testCheckDependencyPool: under ordinary clients (32 at once, no
 // netdoctor load), check finds the API's 4 connections to the backend
 // that answers in 20 ms busy all the time: the pool is saturated, ~20 ms
 // per round trip (within 25 % of the API's clock), at most ~200 req/s; in
 // Go and python3.
-func TestCheckDependencyPool(t *testing.T) {
-	lightLoad(t)
+func testCheckDependencyPool(t *testing.T) {
 	for _, py := range []bool{false, true} {
 		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
 			e := newLab(t)
@@ -104,13 +103,12 @@ func TestCheckDependencyPool(t *testing.T) {
 	}
 }
 
-// TestCheckDependencyChain: under ordinary clients, an API's 8
+// testCheckDependencyChain: under ordinary clients, an API's 8
 // connections wait on a middle service whose own 2 connections to a
 // 20 ms backend are all taken. check finds both pools saturated, names
 // the middle service's as the cause of the API's (JSON and text), and
 // does not advise the API a bigger pool: the middle service has no room.
-func TestCheckDependencyChain(t *testing.T) {
-	lightLoad(t)
+func testCheckDependencyChain(t *testing.T) {
 	e := newLab(t)
 	backend, mid, api := e.ServerIP+":7300", e.ServerIP+":7400", e.ServerIP+":8080"
 	startHelper(t, e.ServerNS.Name, "depbackend", "ND_ADDR="+backend, "ND_DELAY=20ms")
@@ -182,13 +180,12 @@ func TestCheckDependencyQuiet(t *testing.T) {
 	}
 }
 
-// TestAgentDependency: the agent in the server namespace traces the
+// testAgentDependency: the agent in the server namespace traces the
 // API's pool under ordinary clients (no netdoctor load) in its bursts:
 // /metrics has the pool's series, ~20 ms per round trip (within 25 % of
 // the API's clock),
 // lint-clean, and its diagnosis holds the saturated pool active.
-func TestAgentDependency(t *testing.T) {
-	lightLoad(t)
+func testAgentDependency(t *testing.T) {
 	e := newLab(t)
 	api, h := depStartAPI(t, e, e.ServerNS.Name, e.ServerIP+":7300", false, 20*time.Millisecond, 0)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -53,7 +53,7 @@ func startFront(t *testing.T, e *lab.Env, kind, addr, backend, n string) *helper
 // (an event loop starved of CPU holds its connections idle, and times
 // its own delays into its calls), is run again once.
 //
-// Not a lightLoad test: beside another, Node's event loop fell behind
+// Not in TestLight: beside another, Node's event loop fell behind
 // and its agent replaced connections mid-run (a pool 82 % busy, once in
 // five paired runs).
 func TestRunDependencyAnswerParts(t *testing.T) {

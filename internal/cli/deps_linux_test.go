@@ -273,14 +273,13 @@ func apiNear(t *testing.T, h *helperProc, nominal, got time.Duration) (time.Dura
 	return truth, got >= truth*3/4 && got <= truth*5/4
 }
 
-// TestRunDependencyPool: an API with 4 connections to a backend that
+// testRunDependencyPool: an API with 4 connections to a backend that
 // answers in 20 ms, under 50 connections: the pool is full, requests
 // queue for a connection. The finding names the backend's address and
 // owner, the pool and the time per round trip within 25 % of the API's
 // own clock, in Go
 // (goroutines, no thread per request) and in python3 (threads).
-func TestRunDependencyPool(t *testing.T) {
-	lightLoad(t)
+func testRunDependencyPool(t *testing.T) {
 	for _, py := range []bool{false, true} {
 		t.Run(map[bool]string{false: "go", true: "python"}[py], func(t *testing.T) {
 			e := newLab(t)
@@ -310,7 +309,7 @@ func TestRunDependencyPool(t *testing.T) {
 	}
 }
 
-// TestRunDependencyLong: round trips longer than the interval between
+// testRunDependencyLong: round trips longer than the interval between
 // looks (a backend answering in 400 ms) are timed one by one, from each
 // request's send to its answer as tcp_info dates them, the requests
 // already outstanding when the trace began included: within 10 % of the
@@ -319,8 +318,7 @@ func TestRunDependencyPool(t *testing.T) {
 // lasts 5 s so that each connection carries the 8 requests its lattice
 // needs (minLatticeRequests) even when those requests take a fifth
 // longer: over 3 s, 440 ms round trips gave 7 and none were timed.
-func TestRunDependencyLong(t *testing.T) {
-	lightLoad(t)
+func testRunDependencyLong(t *testing.T) {
 	e := newLab(t)
 	backend := e.ServerIP + ":7300"
 	api, h := depStartAPI(t, e, e.ServerNS.Name, backend, false, 400*time.Millisecond, 0)
@@ -381,13 +379,12 @@ func dependencyOf(r *runJSON, addr string) *app.Dependency {
 	return nil
 }
 
-// TestRunDependencyElsewhere: the backend listens in a third namespace,
+// testRunDependencyElsewhere: the backend listens in a third namespace,
 // joined to the server's by a veth of its own. The finding still names
 // its address and its owner, with the namespace it is in, the pool and
 // the time per round trip within 25 % of the API's clock; the backend is
 // observed as a server of the run.
-func TestRunDependencyElsewhere(t *testing.T) {
-	lightLoad(t)
+func testRunDependencyElsewhere(t *testing.T) {
 	e := newLab(t)
 	ns, ip, err := e.AddDepNS()
 	if err != nil {
@@ -415,15 +412,14 @@ func TestRunDependencyElsewhere(t *testing.T) {
 	}
 }
 
-// TestRunDependencyAgent: the API in the server's namespace, the
+// testRunDependencyAgent: the API in the server's namespace, the
 // server's side through an agent there, and the backend beside the API
 // or in a third namespace on the same host. The agent traces the API's
 // connections for the load and returns them with the servers: the
 // finding names the backend's address and owner (with its namespace when
 // it is another), the pool and the time per round trip within 25 % of the
 // API's clock, and the backend is observed as a server of the run.
-func TestRunDependencyAgent(t *testing.T) {
-	lightLoad(t)
+func testRunDependencyAgent(t *testing.T) {
 	for _, elsewhere := range []bool{false, true} {
 		t.Run(map[bool]string{false: "same-netns", true: "other-netns"}[elsewhere], func(t *testing.T) {
 			e := newLab(t)
@@ -519,7 +515,7 @@ print("ready", flush=True)
 select.select([sys.stdin], [], [])
 `
 
-// TestRunDependencyChain: a Go API with 8 connections to a python3
+// testRunDependencyChain: a Go API with 8 connections to a python3
 // backend whose 2 worker threads each spend 20 ms on a request. The
 // API's pool is busy all the time because the backend's is full: the
 // backend is diagnosed as a server of the run (worker-pool-exhausted),
@@ -527,8 +523,7 @@ select.select([sys.stdin], [], [])
 // HTML name it from caused_by and cause_subject: the goldens), its round
 // trip is the backend's queue and service (~80 ms, within 25 % of the
 // API's clock), and the fix is not a bigger pool.
-func TestRunDependencyChain(t *testing.T) {
-	lightLoad(t)
+func testRunDependencyChain(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("needs python3")
 	}

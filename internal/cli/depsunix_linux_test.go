@@ -13,14 +13,13 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// TestRunDependencyUnix: a Go API with a pool of 4 connections to a
+// testRunDependencyUnix: a Go API with a pool of 4 connections to a
 // backend listening on a socket file (answering after 20 ms), under 50
 // connections. The API's dependency table lists unix:/… with the
 // backend's owner and 4 connections, not timed (no tcp_info for a unix
 // socket) and with no timing finding; the backend is observed as a
 // server of the run (role dependency, its threads sampled).
-func TestRunDependencyUnix(t *testing.T) {
-	lightLoad(t)
+func testRunDependencyUnix(t *testing.T) {
 	e := newLab(t)
 	sock := filepath.Join(t.TempDir(), "backend.sock")
 	backend := "unix:" + sock
@@ -65,7 +64,7 @@ func TestRunDependencyUnix(t *testing.T) {
 	}
 }
 
-// TestRunDependencyUnixPHP: nginx → php-fpm on a socket file, as
+// testRunDependencyUnixPHP: nginx → php-fpm on a socket file, as
 // Debian's default pool (/run/php/php8.2-fpm.sock) is reached, one
 // FastCGI connection per request (nginx's default), and a pool of 2
 // workers whose requests take 100 ms, under 20 connections. nginx's
@@ -74,8 +73,7 @@ func TestRunDependencyUnix(t *testing.T) {
 // timing finding comes from the unix row. The requests left waiting in
 // php-fpm's accept queue (nginx connected, not yet accepted) sit unread
 // at its end: the row's unread share.
-func TestRunDependencyUnixPHP(t *testing.T) {
-	lightLoad(t)
+func testRunDependencyUnixPHP(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
 	sock := filepath.Join(e.Dir, "fpm", "www.sock")

@@ -85,14 +85,13 @@ func noDropFinding(t *testing.T, fs []report.Finding) {
 	}
 }
 
-// TestRunFirewallRateLimit: the mitigation seed 001 §6 recommends
+// testRunFirewallRateLimit: the mitigation seed 001 §6 recommends
 // against SYN floods — iptables accepting 20 new connections a second
 // and dropping the rest — in front of a server whose clients open a
 // connection per request. The run names the DROP rule whose counter
 // moved, in iptables' and nft's syntax, with the limit in front of it,
 // on the server's side, and the monitor's NETFILTER_DROP.
-func TestRunFirewallRateLimit(t *testing.T) {
-	lightLoad(t) // 20 new connections a second pass the limit
+func testRunFirewallRateLimit(t *testing.T) {
 	if _, err := exec.LookPath("iptables-nft"); err != nil {
 		t.Skip("needs iptables-nft (Debian's iptables; scripts/deps.sh installs it)")
 	}
@@ -213,13 +212,12 @@ func counterRise(f *report.Finding, prefix string) uint64 {
 	return 0
 }
 
-// TestRunPathMTUBlackhole: client — router — server, the router's link to
+// testRunPathMTUBlackhole: client — router — server, the router's link to
 // the client with an MTU of 1280 (the client's end keeps 1500, so its
 // MSS lets the server send full 1500-byte packets), and the router's ICMP
 // "fragmentation needed" dropped on its way out. The server's large
 // responses die at the router; small requests pass.
-func TestRunPathMTUBlackhole(t *testing.T) {
-	lightLoad(t) // 8 connections whose responses die at the router
+func testRunPathMTUBlackhole(t *testing.T) {
 	if !monitorHere(t) {
 		t.Skip("the drop monitor cannot run here: the segments' sizes are its evidence")
 	}

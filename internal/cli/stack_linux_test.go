@@ -24,22 +24,6 @@ func newLab(t *testing.T) *lab.Env {
 
 var labs atomic.Int64
 
-// lightLoad marks a measuring test whose load is light — some hundred
-// requests a second, bound by a dependency's or a worker's sleep or by a
-// shaped link, not by the CPUs — and whose judgement stands with another
-// such test beside it: each builds its own lab, and what it measures is
-// timed against sleeps or the program's own clock, not against the
-// machine's speed. Go runs them two at a time (test-measuring's
-// -parallel 2) once the package's other tests are done, which takes
-// some 100 s off the measuring pass (19 tests, 223 s one after the
-// other, 120 s so; three at a time took as long, the two 43 s capacity
-// searches then starting last). Not a test whose fault writes the
-// kernel log's SYN flooding messages, nor one that another test's
-// would mislead (TestLab's besideAnother says why).
-func lightLoad(t *testing.T) {
-	t.Parallel()
-}
-
 var labMust = labtest.Must
 
 // runLab runs netdoctor run in the lab's client namespace against its
