@@ -62,13 +62,13 @@ lint:
 # time, longest first (TestLight), those whose fault bounds a load that
 # leaves a CPU idle three at a time (TestPaired), and TestLab runs the
 # scenarios whose judgement stands beside another lab's (besideAnother)
-# two at a time after its others; each pool alone. Every other test waits
+# three at a time after its others; each pool alone. Every other test waits
 # for what it needs by polling
 # (internal/poll), so a busy machine only makes it slower: `make stress`
 # runs them with every CPU kept busy. What each pass skips the other
 # runs (-skip and -run of one list), so no test is left out. Measured on
 # the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestCheckDependencyQuiet|TestCheckTLSHandshakes|TestPaired|TestLight|TestCapacity(CPU|GeneratorLimited)|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestCheckDependencyQuiet|TestCheckTLSHandshakes|TestPaired|TestLight|TestCapacityCPU|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared; seed 000's capacity before
 #                    and after its plan), TestRun* (loads judged

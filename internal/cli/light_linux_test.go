@@ -59,6 +59,7 @@ func TestLight(t *testing.T) {
 		{"RunDependencyAgent", testRunDependencyAgent},
 		{"RunServerLogWords", testRunServerLogWords}, // 20 connections, every tenth request held 2 s
 		{"RunDependencyLong", testRunDependencyLong},
+		{"CapacityGeneratorLimited", testCapacityGeneratorLimited}, // 2 connections, 40 requests a second
 		{"RunSlowReaders", testRunSlowReaders},
 		{"RunKubernetes", testRunKubernetes},
 		{"PathProbeStreams", testPathProbeStreams},
