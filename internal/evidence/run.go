@@ -157,9 +157,10 @@ func (r *Run) own(h Host, also []Host) map[int]bool {
 // ForgetOwn takes netdoctor's own processes (own, where the servers
 // were observed: the server side, or the client's when it observed
 // them, and the observers in also, which watched beside the run's
-// sides: an agent twin) out of the processes the servers' samples and profile name as
-// their neighbours; the profile's samples of them count as its own
-// (Self). Run once before the diagnosis, so that no rule and no line of
+// sides: an agent twin), and the kernel's worker that sends netdoctor
+// the connections' ends (endsWorker), out of the processes the servers'
+// samples and profile name as their neighbours; the profile's samples
+// of them count as its own (Self). Run once before the diagnosis, so that no rule and no line of
 // the report names netdoctor's own load as another process on the
 // servers' CPUs.
 func (r *Run) ForgetOwn(also ...Host) {
@@ -171,25 +172,68 @@ func (r *Run) ForgetOwn(also ...Host) {
 		return
 	}
 	own := r.own(s.Bundle.Host, also)
-	if len(own) == 0 {
+	ends := r.watchedEnds(s.Bundle.Host.BootID)
+	if len(own) == 0 && !ends {
 		return
 	}
+	mine := func(pid int, comm string) bool { return own[pid] || ends && endsWorker(comm) }
 	for _, srv := range r.Servers {
 		for _, smp := range srv.Samples {
 			if smp.CPU != nil {
-				smp.CPU.Others = slices.DeleteFunc(smp.CPU.Others, func(n app.Neighbour) bool { return own[n.PID] })
+				smp.CPU.Others = slices.DeleteFunc(smp.CPU.Others, func(n app.Neighbour) bool { return mine(n.PID, n.Comm) })
 			}
 		}
 	}
 	if p := r.Profile; p != nil {
 		p.Others = slices.DeleteFunc(p.Others, func(o cpuprof.Other) bool {
-			if own[o.PID] {
+			if mine(o.PID, o.Comm) {
 				p.Self += o.Samples
 				return true
 			}
 			return false
 		})
 	}
+}
+
+// watchedEnds says whether a side on the kernel of boot listened to the
+// kernel's notices of TCP connections' ends (sockdiag.WatchEnds): then
+// that kernel's worker sending them (endsWorker) ran for netdoctor.
+func (r *Run) watchedEnds(boot string) bool {
+	if boot == "" {
+		return false
+	}
+	for _, sd := range r.Sides {
+		if sd.Bundle == nil || sd.Bundle.Host.BootID != boot {
+			continue
+		}
+		for _, snap := range sd.Bundle.Snapshots {
+			if snap.Senders != nil && snap.Senders.Ends {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// endsWorker says whether comm, as /proc/PID/comm names a kernel worker
+// thread, is the one that last ran the "sock_diag_events" workqueue:
+// sock_diag_broadcast_destroy queues a destroyed TCP socket's last state
+// there for the destroy groups' listeners, and only while someone
+// listens. Under a new connection per request it took some 9 % of two
+// CPUs beside seed 000's servers: netdoctor's own cost (its sides listen,
+// for the connections' last tcp_info), never a neighbour to blame. The
+// kernel appends the workqueue of the worker's latest work, "+" while it
+// runs it and "-" after (wq_worker_comm).
+func endsWorker(comm string) bool {
+	w, ok := strings.CutPrefix(comm, "kworker/")
+	if !ok {
+		return false
+	}
+	_, q, ok := strings.Cut(w, "-")
+	if !ok {
+		_, q, ok = strings.Cut(w, "+")
+	}
+	return ok && q == "sock_diag_events"
 }
 
 // Samples are a server's samples taken while the load ran.

@@ -29,7 +29,7 @@ may run on; and the requests spent at least 20 % of their p50 or p99 waiting so 
 busy host every thread waits a little, the finding is for waits the requests feel). **Who else** is read
 by the accounting, which, in each interval in which the threads waited for CPUs that never idled, reads
 every process's CPU time (´/proc/PID/stat´, at most 8192 processes; netdoctor's own — the load
-generator, an agent beside it, by the PIDs its sides report on one kernel — and the run's servers never count) and names those last seen on the server's CPUs; else from the profile's samples of
+generator, an agent beside it, by the PIDs its sides report on one kernel, and the kernel's worker that sends its sides the connections' ends, ´kworker/…-sock_diag_events´ — and the run's servers never count) and names those last seen on the server's CPUs; else from the profile's samples of
 other processes (on any CPU). **Critical** when the others took half the CPUs and the threads waited
 twice as long as they ran. Threads that waited for each other, for the other servers of the run or for
 the load generator are the stack's own sizing, not this finding (a healthy nginx + php-fpm lab that

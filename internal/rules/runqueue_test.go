@@ -138,3 +138,44 @@ func TestRunQueueOwnLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestRunQueueEndsWorker: the kernel's worker that sends the listeners of
+// the sock_diag destroy groups each ended connection's last state
+// (kworker/N:M-sock_diag_events) runs for netdoctor when one of the
+// run's sides listened (evidence.Run.ForgetOwn): never a neighbour then,
+// in the samples or the profile. Where no side listened, someone else
+// did, and the worker is a neighbour like any other.
+func TestRunQueueEndsWorker(t *testing.T) {
+	running := map[string]int{app.WaitRunning: 1, app.WaitIdle: 1}
+	for _, tc := range []struct {
+		name      string
+		comm      string
+		watched   bool
+		neighbour bool
+	}{
+		{"watched, last ran", "kworker/1:2-sock_diag_events", true, false},
+		{"watched, running", "kworker/u8:0+sock_diag_events", true, false},
+		{"not watched", "kworker/1:2-sock_diag_events", false, true},
+		{"another workqueue", "kworker/1:2-events", true, true},
+		{"a process named like it", "sock_diag_events", true, true},
+	} {
+		s := &app.Server{Role: "front", Kind: "nginx", Addr: "0.0.0.0:80", PIDs: []int{300}}
+		c := contended
+		c.Others = []app.Neighbour{{PID: 77, Comm: tc.comm, OnCPU: 490 * time.Millisecond}}
+		in := quick(cpuRun(s, c, running))
+		b := in.Run.Sides[0].Bundle
+		b.Host = evidence.Host{BootID: "b1", PIDNSInode: 7, PID: 50}
+		if tc.watched {
+			b.Snapshots[1].Senders = &evidence.Senders{Ends: true}
+		}
+		in.Run.Profile = &cpuprof.Profile{Hz: 99, Duration: 5 * time.Second, Samples: 990, Self: 10, Others: []cpuprof.Other{{PID: 77, Comm: tc.comm, Samples: 300}}}
+		in.Run.ForgetOwn()
+		fs := checkRunQueue(in)
+		if got := len(fs) == 1 && hasEvidence(fs[0], tc.comm+" (pid 77)"); got != tc.neighbour {
+			t.Errorf("%s: named %s a neighbour %v, want %v: %+v", tc.name, tc.comm, got, tc.neighbour, fs)
+		}
+		if self := in.Run.Profile.Self; (self == 310) == tc.neighbour {
+			t.Errorf("%s: the profile's own samples %d", tc.name, self)
+		}
+	}
+}
