@@ -68,19 +68,19 @@ lint:
 # runs them with every CPU kept busy. What each pass skips the other
 # runs (-skip and -run of one list), so no test is left out. Measured on
 # the 2-CPU machine: bench/README.md.
-MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestCheckDependencyQuiet|TestCheckTLSHandshakes|TestPaired|TestLight|TestCapacityCPU|TestMergeWorkers.*|TestMergeRunWorkers|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
+MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|TestRun.*|TestCheckDependencyQuiet|TestCheckTLSHandshakes|TestPaired|TestLight|TestCapacityCPU|TestLabPortSearch|TestWrkCompatible|TestLabTCPAgreesWithIperf3|TestLabTCPSlowJoins|TestLabUDPLoss.*|TestRateHolds|TestRateShowsStall|TestEnginesAgree|TestReqPerSec|TestRamp|TestScriptDelayLikeWrk|TestScriptHTTPSDelayStop|TestTBFSaturated|TestSetGlobal.*|TestDelayRTT|TestDelayRate)$$
 #   internal/cli     TestLab, TestTuneLab (the seed cases loaded before and
 #                    after their fix, compared; seed 000's capacity before
 #                    and after its plan), TestRun* (loads judged
 #                    from both hosts' counters), TestLight (capacity
 #                    through a tbf, the dependency tests' round trips,
 #                    the pools' capacity searches: light loads four at a
-#                    time), TestPaired (17 run tests three at a time),
+#                    time), TestPaired (22 tests three at a time),
 #                    TestCheckTLSHandshakes (a
 #                    server's CPU share in check's profile), the capacity searches
 #                    (TestCapacity* of the cli: loads up to a knee),
 #                    TestLabPortSearch (a lab run's profile),
-#                    TestMergeWorkers*, TestMergeRunWorkers,
+#                    TestPaired/MergeWorkers*, /MergeRunWorkers,
 #                    TestLight/CapacityWorkers and /CapacityKubernetes
 #                    (workers started together,
 #                    their rate and the knee judged), TestWrkCompatible (beside

