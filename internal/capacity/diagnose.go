@@ -94,8 +94,9 @@ const atLimit = 0.9
 // headroom found full with requests waiting though no rule named them);
 // the other findings that explain a slow or failing load (a busy CPU);
 // and, when nothing else does, the unexplained distress, and the other
-// resources found at their limit. Consequences are left out: their
-// causes are listed. When the diagnosed step met the SLO (met), its
+// resources found at their limit, or else the listeners in front of
+// which many connections waited to be accepted. Consequences are left
+// out: their causes are listed. When the diagnosed step met the SLO (met), its
 // slow tail within the SLO limited nothing: the fullest resource is the
 // likely limit, said as such.
 func limitedBy(fs []report.Finding, head []report.Headroom, generator []string, met bool) []report.Limit {
@@ -163,6 +164,22 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator []string, 
 	if len(rest) > 0 {
 		return append(out, rest...)
 	}
+	// Nor near its limit: where the requests waited. A listener whose
+	// accept queue held many connections, though it had room, had a
+	// server behind it that took them slower than they came (php-fpm's
+	// children bound to the connections nginx keeps open, with more
+	// connections than children).
+	for _, h := range head {
+		if h.Resource == "accept-queue" && h.Used >= queuedAccepts {
+			l := headroomLimit(h)
+			l.Basis = report.BasisQueued
+			l.Title = fmt.Sprintf("connections waited to be accepted on %s, %.0f at most: the server behind it took them slower than they came", h.Subject, h.Used)
+			out = append(out, l)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
 	if met {
 		for _, h := range head {
 			if h.Share > 0 && h.Finding != "" {
@@ -179,6 +196,12 @@ func limitedBy(fs []report.Finding, head []report.Headroom, generator []string, 
 // nearLimit is the share of its limit from which the fullest resource is
 // named as what limited the capacity when no finding names a cause.
 const nearLimit = 0.75
+
+// queuedAccepts is how many connections waiting in a listener's accept
+// queue, with room left, name that listener's server as where the
+// requests waited when nothing else limited the capacity: far more than
+// the few a burst of new connections leaves there.
+const queuedAccepts = 64
 
 // headroomLimit is a resource at its limit as a limit of the capacity.
 func headroomLimit(h report.Headroom) report.Limit {

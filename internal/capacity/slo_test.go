@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,18 @@ func TestLimitedBy(t *testing.T) {
 	low := []report.Headroom{{Resource: "cpu", Subject: "server's host", Share: 0.5, Finding: rules.CPUSaturated}, head[2]}
 	if got := ids(limitedBy(only, low, nil, false)); got != "unexplained-distress/finding" {
 		t.Errorf("CPUs at 50 %%: limited by %s", got)
+	}
+	// Nothing near its limit, but 1234 connections waited in php-fpm's
+	// accept queue of 4096 (CI run 31: TestTuneLab's capacity after the
+	// plan, the host's CPUs 72 % busy): where the requests waited is
+	// named, not "unexplained"; a handful waiting is no such place.
+	waited := append(slices.Clone(low), report.Headroom{Resource: "accept-queue", Subject: "127.0.0.1:9000", Used: 1234, Limit: 4096, Share: 0.3, Finding: rules.AcceptQueueOverflow})
+	if got := ids(limitedBy(only, waited, nil, false)); got != "accept-queue-overflow/queued" {
+		t.Errorf("1234 connections waited to be accepted: limited by %s", got)
+	}
+	waited[len(waited)-1].Used = 5
+	if got := ids(limitedBy(only, waited, nil, false)); got != "unexplained-distress/finding" {
+		t.Errorf("5 connections waited to be accepted: limited by %s", got)
 	}
 	// The diagnosed step met the SLO (the knee moved): its slow tail
 	// within the SLO limited nothing; the fullest resource is named as

@@ -155,7 +155,8 @@ func (s Step) At(p float64) (time.Duration, bool) {
 // resource at its limit that no finding named (Basis).
 type Limit struct {
 	Finding
-	// Basis: "finding", "headroom", "fullest" or "load-generator".
+	// Basis: "finding", "headroom", "queued", "fullest" or
+	// "load-generator".
 	Basis string `json:"basis"`
 }
 
@@ -168,6 +169,10 @@ const (
 	// run to run), so nothing was seen at its limit; the resource
 	// fullest there is the likely limit.
 	BasisFullest = "fullest"
+	// BasisQueued: nothing was at its limit, but many connections
+	// waited in a listener's accept queue: its server took them slower
+	// than they came.
+	BasisQueued = "queued"
 )
 
 // Headroom is one resource's use against its limit in the diagnosed
@@ -401,6 +406,8 @@ func basisText(b string) string {
 	switch b {
 	case BasisHeadroom:
 		return "at its limit, though no rule made the finding"
+	case BasisQueued:
+		return "where the requests waited, though no resource was at its limit"
 	case BasisFullest:
 		return "the fullest resource: the diagnosed step met the SLO, so none was seen at its limit"
 	case BasisGenerator:
