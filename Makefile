@@ -58,9 +58,9 @@ lint:
 # netdoctor beside wrk or iperf3), or when it changes a host-wide
 # setting (nf_conntrack_max) that another test's connections would feel:
 # another package's load beside it would be its noise. Within
-# internal/cli the measuring tests whose load is light run four at a
+# internal/cli the measuring tests whose load is light run six at a
 # time, longest first (TestLight), those whose fault bounds a load that
-# leaves a CPU idle three at a time (TestPaired), and TestLab runs the
+# leaves a CPU idle four at a time (TestPaired), and TestLab runs the
 # scenarios whose judgement stands beside another lab's (besideAnother)
 # three at a time after its others; each pool alone. Every other test waits
 # for what it needs by polling
@@ -74,8 +74,8 @@ MEASURING = ^(TestLab|TestTuneLab|TestLabCleanAfterKill|TestPrometheusAlerts|Tes
 #                    and after its plan), TestRun* (loads judged
 #                    from both hosts' counters), TestLight (capacity
 #                    through a tbf, the dependency tests' round trips,
-#                    the pools' capacity searches: light loads four at a
-#                    time), TestPaired (22 tests three at a time),
+#                    the pools' capacity searches: light loads six at a
+#                    time), TestPaired (22 tests four at a time),
 #                    TestCheckTLSHandshakes (a
 #                    server's CPU share in check's profile), the capacity searches
 #                    (TestCapacity* of the cli: loads up to a knee),
