@@ -134,7 +134,7 @@ var cpuFindings = []report.FindingID{rules.CPUSaturated}
 func TestCapacityCPU(t *testing.T) {
 	e := newLab(t)
 	api := depStart(t, e, e.ServerNS.Name, e.ServerIP+":7300", false, 0, 10*time.Millisecond)
-	c, _, _ := capacityIn(t, e.ClientNS.Name, "--server-netns", e.ServerNS.Name, "--slo", "p99<=250ms", "--max-duration", "45s", "http://"+api+"/")
+	c, _, _ := capacityIn(t, e.ClientNS.Name, "--server-netns", e.ServerNS.Name, "--slo", "p99<=250ms", "--max-duration", "30s", "http://"+api+"/")
 	if c.CapacityRPS == 0 || len(c.LimitedBy) == 0 || !slices.Contains(cpuFindings, c.LimitedBy[0].ID) {
 		t.Errorf("capacity %.1f, limited by %s: want the CPU first", c.CapacityRPS, limitIDs(c))
 	}
@@ -179,7 +179,7 @@ func testCapacityGeneratorLimited(t *testing.T) {
 func capacitySeed000(t *testing.T, e *lab.Env, target *lab.Target, plan string, p *tune.Plan) {
 	verify := filepath.Join(t.TempDir(), "verify.json")
 	was := planState(t, p, e.ServerNS.Name)
-	code, out := netdoctorIn(t, e.ClientNS.Name, "capacity", "--server-netns", e.ServerNS.Name, "--slo", "p99<=500ms", "--max-duration", "70s",
+	code, out := netdoctorIn(t, e.ClientNS.Name, "capacity", "--server-netns", e.ServerNS.Name, "--slo", "p99<=500ms", "--max-duration", "50s",
 		"--verify-with", plan, "--json", verify, target.URL)
 	if code != 0 {
 		t.Fatalf("capacity --verify-with: exit %d\n%s", code, out)
