@@ -10,7 +10,7 @@
 // SCHED_FIFO; the threads end with the command, whose exit code steal
 // returns.
 //
-//	go run ./bench/steal -spin 30ms -every 100ms -- go test -run TestPathProbeStreams ./internal/cli
+//	go run ./bench/steal -spin 30ms -every 100ms -- go test -run TestLight/PathProbeStreams ./internal/cli
 package main
 
 import (

@@ -72,7 +72,7 @@ func unixOutbound(fd int, u *unixEnds, listening func(path string) bool) bool {
 // a request whole before working on it leaves it unread only while it
 // waits for a worker (or, before the accept, in the accept queue); one
 // that reads lazily counts its requests in service too (php-fpm read
-// 100 % unread in TestRunDependencyUnixPHP, with 18 of 20 requests
+// 100 % unread in TestLight/RunDependencyUnixPHP, with 18 of 20 requests
 // queued: it may leave part of a request unread while the script runs;
 // not verified).
 func (c *connTrace) sampleUnix(now time.Time, m *sockdiag.UnixDiagMsg) {

@@ -119,9 +119,9 @@ Go front (´http.Transport´ limited to 4 connections) and a Node.js front (an �
 ´maxSockets´ 4, one event loop) over an HTTP backend that writes its headers at once and its body 20 ms
 later in three writes, under 50 connections: busy 0.94–1.00 and 20.8 ms per round trip against the
 fronts' own 20.8–21.5 ms; with Nagle on the backend (its body waits for the front's delayed ACK of the
-headers), 41.6–42.8 ms against 43.8 ms. The python3 chain (TestRunDependencyChain) reads 0.98 and
-77.7 ms (truth ~80), TestCheckDependencyChain 1.00 and 82.2 ms, the 20 ms backends 20.2–21.2 ms,
-TestRunDependencyLong 400.5 ms. Before, the estimator timed segment exchanges: such a backend's pool read
+headers), 41.6–42.8 ms against 43.8 ms. The python3 chain (TestLight/RunDependencyChain) reads 0.98 and
+77.7 ms (truth ~80), TestLight/CheckDependencyChain 1.00 and 82.2 ms, the 20 ms backends 20.2–21.2 ms,
+TestLight/RunDependencyLong 400.5 ms. Before, the estimator timed segment exchanges: such a backend's pool read
 mostly idle at a few milliseconds per round trip. Round trips longer than the 100 ms between looks are
 timed one by one: a request's answer ends with the last data received before the next request, known
 when nothing came between two observations (the answer was whole at the first), when everything that
@@ -131,7 +131,7 @@ sends and receives to the jiffy at every look, so the request already in flight 
 is included. When such round trips are 80 % of the requests sent or more (and 3 at least), their mean
 is the time per round trip (JSON ´round_trips_timed´): the ratio's edges (the first request's time
 counted, not the request) read 2 s requests begun together 2.49 s over a 5 s trace; timed one by one,
-2.00 s (TestDependenciesPaired), and 400 ms ones 400.5 ms (TestRunDependencyLong). A
+2.00 s (TestDependenciesPaired), and 400 ms ones 400.5 ms (TestLight/RunDependencyLong). A
 connection per request that closes before a look sees its answer is not timed this way (php-fpm in
 ping-ptr-timeout). **Limits**: a request written in several segments counts as
 several round trips (shorter times), unless all requests take as many; a pipelined or multiplexed connection (HTTP/2, Redis pipelines,
@@ -170,9 +170,9 @@ there)"), never an estimate: a request read and being worked on looks idle. For 
 request whole before working on it, unread means waiting for a worker or for the accept; one that reads
 lazily counts requests in service too (php-fpm's 100 % below, with 18 of 20 requests queued, suggests it
 leaves part of a request unread while the script runs: not verified). Tested by
-TestRunDependencyUnix (a Go API with 4 connections to a backend on a socket file in a temporary
+TestLight/RunDependencyUnix (a Go API with 4 connections to a backend on a socket file in a temporary
 directory: ´unix:/…/backend.sock´, the backend's owner observed, 4 connections, unread 0 — the backend
-reads each request at once) and TestRunDependencyUnixPHP (nginx → php-fpm on a socket file with 2
+reads each request at once) and TestLight/RunDependencyUnixPHP (nginx → php-fpm on a socket file with 2
 workers of 100 ms, a FastCGI connection per request, 20 clients: php-fpm observed with its
 ´worker-pool-exhausted´, 54 connections seen over two looks, 80 new, unread 100 %).
 
@@ -194,7 +194,7 @@ its own that makes its clients wait (its pool full — ´worker-pool-exhausted´
 overflowing, ´app-slow´, or its own dependency), the client's ´dependency-pool-saturated´ or
 ´dependency-slow´ is marked its consequence (´caused_by´, ´cause_subject´) and listed after it: the
 text says "a consequence of #N: worker-pool-exhausted (python3 10.0.0.1:7300)", the HTML links to it.
-Tested by TestRunDependencyChain: a Go API with 8 connections to a python3 backend with 2 worker
+Tested by TestLight/RunDependencyChain: a Go API with 8 connections to a python3 backend with 2 worker
 threads of 20 ms each.
 **dependency-slow, warning**: the dependency's time per request is at least half the p50 (≥ 30 ms)
 without a full pool: the time is the dependency's own; or a busy multiplexed connection. Both make
@@ -234,7 +234,7 @@ where a request waiting for a connection waits well under a millisecond per requ
 is the cause of its clients' ´dependency-*´ finding, over any number of servers, and a saturated
 client pool whose dependency is itself at capacity is not advised a bigger pool ("not a bigger pool:
 ADDR is itself at capacity (…); fix that first"); the same holds in ´run´ for a dependency whose pool is
-full. Tested by TestCheckDependencyChain: an API's 8 connections to a middle service whose 2
+full. Tested by TestLight/CheckDependencyChain: an API's 8 connections to a middle service whose 2
 connections to the 20 ms backend are all taken (TestCheckHostChain is the unit case).
 **Cost**: per looked-at connection one sock_diag exact lookup every 100 ms, plus once a second a read of
 the followed servers' descriptor tables (each new socket inspected once per trace). The agent's 3 s

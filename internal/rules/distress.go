@@ -41,7 +41,7 @@ open for appending (found from their descriptors, whatever the server; a process
 only where it owns the file) and the error logs their configurations name, each log's lines grouped
 by shape (numbers, times, addresses and quoted text masked), its three most frequent with their counts
 and a line each, for the reader to judge; the fix lists the next measurements (the timeline, off-CPU
-profiles, slow calls with strace, a capture of the slow requests). Tested (TestRunServerLogWords) with
+profiles, slow calls with strace, a capture of the slow requests). Tested (TestLight/RunServerLogWords) with
 a Go and a Python service holding every tenth request on an upstream named only in their own logs.`,
 })
 

@@ -59,7 +59,7 @@ iptables-legacy's rules are not read.
   the rule (´nft delete rule … handle N´; ´iptables -D …´ for iptables-nft's); without a moved rule, add
   ´counter´ to the drop rules and policies to see which one drops.
 
-Tested by TestRunFirewallRateLimit: an iptables rule that accepts 20 new connections a second to a
+Tested by TestLight/RunFirewallRateLimit: an iptables rule that accepts 20 new connections a second to a
 server that closes its connections, and drops the rest.`,
 })
 

@@ -57,8 +57,8 @@ dropped SYNs, which the listen rules explain. Nothing is reported unless ´TcpOu
   what the full queue of 10.99.201.1:5000 dropped, not a lossy path´, says why, its fix points to the
   queue's, and its ´dropped´ names the drops (´TCP_LISTEN_OVERFLOW´ at that listener, on the server's
   side): the ´accept-queue-overflow´ about that listener, the class that owns the reason, is its cause
-  (´caused_by´), and it is listed under it. Tested by TestRunAcceptOverflowRetransmits (an accept-queue
-  overflow on a clean link), TestRunDNATOverflowRetransmits (the same behind a DNAT router, a Python
+  (´caused_by´), and it is listed under it. Tested by TestPaired/RunAcceptOverflowRetransmits (an accept-queue
+  overflow on a clean link), TestPaired/RunDNATOverflowRetransmits (the same behind a DNAT router, a Python
   server and a Go one), TestLossOfAFullQueue, TestLossOfAQueueBehindNAT and the golden
   accept-queue-backlog run.
 - **What the receivers had.** Retransmissions whose segments the ledger shows reaching their receivers,

@@ -55,7 +55,7 @@ var _ = define(Class{ID: PathMTUBlackhole,
   maxseg size set rt mtu´, iptables ´TCPMSS --clamp-mss-to-pmtu´), in the router's namespace when the
   monitor saw it there; let ICMP type 3 code 4 and ICMPv6 "packet too big" through every firewall.
 
-Tested by TestRunPathMTUBlackhole: a router namespace between client and server whose link to the
+Tested by TestLight/RunPathMTUBlackhole: a router namespace between client and server whose link to the
 client has an MTU of 1280, with ICMP "fragmentation needed" dropped on its way out.`,
 })
 

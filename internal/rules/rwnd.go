@@ -38,7 +38,7 @@ time´). The fix is on the receivers' side (read faster, a larger receive buffer
 ´net.ipv4.tcp_rmem´ on their host), and what the server may bound: the memory slow clients pin
 (´send_timeout´, ´limit_rate´ in nginx, a per-connection write deadline). Tested
 (TestCheckSlowReaders): named in check with the receivers, their windows and the server's Send-Q; in a
-run beside them (TestRunSlowReaders), named at the server, netdoctor's own client not among them; the
+run beside them (TestLight/RunSlowReaders), named at the server, netdoctor's own client not among them; the
 lab's healthy scenario names nothing.
 
 **From the drop ledger** (´checkReceivers´, run by the same rule): it needs the drop monitor's ledger, and the receivers
