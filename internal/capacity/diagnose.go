@@ -96,9 +96,9 @@ const atLimit = 0.9
 // and, when nothing else does, the unexplained distress, and the other
 // resources found at their limit, or else the listeners in front of
 // which many connections waited to be accepted. Consequences are left
-// out: their causes are listed. When the diagnosed step met the SLO (met), its
-// slow tail within the SLO limited nothing: the fullest resource is the
-// likely limit, said as such.
+// out: their causes are listed. When the diagnosed step met the SLO
+// (met), its slow tail within the SLO limited nothing: the fullest
+// resource is the likely limit, said as such.
 func limitedBy(fs []report.Finding, head []report.Headroom, generator []string, met bool) []report.Limit {
 	out := []report.Limit{}
 	if len(generator) > 0 {

@@ -160,9 +160,9 @@ func (r *Run) own(h Host, also []Host) map[int]bool {
 // sides: an agent twin), and the kernel's worker that sends netdoctor
 // the connections' ends (endsWorker), out of the processes the servers'
 // samples and profile name as their neighbours; the profile's samples
-// of them count as its own (Self). Run once before the diagnosis, so that no rule and no line of
-// the report names netdoctor's own load as another process on the
-// servers' CPUs.
+// of them count as its own (Self). Run once before the diagnosis, so
+// that no rule and no line of the report names netdoctor's own load as
+// another process on the servers' CPUs.
 func (r *Run) ForgetOwn(also ...Host) {
 	s := r.Server()
 	if s == nil || s.Bundle == nil {
