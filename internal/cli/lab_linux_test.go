@@ -565,10 +565,14 @@ var labEvidence = map[string]func(t *testing.T, r *runJSON){
 // wantNearHealthy holds x within 10% of the healthy control's
 // throughput. Each pair is measured back to back, so what else the
 // machine ran weighs on both alike; a shared machine's noise still moves
-// one 5 s run by a third, so a pair below 90% is measured again (a new
-// pair, up to three): the tuned lab must reach 90% of healthy over all
-// pairs together or within one pair, and a lab that never does (a plan
-// that leaves a fault) fails every pair.
+// one 5 s run by a third, so a pair below 90% is measured again (up to
+// three pairs): the tuned lab must reach 90% of healthy over all pairs
+// together or within one pair, and a lab that never does (a plan that
+// leaves a fault) fails every pair. The first pair's healthy run is
+// TestLab's, minutes before x when TestTuneLab asks: the second pair is
+// x with a healthy run made now (healthy read 23.8k req/s in TestLab and
+// 16.9k beside x in CI run 31, where x read 16.8k), and only the third
+// measures x again (again: a new lab, planned and verified, 30 s).
 func wantNearHealthy(t *testing.T, what string, x, healthy float64, again func() float64) {
 	t.Helper()
 	xs, hs := []float64{x}, []float64{healthy}
@@ -588,7 +592,11 @@ func wantNearHealthy(t *testing.T, what string, x, healthy float64, again func()
 	}
 	for len(xs) < 3 && ratio() < 0.9 && best() < 0.9 {
 		hs = append(hs, labRunCmd(t, "healthy").before.Load.RPS)
-		xs = append(xs, again())
+		if len(xs) == 1 {
+			xs = append(xs, x)
+		} else {
+			xs = append(xs, again())
+		}
 	}
 	t.Logf("%s %.0f req/s, healthy %.0f req/s: %.0f%% of healthy's throughput, %.0f%% in the best pair", what, xs, hs, 100*ratio(), 100*best())
 	if ratio() < 0.9 && best() < 0.9 {
