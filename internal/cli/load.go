@@ -69,7 +69,7 @@ func loadFlags(fs *flag.FlagSet) *loadOpts {
 
 // engineFlag is --engine, which load, run and capacity share.
 func engineFlag(fs *flag.FlagSet, lo *loadOpts) {
-	fs.StringVar(&lo.engine, "engine", "auto", "the load engine: io_uring, epoll, or auto (epoll for now: io_uring's receive window held large answers back)")
+	fs.StringVar(&lo.engine, "engine", "auto", "the load engine: io_uring, epoll, or auto (io_uring where this host allows it, else epoll)")
 }
 
 // loadArgs is o as the load flags of run (and load) that make it: how

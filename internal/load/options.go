@@ -58,9 +58,9 @@ type Options struct {
 	// Ramp.To over Ramp.Over; Connections is then Ramp.To.
 	Ramp *Ramp
 	// Engine is the event loop: EngineEpoll, EngineIOUring, or
-	// EngineAuto (the zero value too): epoll, until io_uring's receive
-	// keeps up with large answers (engines_linux.go). Result.Engine says
-	// which ran.
+	// EngineAuto (the zero value too): io_uring where this host allows
+	// it, epoll where it is disabled, refused (a seccomp filter) or too
+	// old, the reason in Result.Notes. Result.Engine says which ran.
 	Engine Engine
 
 	// Script, if set, is a wrk Lua script: it sets the requests (Method,

@@ -61,9 +61,9 @@ type seccompChild struct {
 
 // TestSeccompFallback: in a process whose seccomp filter refuses
 // io_uring (EPERM, as Docker's default profile; ENOSYS, as others), the
-// automatic engine runs epoll (its default, io_uring being asked for by
-// name); asking for io_uring is a clear error with the reason before any
-// load; nothing fails. The filter
+// automatic engine runs epoll and the result says why; asking for
+// io_uring is a clear error with the reason before any load; nothing
+// fails. The filter
 // lives in a child process (this test binary run again), since it
 // cannot be removed once set.
 func TestSeccompFallback(t *testing.T) {
@@ -105,6 +105,10 @@ func TestSeccompFallback(t *testing.T) {
 			name := "operation not permitted"
 			if errno == unix.ENOSYS {
 				name = "function not implemented"
+			}
+			if !strings.Contains(strings.Join(r.Notes, "\n"), "io_uring unavailable, the epoll engine ran") ||
+				!strings.Contains(strings.Join(r.Notes, "\n"), name) || !strings.Contains(got.Note, name) {
+				t.Errorf("notes %q (EngineFor %q): want the fallback and its reason (%s)", r.Notes, got.Note, name)
 			}
 			if r.Requests != 200 || r.Errors.Total() != 0 || r.Status["2xx"] != 200 {
 				t.Errorf("requests %d, errors %+v, status %v: want 200 answered on epoll", r.Requests, r.Errors, r.Status)

@@ -51,12 +51,17 @@ const (
 	OpRecv        = 27
 	OpShutdown    = 34
 	OpSocket      = 45
+	OpUringCmd    = 46
 )
+
+// Socket commands of IORING_OP_URING_CMD (SOCKET_URING_OP_*).
+const sockSetsockopt = 3
 
 // SQE flags (IOSQE_*).
 const (
 	SQEFixedFile      = 1 << 0
 	SQEIOLink         = 1 << 2
+	SQEIOHardlink     = 1 << 3 // a link that holds whatever this one's result
 	SQEBufferSelect   = 1 << 5
 	SQECQESkipSuccess = 1 << 6
 )
@@ -371,6 +376,17 @@ func (s *SQE) PrepRecvMultishot(slot uint32, bgid uint16) {
 	s.Opcode, s.Flags, s.Ioprio, s.Fd, s.BufIndex = OpRecv, SQEFixedFile|SQEBufferSelect, recvMultishot, int32(slot), bgid
 }
 
+// PrepSetsockopt sets option (level, name) of the socket in fixed slot
+// to the bytes at val (kernel 6.7's SOCKET_URING_OP_SETSOCKOPT). val
+// must stay untouched until the request completes.
+func (s *SQE) PrepSetsockopt(slot uint32, level, name uint32, val unsafe.Pointer, n uint32) {
+	s.Opcode, s.Flags, s.Fd = OpUringCmd, SQEFixedFile, int32(slot)
+	s.Off = sockSetsockopt // cmd_op
+	s.Addr = uint64(level) | uint64(name)<<32
+	s.FileIndex = n // optlen
+	s.Addr3 = uint64(uintptr(val))
+}
+
 // PrepCancelFixed cancels every request in flight on fixed slot.
 func (s *SQE) PrepCancelFixed(slot uint32) {
 	s.Opcode, s.Fd, s.OpFlags = OpAsyncCancel, int32(slot), cancelAll|cancelFd|cancelFdFixed
@@ -396,6 +412,12 @@ func (s *SQE) PrepCloseFixed(slot uint32) {
 
 // BufRing is a provided-buffer ring: buffers the kernel picks for
 // receives, handed back by the loop once it has parsed them.
+//
+// Each buffer is whole for one receive (not IOU_PBUF_RING_INC, 6.12's
+// incremental consumption, which packs small answers one after the
+// other: measured with 1000 keep-alive connections, no less CPU a
+// request, and twice the memory, since every page of every buffer gets
+// filled where a small answer touches only a buffer's first).
 type BufRing struct {
 	ring  []byte // entries of struct io_uring_buf; the tail in the first's resv
 	bufs  []byte
