@@ -21,12 +21,14 @@ var _ = define(Class{ID: AppSlow,
 	Delays: true, Holds: true,
 	Blocks:     true,
 	Meaning:    "the server holds requests while CPU and network are idle (locks, sleeps, slow backends)",
-	Active:     "load p50 ≥ 30 ms, server CPU < 70 % busy, and no other active cause of latency (warning)",
+	Active:     "load p50 ≥ 30 ms, server CPU < 70 % busy (or the server's threads blocked off CPU ≥ half their accounted busy time), and no other active cause of latency (warning)",
 	LatentWhen: "—",
 	Seed:       "003 (log lock)",
 	ReportedBy: "`run`",
 	Doc: `Rule ´appslow´ (´appslow.go´). **Active, warning** when the load's p50 is at least 30 ms over at least 20
-requests, the server's CPUs were under 70 % busy over the load, and no other active finding explains
+requests, the server's CPUs were under 70 % busy over the load (busier, the innermost server's threads must
+have spent at least half their accounted busy time blocked off CPU: other work may be what keeps a
+host's CPUs busy, and then the title says how much the threads were blocked), and no other active finding explains
 latency (worker pool, Nagle, CPU, CPU quota throttling, run-queue contention, conntrack, SYN queue, loss,
 bandwidth, a saturated generator), and the time split's largest part of the p50 is not the answers' time
 in the server's sockets (in flight, held by a window: the kernel's accounting of the connections wins
@@ -39,8 +41,9 @@ innermost server's busy workers (´sleep 92%, running 6%´), and, where the serv
 CPU others hold, the CPU itself — naming the profile's hottest functions — or the off-CPU wait), else the
 dominant wait class: a file lock (seed 003's shared log), a mutex, sleeps in the request path, a
 backend's socket, disk; and always how to profile off-CPU time. Tested with php-fpm workers that append
-to one log file under ´flock´ and hold it 20 ms, and with a throttled Go server whose threads sampled
-"running" and on a futex.`,
+to one log file under ´flock´ and hold it 20 ms, with a throttled Go server whose threads sampled
+"running" and on a futex, and (rules' TestAppSlowBusyHost) with a Python server blocked on a lock on a
+host other work keeps 90 % busy.`,
 })
 
 var _ = register(Rule{Name: "appslow", Order: 230, Scope: Symptom, IDs: []report.FindingID{AppSlow}, Checks: "time held in the application", Check: checkAppSlow})
@@ -92,7 +95,7 @@ func checkAppSlow(in *Input) []report.Finding {
 	}
 	b := serverBundle(r)
 	busy, ok := hostBusy(b, r.LoadStart, r.LoadEnd)
-	if !ok || busy >= 0.7 {
+	if !ok {
 		return nil
 	}
 	// The innermost observed server with blocking workers tells most.
@@ -108,9 +111,27 @@ func checkAppSlow(in *Input) []report.Finding {
 			return nil // the dependency's finding is as far as the evidence goes
 		}
 	}
+	// A busy host is no cause by itself: other work may be what keeps
+	// its CPUs busy (a neighbour, a build beside the service). The
+	// server's own threads decide then: blocked, off CPU, for most of
+	// their busy time, they held requests whatever the host did; on CPU
+	// or waiting for one, the CPU rules speak.
+	held := 0.0
+	if busy >= appSlowHostBusy {
+		if s == nil {
+			return nil
+		}
+		if held, ok = heldOffCPU(r, s); !ok || held < appSlowHeld {
+			return nil
+		}
+	}
+	host := fmt.Sprintf("server CPU %.0f%% busy, and no queue overflowed nor packet dropped", 100*busy)
+	if held > 0 {
+		host = fmt.Sprintf("the host's CPUs %.0f%% busy, while the server's threads were blocked off CPU %.0f%% of their busy time; no queue overflowed nor packet dropped", 100*busy, 100*held)
+	}
 	ev := []report.Item{
 		{Text: fmt.Sprintf("responses took p50 %s, p99 %s over %d requests", lr.Latency.P50.Round(time.Millisecond/10), lr.Latency.P99.Round(time.Millisecond/10), lr.Requests), Source: "load", Window: true},
-		{Text: fmt.Sprintf("server CPU %.0f%% busy, and no queue overflowed nor packet dropped", 100*busy), Source: "/proc/stat", Window: true},
+		{Text: host, Source: "/proc/stat", Window: true},
 	}
 	subject, about := "", report.About{}
 	fix := notes("profile where requests wait off-CPU: `perf trace -s -p PID`, bcc's `offcputime -p PID`, or the runtime's own (thread dumps, php-fpm slowlog with request_slowlog_timeout)")
@@ -137,7 +158,9 @@ func checkAppSlow(in *Input) []report.Finding {
 		}
 	}
 	title := fmt.Sprintf("The application holds requests (p50 %s) while the CPU idles", lr.Latency.P50.Round(time.Millisecond))
-	if s != nil {
+	if held > 0 {
+		title = fmt.Sprintf("The application holds requests (p50 %s): its threads are blocked off CPU %.0f%% of their busy time", lr.Latency.P50.Round(time.Millisecond), 100*held)
+	} else if s != nil {
 		// The host's CPUs may idle while the server's own threads do
 		// not: then the CPU is not said to idle.
 		w := workerLoadOf(r, s)
@@ -151,9 +174,20 @@ func checkAppSlow(in *Input) []report.Finding {
 		Evidence: ev, Actions: fix}}
 }
 
-// accountedAdvice reads a server's CPU accounting over the load: what
-// its threads' busy time went to, and the advice for the largest part.
-func accountedAdvice(r *evidence.Run, s *app.Server) (report.Item, string, bool) {
+// appSlowHostBusy is the host's busy share from which its CPUs may be
+// why requests wait, and appSlowHeld the least share of the server's
+// accounted busy time its threads must spend blocked for app-slow to be
+// named on such a host.
+const (
+	appSlowHostBusy = 0.7
+	appSlowHeld     = 0.5
+)
+
+// threadsBusyTime is what server s's threads' busy time went to over the load,
+// as the scheduler accounts it (throttled, waiting for a CPU, on CPU,
+// off CPU on a wait that holds a request), and its sum; ok is false
+// where its threads were not accounted.
+func threadsBusyTime(r *evidence.Run, s *app.Server) (map[string]time.Duration, time.Duration, bool) {
 	one := &evidence.Run{Load: r.Load, LoadStart: r.LoadStart, LoadEnd: r.LoadEnd, Servers: []*app.Server{s}, Profile: r.Profile}
 	tl := r.Load.Timeline
 	all := make([]bool, len(tl))
@@ -162,7 +196,30 @@ func accountedAdvice(r *evidence.Run, s *app.Server) (report.Item, string, bool)
 	}
 	b, _, names := threadTime(one, tl, all)
 	busy := sumBuckets(b)
-	if len(names) == 0 || busy <= 0 {
+	return b, busy, len(names) > 0 && busy > 0
+}
+
+// heldOffCPU is the share of server s's accounted busy time its threads
+// spent blocked off CPU.
+func heldOffCPU(r *evidence.Run, s *app.Server) (float64, bool) {
+	b, busy, ok := threadsBusyTime(r, s)
+	if !ok {
+		return 0, false
+	}
+	var off time.Duration
+	for k, v := range b {
+		if strings.HasPrefix(k, report.BucketOffCPU) {
+			off += v
+		}
+	}
+	return float64(off) / float64(busy), true
+}
+
+// accountedAdvice reads a server's CPU accounting over the load: what
+// its threads' busy time went to, and the advice for the largest part.
+func accountedAdvice(r *evidence.Run, s *app.Server) (report.Item, string, bool) {
+	b, busy, ok := threadsBusyTime(r, s)
+	if !ok {
 		return report.Item{}, "", false
 	}
 	type part struct {

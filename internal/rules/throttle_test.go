@@ -194,3 +194,38 @@ func TestTimeSplitUnread(t *testing.T) {
 		t.Errorf("from two looks: unread share %.3f, want none", got)
 	}
 }
+
+// TestAppSlowBusyHost: on a host whose CPUs other work keeps busy, a
+// server whose threads were blocked off CPU most of their busy time (a
+// contended lock) still holds its requests, and is named, with how much
+// its threads were blocked; a server whose threads ran or waited for a
+// CPU there is not (the CPU rules speak).
+func TestAppSlowBusyHost(t *testing.T) {
+	busyHost := func(c app.CPU, waits map[string]int) *Input {
+		s := &app.Server{Role: "front", Kind: "pyapi", Addr: "0.0.0.0:8080", PIDs: []int{300}, Runtime: &app.Runtime{Name: app.RuntimePython}}
+		in := cpuRun(s, c, waits)
+		in.Run.Sides[0].Bundle = bundle(nil, idleCPU(0.9))
+		in.Bundle, in.Side = nil, ""
+		return in
+	}
+	locked := app.CPU{Span: time.Second, Threads: 4, ThreadTime: 4 * time.Second, OnCPU: 150 * time.Millisecond, RunDelay: 250 * time.Millisecond, CPUs: 2, IdleCPUs: 0.2}
+	fs := checkAppSlow(busyHost(locked, map[string]int{app.WaitLock: 3, app.WaitRunning: 1}))
+	if len(fs) != 1 || fs[0].Title != "The application holds requests (p50 90ms): its threads are blocked off CPU 90% of their busy time" {
+		t.Fatalf("blocked on a lock on a busy host: %+v", fs)
+	}
+	if !hasEvidence(fs[0], "the host's CPUs 90% busy, while the server's threads were blocked off CPU 90%") || !strings.HasPrefix(fixOf(fs[0])[0], "find the contended lock") {
+		t.Errorf("evidence %q, fix %q", evidenceTexts(fs[0]), fixOf(fs[0]))
+	}
+	running := app.CPU{Span: time.Second, Threads: 4, ThreadTime: 4 * time.Second, OnCPU: 1600 * time.Millisecond, RunDelay: 2200 * time.Millisecond, CPUs: 2, IdleCPUs: 0}
+	if fs := checkAppSlow(busyHost(running, map[string]int{app.WaitRunning: 3, app.WaitLock: 1})); fs != nil {
+		t.Errorf("on CPU or waiting for one on a busy host: %+v", fs)
+	}
+	// Not accounted (no CPU samples): a busy host says nothing.
+	in := busyHost(locked, map[string]int{app.WaitLock: 3})
+	for i := range in.Run.Servers[0].Samples {
+		in.Run.Servers[0].Samples[i].CPU = nil
+	}
+	if fs := checkAppSlow(in); fs != nil {
+		t.Errorf("unaccounted threads on a busy host: %+v", fs)
+	}
+}
