@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/netdoctor/netdoctor/internal/load/uring"
 	"golang.org/x/sys/unix"
@@ -53,9 +52,6 @@ type uringPoller struct {
 	ring  *uring.Ring
 	bufs  *uring.BufRing
 	rearm []*conn // connections whose multishot receive ended while they still read
-	// noSockopt: the kernel refused a socket's setsockopt through the
-	// ring (before 6.7): connections go on without the deferred ACK.
-	noSockopt bool
 }
 
 // Requests' user_data: op, the connection's generation, its index.
@@ -63,8 +59,7 @@ const (
 	opConnect = iota + 1
 	opRecv
 	opSend
-	opOther   // socket, cancel, close: seen only when they fail
-	opSockopt // the deferred ACK's setsockopt: seen only when it fails
+	opOther // socket, cancel, close: seen only when they fail
 )
 
 // smallSend is the largest request sent without a completion.
@@ -200,13 +195,9 @@ func (p *uringPoller) connect(c *conn) error {
 	w := p.w
 	slot := uint32(c.idx)
 	eager := w.eager(c)
-	hold := !p.noSockopt && w.speaksFirst(c)
 	need := 3
 	if eager {
-		need++
-	}
-	if hold {
-		need++
+		need = 4
 	}
 	// Room for the whole chain at once: a chain split by a flush would
 	// run its connect without its socket.
@@ -221,13 +212,6 @@ func (p *uringPoller) connect(c *conn) error {
 	s.PrepSocket(w.family, unix.SOCK_STREAM, 0, slot)
 	s.Flags |= uring.SQEIOLink | uring.SQECQESkipSuccess
 	s.UserData = userData(opOther, c)
-	if hold {
-		// Hard-linked: the connect goes on if the kernel refuses it.
-		s = p.sqe()
-		s.PrepSetsockopt(slot, unix.IPPROTO_TCP, unix.TCP_DEFER_ACCEPT, unsafe.Pointer(&deferAck), 4)
-		s.Flags |= uring.SQEIOHardlink | uring.SQECQESkipSuccess
-		s.UserData = userData(opSockopt, c)
-	}
 	s = p.sqe()
 	s.PrepConnect(slot, w.sa, w.salen)
 	s.Flags |= uring.SQEIOLink
@@ -396,12 +380,6 @@ func (p *uringPoller) handle(cqe *uring.CQE, now time.Duration) {
 				return
 			}
 			w.failReq(c, errRead, connectCause(err))
-		}
-	case opSockopt:
-		// Refused (no socket commands through the ring, before 6.7),
-		// not cancelled: stop asking; this connection goes on.
-		if cqe.Res < 0 && cqe.Res != -int32(unix.ECANCELED) {
-			p.noSockopt = true
 		}
 	case opOther:
 		// A socket that could not be made (its linked connect is

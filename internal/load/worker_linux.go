@@ -348,26 +348,6 @@ func (w *worker) eager(c *conn) bool {
 	return w.tlsCfg == nil && w.lt == nil && c.reserved && (w.e.opts.NoKeepAlive || w.rate)
 }
 
-// speaksFirst says whether c's first bytes (its request, or TLS's
-// ClientHello) go out the moment it connects: not a connection opened
-// ahead of a paced schedule, nor one a script's delay() may hold. Such
-// a connection asks the kernel to hold the handshake's last ACK until
-// those bytes carry it (deferAck).
-func (w *worker) speaksFirst(c *conn) bool {
-	return w.tlsCfg != nil && w.lt == nil || w.lt == nil && (c.reserved || !w.rate)
-}
-
-// deferAck is TCP_DEFER_ACCEPT's value on a connecting socket: there it
-// makes the kernel hold the ACK of the server's SYN-ACK (for up to
-// TCP_DELACK_MAX, 200 ms) so that the first data segment carries it,
-// as it does for a sender already waiting to write. The server then sees
-// the handshake end with the request, one segment and one wake-up fewer
-// for both ends: 8 segments for a short connection instead of 10, and
-// nginx woken once, for the accept and the request together. The
-// connection, its request and its answer are what any client's are;
-// only that segment is saved.
-var deferAck int32 = 1
-
 // sentWithConnect: c connected and its request, linked to the connect
 // (eager), went out with it.
 func (w *worker) sentWithConnect(c *conn, now time.Duration) {

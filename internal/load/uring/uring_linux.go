@@ -51,17 +51,12 @@ const (
 	OpRecv        = 27
 	OpShutdown    = 34
 	OpSocket      = 45
-	OpUringCmd    = 46
 )
-
-// Socket commands of IORING_OP_URING_CMD (SOCKET_URING_OP_*).
-const sockSetsockopt = 3
 
 // SQE flags (IOSQE_*).
 const (
 	SQEFixedFile      = 1 << 0
 	SQEIOLink         = 1 << 2
-	SQEIOHardlink     = 1 << 3 // a link that holds whatever this one's result
 	SQEBufferSelect   = 1 << 5
 	SQECQESkipSuccess = 1 << 6
 )
@@ -374,17 +369,6 @@ func (s *SQE) PrepSend(slot uint32, b []byte, msgFlags uint32) {
 // it stays armed), until end of stream, an error or a cancel.
 func (s *SQE) PrepRecvMultishot(slot uint32, bgid uint16) {
 	s.Opcode, s.Flags, s.Ioprio, s.Fd, s.BufIndex = OpRecv, SQEFixedFile|SQEBufferSelect, recvMultishot, int32(slot), bgid
-}
-
-// PrepSetsockopt sets option (level, name) of the socket in fixed slot
-// to the bytes at val (kernel 6.7's SOCKET_URING_OP_SETSOCKOPT). val
-// must stay untouched until the request completes.
-func (s *SQE) PrepSetsockopt(slot uint32, level, name uint32, val unsafe.Pointer, n uint32) {
-	s.Opcode, s.Flags, s.Fd = OpUringCmd, SQEFixedFile, int32(slot)
-	s.Off = sockSetsockopt // cmd_op
-	s.Addr = uint64(level) | uint64(name)<<32
-	s.FileIndex = n // optlen
-	s.Addr3 = uint64(uintptr(val))
 }
 
 // PrepCancelFixed cancels every request in flight on fixed slot.

@@ -2,7 +2,6 @@ package load
 
 import (
 	"bufio"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -77,12 +76,14 @@ func (s *segsServer) serve(c *net.TCPConn) {
 	c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n"))
 }
 
-// TestHandshakeAckRidesOnRequest: a client that speaks first has the
-// kernel hold the handshake's last ACK until its request carries it
-// (TCP_DEFER_ACCEPT on the connecting socket), on either engine: the
-// server's socket has received two segments when the request is read
-// (the SYN; the ACK with the request), not three.
-func TestHandshakeAckRidesOnRequest(t *testing.T) {
+// TestHandshakeEndsAtOnce: on either engine, for short and kept
+// connections, the server's socket has received three segments when the
+// request is read (the SYN; the handshake's ACK; the request): the
+// client's kernel ends the handshake as any client's does, at once, so
+// the server's SYN queue holds a connection for a round trip and not
+// until netdoctor's loop gets round to sending (a held ACK that the
+// request carries makes it two: see epoller.connect for why not).
+func TestHandshakeEndsAtOnce(t *testing.T) {
 	eachEngine(t, func(t *testing.T, eng Engine) {
 		for _, keep := range []bool{false, true} {
 			s := newSegsServer(t)
@@ -93,45 +94,15 @@ func TestHandshakeAckRidesOnRequest(t *testing.T) {
 			}
 			s.ln.Close()
 			s.wg.Wait()
-			// Most, not all: a loop that stalls longer than the
-			// kernel holds the ACK (200 ms, on a busy machine) lets it
-			// go alone; none, where nothing holds it.
 			var bad []string
 			for _, n := range s.segs {
-				if n != 2 {
+				if n < 3 { // more: a segment sent again, on a busy machine
 					bad = append(bad, fmt.Sprintf("segs_in %d", n))
 				}
 			}
-			if len(s.segs) != 20 || len(bad) > 5 {
-				t.Errorf("keep-alive %v: %d requests read, %s: want (nearly) each read with 2 segments in", keep, len(s.segs), strings.Join(bad, ", "))
+			if len(s.segs) != 20 || len(bad) > 0 {
+				t.Errorf("keep-alive %v: %d requests read, %s: want each read with 3 segments in (2: the ACK held for the request)", keep, len(s.segs), strings.Join(bad, ", "))
 			}
 		}
 	})
-}
-
-// TestSpeaksFirst: the ACK is held only where the first bytes go out
-// the moment the connection is up; not for a connection opened ahead of
-// a paced schedule (it waits idle), nor under a script, whose delay()
-// may hold the request (the server would wait up to 200 ms for the
-// handshake's end).
-func TestSpeaksFirst(t *testing.T) {
-	lt := &luaThread{}
-	for _, tc := range []struct {
-		name     string
-		w        *worker
-		reserved bool
-		want     bool
-	}{
-		{"closed loop", &worker{}, false, true},
-		{"paced, its request waiting", &worker{rate: true}, true, true},
-		{"paced, opened ahead", &worker{rate: true}, false, false},
-		{"script", &worker{lt: lt}, true, false},
-		{"TLS", &worker{tlsCfg: &tls.Config{}}, false, true},
-		{"TLS, paced, opened ahead", &worker{tlsCfg: &tls.Config{}, rate: true}, false, true},
-	} {
-		c := &conn{reserved: tc.reserved}
-		if got := tc.w.speaksFirst(c); got != tc.want {
-			t.Errorf("%s: speaksFirst %v, want %v", tc.name, got, tc.want)
-		}
-	}
 }
