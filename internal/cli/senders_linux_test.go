@@ -244,7 +244,11 @@ func testRunIdleRestartCubic(t *testing.T) {
 	if perAnswer < 200*time.Millisecond {
 		t.Errorf("busy %v per answer: want the 5 or 6 round trips of slow start from 10 segments", perAnswer)
 	}
-	if s.sendingLooks > 0 && s.cwndSending > s.restartFrom/2 {
+	// A look that lands on an answer sees slow start's window wherever it
+	// has grown to: near an answer's end it is back near the kept one
+	// (CI run 39: one look, 302 against 367), but below it; a window
+	// kept across the idle would be at least that.
+	if s.sendingLooks > 0 && s.cwndSending >= s.restartFrom {
 		t.Errorf("cwnd %.0f while sending, %.0f before the restarts", s.cwndSending, s.restartFrom)
 	}
 }
